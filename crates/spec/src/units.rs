@@ -251,8 +251,14 @@ pub mod duration_serde {
                 None => s.serialize_none(),
             }
         }
+        struct Text(Duration);
+        impl<'de> Deserialize<'de> for Text {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                super::deserialize(d).map(Text)
+            }
+        }
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-            super::deserialize(d).map(Some)
+            Option::<Text>::deserialize(d).map(|o| o.map(|t| t.0))
         }
     }
 }

@@ -1,1 +1,13 @@
+//! iolab-workload: turns a validated plan into I/O and measurements. Access patterns
+//! ([`pattern`]), targets and their safety ([`layout`]), counters and histograms ([`stats`]),
+//! the executor ([`executor`]) and the result model ([`results`]) that every output reads.
 
+pub mod cpu;
+pub mod executor;
+pub mod layout;
+pub mod pattern;
+pub mod results;
+pub mod stats;
+
+pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink};
+pub use results::{JobResult, PhaseResult, RunResult, Status, Totals};

@@ -1,0 +1,351 @@
+//! Targets and their safety: which files a job uses, whether iolab may write them, whether
+//! they fit, and laying them out before the measured window. iolab marks every file it
+//! creates (an xattr, or a manifest where xattrs are unsupported) and writes only to marked
+//! files unless told otherwise; refusals happen before any byte is written.
+
+use iolab_engine::fill_pattern;
+use iolab_spec::{EngineKind, Job};
+use std::fs::{self, File};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const XATTR: &str = "user.iolab";
+const MANIFEST: &str = ".iolab-owned";
+const LAYOUT_CHUNK: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error("refusing {path}: {why}")]
+    Refused { path: PathBuf, why: String },
+    #[error("not enough free space in {dir}: laying out needs {need} bytes, {free} are free; use a smaller --size or another directory")]
+    NoSpace { dir: PathBuf, need: u64, free: u64 },
+    #[error("{what} {path}: {source}")]
+    Io { what: &'static str, path: PathBuf, source: io::Error },
+    #[error("interrupted while laying out {path}: {done} of {size} bytes written; {fate}")]
+    Interrupted { path: PathBuf, done: u64, size: u64, fate: String },
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> LayoutError + 'a {
+    move |source| LayoutError::Io { what, path: path.to_path_buf(), source }
+}
+
+/// What kind of thing a target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    File,
+    Device,
+}
+
+/// One file (or device) a job will use, checked and sized.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    /// Bytes of the file the job uses.
+    pub size: u64,
+    /// Bytes the file has now (0 when it will be created).
+    pub existing: u64,
+    /// Whether the file exists before this run.
+    pub exists: bool,
+    /// Bytes to write before the measured window so reads find data.
+    pub layout: bool,
+}
+
+/// The files of one job: one per thread for a directory target, else the one target shared.
+pub fn job_paths(job: &Job) -> Vec<PathBuf> {
+    if job.target.is_dir() {
+        (0..job.threads).map(|t| job.target.join(format!("iolab.{}.{t}", job.name))).collect()
+    } else {
+        vec![job.target.clone()]
+    }
+}
+
+/// Check a job's targets without writing anything: existence, ownership, devices, sizes.
+pub fn check_job(job: &Job) -> Result<Vec<Target>, LayoutError> {
+    let mut out = Vec::new();
+    for path in job_paths(job) {
+        out.push(check_target(job, &path)?);
+    }
+    Ok(out)
+}
+
+fn refuse(path: &Path, why: String) -> LayoutError {
+    LayoutError::Refused { path: path.to_path_buf(), why }
+}
+
+fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
+    let needs_data = job.rw.reads() || job.rw.is_random() || job.engine == EngineKind::Mmap;
+    match fs::metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let size = job.size.map(|s| s.0).ok_or_else(|| {
+                refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
+            })?;
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            if !parent.is_dir() {
+                return Err(refuse(path, format!("its directory {} does not exist; create it first", parent.display())));
+            }
+            Ok(Target { path: path.to_path_buf(), kind: TargetKind::File, size, existing: 0, exists: false, layout: needs_data })
+        }
+        Err(e) => Err(io_err("reading metadata of", path)(e)),
+        Ok(meta) => {
+            let ft = meta.file_type();
+            if ft.is_block_device() || ft.is_char_device() {
+                if !job.device {
+                    return Err(refuse(path, format!(
+                        "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
+                        if ft.is_block_device() { "block" } else { "character" }
+                    )));
+                }
+                let dev_len = if ft.is_block_device() {
+                    File::open(path).and_then(|mut f| f.seek(SeekFrom::End(0))).map_err(io_err("sizing", path))?
+                } else {
+                    0
+                };
+                let size = match (job.size, dev_len) {
+                    (Some(s), 0) => s.0,
+                    (Some(s), n) => s.0.min(n),
+                    (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
+                    (None, n) => n,
+                };
+                return Ok(Target { path: path.to_path_buf(), kind: TargetKind::Device, size, existing: dev_len, exists: true, layout: false });
+            }
+            if ft.is_dir() {
+                return Err(refuse(path, "it is a directory".into()));
+            }
+            if !ft.is_file() {
+                return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
+            }
+            let existing = meta.len();
+            let size = job.size.map(|s| s.0).unwrap_or(existing);
+            if size == 0 {
+                return Err(refuse(path, "it is empty and no size was given; add --size".into()));
+            }
+            let grows = size > existing;
+            let writes = job.rw.writes() || (needs_data && grows);
+            if writes && !job.overwrite && !is_owned(path).map_err(io_err("checking the iolab mark of", path))? {
+                return Err(refuse(path, format!(
+                    "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
+                    if job.rw.writes() { "write to" } else { "extend" }
+                )));
+            }
+            Ok(Target { path: path.to_path_buf(), kind: TargetKind::File, size, existing, exists: true, layout: needs_data && grows })
+        }
+    }
+}
+
+/// Is this file marked as created by iolab?
+pub fn is_owned(path: &Path) -> io::Result<bool> {
+    match rustix::fs::getxattr(path, XATTR, &mut [0u8; 8][..]) {
+        Ok(_) => return Ok(true),
+        Err(e) if e == rustix::io::Errno::NODATA => {}
+        Err(_) => {} // xattrs unsupported here: fall back to the manifest
+    }
+    let meta = fs::metadata(path)?;
+    Ok(manifest_entries(path).iter().any(|(ino, name)| *ino == meta.ino() && Some(name.as_str()) == file_name(path)))
+}
+
+fn file_name(path: &Path) -> Option<&str> {
+    path.file_name().and_then(|n| n.to_str())
+}
+
+fn manifest_path(path: &Path) -> PathBuf {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).join(MANIFEST)
+}
+
+fn manifest_entries(path: &Path) -> Vec<(u64, String)> {
+    let Ok(text) = fs::read_to_string(manifest_path(path)) else { return Vec::new() };
+    text.lines()
+        .filter_map(|l| {
+            let (ino, name) = l.split_once(' ')?;
+            Some((ino.parse().ok()?, name.to_string()))
+        })
+        .collect()
+}
+
+/// Mark a file iolab just created.
+fn mark_owned(path: &Path, file: &File) -> io::Result<()> {
+    if rustix::fs::fsetxattr(file, XATTR, b"1", rustix::fs::XattrFlags::empty()).is_ok() {
+        return Ok(());
+    }
+    let ino = file.metadata()?.ino();
+    let name = file_name(path).ok_or_else(|| io::Error::other("file name is not UTF-8"))?;
+    let mut m = fs::OpenOptions::new().create(true).append(true).open(manifest_path(path))?;
+    writeln!(m, "{ino} {name}")
+}
+
+/// Create (never truncate) a missing target and mark it as iolab's.
+pub fn create_target(t: &Target) -> Result<(), LayoutError> {
+    if t.exists {
+        return Ok(());
+    }
+    let f = fs::OpenOptions::new().write(true).create_new(true).open(&t.path).map_err(io_err("creating", &t.path))?;
+    mark_owned(&t.path, &f).map_err(io_err("marking as iolab's", &t.path))?;
+    Ok(())
+}
+
+/// Free bytes for unprivileged writers on the filesystem holding `path`.
+pub fn free_bytes(path: &Path) -> io::Result<u64> {
+    let dir = if path.is_dir() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")) };
+    let s = rustix::fs::statvfs(dir)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// Refuse before writing if the new bytes of these targets do not fit (with 1% to spare).
+pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), LayoutError> {
+    let mut by_dev: std::collections::HashMap<u64, (PathBuf, u64)> = Default::default();
+    for t in targets.iter().filter(|t| t.kind == TargetKind::File) {
+        let grows = if t.layout || writes_growth { t.size.saturating_sub(t.existing) } else { 0 };
+        if grows == 0 {
+            continue;
+        }
+        let dir = t.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let dev = fs::metadata(&dir).map_err(io_err("reading metadata of", &dir))?.dev();
+        by_dev.entry(dev).or_insert((dir, 0)).1 += grows;
+    }
+    for (_, (dir, need)) in by_dev {
+        let free = free_bytes(&dir).map_err(io_err("checking free space in", &dir))?;
+        if need.saturating_add(need / 100) > free {
+            return Err(LayoutError::NoSpace { dir, need, free });
+        }
+    }
+    Ok(())
+}
+
+/// Write the target's missing bytes with seeded data, then flush them, so reads in the
+/// measured window find real blocks and the layout's writeback does not leak into it.
+pub fn lay_out(t: &Target, seed: u64, compressibility: u8, stop: &AtomicBool, created_now: bool) -> Result<(), LayoutError> {
+    let f = fs::OpenOptions::new().write(true).open(&t.path).map_err(io_err("opening for layout", &t.path))?;
+    let mut buf = vec![0u8; LAYOUT_CHUNK];
+    fill_pattern(&mut buf, seed, compressibility);
+    let mut pos = t.existing;
+    while pos < t.size {
+        if stop.load(Ordering::Relaxed) {
+            let fate = if created_now {
+                drop(f);
+                let _ = remove_owned(&t.path);
+                "the partial file, created by this run, was removed".to_string()
+            } else {
+                "the file is kept as it is; the next run completes its layout".to_string()
+            };
+            return Err(LayoutError::Interrupted { path: t.path.clone(), done: pos, size: t.size, fate });
+        }
+        let n = ((t.size - pos) as usize).min(LAYOUT_CHUNK);
+        buf[..8].copy_from_slice(&pos.to_le_bytes());
+        f.write_all_at(&buf[..n], pos).map_err(io_err("laying out", &t.path))?;
+        pos += n as u64;
+    }
+    f.sync_all().map_err(io_err("flushing the layout of", &t.path))?;
+    Ok(())
+}
+
+/// Remove a file only if iolab created it; returns whether it was removed.
+pub fn remove_owned(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => {}
+        _ => return Ok(false),
+    }
+    if !is_owned(path)? {
+        return Ok(false);
+    }
+    let entries = manifest_entries(path);
+    fs::remove_file(path)?;
+    if !entries.is_empty() {
+        let keep: Vec<String> = entries
+            .iter()
+            .filter(|(_, n)| Some(n.as_str()) != file_name(path))
+            .map(|(i, n)| format!("{i} {n}\n"))
+            .collect();
+        let mp = manifest_path(path);
+        if keep.is_empty() {
+            fs::remove_file(&mp)?;
+        } else {
+            fs::write(&mp, keep.concat())?;
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_spec::{Bytes, JobPatch, Rw};
+
+    fn job(target: &Path, rw: Rw) -> Job {
+        JobPatch { target: Some(target.into()), rw: Some(rw), size: Some(Bytes::kib(64)), ..Default::default() }.resolve("j").unwrap()
+    }
+
+    #[test]
+    fn foreign_file_is_refused_for_writes_but_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("precious");
+        fs::write(&p, vec![7u8; 65536]).unwrap();
+        let e = check_job(&job(&p, Rw::Write)).unwrap_err().to_string();
+        assert!(e.contains("did not create it") && e.contains("--overwrite"), "{e}");
+        assert!(check_job(&job(&p, Rw::Read)).is_ok());
+        let mut j = job(&p, Rw::Write);
+        j.overwrite = true;
+        assert!(check_job(&j).is_ok());
+    }
+
+    #[test]
+    fn created_files_are_marked_and_removable() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("mine");
+        let t = check_job(&job(&p, Rw::Read)).unwrap().remove(0);
+        assert!(t.layout && !t.exists);
+        create_target(&t).unwrap();
+        assert!(is_owned(&p).unwrap());
+        lay_out(&t, 1, 0, &AtomicBool::new(false), true).unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().len(), 65536);
+        let again = check_job(&job(&p, Rw::Write)).unwrap();
+        assert!(again[0].exists && !again[0].layout);
+        assert!(remove_owned(&p).unwrap());
+        assert!(!p.exists());
+        let foreign = d.path().join("foreign");
+        fs::write(&foreign, b"x").unwrap();
+        assert!(!remove_owned(&foreign).unwrap());
+        assert!(foreign.exists());
+    }
+
+    #[test]
+    fn interrupted_layout_removes_what_it_created() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("half");
+        let t = check_job(&job(&p, Rw::Read)).unwrap().remove(0);
+        create_target(&t).unwrap();
+        let e = lay_out(&t, 1, 0, &AtomicBool::new(true), true).unwrap_err().to_string();
+        assert!(e.contains("removed"), "{e}");
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn missing_size_and_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let mut j = job(&d.path().join("nosize"), Rw::Read);
+        j.size = None;
+        assert!(check_job(&j).unwrap_err().to_string().contains("--size"));
+        let j = job(&d.path().join("no/such/dir/f"), Rw::Write);
+        assert!(check_job(&j).unwrap_err().to_string().contains("does not exist"));
+    }
+
+    #[test]
+    fn devices_need_the_flag() {
+        let j = job(Path::new("/dev/null"), Rw::Write);
+        assert!(check_job(&j).unwrap_err().to_string().contains("--device"));
+        let mut j = job(Path::new("/dev/null"), Rw::Write);
+        j.device = true;
+        assert_eq!(check_job(&j).unwrap()[0].kind, TargetKind::Device);
+    }
+
+    #[test]
+    fn space_check_refuses_the_impossible() {
+        let d = tempfile::tempdir().unwrap();
+        let mut j = job(&d.path().join("huge"), Rw::Read);
+        j.size = Some(Bytes(1 << 60));
+        let t = check_job(&j).unwrap();
+        let e = check_space(&t.iter().collect::<Vec<_>>(), true).unwrap_err().to_string();
+        assert!(e.contains("not enough free space"), "{e}");
+    }
+}

@@ -1,0 +1,302 @@
+//! Access patterns: where the next I/O goes and how large it is. Sequential, strided,
+//! uniform random and zipf, with weighted block sizes and a read/write mix, all seeded so
+//! the same job does the same I/O every time.
+
+use iolab_spec::{Dist, Job};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The direction of one data operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Read,
+    Write,
+}
+
+/// One planned data operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub dir: Dir,
+    pub offset: u64,
+    pub len: u32,
+}
+
+enum Where {
+    Seq { pos: u64, step: Option<u64> },
+    Uniform { blocks: u64 },
+    Zipf { blocks: u64, zipf: Zipf<f64>, mult: u64 },
+}
+
+/// Generates the accesses of one worker thread.
+pub struct Pattern {
+    rng: Xoshiro256PlusPlus,
+    sizes: Vec<(u32, u32)>,
+    total_weight: u32,
+    read_pct: u32,
+    reads: bool,
+    writes: bool,
+    file_len: u64,
+    align: u64,
+    wrap: bool,
+    remaining: Option<u64>,
+    place: Where,
+    held: Option<Access>,
+}
+
+impl Pattern {
+    /// `file_len`: usable bytes of the file; `wrap`: start over at the end (time-bounded runs);
+    /// `budget`: bytes to issue before the pattern ends (`None` = one pass for sequential, `file_len` for random).
+    pub fn new(job: &Job, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Self {
+        let seed = job.seed.wrapping_add((thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let sizes: Vec<(u32, u32)> = job.bs.0.iter().map(|(b, w)| (b.0 as u32, *w)).collect();
+        let max_bs = sizes.iter().map(|s| s.0 as u64).max().unwrap_or(4096);
+        let min_bs = sizes.iter().map(|s| s.0 as u64).min().unwrap_or(4096);
+        // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
+        let align = min_bs;
+        let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
+        let place = if !job.rw.is_random() {
+            Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
+        } else {
+            match job.dist {
+                Dist::Uniform => Where::Uniform { blocks },
+                Dist::Zipf(theta) => Where::Zipf {
+                    blocks,
+                    zipf: Zipf::new(blocks as f64, theta).unwrap_or_else(|_| Zipf::new(blocks as f64, 1.0).expect("n >= 1")),
+                    mult: coprime_multiplier(blocks),
+                },
+            }
+        };
+        let remaining = match budget {
+            Some(b) => Some(b),
+            None if job.rw.is_random() => Some(file_len),
+            None => None,
+        };
+        Pattern {
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            total_weight: sizes.iter().map(|s| s.1).sum(),
+            sizes,
+            read_pct: job.mix as u32,
+            reads: job.rw.reads(),
+            writes: job.rw.writes(),
+            file_len,
+            align,
+            wrap,
+            remaining,
+            place,
+            held: None,
+        }
+    }
+
+    #[inline]
+    fn pick_len(&mut self) -> u32 {
+        if self.sizes.len() == 1 {
+            return self.sizes[0].0;
+        }
+        let mut x = self.rng.random_range(0..self.total_weight);
+        for &(len, w) in &self.sizes {
+            if x < w {
+                return len;
+            }
+            x -= w;
+        }
+        self.sizes[self.sizes.len() - 1].0
+    }
+
+    #[inline]
+    fn pick_dir(&mut self) -> Dir {
+        match (self.reads, self.writes) {
+            (true, false) => Dir::Read,
+            (false, true) => Dir::Write,
+            _ => {
+                if self.rng.random_range(0..100) < self.read_pct {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                }
+            }
+        }
+    }
+
+    /// The next access, or `None` when the pattern is done.
+    #[inline]
+    pub fn next_access(&mut self) -> Option<Access> {
+        if let Some(a) = self.held.take() {
+            return Some(a);
+        }
+        if self.remaining == Some(0) {
+            return None;
+        }
+        let mut len = self.pick_len();
+        let dir = self.pick_dir();
+        let offset = match &mut self.place {
+            Where::Seq { pos, step } => {
+                if *pos + len as u64 > self.file_len {
+                    if !self.wrap || self.file_len < len as u64 {
+                        // A last partial block, as dd writes one at the end of a count.
+                        let left = self.file_len.saturating_sub(*pos);
+                        if left == 0 || self.wrap || left % 512 != 0 {
+                            return None;
+                        }
+                        len = left as u32;
+                    } else {
+                        *pos = 0;
+                    }
+                }
+                let at = *pos;
+                *pos += step.unwrap_or(len as u64);
+                at
+            }
+            Where::Uniform { blocks } => self.rng.random_range(0..*blocks) * self.align,
+            Where::Zipf { blocks, zipf, mult } => {
+                // Zipf ranks are 1-based; scatter them over the file so hot blocks are not all at its start.
+                let rank = (zipf.sample(&mut self.rng) as u64).saturating_sub(1).min(*blocks - 1);
+                ((rank as u128 * *mult as u128) % *blocks as u128) as u64 * self.align
+            }
+        };
+        if let Some(r) = &mut self.remaining {
+            if (len as u64) > *r {
+                len = (*r).max(self.align.min(len as u64)) as u32;
+            }
+            *r = r.saturating_sub(len as u64);
+        }
+        Some(Access { dir, offset, len })
+    }
+}
+
+impl Pattern {
+    /// Give an access back; the next call returns it again (a rate limiter that peeked too early).
+    pub fn push_back(&mut self, a: Access) {
+        self.held = Some(a);
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// A multiplier coprime with `n`, so `rank * m mod n` is a permutation of the blocks.
+fn coprime_multiplier(n: u64) -> u64 {
+    let mut m = 0x9E37_79B9_7F4A_7C15u64 % n.max(1);
+    if n <= 1 {
+        return 1;
+    }
+    while m == 0 || gcd(m, n) != 1 {
+        m = (m + 1) % n;
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_spec::{BlockSizes, Bytes, JobPatch, Rw};
+    use proptest::prelude::*;
+
+    fn job(rw: Rw, bs: &str) -> Job {
+        JobPatch { target: Some("/x".into()), rw: Some(rw), bs: Some(bs.parse().unwrap()), ..Default::default() }
+            .resolve("t")
+            .unwrap()
+    }
+
+    #[test]
+    fn sequential_one_pass() {
+        let j = job(Rw::Write, "4k");
+        let mut p = Pattern::new(&j, 0, 16384, false, None);
+        let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
+        assert_eq!(offs, vec![0, 4096, 8192, 12288]);
+    }
+
+    #[test]
+    fn redo_log_stride() {
+        let mut j = job(Rw::Write, "32k");
+        j.stride = Some(Bytes::mib(1));
+        let mut p = Pattern::new(&j, 0, 4 << 20, false, None);
+        let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
+        assert_eq!(offs, vec![0, 1 << 20, 2 << 20, 3 << 20]);
+    }
+
+    #[test]
+    fn wrapping_goes_on() {
+        let j = job(Rw::Read, "4k");
+        let mut p = Pattern::new(&j, 0, 8192, true, Some(5 * 4096));
+        let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
+        assert_eq!(offs, vec![0, 4096, 0, 4096, 0]);
+    }
+
+    #[test]
+    fn mix_is_respected() {
+        let mut j = job(Rw::RandRw, "4k");
+        j.mix = 70;
+        let mut p = Pattern::new(&j, 0, 1 << 30, true, Some(4096 * 100_000));
+        let reads = std::iter::from_fn(|| p.next_access()).filter(|a| a.dir == Dir::Read).count();
+        assert!((69_000..71_000).contains(&reads), "{reads}");
+    }
+
+    #[test]
+    fn weighted_sizes() {
+        let j = job(Rw::RandRead, "4k:70,64k:30");
+        let mut p = Pattern::new(&j, 0, 1 << 30, true, Some(u64::MAX));
+        let big = (0..100_000).filter(|_| p.next_access().unwrap().len == 65536).count();
+        assert!((29_000..31_000).contains(&big), "{big}");
+    }
+
+    #[test]
+    fn zipf_is_skewed() {
+        let mut j = job(Rw::RandRead, "4k");
+        j.dist = Dist::Zipf(1.2);
+        let mut p = Pattern::new(&j, 0, 4096 * 10_000, true, Some(u64::MAX));
+        let mut counts = std::collections::HashMap::new();
+        for _ in 0..50_000 {
+            *counts.entry(p.next_access().unwrap().offset).or_insert(0u32) += 1;
+        }
+        let mut v: Vec<u32> = counts.into_values().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: u32 = v.iter().take(10).sum();
+        assert!(top10 > 50_000 / 3, "the 10 hottest blocks should get a large share, got {top10}");
+    }
+
+    #[test]
+    fn same_seed_same_sequence() {
+        let j = job(Rw::RandRw, "4k:50,8k:50");
+        let a: Vec<Access> = { let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
+        let b: Vec<Access> = { let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
+        assert_eq!(a, b);
+        let c: Vec<Access> = { let mut p = Pattern::new(&j, 4, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
+        assert_ne!(a, c, "threads get different streams");
+    }
+
+    proptest! {
+        #[test]
+        fn offsets_in_range_and_aligned(
+            rw in prop_oneof![Just(Rw::Read), Just(Rw::Write), Just(Rw::RandRead), Just(Rw::RandWrite), Just(Rw::ReadWrite), Just(Rw::RandRw)],
+            sizes in prop::collection::vec((1u64..=64, 1u32..10), 1..4),
+            blocks in 1u64..5000,
+            zipf in any::<bool>(),
+            wrap in any::<bool>(),
+            seed in any::<u64>(),
+        ) {
+            let bs = BlockSizes(sizes.iter().map(|(k, w)| (Bytes(k * 512), *w)).collect());
+            let min = bs.min().0;
+            let file_len = bs.max().0 * blocks;
+            let mut j = job(rw, "4k");
+            j.bs = bs;
+            j.seed = seed;
+            if zipf { j.dist = Dist::Zipf(1.1); }
+            let mut p = Pattern::new(&j, 0, file_len, wrap, Some(file_len * 2));
+            let mut n = 0;
+            while let Some(a) = p.next_access() {
+                prop_assert!(a.offset + a.len as u64 <= file_len, "{a:?} past {file_len}");
+                prop_assert_eq!(a.len % 512, 0);
+                if rw.is_random() {
+                    prop_assert_eq!(a.offset % min, 0);
+                }
+                n += 1;
+                prop_assert!(n <= 2 * file_len / 512 + 1);
+            }
+        }
+    }
+}
