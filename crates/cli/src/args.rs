@@ -1,0 +1,231 @@
+//! The command line, defined once: clap builds `--help`, the shell completions and the
+//! man page from these types, and `JobArgs` maps onto the same `JobPatch` a job file does.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use iolab_spec::{BlockSizes, Bytes, Dist, EngineKind, JobPatch, Rw, SyncMode};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const EXAMPLES: &str = "\
+Examples:
+  Profile a directory's storage in about a minute:
+      iolab survey /mnt/scratch
+  dd if=/dev/zero of=/mnt/test bs=100M count=10 (seed 000's locking check, one node):
+      iolab run --target /mnt/test --rw write --bs 100M --size 1000M
+  The same with oflag=direct and conv=fsync:
+      iolab run --target /mnt/test --rw write --bs 100M --size 1000M --direct --end-fsync
+  4 KiB random reads at queue depth 32 for 30 s, JSON for scripts:
+      iolab run --target /mnt/f --size 1G --rw randread --engine io_uring --iodepth 32 --runtime 30s --output json
+  A job file with phases:
+      iolab run jobs/redo-log.toml";
+
+#[derive(Parser, Debug)]
+#[command(name = "iolab", version, about = "A storage test bench for shared and replicated storage", after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run jobs from flags or a TOML job file.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(RunArgs),
+    /// Profile the storage under a directory in about a minute.
+    #[command(after_help = SURVEY_EXAMPLES)]
+    Survey(SurveyArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout: `iolab man > iolab.1`.
+    Man,
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  Sequential 1 MiB writes, direct, like dd oflag=direct:
+      iolab run --target /mnt/x/file --size 2G --rw write --bs 1M --direct
+  Seed 002's redo log: 32 KiB written at every 1 MiB, fsync after each:
+      iolab run --target /data/redo --size 256M --rw write --bs 32k --stride 1M --direct --sync fsync
+  70/30 random read/write mix, two block sizes, 4 threads, one file each:
+      iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
+  Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
+      iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
+
+Exit status: 0 done, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
+
+const SURVEY_EXAMPLES: &str = "\
+Examples:
+      iolab survey /mnt/scratch
+      iolab survey /mnt/nfs --size 4G --step-time 10s
+      iolab survey /tmp/x --output json > profile.json";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Human,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A TOML job file; flags given beside it override every job in it.
+    pub job_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Remove the files this run created (only those) when it ends.
+    #[arg(long)]
+    pub cleanup: bool,
+    #[command(flatten)]
+    pub out: OutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct OutArgs {
+    /// human: a summary; json: the documented schema (docs/json.md) on stdout.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    /// Never draw the live progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Args, Debug, Default)]
+pub struct JobArgs {
+    /// Job name (default: job1).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// File, directory (one file per thread) or, with --device, block device.
+    #[arg(long, short = 't', value_name = "PATH")]
+    pub target: Option<PathBuf>,
+    /// Size of each file, for example 1G, 256M, 100M (dd: bs × count).
+    #[arg(long, short = 's', value_parser = parse_bytes)]
+    pub size: Option<Bytes>,
+    /// Bytes each thread transfers in a bounded run (default: one pass over --size).
+    #[arg(long, value_parser = parse_bytes)]
+    pub io_size: Option<Bytes>,
+    /// Access pattern: read, write, randread, randwrite, readwrite, randrw.
+    #[arg(long, value_parser = parse_word::<Rw>)]
+    pub rw: Option<Rw>,
+    /// Read percentage of readwrite and randrw (default 50).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub mix: Option<u8>,
+    /// Block size, or weighted sizes such as 4k:70,64k:30 (default 4k).
+    #[arg(long, short = 'b', value_parser = parse_bs)]
+    pub bs: Option<BlockSizes>,
+    /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
+    #[arg(long, value_parser = parse_bytes)]
+    pub stride: Option<Bytes>,
+    /// Random offsets: uniform, zipf or zipf:THETA.
+    #[arg(long, value_parser = parse_word::<Dist>)]
+    pub dist: Option<Dist>,
+    /// Seed of offsets and data (same seed, same I/O).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// I/O engine: psync, io_uring, mmap, null.
+    #[arg(long, short = 'e', value_parser = parse_word::<EngineKind>)]
+    pub engine: Option<EngineKind>,
+    /// I/Os in flight per thread (io_uring).
+    #[arg(long, short = 'q')]
+    pub iodepth: Option<u32>,
+    /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
+    #[arg(long)]
+    pub direct: bool,
+    /// none, fsync or fdatasync (after every --fsync-every writes), dsync (dd oflag=dsync), sync (oflag=sync).
+    #[arg(long, value_parser = parse_word::<SyncMode>)]
+    pub sync: Option<SyncMode>,
+    /// Flush after this many writes (implies --sync fsync).
+    #[arg(long)]
+    pub fsync_every: Option<u64>,
+    /// fsync each file once at the end, inside the timing (dd conv=fsync).
+    #[arg(long)]
+    pub end_fsync: bool,
+    /// Threads for the job; with a directory target each gets its own file.
+    #[arg(long, short = 'j')]
+    pub threads: Option<u32>,
+    /// Run for this long (30s, 2m) instead of one pass over the file.
+    #[arg(long, short = 'r', value_parser = parse_dur)]
+    pub runtime: Option<Duration>,
+    /// Run this long first without counting it.
+    #[arg(long, value_parser = parse_dur)]
+    pub ramp: Option<Duration>,
+    /// Open-loop bandwidth for the job, bytes/s (for example 50M).
+    #[arg(long, value_parser = parse_bytes)]
+    pub rate: Option<Bytes>,
+    /// Open-loop IOPS for the job.
+    #[arg(long)]
+    pub rate_iops: Option<u64>,
+    /// Percent of each written block that compresses (default 0: incompressible).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub compressibility: Option<u8>,
+    /// Allow writing into an existing file that iolab did not create.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Allow a block or character device as target (its data will be overwritten by writes).
+    #[arg(long)]
+    pub device: bool,
+}
+
+fn parse_bytes(s: &str) -> Result<Bytes, String> {
+    iolab_spec::parse_size(s)
+}
+fn parse_dur(s: &str) -> Result<Duration, String> {
+    iolab_spec::parse_duration(s)
+}
+fn parse_bs(s: &str) -> Result<BlockSizes, String> {
+    s.parse()
+}
+fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
+    s.parse()
+}
+
+impl JobArgs {
+    /// The flags as a patch; unset flags stay unset so a job file's values show through.
+    pub fn patch(&self) -> JobPatch {
+        let flag = |b: bool| if b { Some(true) } else { None };
+        JobPatch {
+            name: self.name.clone(),
+            target: self.target.clone(),
+            size: self.size,
+            io_size: self.io_size,
+            rw: self.rw,
+            mix: self.mix,
+            bs: self.bs.clone(),
+            stride: self.stride,
+            dist: self.dist,
+            seed: self.seed,
+            engine: self.engine,
+            iodepth: self.iodepth,
+            direct: flag(self.direct),
+            sync: self.sync,
+            fsync_every: self.fsync_every,
+            end_fsync: flag(self.end_fsync),
+            threads: self.threads,
+            runtime: self.runtime,
+            ramp: self.ramp,
+            rate: self.rate,
+            rate_iops: self.rate_iops,
+            compressibility: self.compressibility,
+            overwrite: flag(self.overwrite),
+            device: flag(self.device),
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SurveyArgs {
+    /// Directory to profile; iolab creates its files there and removes them afterwards.
+    pub dir: PathBuf,
+    /// Size of the test file (default: 1 GiB, or less when space is short).
+    #[arg(long, value_parser = parse_bytes)]
+    pub size: Option<Bytes>,
+    /// Measured time of each step.
+    #[arg(long, value_parser = parse_dur, default_value = "5s")]
+    pub step_time: Duration,
+    /// Keep the survey's files afterwards (to rerun faster).
+    #[arg(long)]
+    pub keep: bool,
+    #[command(flatten)]
+    pub out: OutArgs,
+}

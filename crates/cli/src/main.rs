@@ -1,0 +1,51 @@
+//! `iolab`: the command line. Only glue lives here: parse flags, call the libraries,
+//! print. Exit codes: 0 done, 1 a finding, 2 bad input or a runtime error, 130 interrupted.
+
+mod args;
+mod format;
+mod progress;
+mod run_cmd;
+mod summary;
+mod survey;
+
+use args::{Cli, Command};
+use clap::{CommandFactory, Parser};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => run_cmd::run(a, stop_on_ctrl_c()),
+        Command::Survey(a) => survey::run(a, stop_on_ctrl_c()),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map(|_| ExitCode::SUCCESS)
+            .map_err(Into::into),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// First Ctrl-C (or SIGTERM): stop issuing, finish in-flight I/O, report. Second: quit now.
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\niolab: stopping; finishing the I/O in flight (Ctrl-C again to quit at once)");
+    });
+    stop
+}
