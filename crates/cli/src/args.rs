@@ -30,10 +30,10 @@ pub struct Cli {
 pub enum Command {
     /// Run jobs from flags or a TOML job file.
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Profile the storage under a directory in about a minute.
     #[command(after_help = SURVEY_EXAMPLES)]
-    Survey(SurveyArgs),
+    Survey(Box<SurveyArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]

@@ -17,8 +17,8 @@ use std::sync::Arc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => run_cmd::run(a, stop_on_ctrl_c()),
-        Command::Survey(a) => survey::run(a, stop_on_ctrl_c()),
+        Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
+        Command::Survey(a) => survey::run(*a, stop_on_ctrl_c()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -119,7 +119,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn secs_to_duration(secs: f64, text: &str) -> Result<Duration, String> {
-    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
         return Err(format!("`{text}` is not a usable duration"));
     }
     Ok(Duration::from_secs_f64(secs))
@@ -161,7 +161,7 @@ impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
         for (unit, m) in [("T", 1u64 << 40), ("G", 1 << 30), ("M", 1 << 20), ("k", 1 << 10)] {
-            if v >= m && v % m == 0 {
+            if v >= m && v.is_multiple_of(m) {
                 return write!(f, "{}{unit}", v / m);
             }
         }
