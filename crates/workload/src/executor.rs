@@ -97,6 +97,9 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
             break;
         }
         if let Err(e) = prepare_phase(phase, &ctl.stop, sink) {
+            if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
+                return Err(e.into()); // nothing measured yet: a plain refusal
+            }
             result.status = if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
             result.error = Some(e.to_string());
             break;

@@ -1,0 +1,184 @@
+//! The command as a whole: the JSON contract of docs/json.md, job files with phases, help,
+//! completions, the man page and the survey.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Documented paths: the first backticked cell of each table row in docs/json.md.
+fn documented() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(p, _)| p.to_string()))
+        .collect()
+}
+
+/// Every path in a JSON value, arrays written as `[]`; `plan` is documented as one object.
+fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                out.insert(p.clone());
+                if p != "plan" {
+                    paths(x, &p, out);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn json_matches_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "4M", "--rw", "randrw", "--runtime", "1.2s", "--fsync-every", "64"]);
+    let docs = documented();
+    let mut seen = BTreeSet::new();
+    paths(&v, "", &mut seen);
+    // The totals of jobs have the shape documented for the phase's totals.
+    let norm = |p: &str| p.replace("phases[].jobs[].total", "phases[].total");
+    let (mut missing, mut undocumented) = (Vec::new(), Vec::new());
+    for d in &docs {
+        if d == "error" || d == "phases[].jobs[].error" {
+            continue; // only present on failure; checked in safety.rs
+        }
+        if !seen.iter().any(|s| s == d || norm(s) == *d) {
+            missing.push(d.clone());
+        }
+    }
+    for s in &seen {
+        let n = norm(s);
+        // Covered: documented itself, a parent of documented fields, or inside an object
+        // documented as a whole (`total.write` has read's fields, `sync.lat_ns` the usual ones).
+        let covered = docs.contains(&n)
+            || docs.iter().any(|d| d.starts_with(&format!("{n}.")) || d.starts_with(&format!("{n}[]")))
+            || docs.iter().any(|d| (d.ends_with(".write") || d.ends_with(".lat_ns")) && n.starts_with(&format!("{d}.")));
+        if !covered {
+            undocumented.push(s.clone());
+        }
+    }
+    assert!(missing.is_empty(), "documented but absent: {missing:?}");
+    assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
+    assert_eq!(v["schema_version"], 1);
+    // Values obey their documented meaning.
+    let p = &v["phases"][0];
+    let r = &p["total"]["read"];
+    let el = p["elapsed_s"].as_f64().unwrap();
+    assert!((r["iops"].as_f64().unwrap() * el - u(&r["ops"]) as f64).abs() < 1.0);
+    let l = &r["lat_ns"];
+    let order = ["min", "p50", "p90", "p99", "p999", "max"].map(|k| u(&l[k]));
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{l}");
+    let tl = p["timeline"].as_array().unwrap();
+    let tl_reads: u64 = tl.iter().map(|x| u(&x["read_ops"])).sum();
+    assert_eq!(tl_reads, u(&r["ops"]), "the timeline adds up to the totals");
+    assert!(u(&p["total"]["sync"]["ops"]) > 0);
+}
+
+#[test]
+fn job_file_phases_run_in_order_and_jobs_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            r#"
+[defaults]
+size = "4M"
+runtime = "1s"
+
+[[phase]]
+name = "fill"
+[[phase.job]]
+name = "a"
+target = "{d}/a"
+rw = "write"
+bs = "64k"
+runtime = "0.5s"
+
+[[phase]]
+name = "mixed"
+[[phase.job]]
+name = "reader"
+target = "{d}/a"
+rw = "randread"
+[[phase.job]]
+name = "writer"
+target = "{d}/b"
+rw = "randwrite"
+"#,
+            d = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let v = run_json(&["run", job.to_str().unwrap()]);
+    let ph = v["phases"].as_array().unwrap();
+    assert_eq!(ph.len(), 2);
+    assert_eq!(ph[0]["name"], "fill");
+    assert_eq!(ph[1]["name"], "mixed");
+    let jobs = ph[1]["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    for j in jobs {
+        let e = j["elapsed_s"].as_f64().unwrap();
+        assert!((0.9..1.6).contains(&e), "both jobs ran the whole second together: {e}");
+    }
+    assert!(u(&jobs[0]["total"]["read"]["ops"]) > 0 && u(&jobs[1]["total"]["write"]["ops"]) > 0);
+    // Flags override the file.
+    let v = run_json(&["run", job.to_str().unwrap(), "--runtime", "0.3s"]);
+    assert!(v["phases"][1]["elapsed_s"].as_f64().unwrap() < 0.8);
+}
+
+#[test]
+fn help_completions_and_man_page() {
+    let out = iolab().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Examples:") && help.contains("iolab survey"), "{help}");
+    let out = iolab().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("--stride") && help.contains("oflag=direct") && help.contains("Examples:"));
+    let out = iolab().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("--rw"));
+    let out = iolab().arg("man").output().unwrap();
+    let man = String::from_utf8_lossy(&out.stdout);
+    assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");
+    assert!(man.contains("survey"));
+}
+
+#[test]
+fn no_progress_noise_when_piped() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("p");
+    let out = iolab().args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "randread", "--runtime", "1.2s"]).output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("bytes (") && stdout.contains("MB/s") && stdout.contains("MiB/s") && stdout.contains("IOPS"), "{stdout}");
+    assert!(!stdout.contains('\r') && !String::from_utf8_lossy(&out.stderr).contains('\r'), "no progress bar redraws in a pipe");
+}
+
+#[test]
+fn survey_runs_every_step_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(&["survey", dir.path().to_str().unwrap(), "--size", "32M", "--step-time", "0.4s"]);
+    let names: Vec<&str> = v["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["seq-write", "seq-read", "rand-read-qd1", "rand-read-qd32", "rand-write-qd1", "rand-write-qd32", "append-fsync", "one-writer", "two-writers"]);
+    assert_eq!(v["status"], "complete");
+    for p in v["phases"].as_array().unwrap() {
+        let t = &p["total"];
+        assert!(u(&t["read"]["ops"]) + u(&t["write"]["ops"]) > 0, "{} did I/O", p["name"]);
+    }
+    assert!(u(&v["phases"][6]["total"]["sync"]["ops"]) > 0, "append-fsync flushes");
+    assert_eq!(v["phases"][8]["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the survey removes its files");
+    // The human form prints the one-page profile.
+    let out = iolab().args(["survey", dir.path().to_str().unwrap(), "--size", "32M", "--step-time", "0.3s"]).output().unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("random read 4 KiB, QD32") && s.contains("two writers together"), "{s}");
+}

@@ -1,0 +1,48 @@
+//! Helpers shared by the whole-command tests: run iolab, parse its JSON, skip with a reason.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+pub fn iolab() -> Command {
+    let mut c = Command::cargo_bin("iolab").expect("the iolab binary is built");
+    c.timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+/// Run iolab with `--output json`, expect success, and return the parsed output.
+pub fn run_json(args: &[&str]) -> Value {
+    let out = iolab().args(args).args(["--output", "json"]).output().expect("iolab runs");
+    assert!(out.status.success(), "iolab {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("iolab {args:?} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+pub fn skip(reason: &str) {
+    eprintln!("SKIPPED: {reason}");
+}
+
+pub fn uring_ok() -> bool {
+    iolab_engine::io_uring_available().is_ok()
+}
+
+pub fn direct_ok(dir: &Path) -> bool {
+    iolab_engine::open::direct_supported(dir)
+}
+
+/// A scratch directory on a filesystem that supports O_DIRECT (not tmpfs), if there is one.
+pub fn disk_tempdir() -> tempfile::TempDir {
+    for base in [std::env::var("IOLAB_TEST_DIR").ok(), Some("/var/tmp".into()), Some("/tmp".into())].into_iter().flatten() {
+        if let Ok(d) = tempfile::tempdir_in(&base) {
+            if direct_ok(d.path()) {
+                return d;
+            }
+        }
+    }
+    tempfile::tempdir().expect("a temp dir")
+}
+
+pub fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}

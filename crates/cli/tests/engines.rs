@@ -1,0 +1,176 @@
+//! Every engine on every access pattern, with real I/O in temporary directories.
+
+mod common;
+use common::*;
+
+const PATTERNS: [&str; 6] = ["read", "write", "randread", "randwrite", "readwrite", "randrw"];
+
+fn check_engine(engine: &str, extra: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    for rw in PATTERNS {
+        let f = dir.path().join(format!("{engine}-{rw}"));
+        let fs = f.to_str().unwrap();
+        let mut args = vec!["run", "--target", fs, "--size", "4M", "--bs", "4k", "--rw", rw, "--engine", engine];
+        args.extend_from_slice(extra);
+        let v = run_json(&args);
+        assert_eq!(v["status"], "complete", "{engine} {rw}");
+        let t = &v["phases"][0]["total"];
+        let (r, w) = (u(&t["read"]["bytes"]), u(&t["write"]["bytes"]));
+        // One pass of a 4 MiB file: sequential covers it once, random issues as many bytes.
+        assert_eq!(r + w, 4 << 20, "{engine} {rw}: read {r} + write {w}");
+        match rw {
+            "read" | "randread" => assert_eq!(w, 0),
+            "write" | "randwrite" => assert_eq!(r, 0),
+            _ => assert!(r > 0 && w > 0, "{engine} {rw}: a mix does both"),
+        }
+        let ops = u(&t["read"]["ops"]) + u(&t["write"]["ops"]);
+        assert_eq!(ops, 1024);
+        if engine != "null" {
+            let lat = &t[if r > 0 { "read" } else { "write" }]["lat_ns"];
+            assert!(u(&lat["min"]) > 0 && u(&lat["min"]) <= u(&lat["p50"]) && u(&lat["p50"]) <= u(&lat["max"]), "{lat}");
+            let len = std::fs::metadata(&f).unwrap().len();
+            assert_eq!(len, 4 << 20, "{engine} {rw}: file size");
+            if w > 0 {
+                let data = std::fs::read(&f).unwrap();
+                let zeros = data.iter().filter(|&&b| b == 0).count();
+                assert!(zeros < data.len() / 10, "{engine} {rw}: written data should be incompressible, {zeros} zero bytes");
+            }
+        }
+    }
+}
+
+#[test]
+fn psync_every_pattern() {
+    check_engine("psync", &[]);
+}
+
+#[test]
+fn mmap_every_pattern() {
+    check_engine("mmap", &[]);
+}
+
+#[test]
+fn null_every_pattern() {
+    check_engine("null", &[]);
+}
+
+#[test]
+fn io_uring_every_pattern() {
+    if !uring_ok() {
+        return skip("io_uring is not available on this kernel");
+    }
+    check_engine("io_uring", &["--iodepth", "8"]);
+}
+
+#[test]
+fn direct_io_on_a_disk_filesystem() {
+    let dir = disk_tempdir();
+    if !direct_ok(dir.path()) {
+        return skip("no scratch filesystem here supports O_DIRECT (set IOLAB_TEST_DIR)");
+    }
+    let f = dir.path().join("direct");
+    let fs = f.to_str().unwrap();
+    for engine in ["psync", "io_uring"] {
+        if engine == "io_uring" && !uring_ok() {
+            skip("io_uring is not available on this kernel");
+            continue;
+        }
+        for rw in ["write", "randread", "randwrite"] {
+            let v = run_json(&["run", "--target", fs, "--size", "8M", "--bs", "64k", "--rw", rw, "--engine", engine, "--direct", "--iodepth", if engine == "io_uring" { "4" } else { "1" }]);
+            let t = &v["phases"][0]["total"];
+            assert_eq!(u(&t["read"]["bytes"]) + u(&t["write"]["bytes"]), 8 << 20, "{engine} {rw}");
+        }
+    }
+}
+
+#[test]
+fn direct_io_refused_cleanly_on_tmpfs() {
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else { return skip("no /dev/shm") };
+    if direct_ok(dir.path()) {
+        return skip("/dev/shm accepts O_DIRECT here");
+    }
+    let f = dir.path().join("x");
+    let out = iolab().args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "write", "--direct"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let all = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(all.contains("does not support direct I/O"), "{all}");
+}
+
+#[test]
+fn redo_log_stride_writes_where_the_trace_says() {
+    // Seed 002: 32 KiB at every 1 MiB, fsync after each write.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("redo");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "write", "--bs", "32k", "--stride", "1M", "--sync", "fsync"]);
+    let t = &v["phases"][0]["total"];
+    assert_eq!(u(&t["write"]["ops"]), 8);
+    assert_eq!(u(&t["sync"]["ops"]), 8, "one fsync per write");
+    let data = std::fs::read(&f).unwrap();
+    for mb in 0..8usize {
+        let block = &data[mb << 20..(mb << 20) + 32768];
+        assert!(block.iter().any(|&b| b != 0), "block at {mb} MiB written");
+        if mb < 7 {
+            let gap = &data[(mb << 20) + 32768..(mb + 1) << 20];
+            assert!(gap.iter().all(|&b| b == 0), "gap after {mb} MiB untouched");
+        }
+    }
+}
+
+#[test]
+fn dd_equivalents_count_bytes_like_dd() {
+    // dd if=/dev/zero of=F bs=1M count=16 conv=fsync
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("dd");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--rw", "write", "--bs", "1M", "--size", "16M", "--end-fsync"]);
+    let p = &v["phases"][0];
+    assert_eq!(u(&p["total"]["write"]["bytes"]), 16 << 20);
+    assert_eq!(u(&p["total"]["sync"]["ops"]), 1);
+    let bw = p["total"]["write"]["bw_bytes"].as_f64().unwrap();
+    let el = p["elapsed_s"].as_f64().unwrap();
+    assert!((bw * el - (16u64 << 20) as f64).abs() < 1.0, "bw is bytes / elapsed, as dd computes it");
+}
+
+#[test]
+fn rate_limit_holds_iops() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("rate");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "randread", "--rate-iops", "400", "--runtime", "1.5s"]);
+    let iops = v["phases"][0]["total"]["read"]["iops"].as_f64().unwrap();
+    assert!((340.0..=420.0).contains(&iops), "asked for 400 IOPS, got {iops}");
+}
+
+#[test]
+fn ramp_is_run_but_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ramp");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "randread", "--rate-iops", "200", "--ramp", "1s", "--runtime", "1s"]);
+    let p = &v["phases"][0];
+    let ops = u(&p["total"]["read"]["ops"]);
+    assert!((150..=230).contains(&ops), "1 s at 200 IOPS counted, the ramp's second not: {ops}");
+    let el = p["elapsed_s"].as_f64().unwrap();
+    assert!((0.9..1.5).contains(&el), "elapsed excludes the ramp: {el}");
+    let tl = p["timeline"].as_array().unwrap();
+    assert!(!tl.is_empty() && tl.len() <= 2, "{tl:?}");
+}
+
+#[test]
+fn threads_on_a_directory_get_one_file_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = run_json(&["run", "--target", dir.path().to_str().unwrap(), "--size", "2M", "--rw", "randwrite", "--threads", "3", "--name", "w"]);
+    let files = v["phases"][0]["jobs"][0]["files"].as_array().unwrap().len();
+    assert_eq!(files, 3);
+    for t in 0..3 {
+        assert_eq!(std::fs::metadata(dir.path().join(format!("iolab.w.{t}"))).unwrap().len(), 2 << 20);
+    }
+    assert_eq!(u(&v["phases"][0]["total"]["write"]["bytes"]), 3 * (2 << 20));
+}
+
+#[test]
+fn weighted_block_sizes_and_zipf() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("z");
+    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "16M", "--rw", "randread", "--bs", "4k:50,64k:50", "--dist", "zipf:1.1", "--io-size", "8M"]);
+    let r = &v["phases"][0]["total"]["read"];
+    let avg = u(&r["bytes"]) as f64 / u(&r["ops"]) as f64;
+    assert!((25_000.0..45_000.0).contains(&avg), "mean block ~34 KiB, got {avg}");
+}
