@@ -43,9 +43,11 @@ impl Sink for Progress {
         };
         self.by_bytes = by_bytes;
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template("{prefix:.bold} [{bar:24}] {msg}  elapsed {elapsed_precise}  ETA {eta_precise}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
+        let style = ProgressStyle::with_template(
+            "{prefix:.bold} [{bar:24}] {msg}  elapsed {elapsed_precise}  ETA {eta_precise}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(phase.name.clone());
         self.bar = Some(bar);

@@ -39,7 +39,8 @@ pub fn phase(p: &PhaseResult) -> String {
         }
         if j.total.sync.ops > 0 {
             let l = &j.total.sync.lat_ns;
-            let mut r: Vec<Cell> = vec![Cell::new(&j.name), Cell::new("sync"), Cell::new(count(j.total.sync.ops as f64))];
+            let mut r: Vec<Cell> =
+                vec![Cell::new(&j.name), Cell::new("sync"), Cell::new(count(j.total.sync.ops as f64))];
             r.extend(["", "", ""].map(Cell::new));
             r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));
             t.add_row(r);
@@ -91,6 +92,13 @@ fn dd_lines(s: &mut String, t: &Totals, elapsed: f64, indent: &str) {
         );
     }
     if t.sync.ops > 0 {
-        let _ = writeln!(s, "{indent}{} flushes, latency ms p50 {} p99 {} max {}", count(t.sync.ops as f64), ms(t.sync.lat_ns.p50), ms(t.sync.lat_ns.p99), ms(t.sync.lat_ns.max));
+        let _ = writeln!(
+            s,
+            "{indent}{} flushes, latency ms p50 {} p99 {} max {}",
+            count(t.sync.ops as f64),
+            ms(t.sync.lat_ns.p50),
+            ms(t.sync.lat_ns.p99),
+            ms(t.sync.lat_ns.max)
+        );
     }
 }

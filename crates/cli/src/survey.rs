@@ -74,12 +74,42 @@ fn iops_line(p: &PhaseResult) -> String {
 /// The survey's steps, in order.
 pub fn steps() -> Vec<Step> {
     vec![
-        Step { key: "seq-write", title: "sequential write 1 MiB", jobs: |c| vec![base(c, "seqwrite", &c.data, Rw::Write, Bytes::mib(1))], read: bw_line },
-        Step { key: "seq-read", title: "sequential read 1 MiB", jobs: |c| vec![base(c, "seqread", &c.data, Rw::Read, Bytes::mib(1))], read: bw_line },
-        Step { key: "rand-read-qd1", title: "random read 4 KiB, QD1", jobs: |c| vec![base(c, "randread1", &c.data, Rw::RandRead, Bytes::kib(4))], read: iops_line },
-        Step { key: "rand-read-qd32", title: "random read 4 KiB, QD32", jobs: |c| vec![deep(c, base(c, "randread32", &c.data, Rw::RandRead, Bytes::kib(4)))], read: iops_line },
-        Step { key: "rand-write-qd1", title: "random write 4 KiB, QD1", jobs: |c| vec![base(c, "randwrite1", &c.data, Rw::RandWrite, Bytes::kib(4))], read: iops_line },
-        Step { key: "rand-write-qd32", title: "random write 4 KiB, QD32", jobs: |c| vec![deep(c, base(c, "randwrite32", &c.data, Rw::RandWrite, Bytes::kib(4)))], read: iops_line },
+        Step {
+            key: "seq-write",
+            title: "sequential write 1 MiB",
+            jobs: |c| vec![base(c, "seqwrite", &c.data, Rw::Write, Bytes::mib(1))],
+            read: bw_line,
+        },
+        Step {
+            key: "seq-read",
+            title: "sequential read 1 MiB",
+            jobs: |c| vec![base(c, "seqread", &c.data, Rw::Read, Bytes::mib(1))],
+            read: bw_line,
+        },
+        Step {
+            key: "rand-read-qd1",
+            title: "random read 4 KiB, QD1",
+            jobs: |c| vec![base(c, "randread1", &c.data, Rw::RandRead, Bytes::kib(4))],
+            read: iops_line,
+        },
+        Step {
+            key: "rand-read-qd32",
+            title: "random read 4 KiB, QD32",
+            jobs: |c| vec![deep(c, base(c, "randread32", &c.data, Rw::RandRead, Bytes::kib(4)))],
+            read: iops_line,
+        },
+        Step {
+            key: "rand-write-qd1",
+            title: "random write 4 KiB, QD1",
+            jobs: |c| vec![base(c, "randwrite1", &c.data, Rw::RandWrite, Bytes::kib(4))],
+            read: iops_line,
+        },
+        Step {
+            key: "rand-write-qd32",
+            title: "random write 4 KiB, QD32",
+            jobs: |c| vec![deep(c, base(c, "randwrite32", &c.data, Rw::RandWrite, Bytes::kib(4)))],
+            read: iops_line,
+        },
         Step {
             key: "append-fsync",
             title: "append 4 KiB + fsync",
@@ -93,14 +123,29 @@ pub fn steps() -> Vec<Step> {
             },
             read: |p| {
                 let s = &p.total.sync;
-                format!("{} commits/s   fsync p50 {} ms  p99 {} ms", count(s.ops as f64 / p.elapsed_s.max(1e-9)), ms(s.lat_ns.p50), ms(s.lat_ns.p99))
+                format!(
+                    "{} commits/s   fsync p50 {} ms  p99 {} ms",
+                    count(s.ops as f64 / p.elapsed_s.max(1e-9)),
+                    ms(s.lat_ns.p50),
+                    ms(s.lat_ns.p99)
+                )
             },
         },
-        Step { key: "one-writer", title: "one writer, 1 MiB", jobs: |c| vec![base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1))], read: bw_line },
+        Step {
+            key: "one-writer",
+            title: "one writer, 1 MiB",
+            jobs: |c| vec![base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1))],
+            read: bw_line,
+        },
         Step {
             key: "two-writers",
             title: "two concurrent writers",
-            jobs: |c| vec![base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1)), base(c, "writer2", &c.writer[1], Rw::Write, Bytes::mib(1))],
+            jobs: |c| {
+                vec![
+                    base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1)),
+                    base(c, "writer2", &c.writer[1], Rw::Write, Bytes::mib(1)),
+                ]
+            },
             read: |p| {
                 let each: Vec<String> = p.jobs.iter().map(|j| format!("{:.1}", j.total.write.bw_bytes / 1e6)).collect();
                 format!("{} total ({} MB/s each)", rate(p.total.write.bw_bytes), each.join(" + "))
@@ -120,7 +165,11 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => Bytes((free / 8).min(Bytes::GIB) / Bytes::MIB * Bytes::MIB),
     };
     if size.0 < Bytes::mib(16).0 {
-        bail!("{} has {} free, too little for a survey (it needs at least 64 MiB); free space or pick another directory", a.dir.display(), crate::format::fmt_binary(free as f64));
+        bail!(
+            "{} has {} free, too little for a survey (it needs at least 64 MiB); free space or pick another directory",
+            a.dir.display(),
+            crate::format::fmt_binary(free as f64)
+        );
     }
     let ctx = Ctx {
         data: a.dir.join("iolab-survey.data"),
@@ -141,7 +190,10 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                 name: s.key.to_string(),
                 jobs: (s.jobs)(&ctx)
                     .into_iter()
-                    .map(|j| JobPatch { ramp: Some(Duration::from_secs(1).min(a.step_time / 2)), ..Default::default() }.layered(&j))
+                    .map(|j| {
+                        JobPatch { ramp: Some(Duration::from_secs(1).min(a.step_time / 2)), ..Default::default() }
+                            .layered(&j)
+                    })
                     .map(|j| j.resolve("job"))
                     .collect::<Result<Vec<_>, _>>()
                     .expect("survey steps are valid jobs"),
@@ -207,12 +259,17 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
     }
     if let (Some(q1), Some(q32)) = (get("rand-read-qd1"), get("rand-read-qd32")) {
         if q1.total.read.iops > 0.0 {
-            out.push(format!("random reads scale {:.1}x from queue depth 1 to 32", q32.total.read.iops / q1.total.read.iops));
+            out.push(format!(
+                "random reads scale {:.1}x from queue depth 1 to 32",
+                q32.total.read.iops / q1.total.read.iops
+            ));
         }
     }
     if let Some(f) = get("append-fsync") {
         if f.total.sync.lat_ns.p99 > 10_000_000 {
-            out.push("fsync p99 above 10 ms: every commit waits on the device (seed 002's redo log would crawl)".into());
+            out.push(
+                "fsync p99 above 10 ms: every commit waits on the device (seed 002's redo log would crawl)".into(),
+            );
         }
     }
     out

@@ -40,7 +40,19 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 fn json_matches_docs() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "4M", "--rw", "randrw", "--runtime", "1.2s", "--fsync-every", "64"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "4M",
+        "--rw",
+        "randrw",
+        "--runtime",
+        "1.2s",
+        "--fsync-every",
+        "64",
+    ]);
     let docs = documented();
     let mut seen = BTreeSet::new();
     paths(&v, "", &mut seen);
@@ -61,7 +73,9 @@ fn json_matches_docs() {
         // documented as a whole (`total.write` has read's fields, `sync.lat_ns` the usual ones).
         let covered = docs.contains(&n)
             || docs.iter().any(|d| d.starts_with(&format!("{n}.")) || d.starts_with(&format!("{n}[]")))
-            || docs.iter().any(|d| (d.ends_with(".write") || d.ends_with(".lat_ns")) && n.starts_with(&format!("{d}.")));
+            || docs
+                .iter()
+                .any(|d| (d.ends_with(".write") || d.ends_with(".lat_ns")) && n.starts_with(&format!("{d}.")));
         if !covered {
             undocumented.push(s.clone());
         }
@@ -156,11 +170,20 @@ fn help_completions_and_man_page() {
 fn no_progress_noise_when_piped() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("p");
-    let out = iolab().args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "randread", "--runtime", "1.2s"]).output().unwrap();
+    let out = iolab()
+        .args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "randread", "--runtime", "1.2s"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("bytes (") && stdout.contains("MB/s") && stdout.contains("MiB/s") && stdout.contains("IOPS"), "{stdout}");
-    assert!(!stdout.contains('\r') && !String::from_utf8_lossy(&out.stderr).contains('\r'), "no progress bar redraws in a pipe");
+    assert!(
+        stdout.contains("bytes (") && stdout.contains("MB/s") && stdout.contains("MiB/s") && stdout.contains("IOPS"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\r') && !String::from_utf8_lossy(&out.stderr).contains('\r'),
+        "no progress bar redraws in a pipe"
+    );
 }
 
 #[test]
@@ -168,7 +191,20 @@ fn survey_runs_every_step_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let v = run_json(&["survey", dir.path().to_str().unwrap(), "--size", "32M", "--step-time", "0.4s"]);
     let names: Vec<&str> = v["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["seq-write", "seq-read", "rand-read-qd1", "rand-read-qd32", "rand-write-qd1", "rand-write-qd32", "append-fsync", "one-writer", "two-writers"]);
+    assert_eq!(
+        names,
+        [
+            "seq-write",
+            "seq-read",
+            "rand-read-qd1",
+            "rand-read-qd32",
+            "rand-write-qd1",
+            "rand-write-qd32",
+            "append-fsync",
+            "one-writer",
+            "two-writers"
+        ]
+    );
     assert_eq!(v["status"], "complete");
     for p in v["phases"].as_array().unwrap() {
         let t = &p["total"];
@@ -178,7 +214,10 @@ fn survey_runs_every_step_and_cleans_up() {
     assert_eq!(v["phases"][8]["jobs"].as_array().unwrap().len(), 2);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the survey removes its files");
     // The human form prints the one-page profile.
-    let out = iolab().args(["survey", dir.path().to_str().unwrap(), "--size", "32M", "--step-time", "0.3s"]).output().unwrap();
+    let out = iolab()
+        .args(["survey", dir.path().to_str().unwrap(), "--size", "32M", "--step-time", "0.3s"])
+        .output()
+        .unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("random read 4 KiB, QD32") && s.contains("two writers together"), "{s}");
 }

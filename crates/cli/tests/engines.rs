@@ -27,13 +27,19 @@ fn check_engine(engine: &str, extra: &[&str]) {
         assert_eq!(ops, 1024);
         if engine != "null" {
             let lat = &t[if r > 0 { "read" } else { "write" }]["lat_ns"];
-            assert!(u(&lat["min"]) > 0 && u(&lat["min"]) <= u(&lat["p50"]) && u(&lat["p50"]) <= u(&lat["max"]), "{lat}");
+            assert!(
+                u(&lat["min"]) > 0 && u(&lat["min"]) <= u(&lat["p50"]) && u(&lat["p50"]) <= u(&lat["max"]),
+                "{lat}"
+            );
             let len = std::fs::metadata(&f).unwrap().len();
             assert_eq!(len, 4 << 20, "{engine} {rw}: file size");
             if w > 0 {
                 let data = std::fs::read(&f).unwrap();
                 let zeros = data.iter().filter(|&&b| b == 0).count();
-                assert!(zeros < data.len() / 10, "{engine} {rw}: written data should be incompressible, {zeros} zero bytes");
+                assert!(
+                    zeros < data.len() / 10,
+                    "{engine} {rw}: written data should be incompressible, {zeros} zero bytes"
+                );
             }
         }
     }
@@ -76,7 +82,22 @@ fn direct_io_on_a_disk_filesystem() {
             continue;
         }
         for rw in ["write", "randread", "randwrite"] {
-            let v = run_json(&["run", "--target", fs, "--size", "8M", "--bs", "64k", "--rw", rw, "--engine", engine, "--direct", "--iodepth", if engine == "io_uring" { "4" } else { "1" }]);
+            let v = run_json(&[
+                "run",
+                "--target",
+                fs,
+                "--size",
+                "8M",
+                "--bs",
+                "64k",
+                "--rw",
+                rw,
+                "--engine",
+                engine,
+                "--direct",
+                "--iodepth",
+                if engine == "io_uring" { "4" } else { "1" },
+            ]);
             let t = &v["phases"][0]["total"];
             assert_eq!(u(&t["read"]["bytes"]) + u(&t["write"]["bytes"]), 8 << 20, "{engine} {rw}");
         }
@@ -90,7 +111,10 @@ fn direct_io_refused_cleanly_on_tmpfs() {
         return skip("/dev/shm accepts O_DIRECT here");
     }
     let f = dir.path().join("x");
-    let out = iolab().args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "write", "--direct"]).output().unwrap();
+    let out = iolab()
+        .args(["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "write", "--direct"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let all = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(all.contains("does not support direct I/O"), "{all}");
@@ -101,7 +125,21 @@ fn redo_log_stride_writes_where_the_trace_says() {
     // Seed 002: 32 KiB at every 1 MiB, fsync after each write.
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("redo");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "write", "--bs", "32k", "--stride", "1M", "--sync", "fsync"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--rw",
+        "write",
+        "--bs",
+        "32k",
+        "--stride",
+        "1M",
+        "--sync",
+        "fsync",
+    ]);
     let t = &v["phases"][0]["total"];
     assert_eq!(u(&t["write"]["ops"]), 8);
     assert_eq!(u(&t["sync"]["ops"]), 8, "one fsync per write");
@@ -121,7 +159,18 @@ fn dd_equivalents_count_bytes_like_dd() {
     // dd if=/dev/zero of=F bs=1M count=16 conv=fsync
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("dd");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--rw", "write", "--bs", "1M", "--size", "16M", "--end-fsync"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--rw",
+        "write",
+        "--bs",
+        "1M",
+        "--size",
+        "16M",
+        "--end-fsync",
+    ]);
     let p = &v["phases"][0];
     assert_eq!(u(&p["total"]["write"]["bytes"]), 16 << 20);
     assert_eq!(u(&p["total"]["sync"]["ops"]), 1);
@@ -134,7 +183,19 @@ fn dd_equivalents_count_bytes_like_dd() {
 fn rate_limit_holds_iops() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("rate");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "randread", "--rate-iops", "400", "--runtime", "1.5s"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--rw",
+        "randread",
+        "--rate-iops",
+        "400",
+        "--runtime",
+        "1.5s",
+    ]);
     let iops = v["phases"][0]["total"]["read"]["iops"].as_f64().unwrap();
     assert!((340.0..=420.0).contains(&iops), "asked for 400 IOPS, got {iops}");
 }
@@ -143,7 +204,21 @@ fn rate_limit_holds_iops() {
 fn ramp_is_run_but_not_counted() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("ramp");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "randread", "--rate-iops", "200", "--ramp", "1s", "--runtime", "1s"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "8M",
+        "--rw",
+        "randread",
+        "--rate-iops",
+        "200",
+        "--ramp",
+        "1s",
+        "--runtime",
+        "1s",
+    ]);
     let p = &v["phases"][0];
     let ops = u(&p["total"]["read"]["ops"]);
     assert!((150..=230).contains(&ops), "1 s at 200 IOPS counted, the ramp's second not: {ops}");
@@ -156,7 +231,19 @@ fn ramp_is_run_but_not_counted() {
 #[test]
 fn threads_on_a_directory_get_one_file_each() {
     let dir = tempfile::tempdir().unwrap();
-    let v = run_json(&["run", "--target", dir.path().to_str().unwrap(), "--size", "2M", "--rw", "randwrite", "--threads", "3", "--name", "w"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        dir.path().to_str().unwrap(),
+        "--size",
+        "2M",
+        "--rw",
+        "randwrite",
+        "--threads",
+        "3",
+        "--name",
+        "w",
+    ]);
     let files = v["phases"][0]["jobs"][0]["files"].as_array().unwrap().len();
     assert_eq!(files, 3);
     for t in 0..3 {
@@ -169,7 +256,21 @@ fn threads_on_a_directory_get_one_file_each() {
 fn weighted_block_sizes_and_zipf() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("z");
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "16M", "--rw", "randread", "--bs", "4k:50,64k:50", "--dist", "zipf:1.1", "--io-size", "8M"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "16M",
+        "--rw",
+        "randread",
+        "--bs",
+        "4k:50,64k:50",
+        "--dist",
+        "zipf:1.1",
+        "--io-size",
+        "8M",
+    ]);
     let r = &v["phases"][0]["total"]["read"];
     let avg = u(&r["bytes"]) as f64 / u(&r["ops"]) as f64;
     assert!((25_000.0..45_000.0).contains(&avg), "mean block ~34 KiB, got {avg}");

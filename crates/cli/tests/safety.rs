@@ -104,7 +104,14 @@ fn bad_job_file_names_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("never");
     let job = dir.path().join("job.toml");
-    std::fs::write(&job, format!("[[phase]]\nname = 'a'\n[[phase.job]]\ntarget = '{}'\nsize = '1M'\nrw = 'write'\nblocksize = '4k'\n", target.display())).unwrap();
+    std::fs::write(
+        &job,
+        format!(
+            "[[phase]]\nname = 'a'\n[[phase.job]]\ntarget = '{}'\nsize = '1M'\nrw = 'write'\nblocksize = '4k'\n",
+            target.display()
+        ),
+    )
+    .unwrap();
     let out = iolab().arg("run").arg(&job).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -134,7 +141,19 @@ fn ctrl_c_prints_partial_results() {
     let f = dir.path().join("long");
     let bin = assert_cmd::cargo::cargo_bin("iolab");
     let child = std::process::Command::new(bin)
-        .args(["run", "--target", f.to_str().unwrap(), "--size", "8M", "--rw", "randread", "--runtime", "60s", "--output", "json"])
+        .args([
+            "run",
+            "--target",
+            f.to_str().unwrap(),
+            "--size",
+            "8M",
+            "--rw",
+            "randread",
+            "--runtime",
+            "60s",
+            "--output",
+            "json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -158,7 +177,8 @@ fn full_disk_ends_the_job_and_keeps_results() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"]).arg(&mnt).status();
+    let mounted =
+        std::process::Command::new("mount").args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"]).arg(&mnt).status();
     if !matches!(mounted, Ok(s) if s.success()) {
         return skip("cannot mount a small tmpfs (needs root)");
     }
@@ -173,7 +193,21 @@ fn full_disk_ends_the_job_and_keeps_results() {
     let bin = assert_cmd::cargo::cargo_bin("iolab");
     // 12 MiB fit when checked; a filler then takes the room while iolab writes slowly.
     let child = std::process::Command::new(bin)
-        .args(["run", "--target", f.to_str().unwrap(), "--size", "12M", "--rw", "write", "--bs", "64k", "--rate", "4M", "--output", "json"])
+        .args([
+            "run",
+            "--target",
+            f.to_str().unwrap(),
+            "--size",
+            "12M",
+            "--rw",
+            "write",
+            "--bs",
+            "64k",
+            "--rate",
+            "4M",
+            "--output",
+            "json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

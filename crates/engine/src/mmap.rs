@@ -27,7 +27,8 @@ impl Engine for Mmap {
     }
     fn add_file(&mut self, file: &File, len: u64) -> Result<u32, EngineError> {
         let setup = |what: &str, source| EngineError::Setup { engine: "mmap", what: what.into(), source };
-        let len = usize::try_from(len).map_err(|_| EngineError::Unsupported { engine: "mmap", what: "file too large to map".into() })?;
+        let len = usize::try_from(len)
+            .map_err(|_| EngineError::Unsupported { engine: "mmap", what: "file too large to map".into() })?;
         if len == 0 {
             return Err(EngineError::Unsupported { engine: "mmap", what: "cannot map an empty file".into() });
         }
@@ -35,7 +36,9 @@ impl Engine for Mmap {
         // as pwrite would, instead of faulting.
         let (map, writable) = match MmapOptions::new().len(len).map_raw(file) {
             Ok(m) => (m, true),
-            Err(_) => (MmapOptions::new().len(len).map_raw_read_only(file).map_err(|e| setup("mapping the file", e))?, false),
+            Err(_) => {
+                (MmapOptions::new().len(len).map_raw_read_only(file).map_err(|e| setup("mapping the file", e))?, false)
+            }
         };
         let f = file.try_clone().map_err(|e| setup("dup of the file", e))?;
         self.maps.push((map, f, writable));

@@ -43,7 +43,11 @@ pub fn open_target(path: &Path, o: OpenOptions) -> io::Result<File> {
 /// Does the filesystem holding `dir` accept O_DIRECT? (tmpfs, for one, does not.)
 pub fn direct_supported(dir: &Path) -> bool {
     let probe = dir.join(format!(".iolab-direct-probe.{}", std::process::id()));
-    let ok = open_target(&probe, OpenOptions { write: true, create: true, exclusive: true, direct: true, ..Default::default() }).is_ok();
+    let ok = open_target(
+        &probe,
+        OpenOptions { write: true, create: true, exclusive: true, direct: true, ..Default::default() },
+    )
+    .is_ok();
     let _ = std::fs::remove_file(&probe);
     ok
 }

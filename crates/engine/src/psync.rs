@@ -31,7 +31,11 @@ impl Engine for Psync {
         1
     }
     fn add_file(&mut self, file: &File, _len: u64) -> Result<u32, EngineError> {
-        let f = file.try_clone().map_err(|source| EngineError::Setup { engine: "psync", what: "dup of the file".into(), source })?;
+        let f = file.try_clone().map_err(|source| EngineError::Setup {
+            engine: "psync",
+            what: "dup of the file".into(),
+            source,
+        })?;
         self.files.push(f);
         Ok(self.files.len() as u32 - 1)
     }

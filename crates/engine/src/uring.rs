@@ -56,7 +56,10 @@ impl Engine for Uring {
     }
     fn add_file(&mut self, file: &File, _len: u64) -> Result<u32, EngineError> {
         if self.outstanding > 0 {
-            return Err(EngineError::Unsupported { engine: "io_uring", what: "adding a file while I/O is in flight".into() });
+            return Err(EngineError::Unsupported {
+                engine: "io_uring",
+                what: "adding a file while I/O is in flight".into(),
+            });
         }
         self.files.push(file.try_clone().map_err(|e| setup("dup of the file", e))?);
         self.register()?;
@@ -88,7 +91,10 @@ impl Engine for Uring {
         // in flight, so `buffer()` refuses to hand it out until its completion is reaped; the
         // fixed file index refers to a file held open in `self.files`.
         let pushed = unsafe { self.ring.submission().push(&entry) };
-        pushed.map_err(|_: squeue::PushError| EngineError::Unsupported { engine: "io_uring", what: "submission queue full".into() })?;
+        pushed.map_err(|_: squeue::PushError| EngineError::Unsupported {
+            engine: "io_uring",
+            what: "submission queue full".into(),
+        })?;
         self.in_flight[slot] = true;
         self.pending += 1;
         self.outstanding += 1;

@@ -105,9 +105,12 @@ threads = 4
 
     #[test]
     fn rule_errors_name_job_and_field() {
-        let e = parse_job_file("[[phase]]\n[[phase.job]]\nname='a'\ntarget='/x'\nrw='randread'\nstride='1M'\n", &JobPatch::default())
-            .unwrap_err()
-            .to_string();
+        let e = parse_job_file(
+            "[[phase]]\n[[phase.job]]\nname='a'\ntarget='/x'\nrw='randread'\nstride='1M'\n",
+            &JobPatch::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("job `a`") && e.contains("stride"), "{e}");
     }
 

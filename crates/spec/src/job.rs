@@ -182,9 +182,8 @@ impl FromStr for Dist {
             None if s == "uniform" => Ok(Dist::Uniform),
             None if s == "zipf" => Ok(Dist::Zipf(1.2)),
             Some(("zipf", t)) => {
-                let theta: f64 = t
-                    .parse()
-                    .map_err(|_| format!("`{s}`: zipf's theta must be a number, as in zipf:1.2"))?;
+                let theta: f64 =
+                    t.parse().map_err(|_| format!("`{s}`: zipf's theta must be a number, as in zipf:1.2"))?;
                 if !(theta > 0.0 && theta.is_finite()) {
                     return Err(format!("`{s}`: zipf's theta must be above 0"));
                 }
@@ -280,7 +279,10 @@ impl Job {
         }
         if let Some(stride) = self.stride {
             if self.rw.is_random() {
-                return err("stride", "a stride applies to sequential patterns (read, write, readwrite), not random ones".into());
+                return err(
+                    "stride",
+                    "a stride applies to sequential patterns (read, write, readwrite), not random ones".into(),
+                );
             }
             if stride < self.bs.max() {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
@@ -295,7 +297,13 @@ impl Job {
             return err("iodepth", format!("{} is out of range; accepted: 1 to 4096", self.iodepth));
         }
         if self.iodepth > 1 && self.engine != EngineKind::IoUring {
-            return err("iodepth", format!("engine `{}` runs one I/O at a time; use --engine io_uring for a queue depth above 1", self.engine));
+            return err(
+                "iodepth",
+                format!(
+                    "engine `{}` runs one I/O at a time; use --engine io_uring for a queue depth above 1",
+                    self.engine
+                ),
+            );
         }
         if self.engine == EngineKind::Mmap && self.direct {
             return err("direct", "memory-mapped I/O goes through the page cache and cannot be direct; drop --direct or pick another engine".into());
@@ -351,7 +359,9 @@ pub struct Plan {
 impl Plan {
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.phases.is_empty() {
-            return Err(SpecError::plain("the plan has no phase; a job file needs at least one [[phase]] with one [[phase.job]]"));
+            return Err(SpecError::plain(
+                "the plan has no phase; a job file needs at least one [[phase]] with one [[phase.job]]",
+            ));
         }
         for p in &self.phases {
             if p.jobs.is_empty() {
@@ -360,7 +370,11 @@ impl Plan {
             let mut names = std::collections::HashSet::new();
             for j in &p.jobs {
                 if !names.insert(&j.name) {
-                    return Err(SpecError::field(&j.name, "name", format!("two jobs in phase `{}` share this name", p.name)));
+                    return Err(SpecError::field(
+                        &j.name,
+                        "name",
+                        format!("two jobs in phase `{}` share this name", p.name),
+                    ));
                 }
                 j.validate()?;
             }

@@ -49,8 +49,29 @@ impl JobPatch {
     pub fn layered(&self, over: &JobPatch) -> JobPatch {
         macro_rules! pick { ($($f:ident),*) => { JobPatch { $( $f: over.$f.clone().or_else(|| self.$f.clone()), )* } } }
         pick!(
-            name, target, size, io_size, rw, mix, bs, stride, dist, seed, engine, iodepth, direct, sync,
-            fsync_every, end_fsync, threads, runtime, ramp, rate, rate_iops, compressibility, overwrite,
+            name,
+            target,
+            size,
+            io_size,
+            rw,
+            mix,
+            bs,
+            stride,
+            dist,
+            seed,
+            engine,
+            iodepth,
+            direct,
+            sync,
+            fsync_every,
+            end_fsync,
+            threads,
+            runtime,
+            ramp,
+            rate,
+            rate_iops,
+            compressibility,
+            overwrite,
             device
         )
     }
@@ -59,7 +80,11 @@ impl JobPatch {
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let name = self.name.clone().unwrap_or_else(|| default_name.to_string());
         let target = self.target.clone().ok_or_else(|| {
-            SpecError::field(&name, "target", "no target given; name a file or a directory (or a block device with --device)")
+            SpecError::field(
+                &name,
+                "target",
+                "no target given; name a file or a directory (or a block device with --device)",
+            )
         })?;
         let sync = self.sync.unwrap_or(if self.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None });
         let rw = self.rw.unwrap_or(Rw::Read);
@@ -68,7 +93,13 @@ impl JobPatch {
             size: self.size,
             io_size: self.io_size,
             rw,
-            mix: self.mix.unwrap_or(if rw.is_mixed() { 50 } else if rw.reads() { 100 } else { 0 }),
+            mix: self.mix.unwrap_or(if rw.is_mixed() {
+                50
+            } else if rw.reads() {
+                100
+            } else {
+                0
+            }),
             bs: self.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
             stride: self.stride,
             dist: self.dist.unwrap_or(Dist::Uniform),
@@ -90,7 +121,11 @@ impl JobPatch {
             name,
         };
         if self.mix.is_some() && !rw.is_mixed() {
-            return Err(SpecError::field(&job.name, "mix", format!("a read percentage applies to readwrite and randrw, not `{rw}`")));
+            return Err(SpecError::field(
+                &job.name,
+                "mix",
+                format!("a read percentage applies to readwrite and randrw, not `{rw}`"),
+            ));
         }
         job.validate()?;
         Ok(job)

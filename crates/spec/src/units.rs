@@ -37,9 +37,7 @@ pub fn parse_size(text: &str) -> Result<Bytes, String> {
     if s.is_empty() {
         return Err("empty size; write a number with an optional suffix such as 4k, 1M, 2GiB".into());
     }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(split);
     if num.is_empty() {
         return Err(format!("`{text}` is not a size: it must start with a number (for example 4k, 1M, 2GiB)"));
@@ -106,11 +104,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "s" | "sec" => 1.0,
             "m" | "min" => 60.0,
             "h" => 3600.0,
-            other => {
-                return Err(format!(
-                    "`{text}`: unknown time unit `{other}`; accepted: ns, us, ms, s, m, h"
-                ))
-            }
+            other => return Err(format!("`{text}`: unknown time unit `{other}`; accepted: ns, us, ms, s, m, h")),
         };
         total += n * scale;
         rest = next;
@@ -194,9 +188,7 @@ impl<'de> Deserialize<'de> for Bytes {
                 Ok(Bytes(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Bytes, E> {
-                u64::try_from(v)
-                    .map(Bytes)
-                    .map_err(|_| E::custom("a size cannot be negative"))
+                u64::try_from(v).map(Bytes).map_err(|_| E::custom("a size cannot be negative"))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Bytes, E> {
                 parse_size(v).map_err(E::custom)
@@ -229,9 +221,7 @@ pub mod duration_serde {
                 Ok(Duration::from_secs(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Duration, E> {
-                u64::try_from(v)
-                    .map(Duration::from_secs)
-                    .map_err(|_| E::custom("a duration cannot be negative"))
+                u64::try_from(v).map(Duration::from_secs).map_err(|_| E::custom("a duration cannot be negative"))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Duration, E> {
                 secs_to_duration(v, &v.to_string()).map_err(E::custom)

@@ -100,13 +100,15 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
             if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
                 return Err(e.into()); // nothing measured yet: a plain refusal
             }
-            result.status = if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
+            result.status =
+                if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
             result.error = Some(e.to_string());
             break;
         }
         let pr = run_phase(i, phase, &targets, ctl, sink);
         sink.phase_end(i, &pr);
-        let errors: Vec<String> = pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
+        let errors: Vec<String> =
+            pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
         let interrupted = pr.interrupted;
         result.phases.push(pr);
         if !errors.is_empty() {
@@ -333,7 +335,14 @@ impl Aggregator {
 
     /// Seconds that every live worker has moved past, or that ended over a second ago.
     fn finalize(&mut self, now: Instant, all: bool) -> Vec<TimelinePoint> {
-        let live_min = self.worker_sec.iter().zip(&self.worker_done).filter(|(_, d)| !**d).map(|(s, _)| *s).min().unwrap_or(i64::MAX);
+        let live_min = self
+            .worker_sec
+            .iter()
+            .zip(&self.worker_done)
+            .filter(|(_, d)| !**d)
+            .map(|(s, _)| *s)
+            .min()
+            .unwrap_or(i64::MAX);
         let by_clock = if now > self.t0 { (now - self.t0).as_secs() as i64 - 2 } else { -1 };
         let upto = if all { i64::MAX } else { live_min.saturating_sub(1).max(by_clock) };
         let mut out = Vec::new();
@@ -358,7 +367,14 @@ impl Aggregator {
         out
     }
 
-    fn into_result(self, phase: &Phase, targets: &[Vec<Target>], t0: Instant, cpu: CpuTime, stopped: bool) -> PhaseResult {
+    fn into_result(
+        self,
+        phase: &Phase,
+        targets: &[Vec<Target>],
+        t0: Instant,
+        cpu: CpuTime,
+        stopped: bool,
+    ) -> PhaseResult {
         let secs = |end: Option<Instant>| end.map(|e| e.saturating_duration_since(t0).as_secs_f64()).unwrap_or(0.0);
         let mut total = Acc::default();
         let mut jobs = Vec::new();
@@ -439,7 +455,9 @@ impl<'a> Worker<'a> {
             Some(t) => {
                 let opts = OpenOptions {
                     read: true,
-                    write: job.rw.writes() || job.end_fsync || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
+                    write: job.rw.writes()
+                        || job.end_fsync
+                        || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
                     direct: job.direct,
                     dsync: job.sync == SyncMode::Dsync,
                     sync: job.sync == SyncMode::Sync,
@@ -447,7 +465,7 @@ impl<'a> Worker<'a> {
                 };
                 let f = open_target(&t.path, opts).map_err(|e| {
                     let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                        " (this filesystem does not support direct I/O; tmpfs, for one, does not: drop --direct)"
+                        " (this filesystem does not support direct I/O: drop --direct)"
                     } else {
                         ""
                     };
@@ -483,7 +501,15 @@ impl<'a> Worker<'a> {
 
     /// The measuring loop. Returns the last second's index, its unsent counts, the end
     /// instant and the error that ended the job early, if any.
-    fn run(&mut self, start: Instant, t0: Instant, stop: &AtomicBool, tx: &Sender<Msg>, job: usize, worker: usize) -> (i64, Acc, Instant, Option<String>) {
+    fn run(
+        &mut self,
+        start: Instant,
+        t0: Instant,
+        stop: &AtomicBool,
+        tx: &Sender<Msg>,
+        job: usize,
+        worker: usize,
+    ) -> (i64, Acc, Instant, Option<String>) {
         let depth = self.engine.depth();
         let mut free: Vec<u32> = (0..depth as u32).rev().collect();
         let mut issued_at = vec![start; depth];
@@ -642,7 +668,11 @@ impl<'a> Worker<'a> {
                             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => format!("{e}: the filesystem is full"),
                             Err(e) => e.to_string(),
                         };
-                        let at = if matches!(k, Kind::Sync) { String::new() } else { format!(" of {len} bytes at offset {offset}") };
+                        let at = if matches!(k, Kind::Sync) {
+                            String::new()
+                        } else {
+                            format!(" of {len} bytes at offset {offset}")
+                        };
                         error.get_or_insert(format!("{what}{at} in {}: {why}", self.path));
                     }
                 }

@@ -84,9 +84,19 @@ fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
             })?;
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
             if !parent.is_dir() {
-                return Err(refuse(path, format!("its directory {} does not exist; create it first", parent.display())));
+                return Err(refuse(
+                    path,
+                    format!("its directory {} does not exist; create it first", parent.display()),
+                ));
             }
-            Ok(Target { path: path.to_path_buf(), kind: TargetKind::File, size, existing: 0, exists: false, layout: needs_data })
+            Ok(Target {
+                path: path.to_path_buf(),
+                kind: TargetKind::File,
+                size,
+                existing: 0,
+                exists: false,
+                layout: needs_data,
+            })
         }
         Err(e) => Err(io_err("reading metadata of", path)(e)),
         Ok(meta) => {
@@ -109,7 +119,14 @@ fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
                     (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
                     (None, n) => n,
                 };
-                return Ok(Target { path: path.to_path_buf(), kind: TargetKind::Device, size, existing: dev_len, exists: true, layout: false });
+                return Ok(Target {
+                    path: path.to_path_buf(),
+                    kind: TargetKind::Device,
+                    size,
+                    existing: dev_len,
+                    exists: true,
+                    layout: false,
+                });
             }
             if ft.is_dir() {
                 return Err(refuse(path, "it is a directory".into()));
@@ -130,7 +147,14 @@ fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
                     if job.rw.writes() { "write to" } else { "extend" }
                 )));
             }
-            Ok(Target { path: path.to_path_buf(), kind: TargetKind::File, size, existing, exists: true, layout: needs_data && grows })
+            Ok(Target {
+                path: path.to_path_buf(),
+                kind: TargetKind::File,
+                size,
+                existing,
+                exists: true,
+                layout: needs_data && grows,
+            })
         }
     }
 }
@@ -187,7 +211,11 @@ pub fn create_target(t: &Target) -> Result<(), LayoutError> {
 
 /// Free bytes for unprivileged writers on the filesystem holding `path`.
 pub fn free_bytes(path: &Path) -> io::Result<u64> {
-    let dir = if path.is_dir() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")) };
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+    };
     let s = rustix::fs::statvfs(dir)?;
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
@@ -215,7 +243,13 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
 
 /// Write the target's missing bytes with seeded data, then flush them, so reads in the
 /// measured window find real blocks and the layout's writeback does not leak into it.
-pub fn lay_out(t: &Target, seed: u64, compressibility: u8, stop: &AtomicBool, created_now: bool) -> Result<(), LayoutError> {
+pub fn lay_out(
+    t: &Target,
+    seed: u64,
+    compressibility: u8,
+    stop: &AtomicBool,
+    created_now: bool,
+) -> Result<(), LayoutError> {
     let f = fs::OpenOptions::new().write(true).open(&t.path).map_err(io_err("opening for layout", &t.path))?;
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     fill_pattern(&mut buf, seed, compressibility);
@@ -273,7 +307,9 @@ mod tests {
     use iolab_spec::{Bytes, JobPatch, Rw};
 
     fn job(target: &Path, rw: Rw) -> Job {
-        JobPatch { target: Some(target.into()), rw: Some(rw), size: Some(Bytes::kib(64)), ..Default::default() }.resolve("j").unwrap()
+        JobPatch { target: Some(target.into()), rw: Some(rw), size: Some(Bytes::kib(64)), ..Default::default() }
+            .resolve("j")
+            .unwrap()
     }
 
     #[test]

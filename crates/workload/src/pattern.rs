@@ -62,7 +62,8 @@ impl Pattern {
                 Dist::Uniform => Where::Uniform { blocks },
                 Dist::Zipf(theta) => Where::Zipf {
                     blocks,
-                    zipf: Zipf::new(blocks as f64, theta).unwrap_or_else(|_| Zipf::new(blocks as f64, 1.0).expect("n >= 1")),
+                    zipf: Zipf::new(blocks as f64, theta)
+                        .unwrap_or_else(|_| Zipf::new(blocks as f64, 1.0).expect("n >= 1")),
                     mult: coprime_multiplier(blocks),
                 },
             }
@@ -262,10 +263,19 @@ mod tests {
     #[test]
     fn same_seed_same_sequence() {
         let j = job(Rw::RandRw, "4k:50,8k:50");
-        let a: Vec<Access> = { let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
-        let b: Vec<Access> = { let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
+        let a: Vec<Access> = {
+            let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22));
+            std::iter::from_fn(|| p.next_access()).collect()
+        };
+        let b: Vec<Access> = {
+            let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22));
+            std::iter::from_fn(|| p.next_access()).collect()
+        };
         assert_eq!(a, b);
-        let c: Vec<Access> = { let mut p = Pattern::new(&j, 4, 1 << 20, true, Some(1 << 22)); std::iter::from_fn(|| p.next_access()).collect() };
+        let c: Vec<Access> = {
+            let mut p = Pattern::new(&j, 4, 1 << 20, true, Some(1 << 22));
+            std::iter::from_fn(|| p.next_access()).collect()
+        };
         assert_ne!(a, c, "threads get different streams");
     }
 

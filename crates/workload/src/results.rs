@@ -92,7 +92,11 @@ impl Totals {
         Totals {
             read: DirTotals::from_acc(&a.read, elapsed_s),
             write: DirTotals::from_acc(&a.write, elapsed_s),
-            sync: SyncTotals { ops: a.sync.ops, lat_ns: LatNs::from_hist(&a.sync.hist), hist: Some(a.sync.hist.clone()) },
+            sync: SyncTotals {
+                ops: a.sync.ops,
+                lat_ns: LatNs::from_hist(&a.sync.hist),
+                hist: Some(a.sync.hist.clone()),
+            },
         }
     }
 }

@@ -15,12 +15,26 @@ pub fn iolab() -> Command {
 /// Run iolab with `--output json`, expect success, and return the parsed output.
 pub fn run_json(args: &[&str]) -> Value {
     let out = iolab().args(args).args(["--output", "json"]).output().expect("iolab runs");
-    assert!(out.status.success(), "iolab {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("iolab {args:?} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    assert!(
+        out.status.success(),
+        "iolab {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("iolab {args:?} printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Say why a test did not run: on stderr, and in target/test-skips.txt, which .ci/run prints
+/// (the test harness hides a passing test's stderr).
 pub fn skip(reason: &str) {
-    eprintln!("SKIPPED: {reason}");
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    eprintln!("SKIPPED {test}: {reason}");
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/test-skips.txt");
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+        use std::io::Write;
+        let _ = writeln!(f, "SKIPPED {test}: {reason}");
+    }
 }
 
 pub fn uring_ok() -> bool {
@@ -33,7 +47,9 @@ pub fn direct_ok(dir: &Path) -> bool {
 
 /// A scratch directory on a filesystem that supports O_DIRECT (not tmpfs), if there is one.
 pub fn disk_tempdir() -> tempfile::TempDir {
-    for base in [std::env::var("IOLAB_TEST_DIR").ok(), Some("/var/tmp".into()), Some("/tmp".into())].into_iter().flatten() {
+    for base in
+        [std::env::var("IOLAB_TEST_DIR").ok(), Some("/var/tmp".into()), Some("/tmp".into())].into_iter().flatten()
+    {
         if let Ok(d) = tempfile::tempdir_in(&base) {
             if direct_ok(d.path()) {
                 return d;
