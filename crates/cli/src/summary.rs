@@ -12,7 +12,12 @@ pub fn render(r: &RunResult) -> String {
         s.push_str(&phase(p));
     }
     match r.status {
-        Status::Interrupted => s.push_str("INTERRUPTED: these are the results measured before the stop.\n"),
+        Status::Interrupted => {
+            if let Some(e) = &r.error {
+                let _ = writeln!(s, "INTERRUPTED: {e}");
+            }
+            s.push_str("INTERRUPTED: these are the results measured before the stop.\n");
+        }
         Status::Failed => {
             let _ = writeln!(s, "FAILED: {}", r.error.as_deref().unwrap_or("unknown error"));
             s.push_str("The results above were measured before the failure.\n");

@@ -232,3 +232,35 @@ fn no_space_is_refused_before_writing() {
     assert!(e.contains("not enough free space"), "{e}");
     assert!(!f.exists());
 }
+
+#[test]
+fn ctrl_c_during_layout_removes_the_partial_file_and_says_so() {
+    let dir = disk_tempdir();
+    let f = dir.path().join("big");
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    // A layout long enough to interrupt: 8 GiB written before any measured I/O.
+    let child = std::process::Command::new(bin)
+        .args(["run", "--target", f.to_str().unwrap(), "--size", "8G", "--rw", "randread", "--runtime", "5s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    while !f.exists() && waited < 100 {
+        std::thread::sleep(Duration::from_millis(20));
+        waited += 1;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let _ = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(0) {
+        return skip("the layout finished before the signal arrived");
+    }
+    if text.contains("not enough free space") {
+        return skip("less than 8 GiB free for the layout");
+    }
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(text.contains("interrupted while laying out") && text.contains("removed"), "{text}");
+    assert!(!f.exists(), "the half-written file this run created is gone");
+}
