@@ -11,13 +11,13 @@ pub struct Progress {
     enabled: bool,
     quiet: bool,
     bar: Option<ProgressBar>,
-    by_bytes: bool,
+    expect: Expect,
 }
 
 impl Progress {
     /// `enabled`: draw the bar; `quiet`: also keep messages off stderr (JSON output).
     pub fn new(enabled: bool, quiet: bool) -> Self {
-        Progress { enabled, quiet, bar: None, by_bytes: false }
+        Progress { enabled, quiet, bar: None, expect: Expect::default() }
     }
 }
 
@@ -36,18 +36,16 @@ impl Sink for Progress {
         if !self.enabled {
             return;
         }
-        let (len, by_bytes) = match (expect.duration, expect.bytes) {
-            (Some(d), _) => (d.as_secs().max(1), false),
-            (None, Some(b)) => (b.max(1), true),
-            (None, None) => (1, false),
+        let len = match (expect.duration, expect.bytes) {
+            (Some(d), _) => d.as_millis().max(1) as u64,
+            (None, Some(b)) => b.max(1),
+            (None, None) => 1,
         };
-        self.by_bytes = by_bytes;
+        self.expect = expect;
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        let style = ProgressStyle::with_template(
-            "{prefix:.bold} [{bar:24}] {msg}  elapsed {elapsed_precise}  ETA {eta_precise}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+        let style = ProgressStyle::with_template("{prefix:.bold} [{bar:24}] {msg}  elapsed {elapsed_precise}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(phase.name.clone());
         self.bar = Some(bar);
@@ -57,12 +55,22 @@ impl Sink for Progress {
         let Some(bar) = &self.bar else { return };
         let bytes = (p.read_bytes + p.write_bytes) as f64;
         let ops = (p.read_ops + p.write_ops) as f64;
-        bar.set_message(format!("{}  {} IOPS", rate(bytes), count(ops)));
-        if self.by_bytes {
-            bar.set_position(bytes_so_far);
-        } else {
-            bar.set_position(p.t_s as u64);
-        }
+        let elapsed = bar.elapsed();
+        // The ETA is ours: a time-bounded phase knows its end, a size-bounded one extrapolates.
+        let eta = match (self.expect.duration, self.expect.bytes) {
+            (Some(d), _) => {
+                bar.set_position(elapsed.as_millis() as u64);
+                Some(d.saturating_sub(elapsed))
+            }
+            (None, Some(total)) if bytes_so_far > 0 => {
+                bar.set_position(bytes_so_far);
+                let left = total.saturating_sub(bytes_so_far) as f64 / bytes_so_far as f64;
+                Some(elapsed.mul_f64(left))
+            }
+            _ => None,
+        };
+        let eta = eta.map(|d| format!("  ETA {:02}:{:02}", d.as_secs() / 60, d.as_secs() % 60)).unwrap_or_default();
+        bar.set_message(format!("{}  {} IOPS{eta}", rate(bytes), count(ops)));
     }
 
     fn phase_end(&mut self, _index: usize, _r: &PhaseResult) {
