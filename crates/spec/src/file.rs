@@ -119,6 +119,18 @@ threads = 4
         assert!(parse_job_file("", &JobPatch::default()).unwrap_err().to_string().contains("no phase"));
     }
 
+    proptest::proptest! {
+        /// Arbitrary text, and job files with one line mangled, parse or fail without panic.
+        #[test]
+        fn any_text_is_a_plan_or_an_error(s in "\\PC{0,200}", line in 0usize..14, junk in "\\PC{0,20}") {
+            let _ = parse_job_file(&s, &JobPatch::default());
+            let mut lines: Vec<String> = REDO.lines().map(String::from).collect();
+            let i = line % lines.len();
+            lines[i] = junk;
+            let _ = parse_job_file(&lines.join("\n"), &JobPatch::default());
+        }
+    }
+
     #[test]
     fn plan_round_trips_through_json() {
         let plan = parse_job_file(REDO, &JobPatch::default()).unwrap();
