@@ -1,0 +1,12 @@
+//! iolab-sysstat: the system beside a run. Parsers for /proc ([`procfs`]), iostat-compatible
+//! rates ([`rates`]), snapshots and the sampler thread ([`sample`]), and the mapping from a
+//! path to the devices and interfaces that carry its I/O ([`target`]).
+
+pub mod procfs;
+pub mod rates;
+pub mod sample;
+pub mod target;
+
+pub use rates::{CpuPct, DiskRates, NetRates};
+pub use sample::{ProcRoot, Rates, Sampler, Snapshot, SystemResult};
+pub use target::{describe, SysRoots, TargetInfo};

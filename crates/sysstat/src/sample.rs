@@ -1,0 +1,248 @@
+//! Snapshots of /proc and the sampler thread that takes them beside a run: one sample per
+//! interval, plus a summary (mean over the whole window, max over the samples).
+
+use crate::procfs::*;
+use crate::rates::{CpuPct, DiskRates, NetRates};
+use crate::target::TargetInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where /proc is; tests point it at captured fixtures.
+#[derive(Debug, Clone)]
+pub struct ProcRoot(pub PathBuf);
+
+impl Default for ProcRoot {
+    fn default() -> Self {
+        ProcRoot("/proc".into())
+    }
+}
+
+/// Every counter the sampler reads, at one instant.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub at: Instant,
+    pub cpu: CpuStat,
+    pub disks: BTreeMap<String, DiskCounters>,
+    pub net: BTreeMap<String, NetCounters>,
+    pub mem: MemInfo,
+    pub pressure: Option<Pressure>,
+    pub load1: Option<f64>,
+}
+
+impl Snapshot {
+    pub fn read(root: &ProcRoot) -> Snapshot {
+        let read = |p: &str| std::fs::read_to_string(root.0.join(p)).unwrap_or_default();
+        Snapshot {
+            at: Instant::now(),
+            cpu: parse_stat(&read("stat")),
+            disks: parse_diskstats(&read("diskstats")),
+            net: parse_netdev(&read("net/dev")),
+            mem: parse_meminfo(&read("meminfo")),
+            pressure: parse_pressure(&read("pressure/io")),
+            load1: parse_loadavg(&read("loadavg")),
+        }
+    }
+}
+
+/// CPU over an interval: the mean over CPUs (the aggregate line) and each CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    #[serde(flatten)]
+    pub all: CpuPct,
+    pub per_cpu: Vec<CpuPct>,
+}
+
+/// Everything over one interval (a sample) or a whole window (a summary's mean).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// End of the interval, seconds after the window began.
+    pub t_s: f64,
+    pub cpu: CpuSummary,
+    pub disks: BTreeMap<String, DiskRates>,
+    pub net: BTreeMap<String, NetRates>,
+    /// Page cache at the end of the interval.
+    pub dirty_kb: u64,
+    pub writeback_kb: u64,
+    pub cached_kb: u64,
+    /// Share of the interval some (or all) runnable tasks stalled on I/O (PSI), when the kernel has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_pressure_some_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_pressure_full_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load1: Option<f64>,
+}
+
+impl Rates {
+    /// Rates between two snapshots; devices and interfaces present in only one are skipped.
+    pub fn between(a: &Snapshot, b: &Snapshot, t_s: f64) -> Rates {
+        let secs = b.at.saturating_duration_since(a.at).as_secs_f64();
+        let per_cpu =
+            b.cpu.per_cpu.iter().filter_map(|(n, t)| a.cpu.per_cpu.get(n).map(|p| CpuPct::between(p, t))).collect();
+        let pressure = |f: fn(&Pressure) -> u64| match (a.pressure, b.pressure) {
+            (Some(x), Some(y)) if secs > 0.0 => {
+                Some((crate::rates::counter_delta(f(&x), f(&y)) as f64 / 1e6 / secs * 100.0).min(100.0))
+            }
+            _ => None,
+        };
+        Rates {
+            t_s,
+            cpu: CpuSummary { all: CpuPct::between(&a.cpu.all, &b.cpu.all), per_cpu },
+            disks: b
+                .disks
+                .iter()
+                .filter_map(|(n, d)| a.disks.get(n).map(|p| (n.clone(), DiskRates::between(p, d, secs))))
+                .collect(),
+            net: b
+                .net
+                .iter()
+                .filter_map(|(n, d)| a.net.get(n).map(|p| (n.clone(), NetRates::between(p, d, secs))))
+                .collect(),
+            dirty_kb: b.mem.dirty_kb,
+            writeback_kb: b.mem.writeback_kb,
+            cached_kb: b.mem.cached_kb,
+            io_pressure_some_pct: pressure(|p| p.some_total_us),
+            io_pressure_full_pct: pressure(|p| p.full_total_us),
+            load1: b.load1,
+        }
+    }
+
+    fn keep(&mut self, disks: &std::collections::BTreeSet<String>, nets: &std::collections::BTreeSet<String>) {
+        self.disks.retain(|k, _| disks.contains(k));
+        self.net.retain(|k, _| nets.contains(k));
+    }
+}
+
+/// What a phase's system looked like: the mean over the window, the worst second, the samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemResult {
+    pub interval_s: f64,
+    /// The window's mean: rates between its first and last snapshot.
+    #[serde(flatten)]
+    pub mean: Rates,
+    /// The largest value of each field over the samples.
+    pub max: Rates,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetInfo>,
+    pub samples: Vec<Rates>,
+}
+
+impl SystemResult {
+    /// Summarise a window. Devices and interfaces that did nothing are left out, unless they
+    /// carry the target's I/O.
+    pub fn summarise(
+        first: &Snapshot,
+        last: &Snapshot,
+        mut samples: Vec<Rates>,
+        interval: Duration,
+        target: Option<TargetInfo>,
+    ) -> SystemResult {
+        let t_end = last.at.saturating_duration_since(first.at).as_secs_f64();
+        let mut mean = Rates::between(first, last, t_end);
+        let wanted_disks: std::collections::BTreeSet<String> = mean
+            .disks
+            .iter()
+            .filter(|(n, d)| !d.is_idle() || target.as_ref().is_some_and(|t| t.devices.contains(n)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let wanted_nets: std::collections::BTreeSet<String> = mean
+            .net
+            .iter()
+            .filter(|(n, d)| {
+                !d.is_idle() || target.as_ref().is_some_and(|t| t.interfaces.iter().any(|i| &i.name == *n))
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        mean.keep(&wanted_disks, &wanted_nets);
+        let mut max = Rates { t_s: t_end, ..Default::default() };
+        for s in &mut samples {
+            s.keep(&wanted_disks, &wanted_nets);
+            max.cpu.all = max.cpu.all.max(&s.cpu.all);
+            for (n, d) in &s.disks {
+                let m = max.disks.entry(n.clone()).or_default();
+                *m = m.max(d);
+            }
+            for (n, d) in &s.net {
+                let m = max.net.entry(n.clone()).or_default();
+                *m = m.max(d);
+            }
+            max.dirty_kb = max.dirty_kb.max(s.dirty_kb);
+            max.writeback_kb = max.writeback_kb.max(s.writeback_kb);
+            max.cached_kb = max.cached_kb.max(s.cached_kb);
+            max.io_pressure_some_pct = max_opt(max.io_pressure_some_pct, s.io_pressure_some_pct);
+            max.io_pressure_full_pct = max_opt(max.io_pressure_full_pct, s.io_pressure_full_pct);
+            max.load1 = max_opt(max.load1, s.load1);
+        }
+        SystemResult { interval_s: interval.as_secs_f64(), mean, max, target, samples }
+    }
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// A thread that snapshots /proc every `interval` from `start` until stopped.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<(Snapshot, Vec<Rates>)>,
+    first: Snapshot,
+    interval: Duration,
+    root: ProcRoot,
+}
+
+impl Sampler {
+    /// Take the first snapshot now and sample every `interval` after it.
+    pub fn start(root: ProcRoot, interval: Duration) -> Sampler {
+        let interval = interval.max(Duration::from_millis(10));
+        let first = Snapshot::read(&root);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, r, f) = (stop.clone(), root.clone(), first.clone());
+        let handle = std::thread::Builder::new()
+            .name("iolab-sampler".into())
+            .spawn(move || {
+                let mut prev = f.clone();
+                let mut samples = Vec::new();
+                let mut k = 1u32;
+                loop {
+                    let due = f.at + interval * k;
+                    // Sleep in short steps so a stop is noticed quickly.
+                    loop {
+                        if s.load(Ordering::Relaxed) {
+                            return (prev, samples);
+                        }
+                        let now = Instant::now();
+                        if now >= due {
+                            break;
+                        }
+                        std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                    }
+                    let cur = Snapshot::read(&r);
+                    samples.push(Rates::between(&prev, &cur, cur.at.saturating_duration_since(f.at).as_secs_f64()));
+                    prev = cur;
+                    k += 1;
+                }
+            })
+            .expect("spawning the sampler thread");
+        Sampler { stop, handle, first, interval, root }
+    }
+
+    /// Stop, take the last snapshot, and summarise the window.
+    pub fn finish(self, target: Option<TargetInfo>) -> SystemResult {
+        self.stop.store(true, Ordering::Relaxed);
+        let (prev, mut samples) = self.handle.join().unwrap_or_else(|_| (self.first.clone(), Vec::new()));
+        let last = Snapshot::read(&self.root);
+        // The last partial interval counts too, when it is long enough to mean something.
+        if last.at.saturating_duration_since(prev.at) >= self.interval / 5 {
+            samples.push(Rates::between(&prev, &last, last.at.saturating_duration_since(self.first.at).as_secs_f64()));
+        }
+        SystemResult::summarise(&self.first, &last, samples, self.interval, target)
+    }
+}

@@ -1,0 +1,319 @@
+//! What carries a path's I/O: its mount (filesystem type, options), the block devices under
+//! it (through partitions, loop devices and their backing files, device-mapper and md
+//! members) and, for network and cluster filesystems, the interfaces and their link speeds.
+
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// Filesystems whose data or locking crosses the network.
+pub const NETWORK_FS: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "fuse.sshfs",
+    "ocfs2",
+    "gfs2",
+    "glusterfs",
+    "fuse.glusterfs",
+    "ceph",
+    "fuse.ceph",
+    "9p",
+];
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interface {
+    pub name: String,
+    /// Link speed in Mb/s from /sys/class/net/NAME/speed, when the driver reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    pub fstype: String,
+    pub mount_point: String,
+    pub mount_source: String,
+    pub mount_options: String,
+    /// Kernel names of the block devices carrying the I/O, the nearest first (dm-0, loop0, vda...).
+    pub devices: Vec<String>,
+    /// A network or cluster filesystem.
+    pub network: bool,
+    pub interfaces: Vec<Interface>,
+}
+
+/// Where the system files are; tests point them at fakes.
+#[derive(Debug, Clone)]
+pub struct SysRoots {
+    pub sys: PathBuf,
+    pub proc: PathBuf,
+}
+
+impl Default for SysRoots {
+    fn default() -> Self {
+        SysRoots { sys: "/sys".into(), proc: "/proc".into() }
+    }
+}
+
+struct Mount {
+    #[allow(dead_code)] // kept for matching anonymous devices later
+    dev: (u32, u32),
+    point: String,
+    options: String,
+    fstype: String,
+    source: String,
+}
+
+fn unescape(s: &str) -> String {
+    // mountinfo escapes space, tab, newline and backslash as \ooo (octal).
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() {
+            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 4]).ok().and_then(|o| u8::from_str_radix(o, 8).ok()) {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let f: Vec<&str> = left.split_whitespace().collect();
+            let r: Vec<&str> = right.split_whitespace().collect();
+            let (maj, min) = f.get(2)?.split_once(':')?;
+            let mut options = f.get(5)?.to_string();
+            for o in r.get(2).unwrap_or(&"").split(',') {
+                if !o.is_empty() && !options.split(',').any(|x| x == o) {
+                    options.push(',');
+                    options.push_str(o);
+                }
+            }
+            Some(Mount {
+                dev: (maj.parse().ok()?, min.parse().ok()?),
+                point: unescape(f.get(4)?),
+                options,
+                fstype: r.first()?.to_string(),
+                source: unescape(r.get(1).unwrap_or(&"")),
+            })
+        })
+        .collect()
+}
+
+/// Describe what carries `path`'s I/O. A path that does not exist yet is described by its
+/// nearest existing ancestor.
+pub fn describe(path: &Path, roots: &SysRoots) -> TargetInfo {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        match p.parent() {
+            Some(q) if !q.as_os_str().is_empty() => p = q.to_path_buf(),
+            _ => {
+                p = PathBuf::from(".");
+                break;
+            }
+        }
+    }
+    let canon = std::fs::canonicalize(&p).unwrap_or(p.clone());
+    let meta = std::fs::metadata(&canon).ok();
+    let mounts = parse_mountinfo(&std::fs::read_to_string(roots.proc.join("self/mountinfo")).unwrap_or_default());
+    // The mount holding the path: the longest mount point that prefixes it.
+    let c = canon.to_string_lossy().to_string();
+    let m = mounts
+        .iter()
+        .filter(|m| c == m.point || c.starts_with(&format!("{}/", m.point.trim_end_matches('/'))) || m.point == "/")
+        .max_by_key(|m| m.point.len());
+    let mut info = TargetInfo { path: path.display().to_string(), ..Default::default() };
+    if let Some(m) = m {
+        info.fstype = m.fstype.clone();
+        info.mount_point = m.point.clone();
+        info.mount_source = m.source.clone();
+        info.mount_options = m.options.clone();
+    }
+    let mut devices = Vec::new();
+    let dev = meta.map(|md| (rustix::fs::major(md.dev()), rustix::fs::minor(md.dev())));
+    if let Some((maj, min)) = dev {
+        if maj != 0 {
+            block_chain(maj, min, roots, &mut devices, 0);
+        } else if let Some(m) = m {
+            // Filesystems on anonymous devices (btrfs) name their block device as the source.
+            if let Ok(sm) = std::fs::metadata(&m.source) {
+                if sm.file_type().is_block_device() {
+                    block_chain(rustix::fs::major(sm.rdev()), rustix::fs::minor(sm.rdev()), roots, &mut devices, 0);
+                }
+            }
+        }
+    }
+    info.devices = devices;
+    info.network = NETWORK_FS.contains(&info.fstype.as_str());
+    if info.network {
+        info.interfaces = interfaces_for(&info.mount_source, &info.fstype, roots);
+    }
+    info
+}
+
+/// Walk from a device number to the devices under it.
+fn block_chain(maj: u32, min: u32, roots: &SysRoots, out: &mut Vec<String>, depth: u32) {
+    if depth > 8 {
+        return;
+    }
+    let link = roots.sys.join(format!("dev/block/{maj}:{min}"));
+    let Ok(real) = std::fs::canonicalize(&link) else { return };
+    let Some(name) = real.file_name().map(|n| n.to_string_lossy().to_string()) else { return };
+    push(out, &name);
+    // A partition's disk is its parent directory.
+    if real.join("partition").exists() {
+        if let Some(disk) = real.parent().and_then(|p| p.file_name()) {
+            let disk = disk.to_string_lossy().to_string();
+            push(out, &disk);
+            expand(&roots.sys.join("block").join(&disk), roots, out, depth);
+        }
+        return;
+    }
+    expand(&real, roots, out, depth);
+}
+
+fn push(out: &mut Vec<String>, name: &str) {
+    if !out.iter().any(|n| n == name) {
+        out.push(name.to_string());
+    }
+}
+
+/// Loop devices lead to their backing file's devices; dm and md to their members (`slaves`).
+fn expand(dev_dir: &Path, roots: &SysRoots, out: &mut Vec<String>, depth: u32) {
+    if let Ok(backing) = std::fs::read_to_string(dev_dir.join("loop/backing_file")) {
+        let backing = backing.trim();
+        if let Ok(m) = std::fs::metadata(backing) {
+            let (maj, min) = (rustix::fs::major(m.dev()), rustix::fs::minor(m.dev()));
+            if maj != 0 {
+                block_chain(maj, min, roots, out, depth + 1);
+            }
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(dev_dir.join("slaves")) {
+        let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+        names.sort();
+        for n in names {
+            if let Ok(t) = std::fs::read_to_string(roots.sys.join("class/block").join(&n).join("dev")) {
+                if let Some((a, b)) = t.trim().split_once(':') {
+                    if let (Ok(a), Ok(b)) = (a.parse(), b.parse()) {
+                        block_chain(a, b, roots, out, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The server a network mount talks to, from its source: `host:/path`, `//host/share`,
+/// `user@host:path`, `mon1,mon2:/path`.
+pub fn server_of(source: &str) -> Option<String> {
+    let s = source.trim();
+    let s = s.rsplit_once('@').map(|(_, h)| h).unwrap_or(s);
+    if let Some(rest) = s.strip_prefix('[') {
+        return rest.split(']').next().filter(|h| !h.is_empty()).map(String::from);
+    }
+    let host = if let Some(rest) = s.strip_prefix("//") {
+        rest.split('/').next()?
+    } else {
+        let before = s.split(":/").next()?;
+        let before = before.rsplit_once(':').map(|(h, _)| h).unwrap_or(before);
+        let before = before.split(',').next()?;
+        before.rsplit('@').next()?
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty()).then(|| host.to_string())
+}
+
+fn speed(name: &str, roots: &SysRoots) -> Option<u64> {
+    let t = std::fs::read_to_string(roots.sys.join("class/net").join(name).join("speed")).ok()?;
+    t.trim().parse::<i64>().ok().filter(|v| *v > 0).map(|v| v as u64)
+}
+
+/// The IPv4 route for an address, from /proc/net/route (longest prefix wins).
+fn route_v4(addr: Ipv4Addr, roots: &SysRoots) -> Option<String> {
+    let text = std::fs::read_to_string(roots.proc.join("net/route")).ok()?;
+    let ip = u32::from_le_bytes(addr.octets());
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dest = u32::from_str_radix(f.get(1)?, 16).ok()?;
+            let mask = u32::from_str_radix(f.get(7)?, 16).ok()?;
+            (ip & mask == dest).then(|| (mask.count_ones(), f[0].to_string()))
+        })
+        .max_by_key(|(bits, _)| *bits)
+        .map(|(_, n)| n)
+}
+
+fn interfaces_for(source: &str, _fstype: &str, roots: &SysRoots) -> Vec<Interface> {
+    let to_iface = |n: String| Interface { speed_mbps: speed(&n, roots), name: n };
+    if let Some(host) = server_of(source) {
+        if let Some(ip) = (host.as_str(), 0).to_socket_addrs().ok().and_then(|mut a| a.next()).map(|a| a.ip()) {
+            if ip.is_loopback() {
+                return vec![to_iface("lo".into())];
+            }
+            if let IpAddr::V4(v4) = ip {
+                if let Some(n) = route_v4(v4, roots) {
+                    return vec![to_iface(n)];
+                }
+            }
+        }
+    }
+    // Cluster filesystems (OCFS2, GFS2) and unresolvable servers: every interface that is up.
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(roots.sys.join("class/net")) {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().to_string();
+            let up = std::fs::read_to_string(e.path().join("operstate")).map(|s| s.trim() == "up").unwrap_or(false);
+            if n != "lo" && up {
+                out.push(to_iface(n));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_from_sources() {
+        assert_eq!(server_of("nfs1.example:/export/home").as_deref(), Some("nfs1.example"));
+        assert_eq!(server_of("//fileserver/share").as_deref(), Some("fileserver"));
+        assert_eq!(server_of("root@127.0.0.1:/srv").as_deref(), Some("127.0.0.1"));
+        assert_eq!(server_of("10.0.0.1,10.0.0.2:6789:/").as_deref(), Some("10.0.0.1"));
+        assert_eq!(server_of("[::1]:/x").as_deref(), Some("::1"));
+    }
+
+    #[test]
+    fn mountinfo_fields_and_escapes() {
+        let m = parse_mountinfo(
+            "29 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n40 29 0:50 / /mnt/my\\040dir rw - nfs4 srv:/x rw,vers=4.2\n",
+        );
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].options, "rw,relatime,discard");
+        assert_eq!(m[0].dev, (254, 0));
+        assert_eq!(m[1].point, "/mnt/my dir");
+        assert_eq!(m[1].fstype, "nfs4");
+    }
+
+    #[test]
+    fn this_machine_root() {
+        let t = describe(Path::new("/"), &SysRoots::default());
+        assert!(!t.fstype.is_empty(), "{t:?}");
+        assert_eq!(t.mount_point, "/");
+    }
+}
