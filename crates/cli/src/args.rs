@@ -89,6 +89,9 @@ pub struct OutArgs {
     /// Never draw the live progress line.
     #[arg(long)]
     pub no_progress: bool,
+    /// Sample CPU, disks and network this often beside each phase; 0 turns sampling off.
+    #[arg(long, value_parser = parse_dur, default_value = "1s")]
+    pub sample_interval: Duration,
 }
 
 #[derive(Args, Debug, Default)]

@@ -7,6 +7,7 @@ mod progress;
 mod run_cmd;
 mod summary;
 mod survey;
+mod system;
 
 use args::{Cli, Command};
 use clap::{CommandFactory, Parser};

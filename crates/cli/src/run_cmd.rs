@@ -36,7 +36,8 @@ pub fn execute(plan: &Plan, out: &OutArgs, stop: Arc<AtomicBool>) -> Result<RunR
     let json = out.output == Output::Json;
     let draw = !json && !out.no_progress && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let mut sink = Progress::new(draw, json);
-    let ctl = Control { stop, start_at: None };
+    let sample_interval = (!out.sample_interval.is_zero()).then_some(out.sample_interval);
+    let ctl = Control { stop, start_at: None, sample_interval };
     Ok(run_plan(plan, &ctl, &mut sink)?)
 }
 

@@ -59,6 +59,12 @@ pub fn phase(p: &PhaseResult) -> String {
     for line in t.to_string().lines() {
         let _ = writeln!(s, "  {line}");
     }
+    if let Some(sys) = &p.system {
+        let _ = writeln!(s, "  system: {}", crate::system::line(sys));
+        for f in crate::system::findings(sys) {
+            let _ = writeln!(s, "  - {f}");
+        }
+    }
     for j in p.jobs.iter().filter(|j| j.error.is_some()) {
         let _ = writeln!(s, "  job {} stopped: {}", j.name, j.error.as_deref().unwrap_or(""));
     }

@@ -189,60 +189,88 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// A thread that snapshots /proc every `interval` from `start` until stopped.
+/// A thread that snapshots /proc every `interval` from a start instant until stopped.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<(Snapshot, Vec<Rates>)>,
-    first: Snapshot,
+    handle: JoinHandle<Option<(Snapshot, Snapshot, Vec<Rates>)>>,
     interval: Duration,
     root: ProcRoot,
 }
 
 impl Sampler {
-    /// Take the first snapshot now and sample every `interval` after it.
-    pub fn start(root: ProcRoot, interval: Duration) -> Sampler {
+    /// Take the first snapshot at `from` (now, if that has passed) and one every `interval` after it.
+    pub fn start(root: ProcRoot, interval: Duration, from: Instant) -> Sampler {
         let interval = interval.max(Duration::from_millis(10));
-        let first = Snapshot::read(&root);
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, r, f) = (stop.clone(), root.clone(), first.clone());
+        let (s, r) = (stop.clone(), root.clone());
+        // Sleep in short steps so a stop is noticed quickly; false if stopped first.
+        let wait_until = move |due: Instant, s: &AtomicBool| -> bool {
+            loop {
+                if s.load(Ordering::Relaxed) {
+                    return false;
+                }
+                let now = Instant::now();
+                if now >= due {
+                    return true;
+                }
+                std::thread::sleep((due - now).min(Duration::from_millis(20)));
+            }
+        };
         let handle = std::thread::Builder::new()
             .name("iolab-sampler".into())
             .spawn(move || {
-                let mut prev = f.clone();
+                if !wait_until(from, &s) {
+                    return None;
+                }
+                let first = Snapshot::read(&r);
+                let mut prev = first.clone();
                 let mut samples = Vec::new();
-                let mut k = 1u32;
-                loop {
-                    let due = f.at + interval * k;
-                    // Sleep in short steps so a stop is noticed quickly.
-                    loop {
-                        if s.load(Ordering::Relaxed) {
-                            return (prev, samples);
-                        }
-                        let now = Instant::now();
-                        if now >= due {
-                            break;
-                        }
-                        std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                for k in 1u32.. {
+                    if !wait_until(first.at + interval * k, &s) {
+                        break;
                     }
                     let cur = Snapshot::read(&r);
-                    samples.push(Rates::between(&prev, &cur, cur.at.saturating_duration_since(f.at).as_secs_f64()));
+                    samples.push(Rates::between(&prev, &cur, cur.at.saturating_duration_since(first.at).as_secs_f64()));
                     prev = cur;
-                    k += 1;
                 }
+                Some((first, prev, samples))
             })
             .expect("spawning the sampler thread");
-        Sampler { stop, handle, first, interval, root }
+        Sampler { stop, handle, interval, root }
     }
 
-    /// Stop, take the last snapshot, and summarise the window.
-    pub fn finish(self, target: Option<TargetInfo>) -> SystemResult {
+    /// Stop, take the last snapshot, and summarise the window; `None` if it never began.
+    pub fn finish(self, target: Option<TargetInfo>) -> Option<SystemResult> {
         self.stop.store(true, Ordering::Relaxed);
-        let (prev, mut samples) = self.handle.join().unwrap_or_else(|_| (self.first.clone(), Vec::new()));
+        let (first, prev, mut samples) = self.handle.join().ok().flatten()?;
         let last = Snapshot::read(&self.root);
         // The last partial interval counts too, when it is long enough to mean something.
         if last.at.saturating_duration_since(prev.at) >= self.interval / 5 {
-            samples.push(Rates::between(&prev, &last, last.at.saturating_duration_since(self.first.at).as_secs_f64()));
+            samples.push(Rates::between(&prev, &last, last.at.saturating_duration_since(first.at).as_secs_f64()));
         }
-        SystemResult::summarise(&self.first, &last, samples, self.interval, target)
+        Some(SystemResult::summarise(&first, &last, samples, self.interval, target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampler_sees_this_machine() {
+        let s = Sampler::start(ProcRoot::default(), Duration::from_millis(50), Instant::now());
+        std::thread::sleep(Duration::from_millis(230));
+        let r = s.finish(None).expect("sampled");
+        assert!((4..=6).contains(&r.samples.len()), "{}", r.samples.len());
+        let total =
+            r.mean.cpu.all.user_pct + r.mean.cpu.all.system_pct + r.mean.cpu.all.idle_pct + r.mean.cpu.all.iowait_pct;
+        assert!(total > 50.0, "{:?}", r.mean.cpu);
+        assert!(r.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
+    }
+
+    #[test]
+    fn stopped_before_start_gives_nothing() {
+        let s = Sampler::start(ProcRoot::default(), Duration::from_secs(1), Instant::now() + Duration::from_secs(60));
+        assert!(s.finish(None).is_none());
     }
 }

@@ -12,6 +12,7 @@ use crate::results::*;
 use crate::stats::{new_histogram, Acc};
 use iolab_engine::{fill_pattern, open_target, Completion, Engine, Op, OpKind, OpenOptions};
 use iolab_spec::{EngineKind, Job, Phase, Plan, SyncMode};
+use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -26,6 +27,8 @@ pub struct Control {
     pub stop: Arc<AtomicBool>,
     /// Start every phase's measured work no earlier than this wall-clock time.
     pub start_at: Option<SystemTime>,
+    /// Sample CPU, disks and network this often beside each phase (None: don't).
+    pub sample_interval: Option<Duration>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -216,6 +219,7 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         let _ = shared.start.set(phase_start);
         shared.go.wait();
         let t0 = phase_start + max_ramp;
+        let sampler = ctl.sample_interval.map(|iv| Sampler::start(ProcRoot::default(), iv, t0));
         let cpu0 = cpu::process_cpu();
         let mut agg = Aggregator::new(phase.jobs.len(), workers, t0);
         while agg.alive > 0 {
@@ -232,7 +236,14 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
             sink.tick(index, &p, agg.bytes_so_far());
         }
         let cpu1 = cpu::process_cpu();
-        agg.into_result(phase, targets, t0, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed))
+        let system = sampler.and_then(|s| {
+            // The first job's target stands for the phase's storage.
+            let path = targets.iter().flatten().next().map(|t| t.path.clone());
+            s.finish(path.map(|p| iolab_sysstat::describe(&p, &SysRoots::default())))
+        });
+        let mut r = agg.into_result(phase, targets, t0, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+        r.system = system;
+        r
     })
 }
 
@@ -402,6 +413,7 @@ impl Aggregator {
             jobs,
             timeline: self.timeline,
             cpu,
+            system: None,
         }
     }
 }

@@ -146,6 +146,9 @@ pub struct PhaseResult {
     pub jobs: Vec<JobResult>,
     pub timeline: Vec<TimelinePoint>,
     pub cpu: CpuTime,
+    /// The system beside the phase's measured window (CPU, disks, network), when sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<iolab_sysstat::SystemResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
