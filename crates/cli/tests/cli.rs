@@ -94,7 +94,7 @@ fn json_matches_docs() {
             || docs.iter().any(|d| d.starts_with(&format!("{n}.")) || d.starts_with(&format!("{n}[]")))
             || docs.iter().any(|d| {
                 (d.ends_with(".write") || d.ends_with(".lat_ns") || d.ends_with(".interfaces"))
-                    && n.starts_with(&format!("{d}"))
+                    && n.starts_with(d.as_str())
             });
         if !covered {
             undocumented.push(s.clone());
