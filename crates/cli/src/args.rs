@@ -34,6 +34,9 @@ pub enum Command {
     /// Profile the storage under a directory in about a minute.
     #[command(after_help = SURVEY_EXAMPLES)]
     Survey(Box<SurveyArgs>),
+    /// Show CPU, disk and network figures for the storage under PATH, live, while something else runs.
+    #[command(after_help = WATCH_EXAMPLES)]
+    Watch(WatchArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -55,6 +58,28 @@ Examples:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
 
 Exit status: 0 done, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
+
+const WATCH_EXAMPLES: &str = "\
+Examples:
+  Watch the disk under a database's directory while it starts (seed 002):
+      iolab watch /localdisk/cluster
+  Ten samples as JSON lines, for a script:
+      iolab watch /mnt/nfs --count 10 --output json";
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// A file or directory on the storage to watch (default: the current directory).
+    pub path: Option<PathBuf>,
+    /// Time between lines.
+    #[arg(long, short = 'i', value_parser = parse_dur, default_value = "1s")]
+    pub interval: Duration,
+    /// Stop after this many lines (default: until Ctrl-C).
+    #[arg(long, short = 'c')]
+    pub count: Option<u64>,
+    /// human: one line per interval; json: one JSON object per line.
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
 
 const SURVEY_EXAMPLES: &str = "\
 Examples:

@@ -8,6 +8,7 @@ mod run_cmd;
 mod summary;
 mod survey;
 mod system;
+mod watch;
 
 use args::{Cli, Command};
 use clap::{CommandFactory, Parser};
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
         Command::Survey(a) => survey::run(*a, stop_on_ctrl_c()),
+        Command::Watch(a) => watch::run(a, stop_on_ctrl_c()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

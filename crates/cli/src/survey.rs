@@ -224,14 +224,20 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(["step", "result"]);
+    t.set_header(["step", "result", "system"]);
     for (s, p) in steps.iter().zip(&result.phases) {
         let mark = if p.interrupted { " (interrupted)" } else { "" };
-        t.add_row([format!("{}{mark}", s.title), (s.read)(p)]);
+        let sys = p.system.as_ref().map(crate::system::compact).unwrap_or_default();
+        t.add_row([format!("{}{mark}", s.title), (s.read)(p), sys]);
     }
     println!("{t}");
     for line in findings(&result.phases) {
         println!("- {line}");
+    }
+    for (s, p) in steps.iter().zip(&result.phases) {
+        for f in p.system.iter().flat_map(crate::system::findings) {
+            println!("- {}: {f}", s.title);
+        }
     }
     if let Some(e) = &result.error {
         println!("stopped early: {e}");
@@ -247,7 +253,9 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
         let (a, b) = (one.total.write.bw_bytes, two.total.write.bw_bytes);
         if a > 0.0 && b > 0.0 {
             let pct = 100.0 * b / a;
-            let what = if pct >= 90.0 {
+            let what = if pct >= 110.0 {
+                "one writer alone does not saturate the storage"
+            } else if pct >= 90.0 {
                 "the storage shares well between writers"
             } else if pct >= 60.0 {
                 "concurrency costs some throughput (seek or lock contention)"

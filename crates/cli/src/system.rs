@@ -47,7 +47,7 @@ pub fn line(s: &SystemResult) -> String {
             let _ = write!(out, " w/s {:.0} wkB/s {:.0}", d.w_s, d.wkb_s);
         }
         let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
-        let _ = write!(out, " await {wait:.1} ms util {:.0}%", d.util_pct);
+        let _ = write!(out, " await {} ms util {:.0}%", crate::format::ms((wait * 1e6) as u64), d.util_pct);
     }
     if devices(s).is_empty() {
         if let Some(t) = &s.target {
@@ -60,13 +60,26 @@ pub fn line(s: &SystemResult) -> String {
     out
 }
 
+/// The survey's short form: `wa 36% | vda util 89% await 0.4 ms`.
+pub fn compact(s: &SystemResult) -> String {
+    let mut out = format!("wa {:.0}%", s.mean.cpu.all.iowait_pct);
+    for (name, d) in devices(s) {
+        let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
+        let _ = write!(out, " | {name} util {:.0}% await {} ms", d.util_pct, crate::format::ms((wait * 1e6) as u64));
+    }
+    for (name, rx, tx, _) in interfaces(s) {
+        let _ = write!(out, " | {name} {}/s", fmt_decimal(rx.max(tx)));
+    }
+    out
+}
+
 /// What stands out in a phase's system figures, in words.
 pub fn findings(s: &SystemResult) -> Vec<String> {
     let mut out = Vec::new();
     for (name, d) in devices(s) {
         if d.util_pct >= 90.0 {
             out.push(format!(
-                "{name} was busy {:.0}% of the time (queue {:.1}, await {:.1} ms): the device is saturated",
+                "{name} was busy {:.0}% of the time (queue {:.1}, await {:.1} ms): the device is at or near its limit (SSDs and NVMe can reach 100% before theirs)",
                 d.util_pct,
                 d.avgqu,
                 d.w_await_ms.max(d.r_await_ms)

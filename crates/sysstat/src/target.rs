@@ -141,6 +141,12 @@ pub fn describe(path: &Path, roots: &SysRoots) -> TargetInfo {
         info.mount_options = m.options.clone();
     }
     let mut devices = Vec::new();
+    // A block device target is described by its own number, not by the /dev it sits in.
+    if let Some(md) = meta.as_ref().filter(|m| m.file_type().is_block_device()) {
+        block_chain(rustix::fs::major(md.rdev()), rustix::fs::minor(md.rdev()), roots, &mut devices, 0);
+        info.devices = devices;
+        return info;
+    }
     let dev = meta.map(|md| (rustix::fs::major(md.dev()), rustix::fs::minor(md.dev())));
     if let Some((maj, min)) = dev {
         if maj != 0 {
@@ -308,6 +314,69 @@ mod tests {
         assert_eq!(m[0].dev, (254, 0));
         assert_eq!(m[1].point, "/mnt/my dir");
         assert_eq!(m[1].fstype, "nfs4");
+    }
+
+    /// A fake /sys: dm-0 over loop0, whose backing file sits on partition vda1 of vda; and md0
+    /// over two partitions. The chains must come out nearest first.
+    #[test]
+    fn chains_through_dm_md_loop_and_partitions() {
+        use std::os::unix::fs::symlink;
+        let sys = tempfile::tempdir().unwrap();
+        let s = sys.path();
+        let mk = |p: &str| std::fs::create_dir_all(s.join(p)).unwrap();
+        let backing = tempfile::NamedTempFile::new_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+        let m = std::fs::metadata(backing.path()).unwrap();
+        let (bmaj, bmin) = (rustix::fs::major(m.dev()), rustix::fs::minor(m.dev()));
+        for d in [
+            "devices/virtual/block/dm-0/slaves/loop0",
+            "devices/virtual/block/loop0/loop",
+            "devices/pci/block/vda/vda1",
+            "devices/virtual/block/md0/slaves/sda1",
+            "devices/virtual/block/md0/slaves/sdb1",
+            "devices/pci/block/sda/sda1",
+            "devices/pci/block/sdb/sdb1",
+            "dev/block",
+            "class/block/loop0",
+            "class/block/sda1",
+            "class/block/sdb1",
+            "block",
+        ] {
+            mk(d);
+        }
+        std::fs::write(
+            s.join("devices/virtual/block/loop0/loop/backing_file"),
+            format!("{}\n", backing.path().display()),
+        )
+        .unwrap();
+        for p in [
+            "devices/pci/block/vda/vda1/partition",
+            "devices/pci/block/sda/sda1/partition",
+            "devices/pci/block/sdb/sdb1/partition",
+        ] {
+            std::fs::write(s.join(p), "1\n").unwrap();
+        }
+        std::fs::write(s.join("class/block/loop0/dev"), "7:0\n").unwrap();
+        std::fs::write(s.join("class/block/sda1/dev"), "8:1\n").unwrap();
+        std::fs::write(s.join("class/block/sdb1/dev"), "8:17\n").unwrap();
+        symlink("../../devices/virtual/block/dm-0", s.join("dev/block/253:0")).unwrap();
+        symlink("../../devices/virtual/block/loop0", s.join("dev/block/7:0")).unwrap();
+        symlink("../../devices/pci/block/vda/vda1", s.join(format!("dev/block/{bmaj}:{bmin}"))).unwrap();
+        symlink("../../devices/virtual/block/md0", s.join("dev/block/9:0")).unwrap();
+        symlink("../../devices/pci/block/sda/sda1", s.join("dev/block/8:1")).unwrap();
+        symlink("../../devices/pci/block/sdb/sdb1", s.join("dev/block/8:17")).unwrap();
+        symlink("../devices/pci/block/vda", s.join("block/vda")).unwrap();
+        symlink("../devices/pci/block/sda", s.join("block/sda")).unwrap();
+        symlink("../devices/pci/block/sdb", s.join("block/sdb")).unwrap();
+        let roots = SysRoots { sys: s.to_path_buf(), proc: "/proc".into() };
+        let mut out = Vec::new();
+        block_chain(253, 0, &roots, &mut out, 0);
+        assert_eq!(out, ["dm-0", "loop0", "vda1", "vda"]);
+        let mut out = Vec::new();
+        block_chain(9, 0, &roots, &mut out, 0);
+        assert_eq!(out, ["md0", "sda1", "sda", "sdb1", "sdb"]);
+        let mut out = Vec::new();
+        block_chain(1, 99, &roots, &mut out, 0);
+        assert!(out.is_empty(), "an unknown device maps to nothing, without error");
     }
 
     #[test]

@@ -1,0 +1,241 @@
+//! System metrics on real devices: iolab's sampler against sysstat's `iostat -x` over the
+//! same workload, the path-to-device mapping through loop devices, ext4 and device-mapper,
+//! and `iolab watch`. Each test that needs root, losetup, dmsetup or iostat says why it skipped.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A loop device over a sparse file in a disk-backed temp dir, detached on drop.
+struct Loop {
+    dev: String,
+    _dir: tempfile::TempDir,
+    mount: Option<PathBuf>,
+    dm: Option<String>,
+}
+
+impl Loop {
+    fn new(size_mb: u64) -> Option<Loop> {
+        let dir = disk_tempdir();
+        let img = dir.path().join("disk.img");
+        std::fs::File::create(&img).ok()?.set_len(size_mb << 20).ok()?;
+        let out = Command::new("losetup").args(["--find", "--show", "--direct-io=on"]).arg(&img).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        Some(Loop { dev: String::from_utf8_lossy(&out.stdout).trim().to_string(), _dir: dir, mount: None, dm: None })
+    }
+
+    fn name(&self) -> String {
+        self.dev.trim_start_matches("/dev/").to_string()
+    }
+
+    fn mount_ext4(&mut self) -> Option<PathBuf> {
+        let ok = Command::new("mkfs.ext4").args(["-q", "-F", &self.dev]).status().ok()?.success();
+        let mnt = self._dir.path().join("mnt");
+        std::fs::create_dir_all(&mnt).ok()?;
+        if !ok || !Command::new("mount").arg(&self.dev).arg(&mnt).status().ok()?.success() {
+            return None;
+        }
+        self.mount = Some(mnt.clone());
+        Some(mnt)
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        if let Some(m) = &self.mount {
+            let _ = Command::new("umount").arg(m).status();
+        }
+        if let Some(d) = &self.dm {
+            let _ = Command::new("dmsetup").args(["remove", d]).status();
+        }
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// The devices under the filesystem holding `p`, as iolab reports them in a run.
+fn devices_of_run(target: &Path, extra: &[&str]) -> (Vec<String>, Value) {
+    let mut args = vec!["run", "--target", target.to_str().unwrap(), "--size", "4M", "--rw", "write", "--bs", "64k"];
+    args.extend_from_slice(extra);
+    let v = run_json(&args);
+    let t = &v["phases"][0]["system"]["target"];
+    let devs = t["devices"].as_array().unwrap().iter().map(|d| d.as_str().unwrap().to_string()).collect();
+    (devs, t.clone())
+}
+
+#[test]
+fn ext4_on_a_loop_device_maps_to_loop_then_its_backing_disk() {
+    let Some(mut lp) = Loop::new(64) else { return skip("losetup unavailable (needs root and loop devices)") };
+    let Some(mnt) = lp.mount_ext4() else { return skip("mkfs.ext4 or mount failed") };
+    let (devs, t) = devices_of_run(&mnt.join("f"), &[]);
+    assert_eq!(t["fstype"], "ext4");
+    assert_eq!(t["mount_source"], lp.dev.as_str());
+    assert_eq!(devs[0], lp.name(), "{devs:?}");
+    // Then the device holding the image file (the disk under the temp dir), if it is a block device.
+    let host = iolab_sysstat::describe(lp._dir.path(), &Default::default());
+    assert_eq!(&devs[1..], &host.devices[..], "the loop device's backing file's devices follow");
+}
+
+#[test]
+fn device_mapper_maps_through_its_members() {
+    let Some(mut lp) = Loop::new(32) else { return skip("losetup unavailable (needs root and loop devices)") };
+    let name = format!("iolab-test-{}", std::process::id());
+    let table = format!("0 {} linear {} 0", 32 * 2048, lp.dev);
+    let ok = Command::new("dmsetup").args(["create", &name, "--table", &table]).status();
+    if !matches!(ok, Ok(s) if s.success()) {
+        return skip("dmsetup create failed (needs root and device-mapper)");
+    }
+    lp.dm = Some(name.clone());
+    let mapper = PathBuf::from(format!("/dev/mapper/{name}"));
+    let (devs, _) = devices_of_run(&mapper, &["--device"]);
+    assert!(devs[0].starts_with("dm-"), "{devs:?}");
+    assert_eq!(devs[1], lp.name(), "{devs:?}");
+}
+
+/// iostat's mean of a field over its JSON report's intervals.
+fn iostat_mean(report: &Value, dev: &str, field: &str) -> f64 {
+    let stats = report["sysstat"]["hosts"][0]["statistics"].as_array().unwrap();
+    let vals: Vec<f64> = stats
+        .iter()
+        .filter_map(|s| {
+            s["disk"].as_array()?.iter().find(|d| d["disk_device"] == dev).map(|d| d[field].as_f64().unwrap())
+        })
+        .collect();
+    assert!(!vals.is_empty(), "iostat reported no {field} for {dev}: {report}");
+    vals.iter().sum::<f64>() / vals.len() as f64
+}
+
+#[test]
+fn sampler_agrees_with_iostat() {
+    if Command::new("iostat").arg("-V").output().is_err() {
+        return skip("iostat (sysstat) is not installed");
+    }
+    let Some(lp) = Loop::new(256) else { return skip("losetup unavailable (needs root and loop devices)") };
+    // A steady load on a device nothing else touches: 300 direct 64 KiB writes a second for 6 s.
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let run = Command::new(bin)
+        .args([
+            "run",
+            "--target",
+            &lp.dev,
+            "--device",
+            "--rw",
+            "randwrite",
+            "--bs",
+            "64k",
+            "--direct",
+            "--rate-iops",
+            "300",
+            "--runtime",
+            "6s",
+            "--output",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let io = Command::new("iostat").args(["-x", "-d", "-y", "-o", "JSON", &lp.name(), "1", "4"]).output().unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: Value = serde_json::from_slice(&io.stdout)
+        .unwrap_or_else(|e| panic!("iostat JSON: {e}: {}", String::from_utf8_lossy(&io.stdout)));
+    let ours = &v["phases"][0]["system"]["disks"][lp.name()];
+    let (w, wkb, util) =
+        (ours["w_s"].as_f64().unwrap(), ours["wkb_s"].as_f64().unwrap(), ours["util_pct"].as_f64().unwrap());
+    let (iw, iwkb, iutil) = (
+        iostat_mean(&report, &lp.name(), "w/s"),
+        iostat_mean(&report, &lp.name(), "wkB/s"),
+        iostat_mean(&report, &lp.name(), "util"),
+    );
+    eprintln!("iolab w/s {w:.1} wkB/s {wkb:.0} util {util:.1}% | iostat w/s {iw:.1} wkB/s {iwkb:.0} util {iutil:.1}%");
+    assert!((w / iw - 1.0).abs() <= 0.10, "w/s: iolab {w} vs iostat {iw}");
+    assert!((wkb / iwkb - 1.0).abs() <= 0.10, "wkB/s: iolab {wkb} vs iostat {iwkb}");
+    assert!((util - iutil).abs() <= 5.0, "%util: iolab {util} vs iostat {iutil}");
+    // And the sampler agrees with iolab's own count of what it issued.
+    let ops_s = v["phases"][0]["total"]["write"]["iops"].as_f64().unwrap();
+    assert!((w / ops_s - 1.0).abs() <= 0.10, "device w/s {w} vs iolab's {ops_s} IOPS");
+}
+
+#[test]
+fn sampling_interval_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s");
+    let fs = f.to_str().unwrap();
+    let v = run_json(&[
+        "run",
+        "--target",
+        fs,
+        "--size",
+        "4M",
+        "--rw",
+        "randread",
+        "--runtime",
+        "1.5s",
+        "--sample-interval",
+        "250ms",
+    ]);
+    let sys = &v["phases"][0]["system"];
+    let n = sys["samples"].as_array().unwrap().len();
+    assert!((5..=7).contains(&n), "1.5 s at 250 ms: {n} samples");
+    assert_eq!(sys["interval_s"], 0.25);
+    let t = sys["samples"][n - 1]["t_s"].as_f64().unwrap();
+    assert!((1.3..1.8).contains(&t), "samples cover the measured window: {t}");
+    let c = &sys["cpu"];
+    let sum: f64 =
+        ["user_pct", "nice_pct", "system_pct", "iowait_pct", "irq_pct", "softirq_pct", "steal_pct", "idle_pct"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .sum();
+    assert!((sum - 100.0).abs() < 0.01, "{c}");
+    let v = run_json(&["run", "--target", fs, "--rw", "randread", "--runtime", "0.3s", "--sample-interval", "0"]);
+    assert!(v["phases"][0].get("system").is_none());
+}
+
+#[test]
+fn ramp_is_not_sampled() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r");
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "4M",
+        "--rw",
+        "randread",
+        "--ramp",
+        "1s",
+        "--runtime",
+        "1s",
+    ]);
+    let t = v["phases"][0]["system"]["t_s"].as_f64().unwrap();
+    assert!((0.8..1.4).contains(&t), "the sampled window is the measured second, not the ramp: {t}");
+}
+
+#[test]
+fn watch_prints_lines_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out =
+        iolab().args(["watch", dir.path().to_str().unwrap(), "--count", "2", "--interval", "200ms"]).output().unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 3, "{s}");
+    assert!(lines[0].starts_with("watching ") && lines[1].contains("cpu us") && lines[2].contains("wa"), "{s}");
+    let out =
+        iolab().args(["watch", dir.path().to_str().unwrap(), "-c", "3", "-i", "100ms", "-o", "json"]).output().unwrap();
+    let rows: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r["cpu"]["idle_pct"].is_number() && r["target"]["fstype"].is_string()));
+    assert!(rows[2]["t_s"].as_f64().unwrap() > rows[0]["t_s"].as_f64().unwrap());
+    let out = iolab().args(["watch", "/no/such/path", "-c", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
