@@ -195,22 +195,32 @@ show d-iolab "$iolab" run --target "$tmp/seq.iolab" --size 2G --rw write --bs 1M
 show d-dd "${dd_c[@]}"
 [[ $have_fio == yes ]] && show d-fio "${fio_d[@]}" --output-format=json
 d_iolab=() d_dd=() d_fio=()
-for ((r = 1; r <= SEQ_ROUNDS; r++)); do
-    fresh
+run_iolab() {
     i=$(iolab_run 'd["phases"][0]["total"]["write"]["bw_bytes"] / 1e6' --target "$tmp/seq.iolab" --size 2G --rw write --bs 1M --direct)
-    fresh
+    d_iolab+=("$i"); line+="  iolab $(fmt "$i")"
+}
+run_dd() {
     LC_ALL=C "${dd_c[@]}" 2>"$err" || { cat "$err" >&2; die "dd failed"; }
     # "2147483648 bytes (2.1 GB, 2.0 GiB) copied, 3.51 s, 612 MB/s": bytes / seconds
-    dd_mbs=$(awk '/bytes .* copied/ { for (k = 1; k <= NF; k++) if ($k ~ /^s,?$/) s = $(k - 1); printf "%.3f", $1 / s / 1e6 }' "$err")
-    [[ -n $dd_mbs ]] || { cat "$err" >&2; die "could not read dd's summary"; }
-    d_iolab+=("$i") d_dd+=("$dd_mbs")
-    line="  round $r: iolab $(fmt "$i")  dd $(fmt "$dd_mbs")"
-    if [[ $have_fio == yes ]]; then
+    local v
+    v=$(awk '/bytes .* copied/ { for (k = 1; k <= NF; k++) if ($k ~ /^s,?$/) s = $(k - 1); printf "%.3f", $1 / s / 1e6 }' "$err")
+    [[ -n $v ]] || { cat "$err" >&2; die "could not read dd's summary"; }
+    d_dd+=("$v"); line+="  dd $(fmt "$v")"
+}
+run_fio() {
+    local v
+    v=$(fio_run 'd["jobs"][0]["write"]["io_bytes"] / (d["jobs"][0]["write"]["runtime"] / 1000) / 1e6' "${fio_d[@]:1}")
+    d_fio+=("$v"); line+="  fio $(fmt "$v")"
+}
+tools=(iolab dd)
+[[ $have_fio == yes ]] && tools+=(fio)
+for ((r = 1; r <= SEQ_ROUNDS; r++)); do
+    # rotate the order every round, so no tool always runs first or after the same one
+    line="  round $r:"
+    for ((k = 0; k < ${#tools[@]}; k++)); do
         fresh
-        f=$(fio_run 'd["jobs"][0]["write"]["io_bytes"] / (d["jobs"][0]["write"]["runtime"] / 1000) / 1e6' "${fio_d[@]:1}")
-        d_fio+=("$f")
-        line+="  fio $(fmt "$f")"
-    fi
+        "run_${tools[(r - 1 + k) % ${#tools[@]}]}"
+    done
     echo "$line"
 done
 fresh
