@@ -37,6 +37,20 @@ pub enum Command {
     /// Show CPU, disk and network figures for the storage under PATH, live, while something else runs.
     #[command(after_help = WATCH_EXAMPLES)]
     Watch(WatchArgs),
+    /// List stored runs.
+    #[command(after_help = RUNS_EXAMPLES)]
+    Runs(RunsArgs),
+    /// Show stored runs: their summary, labels and host.
+    Show(ShowArgs),
+    /// Delete stored runs.
+    Rm(RmArgs),
+    /// Export stored runs as JSON or CSV (one row per phase × job × direction).
+    Export(ExportArgs),
+    /// Compare runs: each metric absolute and as % of a baseline, with verdicts for repeated runs.
+    #[command(after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
+    /// Write a self-contained HTML report with charts.
+    Report(ReportArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -58,6 +72,160 @@ Examples:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
 
 Exit status: 0 done, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
+
+const RUNS_EXAMPLES: &str = "\
+RUN selectors, wherever a command takes RUN: an id (42), last, last~N (the one before last is
+last~1), or labels such as config=ext4 or config=drbd,proto=C (every run carrying them).
+
+Examples:
+      iolab runs
+      iolab runs --label config=ext4 --since 2d
+      iolab show last
+      iolab export config=drbd --format csv > drbd.csv
+      iolab rm last~3";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  Seed 001's table: every configuration against native ext4, three runs each:
+      iolab compare config=ext4 config=drbd-A config=drbd-C --by config --baseline config=ext4
+  Two runs, one metric, fail a CI job on a regression:
+      iolab compare last~1 last --metric write-mbs --fail-on-regression
+
+Verdicts need 2+ runs on both sides: Welch's t-test at 5% and a 95% confidence interval of the
+change wholly beyond --noise. Metrics: read-mbs write-mbs read-iops write-iops read-p50 read-p99
+write-p50 write-p99 sync-p99.";
+
+/// Where results are kept.
+#[derive(Args, Debug, Clone)]
+pub struct DbArgs {
+    /// The results database (default: $XDG_DATA_HOME/iolab/results.db).
+    #[arg(long, env = "IOLAB_DB", value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    pub fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(iolab_store::default_path)
+    }
+}
+
+/// Labels and saving, for commands that run I/O.
+#[derive(Args, Debug, Clone)]
+pub struct SaveArgs {
+    /// A label to file the run under, KEY=VALUE (repeatable): --label config="ext4 barrier=0".
+    #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Do not save the run in the results database.
+    #[arg(long)]
+    pub no_store: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not a label; write KEY=VALUE, for example config=ext4")),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RunsArgs {
+    /// Only runs with this label (KEY=VALUE, repeatable).
+    #[arg(long = "label", short = 'l', value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Only runs whose name or kind contains this.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Only runs started since: a date (2026-11-20, UTC), Unix seconds, or an age (90m, 2d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs with this status: running, complete, interrupted, failed.
+    #[arg(long)]
+    pub status: Option<String>,
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Runs to show (see `iolab runs --help` for selectors).
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    #[arg(long, short = 'f', value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Runs to compare (selectors; a label selector brings every matching run).
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// The run (or, with --by, the configuration of the run) the others are measured against.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Group runs by this label (repeated runs of one configuration).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Only these metrics (repeatable).
+    #[arg(long = "metric", short = 'm')]
+    pub metrics: Vec<String>,
+    /// Changes within ±this percentage are noise.
+    #[arg(long, default_value_t = 2.0)]
+    pub noise: f64,
+    /// Exit 1 when any metric regressed.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    #[arg(required = true)]
+    pub runs: Vec<String>,
+    /// Where to write the report.
+    #[arg(long, short = 'o', default_value = "iolab-report.html")]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub baseline: Option<String>,
+    #[arg(long)]
+    pub by: Option<String>,
+    #[arg(long)]
+    pub title: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
 
 const WATCH_EXAMPLES: &str = "\
 Examples:
@@ -104,6 +272,8 @@ pub struct RunArgs {
     pub cleanup: bool,
     #[command(flatten)]
     pub out: OutArgs,
+    #[command(flatten)]
+    pub save: SaveArgs,
 }
 
 #[derive(Args, Debug)]
@@ -256,4 +426,6 @@ pub struct SurveyArgs {
     pub keep: bool,
     #[command(flatten)]
     pub out: OutArgs,
+    #[command(flatten)]
+    pub save: SaveArgs,
 }

@@ -4,7 +4,9 @@
 mod args;
 mod format;
 mod progress;
+mod record;
 mod run_cmd;
+mod stored;
 mod summary;
 mod survey;
 mod system;
@@ -22,6 +24,12 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
         Command::Survey(a) => survey::run(*a, stop_on_ctrl_c()),
         Command::Watch(a) => watch::run(a, stop_on_ctrl_c()),
+        Command::Runs(a) => stored::runs(a),
+        Command::Show(a) => stored::show(a),
+        Command::Rm(a) => stored::rm(a),
+        Command::Export(a) => stored::export(a),
+        Command::Compare(a) => stored::compare(a),
+        Command::Report(a) => stored::report(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -1,7 +1,8 @@
 //! `iolab run`: flags or a job file become a plan, the plan runs, the result is printed.
 
-use crate::args::{OutArgs, Output, RunArgs};
+use crate::args::{OutArgs, Output, RunArgs, SaveArgs};
 use crate::progress::Progress;
+use crate::record::{Recorder, Tee};
 use crate::summary;
 use anyhow::{Context, Result};
 use iolab_spec::{parse_job_file, Phase, Plan};
@@ -23,7 +24,8 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             Plan { phases: vec![Phase { name: job.rw.to_string(), jobs: vec![job] }] }
         }
     };
-    let result = execute(&plan, &args.out, stop)?;
+    let name = args.job_file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "flags".into());
+    let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
     if args.cleanup {
         cleanup(&plan, args.out.output == Output::Json);
     }
@@ -31,14 +33,55 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     Ok(exit_code(&result))
 }
 
-/// Run a plan with the progress line the output mode allows.
-pub fn execute(plan: &Plan, out: &OutArgs, stop: Arc<AtomicBool>) -> Result<RunResult> {
+/// Run a plan with the progress line the output mode allows, saving it unless told not to.
+/// Returns the result and the stored run's id.
+pub fn execute(
+    plan: &Plan,
+    out: &OutArgs,
+    save: &SaveArgs,
+    kind: &str,
+    name: &str,
+    stop: Arc<AtomicBool>,
+) -> Result<(RunResult, Option<i64>)> {
     let json = out.output == Output::Json;
     let draw = !json && !out.no_progress && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
-    let mut sink = Progress::new(draw, json);
+    let mut progress = Progress::new(draw, json);
     let sample_interval = (!out.sample_interval.is_zero()).then_some(out.sample_interval);
     let ctl = Control { stop, start_at: None, sample_interval };
-    Ok(run_plan(plan, &ctl, &mut sink)?)
+    // Refusals come before the run is recorded: check the plan's targets first.
+    iolab_workload::check_plan(plan)?;
+    let mut rec = Recorder::begin(save, kind, name, plan)?;
+    let mut sink = Tee { show: &mut progress, rec: rec.as_mut() };
+    let result = match run_plan(plan, &ctl, &mut sink) {
+        Ok(r) => r,
+        Err(e) => {
+            // A refusal found at the first phase's layout (no space): nothing was measured.
+            if let Some(r) = rec.as_mut() {
+                r.finish(&failed(plan, &e.to_string()));
+            }
+            return Err(e.into());
+        }
+    };
+    if let Some(r) = rec.as_mut() {
+        r.finish(&result);
+        if !json {
+            eprintln!("iolab: {}", r.where_());
+        }
+    }
+    Ok((result, rec.map(|r| r.run)))
+}
+
+fn failed(plan: &Plan, error: &str) -> RunResult {
+    RunResult {
+        schema_version: iolab_workload::results::SCHEMA_VERSION,
+        iolab_version: env!("CARGO_PKG_VERSION").into(),
+        node: String::new(),
+        started_unix_s: 0.0,
+        status: Status::Failed,
+        error: Some(error.into()),
+        plan: plan.clone(),
+        phases: Vec::new(),
+    }
 }
 
 pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {

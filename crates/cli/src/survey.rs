@@ -212,7 +212,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if ctx.uring { "" } else { "; io_uring unavailable, queue depth 32 uses 32 threads" }
         );
     }
-    let result = execute(&plan, &a.out, stop)?;
+    let (result, _run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop)?;
     if !a.keep {
         for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
             let _ = layout::remove_owned(p);

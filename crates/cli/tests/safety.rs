@@ -139,8 +139,7 @@ fn cleanup_removes_only_what_iolab_created() {
 fn ctrl_c_prints_partial_results() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("long");
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let child = std::process::Command::new(bin)
+    let child = iolab_process()
         .args([
             "run",
             "--target",
@@ -190,9 +189,8 @@ fn full_disk_ends_the_job_and_keeps_results() {
     }
     let _guard = Unmount(&mnt);
     let f = mnt.join("fill");
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
     // 12 MiB fit when checked; a filler then takes the room while iolab writes slowly.
-    let child = std::process::Command::new(bin)
+    let child = iolab_process()
         .args([
             "run",
             "--target",
@@ -237,9 +235,8 @@ fn no_space_is_refused_before_writing() {
 fn ctrl_c_during_layout_removes_the_partial_file_and_says_so() {
     let dir = disk_tempdir();
     let f = dir.path().join("big");
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
     // A layout long enough to interrupt: 8 GiB written before any measured I/O.
-    let child = std::process::Command::new(bin)
+    let child = iolab_process()
         .args(["run", "--target", f.to_str().unwrap(), "--size", "8G", "--rw", "randread", "--runtime", "5s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

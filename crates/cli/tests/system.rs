@@ -116,8 +116,7 @@ fn sampler_agrees_with_iostat() {
     }
     let Some(lp) = Loop::new(256) else { return skip("losetup unavailable (needs root and loop devices)") };
     // A steady load on a device nothing else touches: 300 direct 64 KiB writes a second for 6 s.
-    let bin = assert_cmd::cargo::cargo_bin("iolab");
-    let run = Command::new(bin)
+    let run = iolab_process()
         .args([
             "run",
             "--target",

@@ -6,9 +6,23 @@ use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
 
+/// The results database every iolab started by these tests uses: one per test binary, in a
+/// temp dir, never the user's own.
+pub fn db_path() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temp dir")).path().join("results.db")
+}
+
 pub fn iolab() -> Command {
     let mut c = Command::cargo_bin("iolab").expect("the iolab binary is built");
-    c.timeout(std::time::Duration::from_secs(120));
+    c.timeout(std::time::Duration::from_secs(120)).env("IOLAB_DB", db_path());
+    c
+}
+
+/// iolab as a plain process, for tests that signal it.
+pub fn iolab_process() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("iolab"));
+    c.env("IOLAB_DB", db_path());
     c
 }
 

@@ -1,0 +1,267 @@
+//! The commands on stored runs: `runs`, `show`, `rm`, `export`, `compare`, `report`. Each opens
+//! the database that must already exist, resolves RUN selectors, and prints.
+
+use crate::args::{CompareArgs, ExportArgs, ExportFormat, Output, ReportArgs, RmArgs, RunsArgs, ShowArgs};
+use crate::format::secs;
+use anyhow::{bail, Result};
+use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use iolab_report::compare::{self, CompareOptions, Metric};
+use iolab_store::{ListFilter, Store, StoredRun};
+use iolab_workload::Status;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn now_unix() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// `2026-11-20` (UTC midnight), Unix seconds, or an age such as `90m`, `2d`.
+fn parse_since(s: &str) -> Result<f64> {
+    if let Some(n) = s.strip_suffix('d').and_then(|n| n.parse::<f64>().ok()) {
+        return Ok(now_unix() - n * 86400.0);
+    }
+    if let Ok(d) = iolab_spec::parse_duration(s) {
+        if s.ends_with(|c: char| c.is_ascii_alphabetic()) {
+            return Ok(now_unix() - d.as_secs_f64());
+        }
+    }
+    if let Ok(v) = s.parse::<f64>() {
+        return Ok(v);
+    }
+    let parts: Vec<i64> = s.split('-').filter_map(|p| p.parse().ok()).collect();
+    if let [y, m, d] = parts[..] {
+        if (1..=12).contains(&m) && (1..=31).contains(&d) {
+            return Ok(days_from_civil(y, m, d) as f64 * 86400.0);
+        }
+    }
+    bail!("--since `{s}`: write a date (2026-11-20), Unix seconds, or an age (90m, 12h, 2d)")
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+/// `2026-11-22 03:04:05` in UTC.
+pub fn utc(t: f64) -> String {
+    let secs = t.max(0.0) as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Inverse of days_from_civil.
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
+    l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+fn load_all(store: &Store, selectors: &[String]) -> Result<Vec<StoredRun>> {
+    let ids = store.resolve_all(selectors)?;
+    ids.into_iter().map(|id| store.load(id).map_err(Into::into)).collect()
+}
+
+pub fn runs(a: RunsArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let status = match a.status.as_deref() {
+        None => None,
+        Some("running") => Some(Status::Running),
+        Some("complete") => Some(Status::Complete),
+        Some("interrupted") => Some(Status::Interrupted),
+        Some("failed") => Some(Status::Failed),
+        Some(o) => bail!("--status `{o}`: accepted: running, complete, interrupted, failed"),
+    };
+    let filter = ListFilter {
+        labels: a.labels,
+        name_contains: a.name,
+        since_unix_s: a.since.as_deref().map(parse_since).transpose()?,
+        status,
+    };
+    let list = store.list(&filter)?;
+    let mut out = std::io::stdout().lock();
+    if a.output == Output::Json {
+        serde_json::to_writer_pretty(&mut out, &list)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_BORDERS_ONLY);
+    t.set_header(["id", "started (UTC)", "kind", "name", "status", "phases", "node", "labels"]);
+    for r in &list {
+        let status = format!("{:?}", r.status).to_lowercase();
+        t.add_row([
+            r.id.to_string(),
+            utc(r.started_unix_s),
+            r.kind.clone(),
+            r.name.clone(),
+            status,
+            r.phases.to_string(),
+            r.node.clone(),
+            labels_text(&r.labels),
+        ]);
+    }
+    writeln!(out, "{t}")?;
+    writeln!(out, "{} run(s) in {}", list.len(), store.path().display())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(a: ShowArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let runs = load_all(&store, &a.runs)?;
+    let mut out = std::io::stdout().lock();
+    if a.output == Output::Json {
+        serde_json::to_writer_pretty(&mut out, &runs)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &runs {
+        let h = &r.host;
+        writeln!(
+            out,
+            "run {}: {} {} ({:?}), started {} UTC",
+            r.id,
+            r.kind,
+            r.name,
+            r.result.status,
+            utc(r.result.started_unix_s)
+        )?;
+        if let Some(end) = r.ended_unix_s {
+            writeln!(out, "  took {}", secs(end - r.result.started_unix_s))?;
+        }
+        if !r.labels.is_empty() {
+            writeln!(out, "  labels: {}", labels_text(&r.labels))?;
+        }
+        writeln!(
+            out,
+            "  host: {} ({}, {} x {}, {:.1} GiB), kernel {}",
+            h.hostname,
+            h.cpu_model,
+            h.cpu_count,
+            "CPU",
+            h.memory_bytes as f64 / 1073741824.0,
+            h.kernel
+        )?;
+        if !h.fstype.is_empty() {
+            let rot = match h.rotational {
+                Some(true) => ", rotational",
+                Some(false) => ", non-rotational",
+                None => "",
+            };
+            writeln!(
+                out,
+                "  storage: {} ({}) on {} {}{rot}, scheduler {}",
+                h.fstype, h.mount_options, h.device, h.device_model, h.scheduler
+            )?;
+        }
+        write!(out, "{}", crate::summary::render(&r.result))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn rm(a: RmArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let ids = store.resolve_all(&a.runs)?;
+    let n = store.remove(&ids)?;
+    eprintln!("removed {n} run(s): {}", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(a: ExportArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let runs = load_all(&store, &a.runs)?;
+    let mut out = std::io::stdout().lock();
+    match a.format {
+        ExportFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &runs)?;
+            writeln!(out)?;
+        }
+        ExportFormat::Csv => write!(out, "{}", iolab_report::csv::to_csv(&runs))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The position in `runs` of the first run the baseline selector names.
+fn baseline_index(store: &Store, runs: &[StoredRun], sel: Option<&str>) -> Result<Option<usize>> {
+    let Some(sel) = sel else { return Ok(None) };
+    let ids = store.resolve(sel)?;
+    match runs.iter().position(|r| ids.contains(&r.id)) {
+        Some(i) => Ok(Some(i)),
+        None => bail!("the baseline `{sel}` is not among the runs compared; add it to the list"),
+    }
+}
+
+pub fn compare(a: CompareArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let mut selectors = a.runs.clone();
+    if let Some(b) = &a.baseline {
+        selectors.insert(0, b.clone());
+    }
+    let runs = load_all(&store, &selectors)?;
+    let metrics = a.metrics.iter().map(|m| Metric::parse(m).map_err(anyhow::Error::msg)).collect::<Result<Vec<_>>>()?;
+    if !(0.0..100.0).contains(&a.noise) {
+        bail!("--noise {}: give a percentage from 0 to 100", a.noise);
+    }
+    let opts = CompareOptions {
+        by: a.by.clone(),
+        baseline: baseline_index(&store, &runs, a.baseline.as_deref())?,
+        metrics,
+        noise: a.noise / 100.0,
+        ..Default::default()
+    };
+    let c = compare::compare(&runs, &opts);
+    let mut out = std::io::stdout().lock();
+    if a.output == Output::Json {
+        serde_json::to_writer_pretty(&mut out, &c)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", compare::render_table(&c))?;
+        if c.groups.iter().all(|g| g.run_ids.len() < 2) {
+            writeln!(
+                out,
+                "(verdicts need two or more runs per configuration: repeat runs with the same --label and use --by)"
+            )?;
+        }
+    }
+    if a.fail_on_regression && c.regressions() > 0 {
+        eprintln!("iolab: {} metric(s) regressed", c.regressions());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn report(a: ReportArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&a.db.path())?;
+    let runs = load_all(&store, &a.runs)?;
+    let _ = (runs, a.out, a.title, a.by, a.baseline);
+    bail!("the HTML report is being written")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2026, 11, 22), 20779);
+        assert_eq!(utc(20779.0 * 86400.0 + 3661.0), "2026-11-22 01:01:01");
+        assert_eq!(parse_since("2026-11-22").unwrap(), 20779.0 * 86400.0);
+        assert!(parse_since("2d").unwrap() < now_unix() - 172_000.0);
+        assert!(parse_since("90m").unwrap() > now_unix() - 5500.0);
+        assert!(parse_since("yesterday").is_err());
+    }
+}

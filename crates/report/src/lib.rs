@@ -1,0 +1,6 @@
+//! iolab-report: what people read about stored runs. Comparisons with verdicts ([`compare`]),
+//! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]).
+//! Everything here reads `StoredRun`s; nothing reaches back into the engine.
+
+pub mod compare;
+pub mod csv;

@@ -1,0 +1,606 @@
+//! iolab-store: every run kept in one SQLite file, written as the run goes (the run row at the
+//! start, each second of the timeline, each phase when it ends, the status at the end), so an
+//! interrupted or killed run keeps what it measured. Reads rebuild the same `RunResult` the
+//! engine produced, histograms included, for comparison and reports.
+
+pub mod schema;
+mod select;
+
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use iolab_spec::Plan;
+use iolab_sysstat::{HostFacts, Rates};
+use iolab_workload::results::{DirTotals, PhaseResult, RunResult, Status, TimelinePoint, Totals, SCHEMA_VERSION};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use select::parse_selector;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no results database at {0}; run `iolab run` or `iolab survey` first, or point --db / IOLAB_DB at one")]
+    Missing(PathBuf),
+    #[error("{path} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab")]
+    Newer { path: PathBuf, found: u32, known: u32 },
+    #[error("{path} is not a readable iolab database ({msg}); it was left as it is")]
+    Corrupt { path: PathBuf, msg: String },
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadSelector(String),
+    #[error("results database {path}: {what}: {source}")]
+    Sql { path: PathBuf, what: &'static str, source: rusqlite::Error },
+    #[error("results database: stored data of run {run} is damaged: {msg}")]
+    Damaged { run: i64, msg: String },
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A run as stored: what was asked, where, with which labels, and what came out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredRun {
+    pub id: i64,
+    /// `run` or `survey` (later: `scenario`, `replay`, `verify`).
+    pub kind: String,
+    /// What the user ran: a job file's name, `flags`, or the surveyed directory.
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub host: HostFacts,
+    pub pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_unix_s: Option<f64>,
+    /// Plan, phases (with histograms, timeline and samples), status, error.
+    pub result: RunResult,
+}
+
+/// One line of `iolab runs`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub id: i64,
+    pub kind: String,
+    pub name: String,
+    pub status: Status,
+    pub started_unix_s: f64,
+    pub node: String,
+    pub labels: BTreeMap<String, String>,
+    pub phases: u32,
+}
+
+/// Filters of `iolab runs`.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub labels: Vec<(String, String)>,
+    pub name_contains: Option<String>,
+    pub since_unix_s: Option<f64>,
+    pub status: Option<Status>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// `$IOLAB_DB` is handled by the CLI; this is the default beneath it.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("iolab/results.db")
+}
+
+fn status_str(s: Status) -> &'static str {
+    match s {
+        Status::Running => "running",
+        Status::Complete => "complete",
+        Status::Interrupted => "interrupted",
+        Status::Failed => "failed",
+    }
+}
+
+fn status_of(s: &str) -> Status {
+    match s {
+        "complete" => Status::Complete,
+        "interrupted" => Status::Interrupted,
+        "failed" => Status::Failed,
+        _ => Status::Running,
+    }
+}
+
+fn hist_bytes(h: &Option<Histogram<u64>>) -> Option<Vec<u8>> {
+    let h = h.as_ref().filter(|h| !h.is_empty())?;
+    let mut out = Vec::new();
+    V2Serializer::new().serialize(h, &mut out).ok()?;
+    Some(out)
+}
+
+fn hist_from(b: Option<Vec<u8>>) -> Option<Histogram<u64>> {
+    let b = b?;
+    let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &b[..]).ok()?;
+    h.auto(true);
+    Some(h)
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path`, upgrading its schema.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| StoreError::Corrupt {
+                path: path.into(),
+                msg: format!("cannot create {}: {e}", dir.display()),
+            })?;
+        }
+        Self::connect(path)
+    }
+
+    /// Open a database that must already exist (for commands that only read or delete).
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.into()));
+        }
+        Self::connect(path)
+    }
+
+    fn connect(path: &Path) -> Result<Store> {
+        let sql = |what: &'static str| move |source| StoreError::Sql { path: path.into(), what, source };
+        let conn = Connection::open(path).map_err(sql("opening"))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(sql("setting the busy timeout"))?;
+        // Read before writing anything: a corrupt or newer file must be left untouched.
+        let version: u32 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+            Ok(v) => v,
+            Err(e) => return Err(StoreError::Corrupt { path: path.into(), msg: e.to_string() }),
+        };
+        if let Err(e) = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
+            return Err(StoreError::Corrupt { path: path.into(), msg: e.to_string() });
+        }
+        if version > schema::VERSION {
+            return Err(StoreError::Newer { path: path.into(), found: version, known: schema::VERSION });
+        }
+        if version > 0 {
+            let has_runs: bool = conn
+                .query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='runs'", [], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map(|n| n == 1)
+                .unwrap_or(false);
+            if !has_runs {
+                return Err(StoreError::Corrupt {
+                    path: path.into(),
+                    msg: format!("schema version {version} but no runs table; not an iolab database"),
+                });
+            }
+        } else {
+            let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap_or(0);
+            if tables > 0 {
+                return Err(StoreError::Corrupt {
+                    path: path.into(),
+                    msg: "an SQLite database of something else".into(),
+                });
+            }
+        }
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql("switching to WAL"))?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql("enabling foreign keys"))?;
+        let mut store = Store { conn, path: path.into() };
+        store.migrate(version)?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self, from: u32) -> Result<()> {
+        for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
+            let tx = self.conn.transaction().map_err(|source| StoreError::Sql {
+                path: self.path.clone(),
+                what: "starting a migration",
+                source,
+            })?;
+            tx.execute_batch(m).map_err(|source| StoreError::Sql {
+                path: self.path.clone(),
+                what: "migrating the schema",
+                source,
+            })?;
+            tx.pragma_update(None, "user_version", (i + 1) as u32).map_err(|source| StoreError::Sql {
+                path: self.path.clone(),
+                what: "recording the schema version",
+                source,
+            })?;
+            tx.commit().map_err(|source| StoreError::Sql {
+                path: self.path.clone(),
+                what: "committing a migration",
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn schema_version(&self) -> u32 {
+        self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap_or(0)
+    }
+
+    fn err(&self, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sql { path: self.path.clone(), what, source }
+    }
+
+    /// Record a run as it starts (status `running`); returns its id.
+    pub fn begin_run(
+        &self,
+        kind: &str,
+        name: &str,
+        labels: &BTreeMap<String, String>,
+        host: &HostFacts,
+        plan: &Plan,
+        started_unix_s: f64,
+    ) -> Result<i64> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a run"))?;
+        tx.execute(
+            "INSERT INTO runs (kind, name, status, started_unix_s, node, pid, iolab_version, plan_json, host_json) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                kind,
+                name,
+                started_unix_s,
+                host.hostname,
+                std::process::id(),
+                env!("CARGO_PKG_VERSION"),
+                serde_json::to_string(plan).unwrap_or_default(),
+                serde_json::to_string(host).unwrap_or_default()
+            ],
+        )
+        .map_err(self.err("saving the run"))?;
+        let id = tx.last_insert_rowid();
+        for (k, v) in labels {
+            tx.execute("INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)", params![id, k, v])
+                .map_err(self.err("saving labels"))?;
+        }
+        tx.commit().map_err(self.err("saving the run"))?;
+        Ok(id)
+    }
+
+    /// One second of a phase's timeline, as it is measured.
+    pub fn add_tick(&self, run: i64, phase: usize, node: &str, p: &TimelinePoint) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, phase as i64, node, p.t_s, serde_json::to_string(p).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the timeline"))?;
+        Ok(())
+    }
+
+    /// A phase that ended: its result, totals with histograms, timeline and system samples.
+    pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
+        let mut slim = p.clone();
+        slim.timeline.clear();
+        if let Some(s) = &mut slim.system {
+            s.samples.clear();
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![run, idx as i64, node, p.name, p.elapsed_s, p.interrupted, serde_json::to_string(&slim).unwrap_or_default()],
+        )
+        .map_err(self.err("saving a phase"))?;
+        let put = |job: &str, t: &Totals| -> rusqlite::Result<()> {
+            for (dir, d) in [("read", &t.read), ("write", &t.write)] {
+                tx.execute(
+                    "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    params![run, idx as i64, node, job, dir, d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.lat_ns.p50 as i64, d.lat_ns.p99 as i64, hist_bytes(&d.hist)],
+                )?;
+            }
+            let s = &t.sync;
+            tx.execute(
+                "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (?1, ?2, ?3, ?4, 'sync', ?5, 0, 0, 0, ?6, ?7, ?8)",
+                params![run, idx as i64, node, job, s.ops as i64, s.lat_ns.p50 as i64, s.lat_ns.p99 as i64, hist_bytes(&s.hist)],
+            )?;
+            Ok(())
+        };
+        put("", &p.total).map_err(self.err("saving totals"))?;
+        for j in &p.jobs {
+            put(&j.name, &j.total).map_err(self.err("saving job totals"))?;
+        }
+        for t in &p.timeline {
+            tx.execute(
+                "INSERT OR REPLACE INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, idx as i64, node, t.t_s, serde_json::to_string(t).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the timeline"))?;
+        }
+        for s in p.system.iter().flat_map(|s| &s.samples) {
+            tx.execute(
+                "INSERT OR REPLACE INTO samples (run_id, phase_idx, node, t_s, sample_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, idx as i64, node, s.t_s, serde_json::to_string(s).unwrap_or_default()],
+            )
+            .map_err(self.err("saving system samples"))?;
+        }
+        tx.commit().map_err(self.err("saving a phase"))?;
+        Ok(())
+    }
+
+    /// The run's end: its status and, if it failed, why.
+    pub fn finish_run(&self, run: i64, status: Status, error: Option<&str>, ended_unix_s: f64) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, error = ?3, ended_unix_s = ?4 WHERE id = ?1",
+                params![run, status_str(status), error, ended_unix_s],
+            )
+            .map_err(self.err("saving the run's status"))?;
+        Ok(())
+    }
+
+    /// Run ids a selector names: `42`, `last`, `last~2`, or `key=value[,key=value]`.
+    pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {
+        let ids = match parse_selector(selector).map_err(StoreError::BadSelector)? {
+            select::Selector::Id(id) => {
+                let found: Option<i64> = self
+                    .conn
+                    .query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                    .optional()
+                    .map_err(self.err("finding a run"))?;
+                found.into_iter().collect()
+            }
+            select::Selector::Last(n) => {
+                let found: Option<i64> = self
+                    .conn
+                    .query_row("SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1", [n as i64], |r| r.get(0))
+                    .optional()
+                    .map_err(self.err("finding a run"))?;
+                found.into_iter().collect()
+            }
+            select::Selector::Labels(pairs) => {
+                let mut ids: Option<Vec<i64>> = None;
+                for (k, v) in pairs {
+                    let mut st = self
+                        .conn
+                        .prepare("SELECT run_id FROM labels WHERE key = ?1 AND value = ?2 ORDER BY run_id")
+                        .map_err(self.err("finding runs"))?;
+                    let these: Vec<i64> = st
+                        .query_map(params![k, v], |r| r.get(0))
+                        .map_err(self.err("finding runs"))?
+                        .flatten()
+                        .collect();
+                    ids = Some(match ids {
+                        None => these,
+                        Some(prev) => prev.into_iter().filter(|i| these.contains(i)).collect(),
+                    });
+                }
+                ids.unwrap_or_default()
+            }
+        };
+        if ids.is_empty() {
+            return Err(StoreError::NotFound(format!(
+                "no run matches `{selector}` in {}; `iolab runs` lists them",
+                self.path.display()
+            )));
+        }
+        Ok(ids)
+    }
+
+    /// Resolve several selectors, keeping the order given and dropping repeats.
+    pub fn resolve_all(&self, selectors: &[String]) -> Result<Vec<i64>> {
+        let mut out = Vec::new();
+        for s in selectors {
+            for id in self.resolve(s)? {
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn labels(&self, id: i64) -> Result<BTreeMap<String, String>> {
+        let mut st =
+            self.conn.prepare("SELECT key, value FROM labels WHERE run_id = ?1").map_err(self.err("reading labels"))?;
+        let rows = st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(self.err("reading labels"))?;
+        Ok(rows.flatten().collect())
+    }
+
+    pub fn list(&self, f: &ListFilter) -> Result<Vec<RunSummary>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT r.id, r.kind, r.name, r.status, r.started_unix_s, r.node, r.pid, (SELECT count(*) FROM phases p WHERE p.run_id = r.id) FROM runs r ORDER BY r.id")
+            .map_err(self.err("listing runs"))?;
+        let rows: Vec<(i64, String, String, String, f64, String, u32, u32)> = st
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+            })
+            .map_err(self.err("listing runs"))?
+            .flatten()
+            .collect();
+        let mut out = Vec::new();
+        for (id, kind, name, status, started, node, pid, phases) in rows {
+            let labels = self.labels(id)?;
+            let status = live_status(status_of(&status), &node, pid).0;
+            let keep = f.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+                && f.name_contains.as_ref().is_none_or(|n| name.contains(n.as_str()) || kind.contains(n.as_str()))
+                && f.since_unix_s.is_none_or(|s| started >= s)
+                && f.status.is_none_or(|s| s == status);
+            if keep {
+                out.push(RunSummary { id, kind, name, status, started_unix_s: started, node, labels, phases });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rebuild a stored run, histograms, timeline and samples included. A run whose process
+    /// died (SIGKILL, power loss) shows as interrupted with the phases it saved and the
+    /// timeline of the phase it was in.
+    pub fn load(&self, id: i64) -> Result<StoredRun> {
+        let damaged = |msg: String| StoreError::Damaged { run: id, msg };
+        type Row = (String, String, String, Option<String>, f64, Option<f64>, String, u32, String, String, String);
+        let row: Option<Row> = self
+            .conn
+            .query_row(
+                "SELECT kind, name, status, error, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json FROM runs WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?)),
+            )
+            .optional()
+            .map_err(self.err("reading a run"))?;
+        let Some((kind, name, status, error, started, ended, node, pid, version, plan_json, host_json)) = row else {
+            return Err(StoreError::NotFound(format!(
+                "no run {id} in {}; `iolab runs` lists them",
+                self.path.display()
+            )));
+        };
+        let plan: Plan = serde_json::from_str(&plan_json).map_err(|e| damaged(format!("plan: {e}")))?;
+        let host: HostFacts = serde_json::from_str(&host_json).map_err(|e| damaged(format!("host facts: {e}")))?;
+        let (status, why) = live_status(status_of(&status), &node, pid);
+        let mut phases: Vec<PhaseResult> = Vec::new();
+        let mut st = self
+            .conn
+            .prepare("SELECT idx, result_json FROM phases WHERE run_id = ?1 ORDER BY idx, node")
+            .map_err(self.err("reading phases"))?;
+        let rows: Vec<(i64, String)> =
+            st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(self.err("reading phases"))?.flatten().collect();
+        let mut idxs = Vec::new();
+        for (idx, json) in rows {
+            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|e| damaged(format!("phase {idx}: {e}")))?;
+            p.timeline = self.timeline(id, idx)?;
+            if let Some(s) = &mut p.system {
+                s.samples = self.samples(id, idx)?;
+            }
+            self.attach_hists(id, idx, &mut p)?;
+            idxs.push(idx);
+            phases.push(p);
+        }
+        // A phase cut off by a killed process has a timeline but no phase row.
+        let mut st = self
+            .conn
+            .prepare("SELECT DISTINCT phase_idx FROM timeline WHERE run_id = ?1 ORDER BY phase_idx")
+            .map_err(self.err("reading the timeline"))?;
+        let partial: Vec<i64> = st
+            .query_map([id], |r| r.get(0))
+            .map_err(self.err("reading the timeline"))?
+            .flatten()
+            .filter(|i| !idxs.contains(i))
+            .collect();
+        for idx in partial {
+            phases.push(partial_phase(&plan, idx, self.timeline(id, idx)?));
+        }
+        Ok(StoredRun {
+            id,
+            kind,
+            name,
+            labels: self.labels(id)?,
+            pid,
+            ended_unix_s: ended,
+            result: RunResult {
+                schema_version: SCHEMA_VERSION,
+                iolab_version: version,
+                node: host.hostname.clone(),
+                started_unix_s: started,
+                status,
+                error: error.or(why),
+                plan,
+                phases,
+            },
+            host,
+        })
+    }
+
+    fn timeline(&self, id: i64, idx: i64) -> Result<Vec<TimelinePoint>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT point_json FROM timeline WHERE run_id = ?1 AND phase_idx = ?2 ORDER BY t_s")
+            .map_err(self.err("reading the timeline"))?;
+        let rows = st.query_map([id, idx], |r| r.get::<_, String>(0)).map_err(self.err("reading the timeline"))?;
+        Ok(rows.flatten().filter_map(|j| serde_json::from_str(&j).ok()).collect())
+    }
+
+    fn samples(&self, id: i64, idx: i64) -> Result<Vec<Rates>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT sample_json FROM samples WHERE run_id = ?1 AND phase_idx = ?2 ORDER BY t_s")
+            .map_err(self.err("reading samples"))?;
+        let rows = st.query_map([id, idx], |r| r.get::<_, String>(0)).map_err(self.err("reading samples"))?;
+        Ok(rows.flatten().filter_map(|j| serde_json::from_str(&j).ok()).collect())
+    }
+
+    fn attach_hists(&self, id: i64, idx: i64, p: &mut PhaseResult) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare("SELECT job, dir, hist FROM totals WHERE run_id = ?1 AND phase_idx = ?2")
+            .map_err(self.err("reading histograms"))?;
+        let rows: Vec<(String, String, Option<Vec<u8>>)> = st
+            .query_map([id, idx], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(self.err("reading histograms"))?
+            .flatten()
+            .collect();
+        for (job, dir, blob) in rows {
+            let t = if job.is_empty() {
+                Some(&mut p.total)
+            } else {
+                p.jobs.iter_mut().find(|j| j.name == job).map(|j| &mut j.total)
+            };
+            let Some(t) = t else { continue };
+            let h = hist_from(blob);
+            match dir.as_str() {
+                "read" => t.read.hist = h,
+                "write" => t.write.hist = h,
+                _ => t.sync.hist = h,
+            }
+        }
+        Ok(())
+    }
+
+    /// Delete runs and everything of theirs.
+    pub fn remove(&self, ids: &[i64]) -> Result<usize> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to delete"))?;
+        let mut n = 0;
+        for id in ids {
+            n += tx.execute("DELETE FROM runs WHERE id = ?1", [id]).map_err(self.err("deleting a run"))?;
+        }
+        tx.commit().map_err(self.err("deleting runs"))?;
+        Ok(n)
+    }
+}
+
+/// A `running` run whose process is gone from this host was killed: say so.
+fn live_status(s: Status, node: &str, pid: u32) -> (Status, Option<String>) {
+    let here = rustix_hostname();
+    if s == Status::Running && node == here && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+    {
+        return (
+            Status::Interrupted,
+            Some(format!(
+                "the iolab process (pid {pid}) ended without finishing the run (killed?); what it saved is kept"
+            )),
+        );
+    }
+    (s, None)
+}
+
+fn rustix_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// Totals rebuilt from the seconds saved before the process died (no latency histograms).
+fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseResult {
+    let elapsed = timeline.last().map(|p| p.t_s).unwrap_or(0.0);
+    let sum = |f: fn(&TimelinePoint) -> u64| timeline.iter().map(f).sum::<u64>();
+    let per_s = |v: u64| if elapsed > 0.0 { v as f64 / elapsed } else { 0.0 };
+    let dir =
+        |ops: u64, bytes: u64| DirTotals { ops, bytes, iops: per_s(ops), bw_bytes: per_s(bytes), ..Default::default() };
+    let mut total = Totals {
+        read: dir(sum(|p| p.read_ops), sum(|p| p.read_bytes)),
+        write: dir(sum(|p| p.write_ops), sum(|p| p.write_bytes)),
+        ..Default::default()
+    };
+    total.sync.ops = sum(|p| p.sync_ops);
+    PhaseResult {
+        name: plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),
+        elapsed_s: elapsed,
+        interrupted: true,
+        total,
+        jobs: Vec::new(),
+        timeline,
+        cpu: Default::default(),
+        system: None,
+    }
+}

@@ -1,0 +1,201 @@
+//! The results database on real files: migrations, round trips of real runs with their
+//! histograms, files it must refuse and leave untouched, selectors, and concurrent writers.
+
+use iolab_spec::{JobPatch, Phase, Plan, Rw};
+use iolab_store::{schema, ListFilter, Store, StoreError};
+use iolab_workload::results::{RunResult, Status};
+use iolab_workload::{run_plan, Control, NoSink};
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn real_run(dir: &std::path::Path) -> RunResult {
+    let job = JobPatch {
+        target: Some(dir.join("f")),
+        size: Some(iolab_spec::Bytes::mib(4)),
+        rw: Some(Rw::RandRw),
+        runtime: Some(Duration::from_millis(1500)),
+        fsync_every: Some(50),
+        ..Default::default()
+    }
+    .resolve("mixed")
+    .unwrap();
+    let plan = Plan { phases: vec![Phase { name: "p1".into(), jobs: vec![job] }] };
+    let ctl = Control { sample_interval: Some(Duration::from_millis(250)), ..Default::default() };
+    run_plan(&plan, &ctl, &mut NoSink).unwrap()
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn save(store: &Store, r: &RunResult, l: &[(&str, &str)]) -> i64 {
+    let host = iolab_sysstat::host_facts(None);
+    let id = store.begin_run("run", "test", &labels(l), &host, &r.plan, r.started_unix_s).unwrap();
+    for (i, p) in r.phases.iter().enumerate() {
+        for t in &p.timeline {
+            store.add_tick(id, i, &host.hostname, t).unwrap();
+        }
+        store.add_phase(id, i, &host.hostname, p).unwrap();
+    }
+    store.finish_run(id, r.status, r.error.as_deref(), r.started_unix_s + 2.0).unwrap();
+    id
+}
+
+#[test]
+fn migrates_from_empty_and_from_every_earlier_version() {
+    let dir = tempfile::tempdir().unwrap();
+    for from in 0..schema::VERSION {
+        let path = dir.path().join(format!("v{from}.db"));
+        {
+            let c = Connection::open(&path).unwrap();
+            for (i, m) in schema::MIGRATIONS.iter().take(from as usize).enumerate() {
+                c.execute_batch(m).unwrap();
+                c.pragma_update(None, "user_version", i as u32 + 1).unwrap();
+            }
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version(), schema::VERSION, "from version {from}");
+        // Opening again changes nothing.
+        drop(s);
+        assert_eq!(Store::open(&path).unwrap().schema_version(), schema::VERSION);
+    }
+}
+
+#[test]
+fn a_real_run_round_trips_with_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let id = save(&store, &r, &[("config", "ext4 barrier=0")]);
+    let back = store.load(id).unwrap();
+    assert_eq!(back.labels["config"], "ext4 barrier=0");
+    assert_eq!(back.result.status, Status::Complete);
+    assert_eq!(back.result.plan, r.plan);
+    let (a, b) = (&r.phases[0], &back.result.phases[0]);
+    assert_eq!(a.total.read.ops, b.total.read.ops);
+    assert_eq!(a.total.write.bytes, b.total.write.bytes);
+    assert_eq!(a.total.read.lat_ns, b.total.read.lat_ns);
+    assert_eq!(a.total.sync.ops, b.total.sync.ops);
+    assert_eq!(a.timeline.len(), b.timeline.len());
+    assert_eq!(a.jobs[0].total.write.iops, b.jobs[0].total.write.iops);
+    let (sa, sb) = (a.system.as_ref().unwrap(), b.system.as_ref().unwrap());
+    assert_eq!(sa.samples.len(), sb.samples.len());
+    assert_eq!(sa.mean.cpu, sb.mean.cpu);
+    // Histograms come back whole: the same quantiles, and they still merge.
+    let (ha, hb) = (a.total.read.hist.as_ref().unwrap(), b.total.read.hist.as_ref().unwrap());
+    for q in [0.5, 0.9, 0.99, 0.999] {
+        assert_eq!(ha.value_at_quantile(q), hb.value_at_quantile(q));
+    }
+    let mut merged = hb.clone();
+    merged.add(b.jobs[0].total.read.hist.as_ref().unwrap()).unwrap();
+    assert_eq!(merged.len(), 2 * ha.len());
+}
+
+fn bytes(p: &std::path::Path) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+#[test]
+fn newer_corrupt_and_foreign_files_are_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("newer.db");
+    {
+        let c = Connection::open(&newer).unwrap();
+        c.execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY);").unwrap();
+        c.pragma_update(None, "user_version", schema::VERSION + 7).unwrap();
+    }
+    let before = bytes(&newer);
+    let e = Store::open(&newer).err().unwrap();
+    assert!(matches!(e, StoreError::Newer { .. }) && e.to_string().contains("newer iolab"), "{e}");
+    assert_eq!(bytes(&newer), before);
+
+    let corrupt = dir.path().join("corrupt.db");
+    std::fs::write(&corrupt, b"this is not an sqlite file, it is a grocery list: eggs, milk".repeat(100)).unwrap();
+    let before = bytes(&corrupt);
+    let e = Store::open(&corrupt).err().unwrap();
+    assert!(matches!(e, StoreError::Corrupt { .. }) && e.to_string().contains("left as it is"), "{e}");
+    assert_eq!(bytes(&corrupt), before);
+
+    let foreign = dir.path().join("other-app.db");
+    {
+        let c = Connection::open(&foreign).unwrap();
+        c.execute_batch("CREATE TABLE inventory (sku TEXT); INSERT INTO inventory VALUES ('a');").unwrap();
+    }
+    let before = bytes(&foreign);
+    let e = Store::open(&foreign).err().unwrap();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    assert_eq!(bytes(&foreign), before);
+
+    let missing = dir.path().join("nope.db");
+    assert!(matches!(Store::open_existing(&missing).err().unwrap(), StoreError::Missing(_)));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn selectors_and_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let a = save(&store, &r, &[("config", "ext4"), ("proto", "A")]);
+    let b = save(&store, &r, &[("config", "drbd"), ("proto", "A")]);
+    let c = save(&store, &r, &[("config", "drbd"), ("proto", "C")]);
+    assert_eq!(store.resolve("last").unwrap(), [c]);
+    assert_eq!(store.resolve("last~2").unwrap(), [a]);
+    assert_eq!(store.resolve(&b.to_string()).unwrap(), [b]);
+    assert_eq!(store.resolve("config=drbd").unwrap(), [b, c]);
+    assert_eq!(store.resolve("config=drbd,proto=C").unwrap(), [c]);
+    assert_eq!(store.resolve_all(&["last".into(), "config=drbd".into()]).unwrap(), [c, b]);
+    for bad in ["999", "last~9", "config=zfs"] {
+        let e = store.resolve(bad).unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(_)) && e.to_string().contains("iolab runs"), "{e}");
+    }
+    assert!(matches!(store.resolve("bogus").unwrap_err(), StoreError::BadSelector(_)));
+    let f = ListFilter { labels: vec![("proto".into(), "A".into())], ..Default::default() };
+    assert_eq!(store.list(&f).unwrap().iter().map(|r| r.id).collect::<Vec<_>>(), [a, b]);
+    assert_eq!(store.remove(&[b]).unwrap(), 1);
+    assert_eq!(store.resolve("config=drbd").unwrap(), [c]);
+    assert!(store.load(b).is_err());
+}
+
+#[test]
+fn two_writers_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let path = dir.path().join("results.db");
+    Store::open(&path).unwrap();
+    let ids: Vec<i64> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|w| {
+                let (path, r) = (&path, &r);
+                s.spawn(move || {
+                    let store = Store::open(path).unwrap();
+                    let host = iolab_sysstat::host_facts(None);
+                    let mut ids = Vec::new();
+                    for k in 0..10 {
+                        let id = store
+                            .begin_run("run", &format!("w{w}-{k}"), &BTreeMap::new(), &host, &r.plan, 0.0)
+                            .unwrap();
+                        for t in 0..20 {
+                            let mut p = r.phases[0].timeline[0].clone();
+                            p.t_s = t as f64 + 1.0;
+                            store.add_tick(id, 0, "n", &p).unwrap();
+                        }
+                        store.add_phase(id, 0, "n", &r.phases[0]).unwrap();
+                        store.finish_run(id, Status::Complete, None, 1.0).unwrap();
+                        ids.push(id);
+                    }
+                    ids
+                })
+            })
+            .collect();
+        hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 20);
+    for id in ids {
+        let run = store.load(id).unwrap();
+        assert_eq!(run.result.phases.len(), 1);
+        assert!(run.result.phases[0].timeline.len() >= 20);
+    }
+}

@@ -1,0 +1,90 @@
+//! Facts about the machine a run happened on, so a result read months later says what it
+//! measured: host, kernel, CPU, memory, and the target's filesystem and device.
+
+use crate::target::TargetInfo;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpu_count: u32,
+    pub memory_bytes: u64,
+    #[serde(default)]
+    pub fstype: String,
+    #[serde(default)]
+    pub mount_options: String,
+    /// The target's nearest whole-disk device and what /sys says of it.
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub device_model: String,
+    #[serde(default)]
+    pub rotational: Option<bool>,
+    #[serde(default)]
+    pub scheduler: String,
+}
+
+fn read(p: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// Gather the facts, for the storage under `target` when given.
+pub fn host_facts(target: Option<&TargetInfo>) -> HostFacts {
+    let uname = rustix::system::uname();
+    let cpuinfo = read("/proc/cpuinfo");
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "model name").map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_default();
+    let cpu_count = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1);
+    let memory_bytes = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or(0);
+    let mut f = HostFacts {
+        hostname: uname.nodename().to_string_lossy().into_owned(),
+        kernel: uname.release().to_string_lossy().into_owned(),
+        cpu_model,
+        cpu_count,
+        memory_bytes,
+        ..Default::default()
+    };
+    if let Some(t) = target {
+        f.fstype = t.fstype.clone();
+        f.mount_options = t.mount_options.clone();
+        // The last device of the chain is the one furthest down: the disk itself.
+        if let Some(disk) = t.devices.iter().rev().find(|d| Path::new("/sys/block").join(d).exists()) {
+            let q = Path::new("/sys/block").join(disk);
+            f.device = disk.clone();
+            f.device_model = read(q.join("device/model"));
+            f.rotational = match read(q.join("queue/rotational")).as_str() {
+                "1" => Some(true),
+                "0" => Some(false),
+                _ => None,
+            };
+            let sched = read(q.join("queue/scheduler"));
+            f.scheduler = sched
+                .split_whitespace()
+                .find_map(|s| s.strip_prefix('[').and_then(|s| s.strip_suffix(']')))
+                .unwrap_or(&sched)
+                .to_string();
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn facts_of_this_machine() {
+        let t = crate::describe(std::path::Path::new("/"), &Default::default());
+        let f = super::host_facts(Some(&t));
+        assert!(!f.hostname.is_empty() && !f.kernel.is_empty() && f.cpu_count >= 1 && f.memory_bytes > 0, "{f:?}");
+        assert_eq!(f.fstype, t.fstype);
+    }
+}
