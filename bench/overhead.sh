@@ -42,6 +42,16 @@ fi
 
 rm -rf "$shm" "$tmp"
 mkdir -p "$shm" "$tmp"
+# Cases a and b also run each command under GNU time, for a second view that is less
+# sensitive to other load on the machine: operations per CPU-second of the whole process
+# (user + system, start-up included; iolab's start-up is a few ms of a 5 s run).
+timed=()
+have_time=yes
+if [[ -x /usr/bin/time ]] && /usr/bin/time -f '%U' -o /dev/null true 2>/dev/null; then
+    timed=(/usr/bin/time -f '%U %S' -o "$tmp/time.txt")
+else
+    have_time="no: GNU time (/usr/bin/time) is not installed; the per-CPU-second view is skipped"
+fi
 [[ $(stat -f -c %T "$shm") == tmpfs ]] || echo "note: $shm is not tmpfs"
 echo "== machine"
 echo "nproc:  $(nproc)"
@@ -51,6 +61,7 @@ echo "/tmp:   $(findmnt -n -o SOURCE,FSTYPE,OPTIONS -T /tmp 2>/dev/null || echo 
 echo "iolab:  $("$iolab" --version 2>/dev/null || echo '?'), built from $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock 2>/dev/null || echo ' + uncommitted changes in crates/')"
 echo "fio:    $([[ $have_fio == yes ]] && fio --version || echo "$have_fio")"
 echo "dd:     $(dd --version | head -1)"
+[[ $have_time == yes ]] || echo "time:   $have_time"
 echo "rounds: $ROUNDS x ${SECS}s (a-c), $SEQ_ROUNDS (d)"
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
 t_start=$SECONDS
@@ -89,7 +100,7 @@ err=$tmp/err.txt
 # iolab_run METRIC-EXPR ARGS...: run iolab with JSON output, print the metric
 iolab_run() {
     local expr=$1; shift
-    if ! "$iolab" run "$@" --output json --no-progress >"$out" 2>"$err"; then
+    if ! "${timed[@]}" "$iolab" run "$@" --output json --no-progress >"$out" 2>"$err"; then
         cat "$err" >&2; die "iolab run $* failed"
     fi
     local status
@@ -100,9 +111,12 @@ iolab_run() {
 
 floor_run() {
     local line
-    line=$("$floor" "$@") || die "iolab-floor $* failed"
-    sed -n 's/.*ops_per_s=\([0-9.]*\).*/\1/p' <<<"$line"
+    line=$("${timed[@]}" "$floor" "$@") || die "iolab-floor $* failed"
+    sed -n 's/.*ops=\([0-9]*\) .*ops_per_s=\([0-9.]*\).*/\2 \1/p' <<<"$line"
 }
+
+# per_cpu OPS: OPS divided by the CPU seconds of the last timed command
+per_cpu() { awk -v ops="$1" '{ c = $1 + $2 } END { if (c > 0) printf "%.0f", ops / c; else print "nan" }' "$tmp/time.txt"; }
 
 fio_run() {
     local expr=$1; shift
@@ -121,6 +135,7 @@ row() {
              tgt=">= $(awk -v t="$8" 'BEGIN { printf "%.2f", t }')" ;;
         within) pass=$(awk -v r="$r" -v t="$8" 'BEGIN { d = r - 1; if (d < 0) d = -d; print (d <= t) ? "PASS" : "FAIL" }')
              tgt="1 ± $8" ;;
+        info) pass="(no target)" tgt="-" ;;
     esac
     rows+=("$(printf '%-3s %-9s %-7s %12s %-7s %12s %7s %-10s %s' "$1" "$2" "$3" "$(fmt "$4")" "$5" "$(fmt "$6")" "$r" "$tgt" "$pass")")
 }
@@ -138,14 +153,17 @@ echo
 echo "== a. 4 KiB random reads, psync, 1 thread, $file (IOPS)"
 show a-floor "$floor" pread "$file" "$SECS"
 show a-iolab "$iolab" run --target "$file" --size 1G --rw randread --bs 4k --runtime "${SECS}s" --engine psync --output json --no-progress
-a_floor=() a_iolab=()
+a_floor=() a_iolab=() a_floor_cpu=() a_iolab_cpu=()
 for ((r = 1; r <= ROUNDS; r++)); do
-    f=$(floor_run pread "$file" "$SECS")
-    i=$(iolab_run 'd["phases"][0]["total"]["read"]["iops"]' --target "$file" --size 1G --rw randread --bs 4k --runtime "${SECS}s" --engine psync)
+    res=$(floor_run pread "$file" "$SECS"); read -r f fops <<<"$res"
+    [[ $have_time == yes ]] && a_floor_cpu+=("$(per_cpu "$fops")")
+    res=$(iolab_run '"%r %d" % (d["phases"][0]["total"]["read"]["iops"], d["phases"][0]["total"]["read"]["ops"])' --target "$file" --size 1G --rw randread --bs 4k --runtime "${SECS}s" --engine psync); read -r i iops_n <<<"$res"
+    [[ $have_time == yes ]] && a_iolab_cpu+=("$(per_cpu "$iops_n")")
     a_floor+=("$f") a_iolab+=("$i")
-    echo "  round $r: floor $(fmt "$f")  iolab $(fmt "$i")  ($(ratio "$i" "$f"))"
+    echo "  round $r: floor $(fmt "$f")  iolab $(fmt "$i")  ($(ratio "$i" "$f"))$([[ $have_time == yes ]] && echo "   per CPU-s: floor ${a_floor_cpu[-1]}  iolab ${a_iolab_cpu[-1]}  ($(ratio "${a_iolab_cpu[-1]}" "${a_floor_cpu[-1]}"))")"
 done
 row a "IOPS" iolab "$(median "${a_iolab[@]}")" floor "$(median "${a_floor[@]}")" min 0.90
+[[ $have_time == yes ]] && row a "ops/CPU-s" iolab "$(median "${a_iolab_cpu[@]}")" floor "$(median "${a_floor_cpu[@]}")" info
 echo
 
 # --- b. writes to /dev/null ------------------------------------------------------------
@@ -153,14 +171,17 @@ echo
 echo "== b. 4 KiB writes to /dev/null, psync (IOPS)"
 show b-floor "$floor" pwrite /dev/null "$SECS"
 show b-iolab "$iolab" run --target /dev/null --device --size 1G --rw randwrite --bs 4k --runtime "${SECS}s" --engine psync --output json --no-progress
-b_floor=() b_iolab=()
+b_floor=() b_iolab=() b_floor_cpu=() b_iolab_cpu=()
 for ((r = 1; r <= ROUNDS; r++)); do
-    f=$(floor_run pwrite /dev/null "$SECS")
-    i=$(iolab_run 'd["phases"][0]["total"]["write"]["iops"]' --target /dev/null --device --size 1G --rw randwrite --bs 4k --runtime "${SECS}s" --engine psync)
+    res=$(floor_run pwrite /dev/null "$SECS"); read -r f fops <<<"$res"
+    [[ $have_time == yes ]] && b_floor_cpu+=("$(per_cpu "$fops")")
+    res=$(iolab_run '"%r %d" % (d["phases"][0]["total"]["write"]["iops"], d["phases"][0]["total"]["write"]["ops"])' --target /dev/null --device --size 1G --rw randwrite --bs 4k --runtime "${SECS}s" --engine psync); read -r i iops_n <<<"$res"
+    [[ $have_time == yes ]] && b_iolab_cpu+=("$(per_cpu "$iops_n")")
     b_floor+=("$f") b_iolab+=("$i")
-    echo "  round $r: floor $(fmt "$f")  iolab $(fmt "$i")  ($(ratio "$i" "$f"))"
+    echo "  round $r: floor $(fmt "$f")  iolab $(fmt "$i")  ($(ratio "$i" "$f"))$([[ $have_time == yes ]] && echo "   per CPU-s: floor ${b_floor_cpu[-1]}  iolab ${b_iolab_cpu[-1]}  ($(ratio "${b_iolab_cpu[-1]}" "${b_floor_cpu[-1]}"))")"
 done
 row b "IOPS" iolab "$(median "${b_iolab[@]}")" floor "$(median "${b_floor[@]}")" min 0.85
+[[ $have_time == yes ]] && row b "ops/CPU-s" iolab "$(median "${b_iolab_cpu[@]}")" floor "$(median "${b_floor_cpu[@]}")" info
 echo
 
 # --- c. io_uring QD32 against fio ------------------------------------------------------
