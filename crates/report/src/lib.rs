@@ -2,5 +2,7 @@
 //! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]).
 //! Everything here reads `StoredRun`s; nothing reaches back into the engine.
 
+mod charts;
 pub mod compare;
 pub mod csv;
+pub mod html;

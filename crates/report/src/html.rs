@@ -1,0 +1,691 @@
+//! The HTML report: one self-contained document (inline CSS, inline SVG charts drawn by
+//! plotters, nothing fetched from anywhere) that says what was run where, what came out, how
+//! the runs compare, and how each phase went second by second. It prints as it reads.
+
+use crate::charts::{self, Dash, LatSet, Series};
+use crate::compare::{compare, CompareOptions, Comparison, Verdict};
+use iolab_store::StoredRun;
+use iolab_workload::results::{DirTotals, PhaseResult, Status, TimelinePoint};
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    pub title: String,
+    /// Index (in the runs given) of the run whose group is the comparison's baseline.
+    pub baseline: Option<usize>,
+    /// Group runs by this label's value in the comparison.
+    pub by: Option<String>,
+}
+
+/// A title for runs when the user gives none: what was run, and how many runs.
+pub fn default_title(runs: &[StoredRun]) -> String {
+    let names: BTreeSet<&str> = runs.iter().map(|r| r.name.as_str()).collect();
+    match (runs.len(), names.len()) {
+        (0, _) => "iolab report".into(),
+        (1, _) => format!("iolab report: {} (run #{})", runs[0].name, runs[0].id),
+        (n, 1) => format!("iolab report: {}, {n} runs", runs[0].name),
+        (n, _) => {
+            let ids: Vec<String> = runs.iter().map(|r| format!("#{}", r.id)).collect();
+            if n <= 6 {
+                format!("iolab report: runs {}", ids.join(", "))
+            } else {
+                format!("iolab report: {n} runs")
+            }
+        }
+    }
+}
+
+/// Escape text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(unix_s: f64) -> String {
+    let secs = unix_s.max(0.0).floor() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn num(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn ms(ns: u64) -> String {
+    num(ns as f64 / 1e6)
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Running => "running",
+        Status::Complete => "complete",
+        Status::Interrupted => "interrupted",
+        Status::Failed => "failed",
+    }
+}
+
+fn bytes_h(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+/// How a run is named in legends and tables: `#id` and its labels.
+fn run_label(r: &StoredRun, by: Option<&str>) -> String {
+    let labels: Vec<String> = match by.and_then(|b| r.labels.get(b).map(|v| (b, v))) {
+        Some((b, v)) => vec![format!("{b}={v}")],
+        None => r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+    };
+    if labels.is_empty() {
+        format!("#{}", r.id)
+    } else {
+        format!("#{} {}", r.id, labels.join(","))
+    }
+}
+
+/// A phase name as it appears in a chart marker: letters, digits, `-` and `_`.
+fn slug(s: &str) -> String {
+    let t: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect();
+    if t.is_empty() {
+        "phase".into()
+    } else {
+        t
+    }
+}
+
+const CSS: &str = r#"
+:root { --ink: #1d2329; --muted: #5b6670; --rule: #d5dae0; --head: #f2f4f7; --good: #1a7f37; --bad: #c62828; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1400px; padding: 24px 28px 48px; background: #fff; color: var(--ink);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", "Liberation Sans", Arial, sans-serif; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 19px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
+h3 { font-size: 16px; margin: 22px 0 8px; }
+p.meta, p.note, .muted { color: var(--muted); }
+p.note { font-size: 13px; margin: 6px 0; }
+.wide { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; margin: 6px 0 10px; }
+th, td { border: 1px solid var(--rule); padding: 3px 8px; vertical-align: top; }
+th { background: var(--head); text-align: left; font-weight: 600; }
+td.n { text-align: right; white-space: nowrap; }
+table.facts th { white-space: nowrap; }
+table.facts td { max-width: 420px; overflow-wrap: anywhere; }
+.error { color: var(--bad); font-weight: 600; }
+.status-complete { color: var(--good); }
+.status-failed, .status-interrupted { color: var(--bad); }
+.label { display: inline-block; background: var(--head); border: 1px solid var(--rule); border-radius: 3px;
+  padding: 0 5px; margin: 1px 2px 1px 0; font-size: 12px; }
+.pct { color: var(--muted); }
+.verdict { font-weight: 600; white-space: nowrap; }
+.v-improved { color: var(--good); }
+.v-regressed { color: var(--bad); }
+.v-noise { color: var(--muted); font-weight: normal; }
+td.base { background: #fafbfc; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px 18px; }
+figure.chart { margin: 0; border: 1px solid var(--rule); padding: 6px; break-inside: avoid; page-break-inside: avoid; }
+figure.chart figcaption { font-size: 12px; color: var(--muted); padding: 2px 4px 0; }
+svg.plot { display: block; width: 100%; height: auto; }
+footer { margin-top: 36px; font-size: 12px; color: var(--muted); }
+@page { size: A4; margin: 12mm; }
+@media print {
+  body { max-width: none; padding: 0; font-size: 10pt; background: #fff !important; color: #000; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  h3 { break-after: avoid; page-break-after: avoid; }
+  table { font-size: 8pt; break-inside: auto; }
+  th, td { padding: 1px 4px; }
+  tr { break-inside: avoid; page-break-inside: avoid; }
+  th, td.base, .label { background: #fff !important; }
+  .wide { overflow: visible; }
+  .charts { display: block; }
+  figure.chart { width: 100%; max-width: 13cm; margin: 0 auto 10px; break-inside: avoid; page-break-inside: avoid; }
+}
+"#;
+
+/// Render the report.
+pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
+    let title = if opts.title.trim().is_empty() { default_title(runs) } else { opts.title.clone() };
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"iolab {v}\">\n<title>{t}</title>\n<style>{CSS}</style>\n</head>\n<body>\n\
+         <header>\n<h1>{t}</h1>\n<p class=\"meta\">Generated {g} by iolab {v} &middot; {n} run{s}</p>\n</header>\n",
+        t = escape(&title),
+        g = utc(now),
+        v = escape(env!("CARGO_PKG_VERSION")),
+        n = runs.len(),
+        s = if runs.len() == 1 { "" } else { "s" },
+    );
+    if runs.is_empty() {
+        h.push_str("<p class=\"note\">No runs to report.</p>\n</body>\n</html>\n");
+        return h;
+    }
+    runs_section(&mut h, runs);
+    summary_section(&mut h, runs, opts);
+    if runs.len() >= 2 {
+        let c = compare(runs, &CompareOptions { by: opts.by.clone(), baseline: opts.baseline, ..Default::default() });
+        comparison_section(&mut h, &c, opts);
+    }
+    charts_section(&mut h, runs, opts);
+    let _ = write!(
+        h,
+        "<footer>iolab {} &middot; MB/s = 10<sup>6</sup> bytes per second, MiB/s = 2<sup>20</sup> bytes per second; \
+         latencies are per operation, from HDR histograms.</footer>\n</body>\n</html>\n",
+        escape(env!("CARGO_PKG_VERSION"))
+    );
+    h
+}
+
+fn runs_section(h: &mut String, runs: &[StoredRun]) {
+    h.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n<div class=\"wide\"><table class=\"facts\">\n<tr><th></th>");
+    for r in runs {
+        let _ = write!(h, "<th>run #{}</th>", r.id);
+    }
+    h.push_str("</tr>\n");
+    let row = |h: &mut String, name: &str, cell: &dyn Fn(&StoredRun) -> String| {
+        let _ = write!(h, "<tr><th>{name}</th>");
+        for r in runs {
+            let _ = write!(h, "<td>{}</td>", cell(r));
+        }
+        h.push_str("</tr>\n");
+    };
+    let text = |s: &str| if s.is_empty() { "<span class=\"muted\">-</span>".to_string() } else { escape(s) };
+    row(h, "name", &|r| text(&r.name));
+    row(h, "kind", &|r| text(&r.kind));
+    row(h, "status", &|r| {
+        let st = status_word(r.result.status);
+        let mut s = format!("<span class=\"status-{st}\">{st}</span>");
+        if let Some(e) = &r.result.error {
+            let _ = write!(s, "<br><span class=\"error\">{}</span>", escape(e));
+        }
+        s
+    });
+    row(h, "labels", &|r| {
+        if r.labels.is_empty() {
+            return text("");
+        }
+        r.labels.iter().map(|(k, v)| format!("<span class=\"label\">{}={}</span>", escape(k), escape(v))).collect()
+    });
+    row(h, "started", &|r| escape(&utc(r.result.started_unix_s)));
+    row(h, "duration", &|r| match r.ended_unix_s {
+        Some(e) if e >= r.result.started_unix_s => format!("{:.1} s", e - r.result.started_unix_s),
+        _ => {
+            let s: f64 = r.result.phases.iter().map(|p| p.elapsed_s).sum();
+            format!("{s:.1} s measured")
+        }
+    });
+    row(h, "phases", &|r| {
+        let names: Vec<String> = r.result.phases.iter().map(|p| escape(&p.name)).collect();
+        if names.is_empty() {
+            text("")
+        } else {
+            names.join(", ")
+        }
+    });
+    row(h, "iolab", &|r| text(&r.result.iolab_version));
+    row(h, "host", &|r| text(&r.host.hostname));
+    row(h, "kernel", &|r| text(&r.host.kernel));
+    row(h, "CPU", &|r| {
+        if r.host.cpu_model.is_empty() {
+            format!("{} CPUs", r.host.cpu_count)
+        } else {
+            format!("{} &times; {}", r.host.cpu_count, escape(&r.host.cpu_model))
+        }
+    });
+    row(h, "memory", &|r| if r.host.memory_bytes > 0 { bytes_h(r.host.memory_bytes) } else { text("") });
+    row(h, "filesystem", &|r| text(&r.host.fstype));
+    row(h, "mount options", &|r| text(&r.host.mount_options));
+    row(h, "device", &|r| {
+        let mut s = text(&r.host.device);
+        if !r.host.device_model.is_empty() {
+            let _ = write!(s, " ({})", escape(&r.host.device_model));
+        }
+        s
+    });
+    row(h, "rotational", &|r| match r.host.rotational {
+        Some(true) => "yes (HDD)".into(),
+        Some(false) => "no (SSD/NVMe/virtual)".into(),
+        None => text(""),
+    });
+    row(h, "scheduler", &|r| text(&r.host.scheduler));
+    h.push_str("</table></div>\n</section>\n");
+}
+
+fn dir_cells(h: &mut String, d: &DirTotals) {
+    if d.ops == 0 {
+        h.push_str(&"<td class=\"n muted\">-</td>".repeat(5));
+        return;
+    }
+    let _ = write!(
+        h,
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+        num(d.bw_bytes / 1e6),
+        num(d.bw_bytes / 1048576.0),
+        num(d.iops),
+        ms(d.lat_ns.p50),
+        ms(d.lat_ns.p99)
+    );
+}
+
+fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    h.push_str(
+        "<section id=\"summary\">\n<h2>Summary</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
+         <tr><th rowspan=\"2\">run</th><th rowspan=\"2\">phase</th><th rowspan=\"2\">elapsed s</th>\
+         <th colspan=\"5\">read</th><th colspan=\"5\">write</th><th colspan=\"2\">fsync</th></tr>\n<tr>",
+    );
+    for _ in 0..2 {
+        h.push_str("<th>MB/s</th><th>MiB/s</th><th>IOPS</th><th>p50 ms</th><th>p99 ms</th>");
+    }
+    h.push_str("<th>count</th><th>p99 ms</th></tr>\n");
+    for r in runs {
+        if r.result.phases.is_empty() {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td colspan=\"15\" class=\"muted\">no phase was measured</td></tr>",
+                escape(&run_label(r, opts.by.as_deref()))
+            );
+        }
+        for p in &r.result.phases {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}{}</td><td class=\"n\">{:.1}</td>",
+                escape(&run_label(r, opts.by.as_deref())),
+                escape(&p.name),
+                if p.interrupted { " <span class=\"error\">(interrupted)</span>" } else { "" },
+                p.elapsed_s
+            );
+            dir_cells(h, &p.total.read);
+            dir_cells(h, &p.total.write);
+            if p.total.sync.ops == 0 {
+                h.push_str(&"<td class=\"n muted\">-</td>".repeat(2));
+            } else {
+                let _ = write!(
+                    h,
+                    "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                    p.total.sync.ops,
+                    ms(p.total.sync.lat_ns.p99)
+                );
+            }
+            h.push_str("</tr>\n");
+        }
+    }
+    h.push_str("</table></div>\n</section>\n");
+}
+
+fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
+    h.push_str("<section id=\"comparison\">\n<h2>Comparison</h2>\n");
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b>. A verdict needs two or more runs \
+         on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
+         <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
+         confidence interval lies wholly beyond &plusmn;2%; otherwise it is \
+         <span class=\"verdict v-noise\">within noise</span>.</p>",
+        match &opts.by {
+            Some(b) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
+            None => String::new(),
+        },
+        c.groups.get(c.baseline).map(|g| escape(&g.key)).unwrap_or_default()
+    );
+    if c.rows.is_empty() {
+        h.push_str("<p class=\"note\">The baseline has nothing to compare.</p>\n</section>\n");
+        return;
+    }
+    h.push_str("<div class=\"wide\"><table class=\"comparison\">\n<tr><th>phase</th><th>metric</th>");
+    for (i, g) in c.groups.iter().enumerate() {
+        let ids: Vec<String> = g.run_ids.iter().map(|id| format!("#{id}")).collect();
+        let _ = write!(
+            h,
+            "<th>{}{}<br><span class=\"muted\">n={} ({})</span></th>",
+            escape(&g.key),
+            if i == c.baseline { " (baseline)" } else { "" },
+            g.run_ids.len(),
+            ids.join(" ")
+        );
+    }
+    h.push_str("</tr>\n");
+    for r in &c.rows {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", escape(&r.phase), escape(r.metric.name()));
+        for (i, cell) in r.cells.iter().enumerate() {
+            let base = i == c.baseline;
+            let cls = if base { "n base" } else { "n" };
+            let Some(cell) = cell else {
+                let _ = write!(h, "<td class=\"{cls} muted\">-</td>");
+                continue;
+            };
+            let _ = write!(h, "<td class=\"{cls}\">{}", num(cell.mean));
+            if !base {
+                if let Some(p) = cell.pct_of_baseline {
+                    let _ = write!(h, " <span class=\"pct\">({p:.1}%)</span>");
+                }
+                if let Some(v) = cell.verdict {
+                    let cls = match v {
+                        Verdict::Improved => "v-improved",
+                        Verdict::Regressed => "v-regressed",
+                        Verdict::WithinNoise => "v-noise",
+                    };
+                    let _ = write!(h, " <span class=\"verdict {cls}\">{}</span>", v.word());
+                }
+            }
+            h.push_str("</td>");
+        }
+        h.push_str("</tr>\n");
+    }
+    let regressions = c.regressions();
+    let _ = write!(
+        h,
+        "</table></div>\n<p class=\"note\">{}</p>\n</section>\n",
+        match regressions {
+            0 => "No regressions.".to_string(),
+            1 => "<span class=\"verdict v-regressed\">1 regression.</span>".to_string(),
+            n => format!("<span class=\"verdict v-regressed\">{n} regressions.</span>"),
+        }
+    );
+}
+
+/// A chart in its figure, or a note saying why there is none.
+fn figure(h: &mut String, marker: &str, result: Option<Result<String, String>>, caption: &str, empty: &str) {
+    match result {
+        Some(Ok(svg)) => {
+            let _ = write!(
+                h,
+                "<figure class=\"chart\" data-chart=\"{m}\">\n{svg}<figcaption>{c}</figcaption>\n</figure>\n",
+                m = escape(marker),
+                c = caption
+            );
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(
+                h,
+                "<p class=\"note\" data-chart-skipped=\"{}\">Chart could not be drawn: {}</p>",
+                escape(marker),
+                escape(&e)
+            );
+        }
+        None => {
+            let _ = writeln!(h, "<p class=\"note\" data-chart-skipped=\"{}\">{}</p>", escape(marker), empty);
+        }
+    }
+}
+
+/// A per-second quantity of a phase's timeline, as (end of the second, value per second). The
+/// last second is usually cut short by the phase's end: its value is scaled to its length and
+/// plotted where the phase ended, or left out when it is under a quarter of a second.
+fn per_second(p: &PhaseResult, f: &dyn Fn(&TimelinePoint) -> f64) -> Vec<(f64, f64)> {
+    p.timeline
+        .iter()
+        .filter_map(|t| {
+            let start = (t.t_s - 1.0).max(0.0);
+            if p.elapsed_s > start && p.elapsed_s < t.t_s {
+                let len = p.elapsed_s - start;
+                (len >= 0.25).then(|| (p.elapsed_s, f(t) / len))
+            } else {
+                Some((t.t_s, f(t)))
+            }
+        })
+        .collect()
+}
+
+type CpuField = fn(&iolab_sysstat::CpuPct) -> f64;
+
+/// The runs that have a phase, with the phase.
+fn with_phase<'a>(runs: &'a [StoredRun], name: &str) -> Vec<(usize, &'a StoredRun, &'a PhaseResult)> {
+    runs.iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.result.phases.iter().find(|p| p.name == name).map(|p| (i, r, p)))
+        .collect()
+}
+
+fn charts_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let mut phases: Vec<&str> = Vec::new();
+    for r in runs {
+        for p in &r.result.phases {
+            if !phases.contains(&p.name.as_str()) {
+                phases.push(&p.name);
+            }
+        }
+    }
+    h.push_str("<section id=\"charts\">\n<h2>Charts</h2>\n");
+    if phases.is_empty() {
+        h.push_str("<p class=\"note\">No phases, no charts.</p>\n");
+    }
+    let mut slugs: Vec<String> = Vec::new();
+    for name in phases {
+        let mut s = slug(name);
+        if slugs.contains(&s) {
+            s = format!("{s}-{}", slugs.len() + 1);
+        }
+        slugs.push(s.clone());
+        let _ = write!(h, "<h3>Phase {}</h3>\n<div class=\"charts\">\n", escape(name));
+        phase_charts(h, &s, name, &with_phase(runs, name), opts);
+        h.push_str("</div>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+fn phase_charts(
+    h: &mut String,
+    slug: &str,
+    name: &str,
+    rp: &[(usize, &StoredRun, &PhaseResult)],
+    opts: &ReportOptions,
+) {
+    let by = opts.by.as_deref();
+    let multi = rp.len() > 1;
+    let label = |r: &StoredRun| run_label(r, by);
+    let ph = escape(name);
+
+    // Throughput and IOPS, one line per run.
+    let per_sec = |f: &dyn Fn(&TimelinePoint) -> f64| -> Vec<Series> {
+        rp.iter()
+            .enumerate()
+            .map(|(k, (_, r, p))| Series { label: label(r), points: per_second(p, f), color: k, dash: Dash::Solid })
+            .filter(|s| !s.points.is_empty())
+            .collect()
+    };
+    let tput = per_sec(&|t| (t.read_bytes + t.write_bytes) as f64 / 1e6);
+    figure(
+        h,
+        &format!("throughput-{slug}"),
+        (!tput.is_empty()).then(|| charts::line_chart(&format!("{name}: throughput"), "time (s)", "MB/s", &tput, None)),
+        &format!(
+            "Read + write MB/s (10<sup>6</sup> B/s) in each second of phase {ph}{}; a last, partial second is scaled to its length.",
+            if multi { ", per run" } else { "" }
+        ),
+        &format!("Phase {ph}: no per-second timeline, so no throughput chart."),
+    );
+    let iops = per_sec(&|t| (t.read_ops + t.write_ops) as f64);
+    figure(
+        h,
+        &format!("iops-{slug}"),
+        (!iops.is_empty()).then(|| charts::line_chart(&format!("{name}: IOPS"), "time (s)", "IOPS", &iops, None)),
+        &format!("Reads + writes completed in each second of phase {ph}."),
+        &format!("Phase {ph}: no per-second timeline, so no IOPS chart."),
+    );
+
+    // Latency percentiles: one set per run and direction.
+    let mut sets = Vec::new();
+    for (k, (_, r, p)) in rp.iter().enumerate() {
+        let dirs =
+            [("read", &p.total.read.lat_ns, p.total.read.ops), ("write", &p.total.write.lat_ns, p.total.write.ops)];
+        let dirs = dirs.into_iter().chain(std::iter::once(("fsync", &p.total.sync.lat_ns, p.total.sync.ops)));
+        for (d, (dir, l, ops)) in dirs.enumerate() {
+            if ops == 0 {
+                continue;
+            }
+            let v = |ns: u64| ns as f64 / 1e6;
+            sets.push(LatSet {
+                label: if multi { format!("{dir} {}", label(r)) } else { dir.to_string() },
+                ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
+                // Colour per direction, line style per run.
+                color: d,
+                dash: Dash::nth(k),
+            });
+        }
+    }
+    figure(
+        h,
+        &format!("latency-{slug}"),
+        (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
+        &format!(
+            "Completion latency of phase {ph} over the whole phase, per direction{}.",
+            if multi { " and run" } else { "" }
+        ),
+        &format!("Phase {ph}: no operations completed, so no latency chart."),
+    );
+
+    // CPU: colour per state, line style per run.
+    let sys: Vec<(usize, &StoredRun, &iolab_sysstat::SystemResult)> = rp
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (_, r, p))| p.system.as_ref().filter(|s| !s.samples.is_empty()).map(|s| (k, *r, s)))
+        .collect();
+    let mut cpu = Vec::new();
+    for (k, r, s) in &sys {
+        let states: [(&str, CpuField); 3] =
+            [("user", |c| c.user_pct), ("system", |c| c.system_pct), ("iowait", |c| c.iowait_pct)];
+        for (i, (st, f)) in states.into_iter().enumerate() {
+            cpu.push(Series {
+                label: if multi { format!("{st} {}", label(r)) } else { st.to_string() },
+                points: s.samples.iter().map(|x| (x.t_s, f(&x.cpu.all))).collect(),
+                color: i,
+                dash: Dash::nth(*k),
+            });
+        }
+    }
+    let cpu_top = cpu.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0f64, f64::max);
+    let cpu_top = (cpu_top * 1.15).clamp(5.0, 100.0);
+    figure(
+        h,
+        &format!("cpu-{slug}"),
+        (!cpu.is_empty())
+            .then(|| charts::line_chart(&format!("{name}: CPU"), "time (s)", "% of all CPUs", &cpu, Some(cpu_top))),
+        &format!("Whole-machine CPU time in user, system and iowait during phase {ph}, as sampled beside it."),
+        &format!("Phase {ph}: the system was not sampled (no samples), so no CPU chart."),
+    );
+
+    // Disks: the target's devices, or all present.
+    let mut util = Vec::new();
+    let mut wait = Vec::new();
+    let mut n = 0;
+    for (k, r, s) in &sys {
+        let mut devices: Vec<String> = match &s.target {
+            Some(t) if !t.devices.is_empty() => t.devices.clone(),
+            _ => Vec::new(),
+        };
+        let present: BTreeSet<&String> = s.samples.iter().flat_map(|x| x.disks.keys()).collect();
+        devices.retain(|d| present.contains(d));
+        if devices.is_empty() {
+            devices = present.into_iter().cloned().collect();
+        }
+        for d in &devices {
+            let who = if multi { format!("{d} {}", label(r)) } else { d.clone() };
+            let pts = |f: fn(&iolab_sysstat::DiskRates) -> f64| -> Vec<(f64, f64)> {
+                s.samples.iter().filter_map(|x| x.disks.get(d).map(|v| (x.t_s, f(v)))).collect()
+            };
+            util.push(Series { label: who.clone(), points: pts(|v| v.util_pct), color: n, dash: Dash::nth(*k) });
+            wait.push(Series { label: format!("r {who}"), points: pts(|v| v.r_await_ms), color: n, dash: Dash::Solid });
+            wait.push(Series {
+                label: format!("w {who}"),
+                points: pts(|v| v.w_await_ms),
+                color: n,
+                dash: Dash::Dashed,
+            });
+            n += 1;
+        }
+    }
+    figure(
+        h,
+        &format!("disk-util-{slug}"),
+        (!util.is_empty()).then(|| {
+            charts::line_chart(&format!("{name}: disk utilisation"), "time (s)", "% busy", &util, Some(100.0))
+        }),
+        &format!("Share of each interval the device was busy (iostat's %util) during phase {ph}."),
+        &format!(
+            "Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk utilisation chart."
+        ),
+    );
+    figure(
+        h,
+        &format!("disk-await-{slug}"),
+        (!wait.is_empty()).then(|| charts::line_chart(&format!("{name}: disk await"), "time (s)", "ms", &wait, None)),
+        &format!("Mean time a read (solid) or write (dashed) request spent at the device, queue included (iostat's r_await and w_await), during phase {ph}."),
+        &format!("Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk await chart."),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_escapes() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_767_225_599.5), "2025-12-31 23:59:59 UTC");
+        assert_eq!(escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(slug("seq write/4k"), "seq-write-4k");
+    }
+
+    #[test]
+    fn the_last_partial_second_is_scaled_or_left_out() {
+        let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
+        let mut p = PhaseResult {
+            name: "p".into(),
+            elapsed_s: 2.5,
+            interrupted: false,
+            total: Default::default(),
+            jobs: vec![],
+            timeline: vec![pt(1.0, 100), pt(2.0, 120), pt(3.0, 50)],
+            cpu: Default::default(),
+            system: None,
+        };
+        let ops = |t: &TimelinePoint| t.read_ops as f64;
+        assert_eq!(per_second(&p, &ops), vec![(1.0, 100.0), (2.0, 120.0), (2.5, 100.0)]);
+        p.elapsed_s = 2.1;
+        assert_eq!(per_second(&p, &ops), vec![(1.0, 100.0), (2.0, 120.0)]);
+    }
+}
