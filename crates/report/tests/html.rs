@@ -1,0 +1,271 @@
+//! The HTML report over real runs: two runs of real I/O on a temporary file (labels config=a
+//! and config=b, so the comparison appears), rendered once and checked as text and, where
+//! Chromium is installed, as a page a browser loads and draws.
+
+use iolab_report::html::{default_title, render, ReportOptions};
+use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw};
+use iolab_store::StoredRun;
+use iolab_workload::{run_plan, Control, NoSink};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+const EVIL: &str = "<script>alert(1)</script>";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn one_run(dir: &Path, id: i64, config: &str) -> StoredRun {
+    let target = dir.join(format!("data-{config}"));
+    let job = |name: &str, rw: Rw, fsync_every: Option<u64>| {
+        JobPatch {
+            name: Some(name.into()),
+            target: Some(target.clone()),
+            size: Some(Bytes::mib(16)),
+            rw: Some(rw),
+            runtime: Some(Duration::from_secs(2)),
+            fsync_every,
+            ..Default::default()
+        }
+        .resolve(name)
+        .expect("a valid job")
+    };
+    let plan = Plan {
+        phases: vec![
+            Phase { name: "write".into(), jobs: vec![job("write", Rw::Write, Some(16))] },
+            Phase { name: "rand read".into(), jobs: vec![job("randread", Rw::RandRead, None)] },
+        ],
+    };
+    let ctl = Control {
+        stop: Arc::new(AtomicBool::new(false)),
+        start_at: None,
+        sample_interval: Some(Duration::from_millis(200)),
+    };
+    let result = run_plan(&plan, &ctl, &mut NoSink).expect("the run");
+    let mut labels = BTreeMap::from([("config".to_string(), config.to_string())]);
+    if id == 2 {
+        labels.insert("note".into(), EVIL.into());
+    }
+    let target_info = result.phases.iter().find_map(|p| p.system.as_ref()?.target.clone());
+    StoredRun {
+        id,
+        kind: "run".into(),
+        name: "html-report-test".into(),
+        labels,
+        host: iolab_sysstat::host_facts(target_info.as_ref()),
+        pid: std::process::id(),
+        ended_unix_s: Some(result.started_unix_s + result.phases.iter().map(|p| p.elapsed_s).sum::<f64>()),
+        result,
+    }
+}
+
+/// The two runs, made once for all tests of this file.
+fn runs() -> &'static [StoredRun] {
+    static RUNS: OnceLock<Vec<StoredRun>> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        // Under target/ rather than /tmp, which may be a tmpfs: the writes should reach a disk.
+        let base = repo().join("target");
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = tempfile::tempdir_in(&base).unwrap();
+        vec![one_run(dir.path(), 1, "a"), one_run(dir.path(), 2, "b")]
+    })
+}
+
+fn report() -> &'static str {
+    static HTML: OnceLock<String> = OnceLock::new();
+    HTML.get_or_init(|| {
+        render(runs(), &ReportOptions { title: String::new(), baseline: Some(0), by: Some("config".into()) })
+    })
+}
+
+/// The charts the report must have: throughput, IOPS and latency for every phase, CPU where the
+/// system was sampled, and the disk charts where some block device had samples.
+fn expected_charts() -> Vec<String> {
+    let mut v = Vec::new();
+    for (slug, name) in [("write", "write"), ("rand-read", "rand read")] {
+        let phases: Vec<_> = runs().iter().filter_map(|r| r.result.phases.iter().find(|p| p.name == name)).collect();
+        assert_eq!(phases.len(), 2, "both runs have phase {name}");
+        v.push(format!("throughput-{slug}"));
+        v.push(format!("iops-{slug}"));
+        v.push(format!("latency-{slug}"));
+        let samples: Vec<_> = phases.iter().filter_map(|p| p.system.as_ref()).flat_map(|s| &s.samples).collect();
+        assert!(!samples.is_empty(), "the system was sampled in phase {name}");
+        v.push(format!("cpu-{slug}"));
+        if samples.iter().any(|s| !s.disks.is_empty()) {
+            v.push(format!("disk-util-{slug}"));
+            v.push(format!("disk-await-{slug}"));
+        }
+    }
+    v
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+#[test]
+fn report_has_every_chart_no_external_reference_and_escapes_labels() {
+    let html = report();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    let expected = expected_charts();
+    for c in &expected {
+        assert_eq!(count(html, &format!("data-chart=\"{c}\"")), 1, "chart {c} once");
+    }
+    assert_eq!(count(html, "<figure class=\"chart\" data-chart="), expected.len(), "no other chart");
+    // Every chart is plotters' SVG, inline.
+    assert_eq!(count(html, "<svg"), expected.len());
+    // Charts whose data is empty are replaced by a note; only the disk charts can be, here.
+    for skipped in html.split("data-chart-skipped=\"").skip(1) {
+        let m = skipped.split('"').next().unwrap();
+        assert!(m.starts_with("disk-") && !expected.iter().any(|e| e == m), "skipped {m}");
+    }
+    for external in ["http://", "https://", "src=", "url(", "@import", "<link", "<script"] {
+        assert!(!html.to_lowercase().contains(external), "the report contains {external}");
+    }
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the label is escaped");
+    assert!(!html.contains(EVIL));
+
+    // Header, runs, summary, comparison.
+    assert!(html.contains(&format!("<title>{}</title>", default_title(runs()))));
+    assert_eq!(default_title(runs()), "iolab report: html-report-test, 2 runs");
+    assert!(html.contains(&format!("by iolab {}", env!("CARGO_PKG_VERSION"))));
+    let host = &runs()[0].host;
+    assert!(html.contains(&host.hostname) && html.contains(&host.kernel), "host facts");
+    for id in
+        ["id=\"runs\"", "id=\"summary\"", "id=\"comparison\"", "id=\"charts\"", "@media print", "break-inside: avoid"]
+    {
+        assert!(html.contains(id), "{id}");
+    }
+    assert!(html.contains("a (baseline)"), "the baseline group heads its column");
+    assert!(html.contains("write MB/s") && html.contains("fsync p99 ms"), "comparison metrics");
+    // Summary: one row per run and phase, with the fsync count of the write phase.
+    let w = &runs()[0].result.phases[0];
+    assert!(w.total.sync.ops > 0);
+    assert!(html.contains(&format!("<td class=\"n\">{}</td>", w.total.sync.ops)), "fsync count in the summary");
+}
+
+#[test]
+fn one_run_has_no_comparison_and_empty_phases_get_notes() {
+    let mut run = runs()[0].clone();
+    for p in &mut run.result.phases {
+        p.timeline.clear();
+        p.system = None;
+    }
+    let html = render(std::slice::from_ref(&run), &ReportOptions { title: "Only <one>".into(), ..Default::default() });
+    assert!(html.contains("<h1>Only &lt;one&gt;</h1>"));
+    assert!(!html.contains("id=\"comparison\""));
+    // Latency comes from the totals, so it stays; the rest are notes.
+    assert_eq!(count(&html, "<figure class=\"chart\""), 2);
+    assert!(html.contains("data-chart=\"latency-write\"") && html.contains("data-chart=\"latency-rand-read\""));
+    for c in ["throughput", "iops", "cpu", "disk-util", "disk-await"] {
+        assert!(html.contains(&format!("data-chart-skipped=\"{c}-write\"")), "{c} note");
+    }
+    assert!(render(&[], &ReportOptions::default()).contains("No runs to report."));
+}
+
+/// `/usr/bin/chromium`, else `chromium` on PATH; `IOLAB_CHROMIUM` overrides both (a path that
+/// does not exist, or an empty one, means none).
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("IOLAB_CHROMIUM") {
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
+    }
+    if Path::new("/usr/bin/chromium").exists() {
+        return Some("/usr/bin/chromium".into());
+    }
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join("chromium")).find(|p| p.is_file())
+}
+
+fn skip(test: &str, why: &str) {
+    let line = format!("SKIPPED {test}: {why}");
+    eprintln!("{line}");
+    let path = repo().join("target/test-skips.txt");
+    let _ = std::fs::create_dir_all(path.parent().unwrap());
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// Run headless Chromium on `page` with `extra` arguments; stdout and stderr.
+fn run_chromium(bin: &Path, page: &Path, extra: &[String]) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium starts");
+    let (so, se) =
+        (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert!(out.status.success(), "chromium failed: {:?}\n{se}", out.status);
+    (so, se)
+}
+
+/// Console messages of the page. Chromium logs every one (console.log, console.error, uncaught
+/// exceptions) as `[pid:tid:time:INFO:CONSOLE:line] "text", source: url (line)`, whatever its
+/// level; the report has no script, so any of them is a fault.
+fn console_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught")).collect()
+}
+
+#[test]
+fn chromium_loads_and_draws_the_report() {
+    const TEST: &str = "chromium_loads_and_draws_the_report";
+    let Some(bin) = chromium() else {
+        skip(TEST, "chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // First, that this Chromium's console lines are recognised at all: a page that errs.
+    let bad = dir.path().join("bad.html");
+    std::fs::write(&bad, "<!DOCTYPE html><p>x</p><script>console.error('iolab-probe'); notDefined();</script>")
+        .unwrap();
+    let (_, stderr) = run_chromium(&bin, &bad, &["--dump-dom".into()]);
+    let console = console_lines(&stderr);
+    assert!(
+        console.iter().any(|l| l.contains("iolab-probe")) && console.iter().any(|l| l.contains("Uncaught")),
+        "console errors are not seen in Chromium's log:\n{stderr}"
+    );
+
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, report()).unwrap();
+
+    let (dom, stderr) = run_chromium(&bin, &page, &["--dump-dom".into()]);
+    for c in expected_charts() {
+        assert!(dom.contains(&format!("data-chart=\"{c}\"")), "chart {c} in the DOM Chromium built");
+    }
+    assert!(dom.contains("<svg"), "SVG in the DOM");
+    assert!(dom.contains("id=\"comparison\""));
+    let console = console_lines(&stderr);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+
+    let shot = repo().join("target/report-artifacts/report.png");
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&shot);
+    let (_, stderr) =
+        run_chromium(&bin, &page, &[format!("--screenshot={}", shot.display()), "--window-size=1280,4000".into()]);
+    let console = console_lines(&stderr);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let png = std::fs::read(&shot).expect("the screenshot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    assert!(png.len() > 50_000, "a screenshot of {} bytes is too small to show the report", png.len());
+    // Kept beside the report for people to look at.
+    std::fs::write(shot.with_extension("html"), report()).unwrap();
+}
