@@ -3,7 +3,7 @@
 
 use crate::args::{CompareArgs, ExportArgs, ExportFormat, Output, ReportArgs, RmArgs, RunsArgs, ShowArgs};
 use crate::format::secs;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_report::compare::{self, CompareOptions, Metric};
 use iolab_store::{ListFilter, Store, StoredRun};
@@ -147,11 +147,10 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
         }
         writeln!(
             out,
-            "  host: {} ({}, {} x {}, {:.1} GiB), kernel {}",
+            "  host: {} ({} CPUs: {}, {:.1} GiB), kernel {}",
             h.hostname,
-            h.cpu_model,
             h.cpu_count,
-            "CPU",
+            h.cpu_model,
             h.memory_bytes as f64 / 1073741824.0,
             h.kernel
         )?;
@@ -245,9 +244,36 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&a.db.path())?;
-    let runs = load_all(&store, &a.runs)?;
-    let _ = (runs, a.out, a.title, a.by, a.baseline);
-    bail!("the HTML report is being written")
+    let mut selectors = a.runs.clone();
+    if let Some(b) = &a.baseline {
+        selectors.insert(0, b.clone());
+    }
+    let runs = load_all(&store, &selectors)?;
+    let path = write_report(
+        &runs,
+        &a.out,
+        a.title.unwrap_or_default(),
+        baseline_index(&store, &runs, a.baseline.as_deref())?,
+        a.by,
+    )?;
+    println!("report: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Render stored runs to a self-contained HTML file; returns its path.
+pub fn write_report(
+    runs: &[StoredRun],
+    out: &std::path::Path,
+    title: String,
+    baseline: Option<usize>,
+    by: Option<String>,
+) -> Result<std::path::PathBuf> {
+    let html = iolab_report::html::render(runs, &iolab_report::html::ReportOptions { title, baseline, by });
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(out, html).with_context(|| format!("writing the report to {}", out.display()))?;
+    Ok(out.to_path_buf())
 }
 
 #[cfg(test)]

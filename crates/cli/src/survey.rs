@@ -212,7 +212,17 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if ctx.uring { "" } else { "; io_uring unavailable, queue depth 32 uses 32 threads" }
         );
     }
-    let (result, _run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop)?;
+    let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop)?;
+    // The report reads the stored run, as every report does.
+    let report = match run {
+        Some(id) => {
+            let db = a.save.db.path();
+            let stored = iolab_store::Store::open_existing(&db).and_then(|s| s.load(id))?;
+            let out = db.parent().unwrap_or(Path::new(".")).join("reports").join(format!("survey-{id}.html"));
+            Some(crate::stored::write_report(&[stored], &out, String::new(), None, None)?)
+        }
+        None => None,
+    };
     if !a.keep {
         for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
             let _ = layout::remove_owned(p);
@@ -220,6 +230,9 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     if json {
         emit(&result, &a.out)?;
+        if let Some(r) = &report {
+            eprintln!("iolab: report: {}", r.display());
+        }
         return Ok(exit_code(&result));
     }
     let mut t = Table::new();
@@ -241,6 +254,10 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     if let Some(e) = &result.error {
         println!("stopped early: {e}");
+    }
+    match &report {
+        Some(r) => println!("report: {} (open it in a browser; `iolab report` makes others)", r.display()),
+        None => println!("no report: the run was not saved (--no-store)"),
     }
     Ok(exit_code(&result))
 }

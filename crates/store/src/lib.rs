@@ -182,33 +182,39 @@ impl Store {
                 });
             }
         }
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql("switching to WAL"))?;
+        // Another process creating the same database may hold the lock that switching to WAL
+        // needs; SQLite does not always wait for it, so wait here.
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(sql("reading the journal mode"))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL")).map_err(sql("switching to WAL"))?;
+        }
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql("enabling foreign keys"))?;
         let mut store = Store { conn, path: path.into() };
-        store.migrate(version)?;
+        if version < schema::VERSION {
+            store.migrate()?;
+        }
         Ok(store)
     }
 
-    fn migrate(&mut self, from: u32) -> Result<()> {
-        for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(from as usize) {
-            let tx = self.conn.transaction().map_err(|source| StoreError::Sql {
-                path: self.path.clone(),
-                what: "starting a migration",
-                source,
-            })?;
-            tx.execute_batch(m).map_err(|source| StoreError::Sql {
-                path: self.path.clone(),
+    /// Apply the missing migrations, each in an IMMEDIATE transaction that re-reads the version
+    /// inside it: a second process opening the same new database waits, then finds it done.
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        for (i, m) in schema::MIGRATIONS.iter().enumerate() {
+            retry_busy(|| {
+                let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let now: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                if now > i as u32 {
+                    return Ok(());
+                }
+                tx.execute_batch(m)?;
+                tx.pragma_update(None, "user_version", (i + 1) as u32)?;
+                tx.commit()
+            })
+            .map_err(|source| StoreError::Sql {
+                path: path.clone(),
                 what: "migrating the schema",
-                source,
-            })?;
-            tx.pragma_update(None, "user_version", (i + 1) as u32).map_err(|source| StoreError::Sql {
-                path: self.path.clone(),
-                what: "recording the schema version",
-                source,
-            })?;
-            tx.commit().map_err(|source| StoreError::Sql {
-                path: self.path.clone(),
-                what: "committing a migration",
                 source,
             })?;
         }
@@ -405,7 +411,8 @@ impl Store {
             .conn
             .prepare("SELECT r.id, r.kind, r.name, r.status, r.started_unix_s, r.node, r.pid, (SELECT count(*) FROM phases p WHERE p.run_id = r.id) FROM runs r ORDER BY r.id")
             .map_err(self.err("listing runs"))?;
-        let rows: Vec<(i64, String, String, String, f64, String, u32, u32)> = st
+        type ListRow = (i64, String, String, String, f64, String, u32, u32);
+        let rows: Vec<ListRow> = st
             .query_map([], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
             })
@@ -558,6 +565,22 @@ impl Store {
         }
         tx.commit().map_err(self.err("deleting runs"))?;
         Ok(n)
+    }
+}
+
+/// Run `f` until it is not refused for a lock held elsewhere, for up to 10 s.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                    && start.elapsed() < Duration::from_secs(10) =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
     }
 }
 

@@ -1,0 +1,119 @@
+//! Snapshots of the terminal comparison table and the CSV export, on fixed runs: seed 001's
+//! shape (native ext4 against DRBD, three runs of each), so any change to either format shows up
+//! in review as a diff of `tests/snapshots/`.
+
+use iolab_report::compare::{compare, render_table, CompareOptions, Metric, Verdict};
+use iolab_spec::Plan;
+use iolab_store::StoredRun;
+use iolab_workload::results::{DirTotals, LatNs, PhaseResult, RunResult, Status, SyncTotals, Totals, SCHEMA_VERSION};
+
+fn dir(ops: u64, bytes: u64, secs: f64, p50_us: u64, p99_us: u64) -> DirTotals {
+    DirTotals {
+        ops,
+        bytes,
+        iops: ops as f64 / secs,
+        bw_bytes: bytes as f64 / secs,
+        lat_ns: LatNs {
+            min: p50_us * 500,
+            mean: p50_us * 1100,
+            p50: p50_us * 1000,
+            p90: p99_us * 700,
+            p99: p99_us * 1000,
+            p999: p99_us * 1500,
+            max: p99_us * 3000,
+        },
+        hist: None,
+    }
+}
+
+/// A run of two phases: delivery-like 4 KiB writes with fsync, and 64 KiB reads.
+fn run(id: i64, config: &str, speed: f64) -> StoredRun {
+    let secs = 60.0;
+    let w_ops = (60_000.0 * speed) as u64;
+    let r_ops = (30_000.0 * speed) as u64;
+    let deliver = Totals {
+        write: dir(w_ops, w_ops * 4096, secs, (200.0 / speed) as u64, (900.0 / speed) as u64),
+        sync: SyncTotals {
+            ops: w_ops / 4,
+            lat_ns: LatNs { p50: 1_000_000, p99: (4_000_000.0 / speed) as u64, ..Default::default() },
+            hist: None,
+        },
+        ..Default::default()
+    };
+    let read = Totals { read: dir(r_ops, r_ops * 65536, secs, 150, 700), ..Default::default() };
+    let phase = |name: &str, t: Totals| PhaseResult {
+        name: name.into(),
+        elapsed_s: secs,
+        interrupted: false,
+        total: t,
+        jobs: Vec::new(),
+        timeline: Vec::new(),
+        cpu: Default::default(),
+        system: None,
+    };
+    StoredRun {
+        id,
+        kind: "run".into(),
+        name: "mail.toml".into(),
+        labels: [("config".to_string(), config.to_string()), ("note".to_string(), "a, \"quoted\" one".to_string())]
+            .into(),
+        host: Default::default(),
+        pid: 1,
+        ended_unix_s: Some(1_795_305_660.0 + id as f64),
+        result: RunResult {
+            schema_version: SCHEMA_VERSION,
+            iolab_version: "0.1.0".into(),
+            node: "node1".into(),
+            started_unix_s: 1_795_305_600.0 + id as f64,
+            status: Status::Complete,
+            error: None,
+            plan: Plan { phases: Vec::new() },
+            phases: vec![phase("deliver", deliver), phase("read", read)],
+        },
+    }
+}
+
+fn seed_001() -> Vec<StoredRun> {
+    vec![
+        run(1, "ext4", 1.00),
+        run(2, "ext4", 1.01),
+        run(3, "ext4", 0.99),
+        run(4, "drbd-C", 0.80),
+        run(5, "drbd-C", 0.81),
+        run(6, "drbd-C", 0.79),
+        run(7, "drbd-A", 1.005),
+        run(8, "drbd-A", 0.995),
+        run(9, "drbd-A", 1.0),
+    ]
+}
+
+#[test]
+fn compare_table_by_configuration() {
+    let runs = seed_001();
+    let c = compare(&runs, &CompareOptions { by: Some("config".into()), ..Default::default() });
+    insta::assert_snapshot!("compare_by_config", render_table(&c));
+    // The verdicts the table shows, checked directly too.
+    let iops = c.rows.iter().find(|r| r.phase == "deliver" && r.metric == Metric::WriteIops).unwrap();
+    assert_eq!(iops.cells[1].as_ref().unwrap().verdict, Some(Verdict::Regressed));
+    assert_eq!(iops.cells[2].as_ref().unwrap().verdict, Some(Verdict::WithinNoise));
+    let p99 = c.rows.iter().find(|r| r.phase == "deliver" && r.metric == Metric::SyncP99Ms).unwrap();
+    assert_eq!(p99.cells[1].as_ref().unwrap().verdict, Some(Verdict::Regressed), "higher latency is a regression");
+    assert_eq!(c.regressions(), 7, "drbd-C: write MB/s, IOPS, p50, p99, fsync p99, read MB/s and IOPS");
+}
+
+#[test]
+fn compare_table_single_runs_and_chosen_baseline() {
+    let runs = seed_001();
+    let c = compare(
+        &runs[3..5],
+        &CompareOptions { baseline: Some(1), metrics: vec![Metric::WriteMbS, Metric::ReadMbS], ..Default::default() },
+    );
+    insta::assert_snapshot!("compare_single_runs", render_table(&c));
+    assert!(c.rows.iter().flat_map(|r| &r.cells).flatten().all(|c| c.verdict.is_none()), "one run a side: no verdict");
+}
+
+#[test]
+fn csv_export() {
+    let runs = seed_001();
+    insta::assert_snapshot!("csv", iolab_report::csv::to_csv(&runs[..2]));
+}
