@@ -40,6 +40,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn any_text_is_a_selector_or_an_error() {
+        // A cheap in-CI fuzz: every short string over a selector-ish alphabet, no panic.
+        let alphabet = ['l', 'a', 's', 't', '~', '=', ',', '1', '0', '-', ' '];
+        let mut buf = String::new();
+        fn walk(buf: &mut String, alphabet: &[char], depth: usize) {
+            let _ = parse_selector(buf);
+            if depth == 0 {
+                return;
+            }
+            for c in alphabet {
+                buf.push(*c);
+                walk(buf, alphabet, depth - 1);
+                buf.pop();
+            }
+        }
+        walk(&mut buf, &alphabet, 5);
+    }
+
+    #[test]
     fn selectors() {
         assert_eq!(parse_selector("42"), Ok(Selector::Id(42)));
         assert_eq!(parse_selector("last"), Ok(Selector::Last(0)));
