@@ -6,13 +6,23 @@ use common::*;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// Documented paths: the first backticked cell of each table row in docs/json.md.
-fn documented() -> BTreeSet<String> {
+/// Documented paths: the first backticked cell of each table row in docs/json.md, split into
+/// the run output's (before "## Stored runs") and the stored run's (that section).
+fn documented_sections() -> (BTreeSet<String>, BTreeSet<String>) {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("| `"))
-        .filter_map(|l| l.split_once('`').map(|(p, _)| p.to_string()))
-        .collect()
+    let (run, stored) = text.split_once("## Stored runs").expect("docs/json.md has a Stored runs section");
+    let stored = stored.split("\n## ").next().unwrap_or("");
+    let rows = |t: &str| -> BTreeSet<String> {
+        t.lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once('`').map(|(p, _)| p.to_string()))
+            .collect()
+    };
+    (rows(run), rows(stored))
+}
+
+fn documented() -> BTreeSet<String> {
+    documented_sections().0
 }
 
 /// Every path in a JSON value, arrays written as `[]`; `plan` is documented as one object.
@@ -240,4 +250,33 @@ fn survey_runs_every_step_and_cleans_up() {
         .unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("random read 4 KiB, QD32") && s.contains("two writers together"), "{s}");
+}
+
+#[test]
+fn stored_run_json_matches_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let f = dir.path().join("f");
+    run_json(&[
+        "run",
+        "--db",
+        db,
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "1M",
+        "--rw",
+        "randread",
+        "--label",
+        "k=v",
+    ]);
+    let out = iolab().args(["show", "--db", db, "last", "--output", "json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = v[0].as_object().unwrap();
+    let (_, stored) = documented_sections();
+    let present: BTreeSet<String> = run.keys().cloned().collect();
+    assert_eq!(present, stored, "fields of a stored run against docs/json.md's Stored runs table");
+    assert_eq!(run["labels"]["k"], "v");
+    assert_eq!(run["result"]["status"], "complete");
 }
