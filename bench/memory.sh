@@ -29,7 +29,7 @@ rm -rf "$scratch"
 mkdir -p "$scratch/dir"
 
 cmd=("$iolab" run --target "$scratch/dir" --size 256M --rw randrw --threads 4
-     --runtime "${secs}s" --no-progress --output json)
+     --runtime "${secs}s" --no-progress --no-store --output json)
 echo "nproc:   $(nproc)"
 echo "kernel:  $(uname -r)"
 echo "command: ${cmd[*]}"
