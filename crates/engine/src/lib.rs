@@ -112,6 +112,20 @@ pub fn build(kind: &str, depth: usize, buf_len: usize) -> Result<Box<dyn Engine>
     })
 }
 
+/// Give the calling thread its own file-descriptor table (`unshare(CLONE_FILES)`).
+///
+/// In a multi-threaded process the kernel takes a reference on the file for every pread/pwrite;
+/// a thread with a private table skips that, which is worth ~20% of a cached 4 KiB I/O. Call it
+/// in a worker thread before it opens its files; those files then exist only in its table and
+/// are closed when the thread ends.
+pub fn private_fd_table() -> io::Result<()> {
+    // SAFETY: the caller is a worker thread that opens its own files after this call and never
+    // passes a descriptor number to another thread (the engine and its files live and die in
+    // the worker). Descriptors opened earlier by other threads stay valid here: unshare copies
+    // the table, so nothing this thread already holds is lost.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::FILES) }.map_err(io::Error::from)
+}
+
 /// Is io_uring usable on this kernel (not disabled by sysctl or seccomp)?
 pub fn io_uring_available() -> Result<(), String> {
     match io_uring::IoUring::new(2) {

@@ -24,7 +24,18 @@ fn setup(what: &str, source: std::io::Error) -> EngineError {
 impl Uring {
     pub fn new(depth: usize, buf_len: usize) -> Result<Self, EngineError> {
         let depth = depth.clamp(1, 4096);
-        let ring = IoUring::new(depth.next_power_of_two() as u32).map_err(|e| setup("creating the ring", e))?;
+        let entries = depth.next_power_of_two() as u32;
+        // As fio sets up its rings: completions run when this thread asks for them, not by
+        // interrupting it (COOP_TASKRUN, DEFER_TASKRUN), and only this thread submits
+        // (SINGLE_ISSUER; the engine lives and dies in its worker). Kernels before 6.1 refuse
+        // these flags: then a plain ring.
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::new(entries))
+            .map_err(|e| setup("creating the ring", e))?;
         Ok(Uring {
             ring,
             pool: BufferPool::new(depth, buf_len),
@@ -110,6 +121,18 @@ impl Engine for Uring {
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
         let want = min.min(self.outstanding);
         let mut got = 0;
+        if want == 0 && self.outstanding > 0 {
+            // With deferred task work, finished I/O is posted only when asked for: ask, without waiting.
+            // SAFETY: io_uring_enter with nothing to submit, no minimum and no argument; the ring is ours.
+            let r = unsafe {
+                self.ring.submitter().enter::<libc::sigset_t>(0, 0, 1 /* IORING_ENTER_GETEVENTS */, None)
+            };
+            if let Err(source) =
+                r.map(|_| ()).or_else(|e| if e.raw_os_error() == Some(libc::EINTR) { Ok(()) } else { Err(e) })
+            {
+                return Err(EngineError::Submit { engine: "io_uring", source });
+            }
+        }
         loop {
             for cqe in self.ring.completion() {
                 let slot = cqe.user_data() as u32;

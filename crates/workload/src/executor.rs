@@ -5,6 +5,7 @@
 //! its counts once a second; the coordinating thread merges them into totals and a timeline
 //! and hands each finished second to a [`Sink`]. Nothing here reads the terminal.
 
+use crate::clock::{Clock, Stamp};
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
@@ -430,6 +431,9 @@ fn worker_main(
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
+    // A private descriptor table spares the kernel a file reference per I/O (see the engine).
+    // Where it is refused (seccomp), the worker just shares the process's table.
+    let _ = iolab_engine::private_fd_table();
     let setup = Worker::setup(job, thread, target);
     shared.ready.wait();
     shared.go.wait();
@@ -450,6 +454,7 @@ enum Kind {
 
 struct Worker<'a> {
     job: &'a Job,
+    clock: Clock,
     engine: Box<dyn Engine>,
     pattern: Pattern,
     path: String,
@@ -502,6 +507,7 @@ impl<'a> Worker<'a> {
         };
         Ok(Worker {
             job,
+            clock: Clock::new(),
             engine,
             pattern: Pattern::new(job, thread, size, wrap, budget),
             path,
@@ -522,6 +528,9 @@ impl<'a> Worker<'a> {
         job: usize,
         worker: usize,
     ) -> (i64, Acc, Instant, Option<String>) {
+        // Every timestamp of the loop comes from the cheap clock; instants in, an instant out.
+        let clk = &self.clock;
+        let (start, t0) = (clk.at(start), clk.at(t0));
         let depth = self.engine.depth();
         let mut free: Vec<u32> = (0..depth as u32).rev().collect();
         let mut issued_at = vec![start; depth];
@@ -529,7 +538,7 @@ impl<'a> Worker<'a> {
         let mut comps: Vec<Completion> = Vec::with_capacity(depth);
         let mut inflight = 0usize;
         let mut acc = Acc::default();
-        let sec_of = |now: Instant| -> i64 {
+        let sec_of = |now: Stamp| -> i64 {
             if now >= t0 {
                 (now - t0).as_secs() as i64
             } else {
@@ -537,7 +546,7 @@ impl<'a> Worker<'a> {
             }
         };
         // The instant second `sec` ends: seconds are counted from t0, negative during the ramp.
-        let end_of = |sec: i64| -> Instant {
+        let end_of = |sec: i64| -> Stamp {
             if sec >= 0 {
                 t0 + Duration::from_secs(sec as u64 + 1)
             } else {
@@ -567,7 +576,7 @@ impl<'a> Worker<'a> {
                     }
                     let slot = free.pop().expect("a free slot");
                     meta[slot as usize] = (Kind::Sync, 0, 0);
-                    issued_at[slot as usize] = Instant::now();
+                    issued_at[slot as usize] = clk.now();
                     if let Err(e) = self.engine.queue(Op { kind: self.flush_kind, file: 0, offset: 0, len: 0, slot }) {
                         error = Some(e.to_string());
                         free.push(slot);
@@ -589,19 +598,19 @@ impl<'a> Worker<'a> {
                             self.pattern.push_back(a);
                             break;
                         }
-                        let mut t = Instant::now();
+                        let mut t = clk.now();
                         while t < next_due {
                             std::thread::sleep((next_due - t).min(Duration::from_millis(50)));
                             if stop.load(Ordering::Relaxed) {
                                 break;
                             }
-                            t = Instant::now();
+                            t = clk.now();
                         }
                         let due = next_due;
                         next_due += iv;
                         due
                     }
-                    None => Instant::now(),
+                    None => clk.now(),
                 };
                 let slot = free.pop().expect("a free slot");
                 let (kind, op_kind) = match a.dir {
@@ -636,7 +645,7 @@ impl<'a> Worker<'a> {
             if let Err(e) = self.engine.commit() {
                 error.get_or_insert(e.to_string());
             }
-            let want = if self.rate_interval.is_some() && !exhausted && Instant::now() < next_due { 0 } else { 1 };
+            let want = if self.rate_interval.is_some() && !exhausted && clk.now() < next_due { 0 } else { 1 };
             if let Err(e) = self.engine.reap(want, &mut comps) {
                 error.get_or_insert(e.to_string());
                 if comps.is_empty() {
@@ -644,10 +653,10 @@ impl<'a> Worker<'a> {
                 }
             }
             if comps.is_empty() && want == 0 {
-                let gap = next_due.saturating_duration_since(Instant::now()).min(Duration::from_micros(50));
+                let gap = next_due.saturating_duration_since(clk.now()).min(Duration::from_micros(50));
                 std::thread::sleep(gap);
             }
-            now = Instant::now();
+            now = clk.now();
             if now >= boundary {
                 let new_sec = sec_of(now);
                 if !acc.is_empty() {
@@ -691,14 +700,14 @@ impl<'a> Worker<'a> {
             }
         }
         if self.job.end_fsync && error.is_none() && !stop.load(Ordering::Relaxed) {
-            let t = Instant::now();
+            let t = clk.now();
             let mut done = Vec::new();
             let r = self
                 .engine
                 .queue(Op { kind: OpKind::Fsync, file: 0, offset: 0, len: 0, slot: 0 })
                 .and_then(|_| self.engine.commit())
                 .and_then(|_| self.engine.reap(1, &mut done));
-            now = Instant::now();
+            now = clk.now();
             match (r, done.first().map(|c| c.result())) {
                 (Ok(()), Some(Ok(_))) => acc.sync.record(0, (now - t).as_nanos() as u64),
                 (Err(e), _) => error = Some(format!("final fsync of {}: {e}", self.path)),
@@ -707,6 +716,6 @@ impl<'a> Worker<'a> {
             }
             sec = sec_of(now);
         }
-        (sec, acc, now, error)
+        (sec, acc, clk.instant(now), error)
     }
 }

@@ -2,6 +2,7 @@
 //! ([`pattern`]), targets and their safety ([`layout`]), counters and histograms ([`stats`]),
 //! the executor ([`executor`]) and the result model ([`results`]) that every output reads.
 
+pub mod clock;
 pub mod cpu;
 pub mod executor;
 pub mod layout;
