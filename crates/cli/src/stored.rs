@@ -6,6 +6,7 @@ use crate::format::secs;
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_report::compare::{self, CompareOptions, Metric};
+use iolab_report::html::utc;
 use iolab_store::{ListFilter, Store, StoredRun};
 use iolab_workload::Status;
 use std::io::Write;
@@ -49,23 +50,6 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146097 + doe - 719468
 }
 
-/// `2026-11-22 03:04:05` in UTC.
-pub fn utc(t: f64) -> String {
-    let secs = t.max(0.0) as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Inverse of days_from_civil.
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
     l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
@@ -100,7 +84,7 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(["id", "started (UTC)", "kind", "name", "status", "phases", "node", "labels"]);
+    t.set_header(["id", "started", "kind", "name", "status", "phases", "node", "labels"]);
     for r in &list {
         let status = format!("{:?}", r.status).to_lowercase();
         t.add_row([
@@ -132,7 +116,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
         let h = &r.host;
         writeln!(
             out,
-            "run {}: {} {} ({:?}), started {} UTC",
+            "run {}: {} {} ({:?}), started {}",
             r.id,
             r.kind,
             r.name,
@@ -284,7 +268,7 @@ mod tests {
     fn dates() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(2026, 11, 22), 20779);
-        assert_eq!(utc(20779.0 * 86400.0 + 3661.0), "2026-11-22 01:01:01");
+        assert_eq!(utc(20779.0 * 86400.0 + 3661.0), "2026-11-22 01:01:01 UTC");
         assert_eq!(parse_since("2026-11-22").unwrap(), 20779.0 * 86400.0);
         assert!(parse_since("2d").unwrap() < now_unix() - 172_000.0);
         assert!(parse_since("90m").unwrap() > now_unix() - 5500.0);

@@ -53,7 +53,7 @@ pub fn escape(s: &str) -> String {
 }
 
 /// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
-fn utc(unix_s: f64) -> String {
+pub fn utc(unix_s: f64) -> String {
     let secs = unix_s.max(0.0).floor() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     // Howard Hinnant's civil_from_days.

@@ -195,14 +195,23 @@ pub struct Sampler {
     handle: JoinHandle<Option<(Snapshot, Snapshot, Vec<Rates>)>>,
     interval: Duration,
     root: ProcRoot,
+    target: Option<TargetInfo>,
+}
+
+/// Keep a sample small, so a long run's memory stays flat: the target's devices and interfaces
+/// and whatever was active; per-CPU figures only in the window's mean.
+fn trim(s: &mut Rates, target: Option<&TargetInfo>) {
+    s.cpu.per_cpu = Vec::new();
+    s.disks.retain(|n, d| !d.is_idle() || target.is_some_and(|t| t.devices.contains(n)));
+    s.net.retain(|n, r| !r.is_idle() || target.is_some_and(|t| t.interfaces.iter().any(|i| &i.name == n)));
 }
 
 impl Sampler {
     /// Take the first snapshot at `from` (now, if that has passed) and one every `interval` after it.
-    pub fn start(root: ProcRoot, interval: Duration, from: Instant) -> Sampler {
+    pub fn start(root: ProcRoot, interval: Duration, from: Instant, target: Option<TargetInfo>) -> Sampler {
         let interval = interval.max(Duration::from_millis(10));
         let stop = Arc::new(AtomicBool::new(false));
-        let (s, r) = (stop.clone(), root.clone());
+        let (s, r, tgt) = (stop.clone(), root.clone(), target.clone());
         // Sleep in short steps so a stop is noticed quickly; false if stopped first.
         let wait_until = move |due: Instant, s: &AtomicBool| -> bool {
             loop {
@@ -230,25 +239,30 @@ impl Sampler {
                         break;
                     }
                     let cur = Snapshot::read(&r);
-                    samples.push(Rates::between(&prev, &cur, cur.at.saturating_duration_since(first.at).as_secs_f64()));
+                    let mut sample =
+                        Rates::between(&prev, &cur, cur.at.saturating_duration_since(first.at).as_secs_f64());
+                    trim(&mut sample, tgt.as_ref());
+                    samples.push(sample);
                     prev = cur;
                 }
                 Some((first, prev, samples))
             })
             .expect("spawning the sampler thread");
-        Sampler { stop, handle, interval, root }
+        Sampler { stop, handle, interval, root, target }
     }
 
     /// Stop, take the last snapshot, and summarise the window; `None` if it never began.
-    pub fn finish(self, target: Option<TargetInfo>) -> Option<SystemResult> {
+    pub fn finish(self) -> Option<SystemResult> {
         self.stop.store(true, Ordering::Relaxed);
         let (first, prev, mut samples) = self.handle.join().ok().flatten()?;
         let last = Snapshot::read(&self.root);
         // The last partial interval counts too, when it is long enough to mean something.
         if last.at.saturating_duration_since(prev.at) >= self.interval / 5 {
-            samples.push(Rates::between(&prev, &last, last.at.saturating_duration_since(first.at).as_secs_f64()));
+            let mut sample = Rates::between(&prev, &last, last.at.saturating_duration_since(first.at).as_secs_f64());
+            trim(&mut sample, self.target.as_ref());
+            samples.push(sample);
         }
-        Some(SystemResult::summarise(&first, &last, samples, self.interval, target))
+        Some(SystemResult::summarise(&first, &last, samples, self.interval, self.target))
     }
 }
 
@@ -258,9 +272,9 @@ mod tests {
 
     #[test]
     fn sampler_sees_this_machine() {
-        let s = Sampler::start(ProcRoot::default(), Duration::from_millis(50), Instant::now());
+        let s = Sampler::start(ProcRoot::default(), Duration::from_millis(50), Instant::now(), None);
         std::thread::sleep(Duration::from_millis(230));
-        let r = s.finish(None).expect("sampled");
+        let r = s.finish().expect("sampled");
         assert!((4..=6).contains(&r.samples.len()), "{}", r.samples.len());
         let total =
             r.mean.cpu.all.user_pct + r.mean.cpu.all.system_pct + r.mean.cpu.all.idle_pct + r.mean.cpu.all.iowait_pct;
@@ -270,7 +284,8 @@ mod tests {
 
     #[test]
     fn stopped_before_start_gives_nothing() {
-        let s = Sampler::start(ProcRoot::default(), Duration::from_secs(1), Instant::now() + Duration::from_secs(60));
-        assert!(s.finish(None).is_none());
+        let s =
+            Sampler::start(ProcRoot::default(), Duration::from_secs(1), Instant::now() + Duration::from_secs(60), None);
+        assert!(s.finish().is_none());
     }
 }

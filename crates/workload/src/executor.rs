@@ -220,7 +220,12 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         let _ = shared.start.set(phase_start);
         shared.go.wait();
         let t0 = phase_start + max_ramp;
-        let sampler = ctl.sample_interval.map(|iv| Sampler::start(ProcRoot::default(), iv, t0));
+        // The first job's target stands for the phase's storage.
+        let sampler = ctl.sample_interval.map(|iv| {
+            let target =
+                targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
+            Sampler::start(ProcRoot::default(), iv, t0, target)
+        });
         let cpu0 = cpu::process_cpu();
         let mut agg = Aggregator::new(phase.jobs.len(), workers, t0);
         while agg.alive > 0 {
@@ -237,11 +242,7 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
             sink.tick(index, &p, agg.bytes_so_far());
         }
         let cpu1 = cpu::process_cpu();
-        let system = sampler.and_then(|s| {
-            // The first job's target stands for the phase's storage.
-            let path = targets.iter().flatten().next().map(|t| t.path.clone());
-            s.finish(path.map(|p| iolab_sysstat::describe(&p, &SysRoots::default())))
-        });
+        let system = sampler.and_then(|s| s.finish());
         let mut r = agg.into_result(phase, targets, t0, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
         r
