@@ -3,12 +3,14 @@
 //! path to the devices and interfaces that carry its I/O ([`target`]).
 
 pub mod host;
+pub mod names;
 pub mod procfs;
 pub mod rates;
 pub mod sample;
 pub mod target;
 
 pub use host::{host_facts, HostFacts};
+pub use names::NameMap;
 pub use rates::{CpuPct, DiskRates, NetRates};
 pub use sample::{ProcRoot, Rates, Sampler, Snapshot, SystemResult};
 pub use target::{describe, SysRoots, TargetInfo};

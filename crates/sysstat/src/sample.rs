@@ -1,6 +1,7 @@
 //! Snapshots of /proc and the sampler thread that takes them beside a run: one sample per
 //! interval, plus a summary (mean over the whole window, max over the samples).
 
+use crate::names::NameMap;
 use crate::procfs::*;
 use crate::rates::{CpuPct, DiskRates, NetRates};
 use crate::target::TargetInfo;
@@ -63,8 +64,8 @@ pub struct Rates {
     /// End of the interval, seconds after the window began.
     pub t_s: f64,
     pub cpu: CpuSummary,
-    pub disks: BTreeMap<String, DiskRates>,
-    pub net: BTreeMap<String, NetRates>,
+    pub disks: NameMap<DiskRates>,
+    pub net: NameMap<NetRates>,
     /// Page cache at the end of the interval.
     pub dirty_kb: u64,
     pub writeback_kb: u64,
@@ -164,11 +165,11 @@ impl SystemResult {
             s.keep(&wanted_disks, &wanted_nets);
             max.cpu.all = max.cpu.all.max(&s.cpu.all);
             for (n, d) in &s.disks {
-                let m = max.disks.entry(n.clone()).or_default();
+                let m = max.disks.entry_or_default(n);
                 *m = m.max(d);
             }
             for (n, d) in &s.net {
-                let m = max.net.entry(n.clone()).or_default();
+                let m = max.net.entry_or_default(n);
                 *m = m.max(d);
             }
             max.dirty_kb = max.dirty_kb.max(s.dirty_kb);
