@@ -134,27 +134,24 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
 fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
     let seq_writes = phase.jobs.iter().any(|j| j.rw.writes());
     // Re-check: an earlier phase may have created or grown these files since check_plan.
-    let fresh: Vec<Target> = phase
+    let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
         .filter(|j| j.engine != EngineKind::Null)
-        .map(layout::check_job)
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    layout::check_space(&fresh.iter().collect::<Vec<_>>(), seq_writes)?;
+        .map(|j| layout::check_job(j).map(|ts| (j, ts)))
+        .collect::<Result<_, _>>()?;
+    layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
     let mut seen = std::collections::HashSet::new();
-    for job in phase.jobs.iter().filter(|j| j.engine != EngineKind::Null) {
-        for t in layout::check_job(job)? {
+    for (job, ts) in &fresh {
+        for t in ts {
             if !seen.insert(t.path.clone()) {
                 continue;
             }
             let created_now = !t.exists;
-            layout::create_target(&t)?;
+            layout::create_target(t)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
-                layout::lay_out(&t, job.seed, job.compressibility, stop, created_now)?;
+                layout::lay_out(t, job.seed, job.compressibility, stop, created_now)?;
             } else if job.engine == EngineKind::Mmap && t.kind == TargetKind::File && t.existing < t.size {
                 std::fs::OpenOptions::new()
                     .write(true)
