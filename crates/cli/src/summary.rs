@@ -62,7 +62,7 @@ pub fn phase(p: &PhaseResult) -> String {
     if let Some(sys) = &p.system {
         let _ = writeln!(s, "  system: {}", crate::system::line(sys));
         for f in crate::system::findings(sys) {
-            let _ = writeln!(s, "  - {f}");
+            let _ = writeln!(s, "  - {}", f.text());
         }
     }
     for j in p.jobs.iter().filter(|j| j.error.is_some()) {

@@ -247,10 +247,18 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     for line in findings(&result.phases) {
         println!("- {line}");
     }
+    // Devices and links step by step; I/O wait, which most steps of a disk survey show, in one line.
+    let mut waits = Vec::new();
     for (s, p) in steps.iter().zip(&result.phases) {
         for f in p.system.iter().flat_map(crate::system::findings) {
-            println!("- {}: {f}", s.title);
+            match f {
+                crate::system::Finding::IoWait(wa) => waits.push(format!("{} ({wa:.0}%)", s.title)),
+                other => println!("- {}: {}", s.title, other.text()),
+            }
         }
+    }
+    if !waits.is_empty() {
+        println!("- CPU I/O wait above 20% (time idle waiting for storage) during: {}", waits.join(", "));
     }
     if let Some(e) = &result.error {
         println!("stopped early: {e}");

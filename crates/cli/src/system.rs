@@ -73,31 +73,52 @@ pub fn compact(s: &SystemResult) -> String {
     out
 }
 
-/// What stands out in a phase's system figures, in words.
-pub fn findings(s: &SystemResult) -> Vec<String> {
+/// Something that stands out in a phase's system figures.
+pub enum Finding {
+    /// A device busy most of the window.
+    Saturated(String),
+    /// CPU I/O wait above 20%, in percent.
+    IoWait(f64),
+    /// A link carrying most of its speed.
+    LinkNear(String),
+}
+
+impl Finding {
+    pub fn text(&self) -> String {
+        match self {
+            Finding::Saturated(t) | Finding::LinkNear(t) => t.clone(),
+            Finding::IoWait(wa) => {
+                format!("CPU I/O wait {wa:.0}%: CPU time went idle waiting for storage (seed 000: a sign of slow or saturated disks)")
+            }
+        }
+    }
+}
+
+/// What stands out in a phase's system figures.
+pub fn findings(s: &SystemResult) -> Vec<Finding> {
     let mut out = Vec::new();
     for (name, d) in devices(s) {
         if d.util_pct >= 90.0 {
-            out.push(format!(
+            out.push(Finding::Saturated(format!(
                 "{name} was busy {:.0}% of the time (queue {:.1}, await {:.1} ms): the device is at or near its limit (SSDs and NVMe can reach 100% before theirs)",
                 d.util_pct,
                 d.avgqu,
                 d.w_await_ms.max(d.r_await_ms)
-            ));
+            )));
         }
     }
     let wa = s.mean.cpu.all.iowait_pct;
     if wa >= 20.0 {
-        out.push(format!("CPU I/O wait {wa:.0}%: CPU time went idle waiting for storage (seed 000: a sign of slow or saturated disks)"));
+        out.push(Finding::IoWait(wa));
     }
     for (name, rx, tx, speed) in interfaces(s) {
         if let Some(mbps) = speed {
             let used = rx.max(tx) * 8.0 / (mbps as f64 * 1e6) * 100.0;
             if used >= 80.0 {
-                out.push(format!(
+                out.push(Finding::LinkNear(format!(
                     "{name} carried {}/s, {used:.0}% of its {mbps} Mb/s link: the network is the limit",
                     fmt_decimal(rx.max(tx))
-                ));
+                )));
             }
         }
     }
@@ -131,7 +152,7 @@ mod tests {
             line(&s),
             "cpu us 0% sy 9% wa 67% | sda w/s 55 wkB/s 1008 await 38.5 ms util 100% | eth0 rx 0 B/s tx 11.2 MB/s"
         );
-        let f = findings(&s).join("\n");
+        let f = findings(&s).iter().map(Finding::text).collect::<Vec<_>>().join("\n");
         assert!(
             f.contains("sda was busy 100%") && f.contains("I/O wait 67%") && f.contains("90% of its 100 Mb/s"),
             "{f}"
