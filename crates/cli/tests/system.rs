@@ -238,3 +238,121 @@ fn watch_prints_lines_and_json() {
     let out = iolab().args(["watch", "/no/such/path", "-c", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// sshd on a free loopback port with throwaway keys, an sshfs mount of a temp dir through it;
+/// both torn down on drop.
+struct Sshfs {
+    dir: tempfile::TempDir,
+    sshd: std::process::Child,
+    mounted: bool,
+}
+
+impl Sshfs {
+    fn start() -> Result<Sshfs, String> {
+        for tool in ["/usr/sbin/sshd", "/usr/bin/sshfs", "/usr/bin/ssh-keygen"] {
+            if !Path::new(tool).exists() {
+                return Err(format!("{tool} is not installed"));
+            }
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let d = dir.path();
+        for key in ["hostkey", "userkey"] {
+            let ok = Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(d.join(key)).status();
+            if !matches!(ok, Ok(s) if s.success()) {
+                return Err("ssh-keygen failed".into());
+            }
+        }
+        std::fs::copy(d.join("userkey.pub"), d.join("authorized")).map_err(|e| e.to_string())?;
+        let port =
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        let cfg = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nStrictModes no\nUsePAM no\nPidFile {d}/sshd.pid\nSubsystem sftp internal-sftp\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), cfg).map_err(|e| e.to_string())?;
+        let _ = std::fs::create_dir_all("/run/sshd");
+        std::fs::create_dir_all(d.join("export")).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(d.join("mnt")).map_err(|e| e.to_string())?;
+        let sshd = Command::new("/usr/sbin/sshd")
+            .arg("-D")
+            .arg("-f")
+            .arg(d.join("sshd_config"))
+            .arg("-E")
+            .arg(d.join("sshd.log"))
+            .spawn()
+            .map_err(|e| format!("sshd: {e}"))?;
+        let mut s = Sshfs { dir, sshd, mounted: false };
+        let d = s.dir.path().to_path_buf();
+        // sshd needs a moment to listen.
+        for _ in 0..50 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let opts = format!(
+            "port={port},IdentityFile={}/userkey,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null",
+            d.display()
+        );
+        let ok = Command::new("sshfs")
+            .args(["-o", &opts])
+            .arg(format!("root@127.0.0.1:{}/export", d.display()))
+            .arg(d.join("mnt"))
+            .status();
+        if !matches!(ok, Ok(st) if st.success()) {
+            return Err(format!(
+                "sshfs mount failed (FUSE unavailable?); sshd log: {}",
+                std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+            ));
+        }
+        s.mounted = true;
+        Ok(s)
+    }
+
+    fn mnt(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for Sshfs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = Command::new("umount").arg(self.mnt()).status();
+        }
+        let _ = self.sshd.kill();
+        let _ = self.sshd.wait();
+    }
+}
+
+#[test]
+fn sshfs_maps_to_its_interface_and_its_traffic_shows_there() {
+    let fs = match Sshfs::start() {
+        Ok(fs) => fs,
+        Err(why) => return skip(&format!("no sshfs over loopback: {why}")),
+    };
+    let f = fs.mnt().join("data");
+    let v = run_json(&[
+        "run",
+        "--no-store",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "16M",
+        "--rw",
+        "write",
+        "--bs",
+        "1M",
+    ]);
+    let sys = &v["phases"][0]["system"];
+    let t = &sys["target"];
+    assert_eq!(t["fstype"], "fuse.sshfs", "{t}");
+    assert_eq!(t["network"], true);
+    assert!(t["mount_source"].as_str().unwrap().contains("127.0.0.1"));
+    assert_eq!(t["interfaces"][0]["name"], "lo", "the server is on loopback: {t}");
+    assert!(t["devices"].as_array().unwrap().is_empty(), "no block device under sshfs");
+    // The 16 MiB crossed the loopback interface while iolab wrote them.
+    let written = u(&v["phases"][0]["total"]["write"]["bytes"]) as f64;
+    let lo_bytes = sys["net"]["lo"]["tx_bytes_s"].as_f64().unwrap() * sys["t_s"].as_f64().unwrap();
+    assert!(lo_bytes >= written * 0.9, "lo carried {lo_bytes} bytes for {written} written");
+    assert_eq!(std::fs::metadata(fs.dir.path().join("export/data")).unwrap().len(), 16 << 20);
+}

@@ -149,38 +149,30 @@ impl Store {
         let sql = |what: &'static str| move |source| StoreError::Sql { path: path.into(), what, source };
         let conn = Connection::open(path).map_err(sql("opening"))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(sql("setting the busy timeout"))?;
-        // Read before writing anything: a corrupt or newer file must be left untouched.
-        let version: u32 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
-            Ok(v) => v,
-            Err(e) => return Err(StoreError::Corrupt { path: path.into(), msg: e.to_string() }),
+        // Read before writing anything: a corrupt or newer file must be left untouched. The
+        // version and the tables are read in one transaction, so a database another process is
+        // creating right now is seen either empty or complete, never half made.
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: path.into(), msg: e.to_string() };
+        let (version, tables, has_runs) = {
+            let tx = conn.unchecked_transaction().map_err(corrupt)?;
+            let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(corrupt)?;
+            let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(corrupt)?;
+            let has_runs: i64 = tx
+                .query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='runs'", [], |r| r.get(0))
+                .map_err(corrupt)?;
+            (version, tables, has_runs == 1)
         };
-        if let Err(e) = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
-            return Err(StoreError::Corrupt { path: path.into(), msg: e.to_string() });
-        }
         if version > schema::VERSION {
             return Err(StoreError::Newer { path: path.into(), found: version, known: schema::VERSION });
         }
-        if version > 0 {
-            let has_runs: bool = conn
-                .query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='runs'", [], |r| {
-                    r.get::<_, i64>(0)
-                })
-                .map(|n| n == 1)
-                .unwrap_or(false);
-            if !has_runs {
-                return Err(StoreError::Corrupt {
-                    path: path.into(),
-                    msg: format!("schema version {version} but no runs table; not an iolab database"),
-                });
-            }
-        } else {
-            let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).unwrap_or(0);
-            if tables > 0 {
-                return Err(StoreError::Corrupt {
-                    path: path.into(),
-                    msg: "an SQLite database of something else".into(),
-                });
-            }
+        if version > 0 && !has_runs {
+            return Err(StoreError::Corrupt {
+                path: path.into(),
+                msg: format!("schema version {version} but no runs table; not an iolab database"),
+            });
+        }
+        if version == 0 && tables > 0 {
+            return Err(StoreError::Corrupt { path: path.into(), msg: "an SQLite database of something else".into() });
         }
         // Another process creating the same database may hold the lock that switching to WAL
         // needs; SQLite does not always wait for it, so wait here.

@@ -199,3 +199,23 @@ fn two_writers_at_once_lose_nothing() {
         assert!(run.result.phases[0].timeline.len() >= 20);
     }
 }
+
+#[test]
+fn many_openers_of_a_new_database_all_succeed() {
+    // Two iolab processes starting together both create the database: none may see it half
+    // made and call it foreign (a race the whole-command test once hit).
+    for round in 0..20 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("new{round}.db"));
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    barrier.wait();
+                    let store = Store::open(&path).unwrap_or_else(|e| panic!("round {round}: {e}"));
+                    assert_eq!(store.schema_version(), schema::VERSION);
+                });
+            }
+        });
+    }
+}
