@@ -63,11 +63,7 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&a.db.path())?;
     let status = match a.status.as_deref() {
         None => None,
-        Some("running") => Some(Status::Running),
-        Some("complete") => Some(Status::Complete),
-        Some("interrupted") => Some(Status::Interrupted),
-        Some("failed") => Some(Status::Failed),
-        Some(o) => bail!("--status `{o}`: accepted: running, complete, interrupted, failed"),
+        Some(s) => Some(s.parse::<Status>().map_err(|e| anyhow::anyhow!("--status: {e}"))?),
     };
     let filter = ListFilter {
         labels: a.labels,
@@ -86,13 +82,12 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(["id", "started", "kind", "name", "status", "phases", "node", "labels"]);
     for r in &list {
-        let status = format!("{:?}", r.status).to_lowercase();
         t.add_row([
             r.id.to_string(),
             utc(r.started_unix_s),
             r.kind.clone(),
             r.name.clone(),
-            status,
+            r.status.to_string(),
             r.phases.to_string(),
             r.node.clone(),
             labels_text(&r.labels),
@@ -116,7 +111,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
         let h = &r.host;
         writeln!(
             out,
-            "run {}: {} {} ({:?}), started {}",
+            "run {}: {} {} ({}), started {}",
             r.id,
             r.kind,
             r.name,

@@ -3,7 +3,7 @@
 
 use crate::format::{count, fmt_binary, fmt_decimal, ms, rate, secs};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
-use iolab_workload::results::{DirTotals, PhaseResult, RunResult, Status, Totals};
+use iolab_workload::results::{ClassTotals, PhaseResult, RunResult, Status, Totals};
 use std::fmt::Write;
 
 pub fn render(r: &RunResult) -> String {
@@ -37,15 +37,15 @@ pub fn phase(p: &PhaseResult) -> String {
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(["job", "dir", "ops", "MB/s", "MiB/s", "IOPS", "lat ms mean", "p50", "p90", "p99", "p99.9", "max"]);
     for j in &p.jobs {
-        for (name, d) in [("read", &j.total.read), ("write", &j.total.write)] {
+        for (name, d) in [("read", &j.total.read()), ("write", &j.total.write())] {
             if d.ops > 0 {
                 t.add_row(row(&j.name, name, d));
             }
         }
-        if j.total.sync.ops > 0 {
-            let l = &j.total.sync.lat_ns;
+        if j.total.sync().ops > 0 {
+            let l = &j.total.sync().lat_ns;
             let mut r: Vec<Cell> =
-                vec![Cell::new(&j.name), Cell::new("sync"), Cell::new(count(j.total.sync.ops as f64))];
+                vec![Cell::new(&j.name), Cell::new("sync"), Cell::new(count(j.total.sync().ops as f64))];
             r.extend(["", "", ""].map(Cell::new));
             r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));
             t.add_row(r);
@@ -71,7 +71,7 @@ pub fn phase(p: &PhaseResult) -> String {
     s
 }
 
-fn row(job: &str, dir: &str, d: &DirTotals) -> Vec<Cell> {
+fn row(job: &str, dir: &str, d: &ClassTotals) -> Vec<Cell> {
     let l = &d.lat_ns;
     let mut r = vec![
         Cell::new(job),
@@ -87,7 +87,7 @@ fn row(job: &str, dir: &str, d: &DirTotals) -> Vec<Cell> {
 
 /// `1048576000 bytes (1.0 GB, 1000.0 MiB) written, 88.12 s, 11.9 MB/s (11.3 MiB/s), 10 IOPS`
 fn dd_lines(s: &mut String, t: &Totals, elapsed: f64, indent: &str) {
-    for (verb, d) in [("read", &t.read), ("written", &t.write)] {
+    for (verb, d) in [("read", &t.read()), ("written", &t.write())] {
         if d.ops == 0 {
             continue;
         }
@@ -102,14 +102,14 @@ fn dd_lines(s: &mut String, t: &Totals, elapsed: f64, indent: &str) {
             count(d.iops)
         );
     }
-    if t.sync.ops > 0 {
+    if t.sync().ops > 0 {
         let _ = writeln!(
             s,
             "{indent}{} flushes, latency ms p50 {} p99 {} max {}",
-            count(t.sync.ops as f64),
-            ms(t.sync.lat_ns.p50),
-            ms(t.sync.lat_ns.p99),
-            ms(t.sync.lat_ns.max)
+            count(t.sync().ops as f64),
+            ms(t.sync().lat_ns.p50),
+            ms(t.sync().lat_ns.p99),
+            ms(t.sync().lat_ns.max)
         );
     }
 }

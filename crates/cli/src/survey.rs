@@ -61,13 +61,13 @@ fn deep(c: &Ctx, mut j: JobPatch) -> JobPatch {
 
 fn bw_line(p: &PhaseResult) -> String {
     let t = &p.total;
-    let d = if t.write.ops > 0 { &t.write } else { &t.read };
+    let d = if t.write().ops > 0 { &t.write() } else { &t.read() };
     format!("{}   lat p99 {} ms", rate(d.bw_bytes), ms(d.lat_ns.p99))
 }
 
 fn iops_line(p: &PhaseResult) -> String {
     let t = &p.total;
-    let d = if t.write.ops > 0 { &t.write } else { &t.read };
+    let d = if t.write().ops > 0 { &t.write() } else { &t.read() };
     format!("{} IOPS   lat p50 {} ms  p99 {} ms", count(d.iops), ms(d.lat_ns.p50), ms(d.lat_ns.p99))
 }
 
@@ -122,7 +122,7 @@ pub fn steps() -> Vec<Step> {
                 vec![j]
             },
             read: |p| {
-                let s = &p.total.sync;
+                let s = &p.total.sync();
                 format!(
                     "{} commits/s   fsync p50 {} ms  p99 {} ms",
                     count(s.ops as f64 / p.elapsed_s.max(1e-9)),
@@ -147,8 +147,9 @@ pub fn steps() -> Vec<Step> {
                 ]
             },
             read: |p| {
-                let each: Vec<String> = p.jobs.iter().map(|j| format!("{:.1}", j.total.write.bw_bytes / 1e6)).collect();
-                format!("{} total ({} MB/s each)", rate(p.total.write.bw_bytes), each.join(" + "))
+                let each: Vec<String> =
+                    p.jobs.iter().map(|j| format!("{:.1}", j.total.write().bw_bytes / 1e6)).collect();
+                format!("{} total ({} MB/s each)", rate(p.total.write().bw_bytes), each.join(" + "))
             },
         },
     ]
@@ -275,7 +276,7 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
     let mut out = Vec::new();
     let get = |k: &str| phases.iter().find(|p| p.name == k);
     if let (Some(one), Some(two)) = (get("one-writer"), get("two-writers")) {
-        let (a, b) = (one.total.write.bw_bytes, two.total.write.bw_bytes);
+        let (a, b) = (one.total.write().bw_bytes, two.total.write().bw_bytes);
         if a > 0.0 && b > 0.0 {
             let pct = 100.0 * b / a;
             let what = if pct >= 110.0 {
@@ -291,15 +292,15 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
         }
     }
     if let (Some(q1), Some(q32)) = (get("rand-read-qd1"), get("rand-read-qd32")) {
-        if q1.total.read.iops > 0.0 {
+        if q1.total.read().iops > 0.0 {
             out.push(format!(
                 "random reads scale {:.1}x from queue depth 1 to 32",
-                q32.total.read.iops / q1.total.read.iops
+                q32.total.read().iops / q1.total.read().iops
             ));
         }
     }
     if let Some(f) = get("append-fsync") {
-        if f.total.sync.lat_ns.p99 > 10_000_000 {
+        if f.total.sync().lat_ns.p99 > 10_000_000 {
             out.push(
                 "fsync p99 above 10 ms: every commit waits on the device (seed 002's redo log would crawl)".into(),
             );

@@ -35,6 +35,8 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
                     "<name>".to_string()
                 } else if prefix.ends_with(".net") {
                     "<iface>".to_string()
+                } else if prefix.ends_with(".classes") || prefix.ends_with("timeline[].ops") {
+                    "<class>".to_string()
                 } else {
                     k.clone()
                 };
@@ -99,7 +101,7 @@ fn json_matches_docs() {
             .replace("phases[].system.samples[].", "phases[].system.")
             .replace("phases[].system.cpu.per_cpu[].", "phases[].system.cpu.");
         // Covered: documented itself, a parent of documented fields, or inside an object
-        // documented as a whole (`total.write` has read's fields, `sync.lat_ns` the usual ones).
+        // documented as a whole (`total.write()` has read's fields, `sync.lat_ns` the usual ones).
         let covered = docs.contains(&n)
             || docs.iter().any(|d| d.starts_with(&format!("{n}.")) || d.starts_with(&format!("{n}[]")))
             || docs.iter().any(|d| {

@@ -3,8 +3,8 @@
 //! configuration each change gets a verdict in criterion's two gates: Welch's t-test must find
 //! it significant, and its 95% confidence interval must lie wholly beyond the noise threshold.
 
+use iolab_model::{PhaseResult, Totals};
 use iolab_store::StoredRun;
-use iolab_workload::results::{PhaseResult, Totals};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -80,15 +80,15 @@ impl Metric {
     pub fn value(self, t: &Totals) -> Option<f64> {
         let ms = |ns: u64| ns as f64 / 1e6;
         let (ops, v) = match self {
-            Metric::ReadMbS => (t.read.ops, t.read.bw_bytes / 1e6),
-            Metric::WriteMbS => (t.write.ops, t.write.bw_bytes / 1e6),
-            Metric::ReadIops => (t.read.ops, t.read.iops),
-            Metric::WriteIops => (t.write.ops, t.write.iops),
-            Metric::ReadP50Ms => (t.read.ops, ms(t.read.lat_ns.p50)),
-            Metric::ReadP99Ms => (t.read.ops, ms(t.read.lat_ns.p99)),
-            Metric::WriteP50Ms => (t.write.ops, ms(t.write.lat_ns.p50)),
-            Metric::WriteP99Ms => (t.write.ops, ms(t.write.lat_ns.p99)),
-            Metric::SyncP99Ms => (t.sync.ops, ms(t.sync.lat_ns.p99)),
+            Metric::ReadMbS => (t.read().ops, t.read().bw_bytes / 1e6),
+            Metric::WriteMbS => (t.write().ops, t.write().bw_bytes / 1e6),
+            Metric::ReadIops => (t.read().ops, t.read().iops),
+            Metric::WriteIops => (t.write().ops, t.write().iops),
+            Metric::ReadP50Ms => (t.read().ops, ms(t.read().lat_ns.p50)),
+            Metric::ReadP99Ms => (t.read().ops, ms(t.read().lat_ns.p99)),
+            Metric::WriteP50Ms => (t.write().ops, ms(t.write().lat_ns.p50)),
+            Metric::WriteP99Ms => (t.write().ops, ms(t.write().lat_ns.p99)),
+            Metric::SyncP99Ms => (t.sync().ops, ms(t.sync().lat_ns.p99)),
         };
         (ops > 0).then_some(v)
     }

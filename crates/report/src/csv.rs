@@ -1,8 +1,8 @@
 //! CSV for spreadsheets: one row per run × phase × job × direction; the phase's total is the
 //! job named `*`. Fields holding commas or quotes are quoted as RFC 4180 says.
 
+use iolab_model::Totals;
 use iolab_store::StoredRun;
-use iolab_workload::results::Totals;
 
 const HEADER: &str = "run_id,kind,started_unix_s,labels,phase,job,dir,ops,bytes,elapsed_s,iops,bw_bytes,mb_s,mib_s,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p999_ns,lat_max_ns";
 
@@ -23,9 +23,9 @@ pub fn to_csv(runs: &[StoredRun]) -> String {
         for p in &r.result.phases {
             let mut emit = |job: &str, t: &Totals, elapsed: f64| {
                 let dirs = [
-                    ("read", t.read.ops, t.read.bytes, t.read.iops, t.read.bw_bytes, &t.read.lat_ns),
-                    ("write", t.write.ops, t.write.bytes, t.write.iops, t.write.bw_bytes, &t.write.lat_ns),
-                    ("sync", t.sync.ops, 0, 0.0, 0.0, &t.sync.lat_ns),
+                    ("read", t.read().ops, t.read().bytes, t.read().iops, t.read().bw_bytes, &t.read().lat_ns),
+                    ("write", t.write().ops, t.write().bytes, t.write().iops, t.write().bw_bytes, &t.write().lat_ns),
+                    ("sync", t.sync().ops, 0, 0.0, 0.0, &t.sync().lat_ns),
                 ];
                 for (dir, ops, bytes, iops, bw, l) in dirs {
                     if ops == 0 {

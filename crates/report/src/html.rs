@@ -4,8 +4,8 @@
 
 use crate::charts::{self, Dash, LatSet, Series};
 use crate::compare::{compare, CompareOptions, Comparison, Verdict};
+use iolab_model::{ClassTotals, PhaseResult, TimelinePoint};
 use iolab_store::StoredRun;
-use iolab_workload::results::{DirTotals, PhaseResult, Status, TimelinePoint};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -83,15 +83,6 @@ fn num(v: f64) -> String {
 
 fn ms(ns: u64) -> String {
     num(ns as f64 / 1e6)
-}
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Running => "running",
-        Status::Complete => "complete",
-        Status::Interrupted => "interrupted",
-        Status::Failed => "failed",
-    }
 }
 
 fn bytes_h(b: u64) -> String {
@@ -236,7 +227,7 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     row(h, "name", &|r| text(&r.name));
     row(h, "kind", &|r| text(&r.kind));
     row(h, "status", &|r| {
-        let st = status_word(r.result.status);
+        let st = r.result.status.as_str();
         let mut s = format!("<span class=\"status-{st}\">{st}</span>");
         if let Some(e) = &r.result.error {
             let _ = write!(s, "<br><span class=\"error\">{}</span>", escape(e));
@@ -294,7 +285,7 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     h.push_str("</table></div>\n</section>\n");
 }
 
-fn dir_cells(h: &mut String, d: &DirTotals) {
+fn dir_cells(h: &mut String, d: &ClassTotals) {
     if d.ops == 0 {
         h.push_str(&"<td class=\"n muted\">-</td>".repeat(5));
         return;
@@ -337,16 +328,16 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 if p.interrupted { " <span class=\"error\">(interrupted)</span>" } else { "" },
                 p.elapsed_s
             );
-            dir_cells(h, &p.total.read);
-            dir_cells(h, &p.total.write);
-            if p.total.sync.ops == 0 {
+            dir_cells(h, p.total.read());
+            dir_cells(h, p.total.write());
+            if p.total.sync().ops == 0 {
                 h.push_str(&"<td class=\"n muted\">-</td>".repeat(2));
             } else {
                 let _ = write!(
                     h,
                     "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
-                    p.total.sync.ops,
-                    ms(p.total.sync.lat_ns.p99)
+                    p.total.sync().ops,
+                    ms(p.total.sync().lat_ns.p99)
                 );
             }
             h.push_str("</tr>\n");
@@ -549,9 +540,11 @@ fn phase_charts(
     // Latency percentiles: one set per run and direction.
     let mut sets = Vec::new();
     for (k, (_, r, p)) in rp.iter().enumerate() {
-        let dirs =
-            [("read", &p.total.read.lat_ns, p.total.read.ops), ("write", &p.total.write.lat_ns, p.total.write.ops)];
-        let dirs = dirs.into_iter().chain(std::iter::once(("fsync", &p.total.sync.lat_ns, p.total.sync.ops)));
+        let dirs = [
+            ("read", &p.total.read().lat_ns, p.total.read().ops),
+            ("write", &p.total.write().lat_ns, p.total.write().ops),
+        ];
+        let dirs = dirs.into_iter().chain(std::iter::once(("fsync", &p.total.sync().lat_ns, p.total.sync().ops)));
         for (d, (dir, l, ops)) in dirs.enumerate() {
             if ops == 0 {
                 continue;

@@ -144,8 +144,8 @@ fn report_has_every_chart_no_external_reference_and_escapes_labels() {
     assert!(html.contains("write MB/s") && html.contains("fsync p99 ms"), "comparison metrics");
     // Summary: one row per run and phase, with the fsync count of the write phase.
     let w = &runs()[0].result.phases[0];
-    assert!(w.total.sync.ops > 0);
-    assert!(html.contains(&format!("<td class=\"n\">{}</td>", w.total.sync.ops)), "fsync count in the summary");
+    assert!(w.total.sync().ops > 0);
+    assert!(html.contains(&format!("<td class=\"n\">{}</td>", w.total.sync().ops)), "fsync count in the summary");
 }
 
 #[test]

@@ -2,13 +2,13 @@
 //! shape (native ext4 against DRBD, three runs of each), so any change to either format shows up
 //! in review as a diff of `tests/snapshots/`.
 
+use iolab_model::{ClassTotals, LatNs, OpClass, PhaseResult, RunResult, Status, Totals, SCHEMA_VERSION};
 use iolab_report::compare::{compare, render_table, CompareOptions, Metric, Verdict};
 use iolab_spec::Plan;
 use iolab_store::StoredRun;
-use iolab_workload::results::{DirTotals, LatNs, PhaseResult, RunResult, Status, SyncTotals, Totals, SCHEMA_VERSION};
 
-fn dir(ops: u64, bytes: u64, secs: f64, p50_us: u64, p99_us: u64) -> DirTotals {
-    DirTotals {
+fn dir(ops: u64, bytes: u64, secs: f64, p50_us: u64, p99_us: u64) -> ClassTotals {
+    ClassTotals {
         ops,
         bytes,
         iops: ops as f64 / secs,
@@ -31,16 +31,15 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     let secs = 60.0;
     let w_ops = (60_000.0 * speed) as u64;
     let r_ops = (30_000.0 * speed) as u64;
-    let deliver = Totals {
-        write: dir(w_ops, w_ops * 4096, secs, (200.0 / speed) as u64, (900.0 / speed) as u64),
-        sync: SyncTotals {
-            ops: w_ops / 4,
-            lat_ns: LatNs { p50: 1_000_000, p99: (4_000_000.0 / speed) as u64, ..Default::default() },
-            hist: None,
-        },
+    let mut deliver = Totals::default();
+    *deliver.get_mut(OpClass::Write) = dir(w_ops, w_ops * 4096, secs, (200.0 / speed) as u64, (900.0 / speed) as u64);
+    *deliver.get_mut(OpClass::Sync) = ClassTotals {
+        ops: w_ops / 4,
+        lat_ns: LatNs { p50: 1_000_000, p99: (4_000_000.0 / speed) as u64, ..Default::default() },
         ..Default::default()
     };
-    let read = Totals { read: dir(r_ops, r_ops * 65536, secs, 150, 700), ..Default::default() };
+    let mut read = Totals::default();
+    *read.get_mut(OpClass::Read) = dir(r_ops, r_ops * 65536, secs, 150, 700);
     let phase = |name: &str, t: Totals| PhaseResult {
         name: name.into(),
         elapsed_s: secs,

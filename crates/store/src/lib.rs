@@ -6,11 +6,9 @@
 pub mod schema;
 mod select;
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
-use hdrhistogram::Histogram;
+use iolab_model::{OpClass, PhaseResult, RunResult, Status, TimelinePoint, Totals, SCHEMA_VERSION};
 use iolab_spec::Plan;
 use iolab_sysstat::{HostFacts, Rates};
-use iolab_workload::results::{DirTotals, PhaseResult, RunResult, Status, TimelinePoint, Totals, SCHEMA_VERSION};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -93,36 +91,9 @@ pub fn default_path() -> PathBuf {
     base.join("iolab/results.db")
 }
 
-fn status_str(s: Status) -> &'static str {
-    match s {
-        Status::Running => "running",
-        Status::Complete => "complete",
-        Status::Interrupted => "interrupted",
-        Status::Failed => "failed",
-    }
-}
-
+/// A stored status word; anything unreadable counts as still running (then judged live or not).
 fn status_of(s: &str) -> Status {
-    match s {
-        "complete" => Status::Complete,
-        "interrupted" => Status::Interrupted,
-        "failed" => Status::Failed,
-        _ => Status::Running,
-    }
-}
-
-fn hist_bytes(h: &Option<Histogram<u64>>) -> Option<Vec<u8>> {
-    let h = h.as_ref().filter(|h| !h.is_empty())?;
-    let mut out = Vec::new();
-    V2Serializer::new().serialize(h, &mut out).ok()?;
-    Some(out)
-}
-
-fn hist_from(b: Option<Vec<u8>>) -> Option<Histogram<u64>> {
-    let b = b?;
-    let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &b[..]).ok()?;
-    h.auto(true);
-    Some(h)
+    s.parse().unwrap_or(Status::Running)
 }
 
 impl Store {
@@ -284,17 +255,12 @@ impl Store {
         )
         .map_err(self.err("saving a phase"))?;
         let put = |job: &str, t: &Totals| -> rusqlite::Result<()> {
-            for (dir, d) in [("read", &t.read), ("write", &t.write)] {
+            for (class, d) in t.iter() {
                 tx.execute(
                     "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                    params![run, idx as i64, node, job, dir, d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.lat_ns.p50 as i64, d.lat_ns.p99 as i64, hist_bytes(&d.hist)],
+                    params![run, idx as i64, node, job, class.as_str(), d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.lat_ns.p50 as i64, d.lat_ns.p99 as i64, d.hist.as_ref().and_then(iolab_model::hist::to_v2)],
                 )?;
             }
-            let s = &t.sync;
-            tx.execute(
-                "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (?1, ?2, ?3, ?4, 'sync', ?5, 0, 0, 0, ?6, ?7, ?8)",
-                params![run, idx as i64, node, job, s.ops as i64, s.lat_ns.p50 as i64, s.lat_ns.p99 as i64, hist_bytes(&s.hist)],
-            )?;
             Ok(())
         };
         put("", &p.total).map_err(self.err("saving totals"))?;
@@ -324,7 +290,7 @@ impl Store {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, error = ?3, ended_unix_s = ?4 WHERE id = ?1",
-                params![run, status_str(status), error, ended_unix_s],
+                params![run, status.as_str(), error, ended_unix_s],
             )
             .map_err(self.err("saving the run's status"))?;
         Ok(())
@@ -538,11 +504,8 @@ impl Store {
                 p.jobs.iter_mut().find(|j| j.name == job).map(|j| &mut j.total)
             };
             let Some(t) = t else { continue };
-            let h = hist_from(blob);
-            match dir.as_str() {
-                "read" => t.read.hist = h,
-                "write" => t.write.hist = h,
-                _ => t.sync.hist = h,
+            if let Ok(class) = dir.parse::<OpClass>() {
+                t.get_mut(class).hist = blob.as_deref().and_then(iolab_model::hist::from_bytes);
             }
         }
         Ok(())
@@ -598,16 +561,26 @@ fn rustix_hostname() -> String {
 /// Totals rebuilt from the seconds saved before the process died (no latency histograms).
 fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseResult {
     let elapsed = timeline.last().map(|p| p.t_s).unwrap_or(0.0);
-    let sum = |f: fn(&TimelinePoint) -> u64| timeline.iter().map(f).sum::<u64>();
+    let mut total = Totals::default();
+    for p in &timeline {
+        for (class, n) in p.ops.iter() {
+            total.get_mut(class).ops += n;
+        }
+    }
+    // Seconds saved before classes were kept: the three documented counters.
+    if timeline.iter().all(|p| p.ops.total() == 0) {
+        total.get_mut(OpClass::Read).ops = timeline.iter().map(|p| p.read_ops).sum();
+        total.get_mut(OpClass::Write).ops = timeline.iter().map(|p| p.write_ops).sum();
+        total.get_mut(OpClass::Sync).ops = timeline.iter().map(|p| p.sync_ops).sum();
+    }
+    total.get_mut(OpClass::Read).bytes = timeline.iter().map(|p| p.read_bytes).sum();
+    total.get_mut(OpClass::Write).bytes = timeline.iter().map(|p| p.write_bytes).sum();
     let per_s = |v: u64| if elapsed > 0.0 { v as f64 / elapsed } else { 0.0 };
-    let dir =
-        |ops: u64, bytes: u64| DirTotals { ops, bytes, iops: per_s(ops), bw_bytes: per_s(bytes), ..Default::default() };
-    let mut total = Totals {
-        read: dir(sum(|p| p.read_ops), sum(|p| p.read_bytes)),
-        write: dir(sum(|p| p.write_ops), sum(|p| p.write_bytes)),
-        ..Default::default()
-    };
-    total.sync.ops = sum(|p| p.sync_ops);
+    for c in OpClass::ALL {
+        let t = total.get_mut(*c);
+        t.iops = per_s(t.ops);
+        t.bw_bytes = per_s(t.bytes);
+    }
     PhaseResult {
         name: plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),
         elapsed_s: elapsed,

@@ -1,9 +1,9 @@
 //! The results database on real files: migrations, round trips of real runs with their
 //! histograms, files it must refuse and leave untouched, selectors, and concurrent writers.
 
+use iolab_model::{RunResult, Status};
 use iolab_spec::{JobPatch, Phase, Plan, Rw};
 use iolab_store::{schema, ListFilter, Store, StoreError};
-use iolab_workload::results::{RunResult, Status};
 use iolab_workload::{run_plan, Control, NoSink};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
@@ -73,22 +73,22 @@ fn a_real_run_round_trips_with_histograms() {
     assert_eq!(back.result.status, Status::Complete);
     assert_eq!(back.result.plan, r.plan);
     let (a, b) = (&r.phases[0], &back.result.phases[0]);
-    assert_eq!(a.total.read.ops, b.total.read.ops);
-    assert_eq!(a.total.write.bytes, b.total.write.bytes);
-    assert_eq!(a.total.read.lat_ns, b.total.read.lat_ns);
-    assert_eq!(a.total.sync.ops, b.total.sync.ops);
+    assert_eq!(a.total.read().ops, b.total.read().ops);
+    assert_eq!(a.total.write().bytes, b.total.write().bytes);
+    assert_eq!(a.total.read().lat_ns, b.total.read().lat_ns);
+    assert_eq!(a.total.sync().ops, b.total.sync().ops);
     assert_eq!(a.timeline.len(), b.timeline.len());
-    assert_eq!(a.jobs[0].total.write.iops, b.jobs[0].total.write.iops);
+    assert_eq!(a.jobs[0].total.write().iops, b.jobs[0].total.write().iops);
     let (sa, sb) = (a.system.as_ref().unwrap(), b.system.as_ref().unwrap());
     assert_eq!(sa.samples.len(), sb.samples.len());
     assert_eq!(sa.mean.cpu, sb.mean.cpu);
     // Histograms come back whole: the same quantiles, and they still merge.
-    let (ha, hb) = (a.total.read.hist.as_ref().unwrap(), b.total.read.hist.as_ref().unwrap());
+    let (ha, hb) = (a.total.read().hist.as_ref().unwrap(), b.total.read().hist.as_ref().unwrap());
     for q in [0.5, 0.9, 0.99, 0.999] {
         assert_eq!(ha.value_at_quantile(q), hb.value_at_quantile(q));
     }
     let mut merged = hb.clone();
-    merged.add(b.jobs[0].total.read.hist.as_ref().unwrap()).unwrap();
+    merged.add(b.jobs[0].total.read().hist.as_ref().unwrap()).unwrap();
     assert_eq!(merged.len(), 2 * ha.len());
 }
 

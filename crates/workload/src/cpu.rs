@@ -14,12 +14,6 @@ pub fn process_cpu() -> CpuTime {
     CpuTime { user_s: get(11), system_s: get(12) }
 }
 
-impl CpuTime {
-    pub fn since(self, before: CpuTime) -> CpuTime {
-        CpuTime { user_s: (self.user_s - before.user_s).max(0.0), system_s: (self.system_s - before.system_s).max(0.0) }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

@@ -10,8 +10,8 @@ use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
 use crate::results::*;
-use crate::stats::{new_histogram, Acc};
 use iolab_engine::{fill_pattern, open_target, Completion, Engine, Op, OpKind, OpenOptions};
+use iolab_model::{new_histogram, Acc, OpClass};
 use iolab_spec::{EngineKind, Job, Phase, Plan, SyncMode};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::BTreeMap;
@@ -301,18 +301,11 @@ impl Aggregator {
             return; // ramp: run but not counted
         }
         self.jobs[job].merge(acc);
-        self.bytes += acc.read.bytes + acc.write.bytes;
-        let add = |c: &mut TimelinePoint| {
-            c.read_ops += acc.read.ops;
-            c.read_bytes += acc.read.bytes;
-            c.write_ops += acc.write.ops;
-            c.write_bytes += acc.write.bytes;
-            c.sync_ops += acc.sync.ops;
-        };
+        self.bytes += acc.bytes();
         if sec <= self.finalized_upto {
             // A straggler's report for a second already shown: counts still land in it.
             if let Some(p) = self.timeline.iter_mut().find(|p| p.t_s as i64 == sec + 1) {
-                add(p);
+                p.add(acc);
             }
             return;
         }
@@ -320,9 +313,12 @@ impl Aggregator {
             counts: TimelinePoint { t_s: (sec + 1) as f64, ..Default::default() },
             hist: new_histogram(),
         });
-        add(&mut p.counts);
-        let _ = p.hist.add(&acc.read.hist);
-        let _ = p.hist.add(&acc.write.hist);
+        p.counts.add(acc);
+        for c in [OpClass::Read, OpClass::Write] {
+            if let Some(h) = &acc.get(c).hist {
+                let _ = p.hist.add(h);
+            }
+        }
     }
 
     fn take(&mut self, m: Msg) {
@@ -443,13 +439,6 @@ fn worker_main(
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error });
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Read,
-    Write,
-    Sync,
-}
-
 struct Worker<'a> {
     job: &'a Job,
     clock: Clock,
@@ -532,7 +521,7 @@ impl<'a> Worker<'a> {
         let depth = self.engine.depth();
         let mut free: Vec<u32> = (0..depth as u32).rev().collect();
         let mut issued_at = vec![start; depth];
-        let mut meta = vec![(Kind::Read, 0u32, 0u64); depth];
+        let mut meta = vec![(OpClass::Read, 0u32, 0u64); depth];
         let mut comps: Vec<Completion> = Vec::with_capacity(depth);
         let mut inflight = 0usize;
         let mut acc = Acc::default();
@@ -573,7 +562,7 @@ impl<'a> Worker<'a> {
                         break; // a flush waits for the writes before it
                     }
                     let slot = free.pop().expect("a free slot");
-                    meta[slot as usize] = (Kind::Sync, 0, 0);
+                    meta[slot as usize] = (OpClass::Sync, 0, 0);
                     issued_at[slot as usize] = clk.now();
                     if let Err(e) = self.engine.queue(Op { kind: self.flush_kind, file: 0, offset: 0, len: 0, slot }) {
                         error = Some(e.to_string());
@@ -612,7 +601,7 @@ impl<'a> Worker<'a> {
                 };
                 let slot = free.pop().expect("a free slot");
                 let (kind, op_kind) = match a.dir {
-                    Dir::Read => (Kind::Read, OpKind::Read),
+                    Dir::Read => (OpClass::Read, OpKind::Read),
                     Dir::Write => {
                         let buf = self.engine.buffer(slot);
                         if buf.len() >= 8 {
@@ -620,7 +609,7 @@ impl<'a> Worker<'a> {
                             buf[..8].copy_from_slice(&a.offset.to_le_bytes());
                         }
                         writes_since_flush += 1;
-                        (Kind::Write, OpKind::Write)
+                        (OpClass::Write, OpKind::Write)
                     }
                 };
                 meta[slot as usize] = (kind, a.len, a.offset);
@@ -669,25 +658,24 @@ impl<'a> Worker<'a> {
                 free.push(c.slot);
                 inflight -= 1;
                 match (kind, c.result()) {
-                    (Kind::Sync, Ok(_)) => {
-                        acc.sync.record(0, lat);
+                    (OpClass::Sync, Ok(_)) => {
+                        acc.record(OpClass::Sync, 0, lat);
                         flushing = false;
                     }
-                    (Kind::Read, Ok(n)) if n == len as usize => acc.read.record(n as u64, lat),
-                    (Kind::Write, Ok(n)) if n == len as usize => acc.write.record(n as u64, lat),
+                    (OpClass::Read, Ok(n)) if n == len as usize => acc.record(OpClass::Read, n as u64, lat),
+                    (OpClass::Write, Ok(n)) if n == len as usize => acc.record(OpClass::Write, n as u64, lat),
                     (k, r) => {
                         flushing = false;
                         let what = match k {
-                            Kind::Read => "read",
-                            Kind::Write => "write",
-                            Kind::Sync => "flush",
+                            OpClass::Sync => "flush",
+                            k => k.as_str(),
                         };
                         let why = match r {
                             Ok(n) => format!("short {what}: {n} of {len} bytes"),
                             Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => format!("{e}: the filesystem is full"),
                             Err(e) => e.to_string(),
                         };
-                        let at = if matches!(k, Kind::Sync) {
+                        let at = if matches!(k, OpClass::Sync) {
                             String::new()
                         } else {
                             format!(" of {len} bytes at offset {offset}")
@@ -707,7 +695,7 @@ impl<'a> Worker<'a> {
                 .and_then(|_| self.engine.reap(1, &mut done));
             now = clk.now();
             match (r, done.first().map(|c| c.result())) {
-                (Ok(()), Some(Ok(_))) => acc.sync.record(0, (now - t).as_nanos() as u64),
+                (Ok(()), Some(Ok(_))) => acc.record(OpClass::Sync, 0, (now - t).as_nanos() as u64),
                 (Err(e), _) => error = Some(format!("final fsync of {}: {e}", self.path)),
                 (_, Some(Err(e))) => error = Some(format!("final fsync of {}: {e}", self.path)),
                 (Ok(()), None) => {}

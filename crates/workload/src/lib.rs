@@ -7,8 +7,7 @@ pub mod cpu;
 pub mod executor;
 pub mod layout;
 pub mod pattern;
-pub mod results;
-pub mod stats;
 
 pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink};
-pub use results::{JobResult, PhaseResult, RunResult, Status, Totals};
+pub use iolab_model::{self as model, results, stats};
+pub use iolab_model::{JobResult, PhaseResult, RunResult, Status, Totals};

@@ -1,0 +1,342 @@
+//! What a run produced, as data: the contract of `--output json` (docs/json.md) and what the
+//! store keeps. Totals hold one entry per operation class; the JSON keeps the documented
+//! `read`, `write` and `sync` objects and adds every class under `classes`. Histograms ride
+//! along (not serialized) so results stay mergeable.
+
+use crate::class::{ClassCounts, OpClass};
+use crate::stats::{Acc, ClassAcc};
+use hdrhistogram::Histogram;
+use iolab_spec::Plan;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// Bumped when a documented field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How a run (or a stored run) stands. One spelling everywhere: [`Status::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Complete,
+    Interrupted,
+    Failed,
+}
+
+impl Status {
+    pub const ALL: [Status; 4] = [Status::Running, Status::Complete, Status::Interrupted, Status::Failed];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Status, String> {
+        Status::ALL
+            .into_iter()
+            .find(|x| x.as_str() == s)
+            .ok_or_else(|| format!("unknown status `{s}`; accepted: {}", Status::ALL.map(|x| x.as_str()).join(", ")))
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatNs {
+    pub min: u64,
+    pub mean: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl LatNs {
+    pub fn from_hist(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatNs::default();
+        }
+        LatNs {
+            min: h.min(),
+            mean: h.mean().round() as u64,
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// One class's totals: counts, rates over the elapsed time, latency percentiles.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClassTotals {
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    /// Bytes per second.
+    pub bw_bytes: f64,
+    pub lat_ns: LatNs,
+    #[serde(skip)]
+    pub hist: Option<Histogram<u64>>,
+}
+
+impl ClassTotals {
+    pub fn from_acc(a: &ClassAcc, elapsed_s: f64) -> Self {
+        let per_s = |v: u64| if elapsed_s > 0.0 { v as f64 / elapsed_s } else { 0.0 };
+        ClassTotals {
+            ops: a.ops,
+            bytes: a.bytes,
+            iops: per_s(a.ops),
+            bw_bytes: per_s(a.bytes),
+            lat_ns: a.hist.as_ref().map(LatNs::from_hist).unwrap_or_default(),
+            hist: a.hist.clone(),
+        }
+    }
+}
+
+/// Totals per operation class.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    classes: [ClassTotals; OpClass::COUNT],
+}
+
+impl Totals {
+    pub fn from_acc(a: &Acc, elapsed_s: f64) -> Self {
+        let mut t = Totals::default();
+        for (c, x) in a.iter() {
+            t.classes[c.index()] = ClassTotals::from_acc(x, elapsed_s);
+        }
+        t
+    }
+    #[inline]
+    pub fn get(&self, c: OpClass) -> &ClassTotals {
+        &self.classes[c.index()]
+    }
+    pub fn get_mut(&mut self, c: OpClass) -> &mut ClassTotals {
+        &mut self.classes[c.index()]
+    }
+    pub fn read(&self) -> &ClassTotals {
+        self.get(OpClass::Read)
+    }
+    pub fn write(&self) -> &ClassTotals {
+        self.get(OpClass::Write)
+    }
+    pub fn sync(&self) -> &ClassTotals {
+        self.get(OpClass::Sync)
+    }
+    /// The classes that saw operations, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = (OpClass, &ClassTotals)> {
+        OpClass::ALL.iter().map(|c| (*c, &self.classes[c.index()])).filter(|(_, t)| t.ops > 0)
+    }
+    /// Operations of every class.
+    pub fn ops(&self) -> u64 {
+        self.classes.iter().map(|t| t.ops).sum()
+    }
+}
+
+/// `sync` keeps its documented shape: a count and latencies, no bytes or rates.
+#[derive(Serialize, Deserialize, Default)]
+struct SyncWire {
+    ops: u64,
+    lat_ns: LatNs,
+}
+
+/// The JSON form: `read`, `write` and `sync` as schema 1 documents them, and every class that
+/// saw operations under `classes`. Runs stored before `classes` existed read back from the
+/// three documented objects.
+#[derive(Serialize, Deserialize)]
+struct TotalsWire {
+    #[serde(default)]
+    read: ClassTotals,
+    #[serde(default)]
+    write: ClassTotals,
+    #[serde(default)]
+    sync: SyncWire,
+    #[serde(default)]
+    classes: BTreeMap<String, ClassTotals>,
+}
+
+impl Serialize for Totals {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let sync = self.sync();
+        TotalsWire {
+            read: self.read().clone(),
+            write: self.write().clone(),
+            sync: SyncWire { ops: sync.ops, lat_ns: sync.lat_ns.clone() },
+            classes: self.iter().map(|(c, t)| (c.as_str().to_string(), t.clone())).collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Totals {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = TotalsWire::deserialize(d)?;
+        let mut t = Totals::default();
+        if w.classes.is_empty() {
+            t.classes[OpClass::Read.index()] = w.read;
+            t.classes[OpClass::Write.index()] = w.write;
+            let s = &mut t.classes[OpClass::Sync.index()];
+            s.ops = w.sync.ops;
+            s.lat_ns = w.sync.lat_ns;
+        } else {
+            for (k, v) in w.classes {
+                if let Ok(c) = k.parse::<OpClass>() {
+                    t.classes[c.index()] = v;
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// iolab's own CPU time over a phase (all its threads).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct CpuTime {
+    pub user_s: f64,
+    pub system_s: f64,
+}
+
+impl CpuTime {
+    pub fn since(self, before: CpuTime) -> CpuTime {
+        CpuTime { user_s: (self.user_s - before.user_s).max(0.0), system_s: (self.system_s - before.system_s).max(0.0) }
+    }
+}
+
+/// One second of a phase's measured window.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds since the measured window began, at the end of this interval.
+    pub t_s: f64,
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
+    pub sync_ops: u64,
+    /// Operations completed in the interval, per class (every class that had any).
+    #[serde(default)]
+    pub ops: ClassCounts,
+    /// Latency of the reads and writes that completed in this second.
+    pub lat_p50_ns: u64,
+    pub lat_p99_ns: u64,
+    pub lat_max_ns: u64,
+}
+
+impl TimelinePoint {
+    /// Add a second's counts of one worker.
+    pub fn add(&mut self, acc: &Acc) {
+        for (c, a) in acc.iter() {
+            self.ops.add(c, a.ops);
+            match c {
+                OpClass::Read => {
+                    self.read_ops += a.ops;
+                    self.read_bytes += a.bytes;
+                }
+                OpClass::Write => {
+                    self.write_ops += a.ops;
+                    self.write_bytes += a.bytes;
+                }
+                OpClass::Sync => self.sync_ops += a.ops,
+                _ => {}
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobResult {
+    pub name: String,
+    pub engine: String,
+    pub rw: String,
+    pub threads: u32,
+    pub files: Vec<String>,
+    pub elapsed_s: f64,
+    pub total: Totals,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseResult {
+    pub name: String,
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+    pub total: Totals,
+    pub jobs: Vec<JobResult>,
+    pub timeline: Vec<TimelinePoint>,
+    pub cpu: CpuTime,
+    /// The system beside the phase's measured window (CPU, disks, network), when sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<iolab_sysstat::SystemResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub iolab_version: String,
+    pub node: String,
+    /// Unix time (seconds) when the run began.
+    pub started_unix_s: f64,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub plan: Plan,
+    pub phases: Vec<PhaseResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_words_round_trip() {
+        for s in Status::ALL {
+            assert_eq!(s.as_str().parse::<Status>().unwrap(), s);
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
+        }
+    }
+
+    #[test]
+    fn totals_keep_the_documented_shape_and_add_classes() {
+        let mut a = Acc::default();
+        a.record(OpClass::Read, 4096, 1000);
+        a.record(OpClass::Sync, 0, 5000);
+        a.record(OpClass::Create, 0, 7000);
+        let t = Totals::from_acc(&a, 2.0);
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["read"]["ops"], 1);
+        assert_eq!(v["read"]["bw_bytes"], 2048.0);
+        assert_eq!(v["write"]["ops"], 0);
+        assert_eq!(v["sync"].as_object().unwrap().keys().collect::<Vec<_>>(), ["lat_ns", "ops"]);
+        assert_eq!(v["classes"]["create"]["ops"], 1);
+        assert!(v["classes"].get("write").is_none());
+        let back: Totals = serde_json::from_value(v).unwrap();
+        assert_eq!(back.get(OpClass::Create).lat_ns.max, t.get(OpClass::Create).lat_ns.max);
+    }
+
+    #[test]
+    fn totals_of_runs_stored_before_classes_read_back() {
+        let old = r#"{"read":{"ops":5,"bytes":20480,"iops":5.0,"bw_bytes":20480.0,"lat_ns":{"min":1,"mean":2,"p50":2,"p90":3,"p99":4,"p999":4,"max":4}},
+                      "write":{"ops":0,"bytes":0,"iops":0.0,"bw_bytes":0.0,"lat_ns":{"min":0,"mean":0,"p50":0,"p90":0,"p99":0,"p999":0,"max":0}},
+                      "sync":{"ops":2,"lat_ns":{"min":9,"mean":9,"p50":9,"p90":9,"p99":9,"p999":9,"max":9}}}"#;
+        let t: Totals = serde_json::from_str(old).unwrap();
+        assert_eq!(t.read().ops, 5);
+        assert_eq!(t.sync().ops, 2);
+        assert_eq!(t.sync().lat_ns.p99, 9);
+        assert_eq!(t.iter().count(), 2);
+    }
+}
