@@ -31,6 +31,12 @@ fn read(p: impl AsRef<Path>) -> String {
     std::fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
+/// This machine's name, as every part of iolab spells it (results' `node`, the store's runs,
+/// host facts): the kernel's node name (`uname -n`).
+pub fn hostname() -> String {
+    rustix::system::uname().nodename().to_string_lossy().into_owned()
+}
+
 /// Gather the facts, for the storage under `target` when given.
 pub fn host_facts(target: Option<&TargetInfo>) -> HostFacts {
     let uname = rustix::system::uname();
@@ -47,7 +53,7 @@ pub fn host_facts(target: Option<&TargetInfo>) -> HostFacts {
         .map(|kb| kb * 1024)
         .unwrap_or(0);
     let mut f = HostFacts {
-        hostname: uname.nodename().to_string_lossy().into_owned(),
+        hostname: hostname(),
         kernel: uname.release().to_string_lossy().into_owned(),
         cpu_model,
         cpu_count,

@@ -9,7 +9,7 @@ pub mod rates;
 pub mod sample;
 pub mod target;
 
-pub use host::{host_facts, HostFacts};
+pub use host::{host_facts, hostname, HostFacts};
 pub use names::NameMap;
 pub use rates::{CpuPct, DiskRates, NetRates};
 pub use sample::{ProcRoot, Rates, Sampler, Snapshot, SystemResult};

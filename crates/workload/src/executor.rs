@@ -88,7 +88,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         iolab_version: env!("CARGO_PKG_VERSION").to_string(),
-        node: rustix::system::uname().nodename().to_string_lossy().into_owned(),
+        node: iolab_sysstat::hostname(),
         started_unix_s,
         status: Status::Running,
         error: None,
