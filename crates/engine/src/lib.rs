@@ -4,9 +4,13 @@
 //!
 //! The engine owns its buffers ([`BufferPool`]): the caller fills a slot's buffer, queues an
 //! [`Op`] naming that slot, and gets the slot back in a [`Completion`]. A buffer cannot be
-//! touched while the kernel owns it, so no `unsafe` leaks out of this crate.
+//! touched while the kernel owns it, so no `unsafe` leaks out of this crate. An engine issues
+//! exactly the call it is told: pread/pwrite, read/write at the file position (after an lseek),
+//! preadv/pwritev, lseek, fsync, fdatasync, ftruncate and fallocate, on files opened with the
+//! caller's flags ([`open_target`]) and placed in the engine's file table by index.
 
 pub mod buffer;
+mod calls;
 pub mod mmap;
 pub mod null;
 pub mod open;
@@ -19,22 +23,47 @@ pub use open::{open_target, OpenOptions};
 use std::fs::File;
 use std::io;
 
-/// What an operation does.
+/// What an operation does: the system call an engine makes for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum OpKind {
+    /// pread(2) of `len` bytes at `offset`.
     Read,
+    /// pwrite(2) of `len` bytes at `offset`.
     Write,
+    /// read(2) of `len` bytes at the file position (`offset` is ignored).
+    ReadCur,
+    /// write(2) of `len` bytes at the file position.
+    WriteCur,
+    /// preadv(2) at `offset`: the slot's first `len` bytes split into this many buffers.
+    Readv(u16),
+    /// pwritev(2) at `offset`, likewise.
+    Writev(u16),
+    /// lseek(2) to `offset` from the start (SEEK_SET).
+    Seek,
     Fsync,
     Fdatasync,
+    /// ftruncate(2) to `offset`.
+    Ftruncate,
+    /// fallocate(2) of `len` bytes at `offset`, mode 0.
+    Fallocate,
 }
 
 impl OpKind {
     pub fn is_sync(self) -> bool {
         matches!(self, OpKind::Fsync | OpKind::Fdatasync)
     }
+    /// Does the operation read into its slot's buffer?
+    pub fn reads(self) -> bool {
+        matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_))
+    }
+    /// Does it write from its slot's buffer?
+    pub fn writes(self) -> bool {
+        matches!(self, OpKind::Write | OpKind::WriteCur | OpKind::Writev(_))
+    }
 }
 
-/// One operation for the engine: `len` bytes at `offset` of file `file`, using buffer `slot`.
+/// One operation for the engine: on file `file` (an index into the engine's file table),
+/// `len` bytes at `offset`, using buffer `slot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Op {
     pub kind: OpKind,
@@ -84,8 +113,11 @@ pub trait Engine: Send {
     fn name(&self) -> &'static str;
     /// How many operations may be in flight at once (one per buffer slot).
     fn depth(&self) -> usize;
-    /// Make a file known to the engine; returns its index for [`Op::file`].
-    fn add_file(&mut self, file: &File, len: u64) -> Result<u32, EngineError>;
+    /// Place a file in the table at `index` (replacing nothing: the index must be free), to be
+    /// named by [`Op::file`]. `len` is the length a mapping engine maps.
+    fn set_file(&mut self, index: u32, file: File, len: u64) -> Result<(), EngineError>;
+    /// Take a file out of the table (to close it). Refused while I/O on it may be in flight.
+    fn take_file(&mut self, index: u32) -> Result<Option<File>, EngineError>;
     /// The buffer of a slot that is not in flight, to fill before a write or check after a read.
     fn buffer(&mut self, slot: u32) -> &mut [u8];
     /// Queue an operation. Synchronous engines perform it here.
@@ -94,6 +126,61 @@ pub trait Engine: Send {
     fn commit(&mut self) -> Result<(), EngineError>;
     /// Collect at least `min` completions (fewer only if fewer are in flight) into `out`.
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError>;
+
+    /// Make a file known to the engine at the first free index (a duplicate descriptor of it).
+    fn add_file(&mut self, file: &File, len: u64) -> Result<u32, EngineError> {
+        let dup = file.try_clone().map_err(|source| EngineError::Setup {
+            engine: self.name(),
+            what: "dup of the file".into(),
+            source,
+        })?;
+        let index = self.free_index();
+        self.set_file(index, dup, len)?;
+        Ok(index)
+    }
+    /// The lowest index with no file.
+    fn free_index(&self) -> u32;
+}
+
+/// A file table indexed by the caller's numbers, as the engines keep it.
+pub(crate) struct FileTable<T> {
+    slots: Vec<Option<T>>,
+}
+
+impl<T> Default for FileTable<T> {
+    fn default() -> Self {
+        FileTable { slots: Vec::new() }
+    }
+}
+
+impl<T> FileTable<T> {
+    pub(crate) fn set(&mut self, engine: &'static str, index: u32, v: T) -> Result<(), EngineError> {
+        let i = index as usize;
+        if i > 1 << 20 {
+            return Err(EngineError::Unsupported { engine, what: format!("file index {index} is too large") });
+        }
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, || None);
+        }
+        if self.slots[i].is_some() {
+            return Err(EngineError::Unsupported { engine, what: format!("file index {index} is already in use") });
+        }
+        self.slots[i] = Some(v);
+        Ok(())
+    }
+    pub(crate) fn take(&mut self, index: u32) -> Option<T> {
+        self.slots.get_mut(index as usize).and_then(Option::take)
+    }
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&T> {
+        self.slots.get(index as usize).and_then(Option::as_ref)
+    }
+    pub(crate) fn get_mut(&mut self, index: u32) -> Option<&mut T> {
+        self.slots.get_mut(index as usize).and_then(Option::as_mut)
+    }
+    pub(crate) fn free_index(&self) -> u32 {
+        self.slots.iter().position(Option::is_none).unwrap_or(self.slots.len()) as u32
+    }
 }
 
 /// Which engine to build, with its queue depth and buffer size.
@@ -218,5 +305,82 @@ mod tests {
         let mut done = Vec::new();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].result().unwrap_err().raw_os_error(), Some(libc::EBADF));
+    }
+
+    /// lseek then write stays lseek then write; vectored calls; ftruncate and fallocate; files
+    /// set at and taken from chosen indexes.
+    fn call_shapes(kind: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        file.set_len(64 * 1024).unwrap();
+        let mut e = build(kind, 2, 8192).unwrap();
+        e.set_file(7, file, 64 * 1024).unwrap();
+        assert_eq!(e.free_index(), 0);
+        let mut run = |e: &mut Box<dyn Engine>, kind: OpKind, offset: u64, len: u32| -> i64 {
+            e.queue(Op { kind, file: 7, offset, len, slot: 0 }).unwrap();
+            e.commit().unwrap();
+            let mut done = Vec::new();
+            e.reap(1, &mut done).unwrap();
+            assert_eq!(done.len(), 1, "{kind:?}");
+            done[0].res
+        };
+        e.buffer(0)[..8192].fill(0xAB);
+        assert_eq!(run(&mut e, OpKind::Seek, 12288, 0), 12288);
+        assert_eq!(run(&mut e, OpKind::WriteCur, 0, 4096), 4096);
+        assert_eq!(run(&mut e, OpKind::WriteCur, 0, 4096), 4096, "the position advanced");
+        e.buffer(0)[..8192].fill(0xCD);
+        assert_eq!(run(&mut e, OpKind::Writev(3), 32768, 8192), 8192);
+        e.buffer(0).fill(0);
+        assert_eq!(run(&mut e, OpKind::Readv(2), 32768, 8192), 8192);
+        if kind != "null" {
+            assert!(e.buffer(0)[..8192].iter().all(|&b| b == 0xCD));
+        }
+        assert_eq!(run(&mut e, OpKind::Seek, 16384, 0), 16384);
+        assert_eq!(run(&mut e, OpKind::ReadCur, 0, 4096), 4096);
+        if kind != "null" {
+            assert!(e.buffer(0)[..4096].iter().all(|&b| b == 0xAB));
+        }
+        assert_eq!(run(&mut e, OpKind::Fallocate, 0, 65536), 0);
+        assert_eq!(run(&mut e, OpKind::Fdatasync, 0, 0), 0);
+        let f = e.take_file(7).unwrap();
+        if kind != "null" {
+            let on_disk = std::fs::read(&path).unwrap();
+            assert!(on_disk[12288..20480].iter().all(|&b| b == 0xAB));
+            assert!(on_disk[32768..40960].iter().all(|&b| b == 0xCD));
+            let f = f.unwrap();
+            e.set_file(0, f, 64 * 1024).unwrap();
+            e.queue(Op { kind: OpKind::Ftruncate, file: 0, offset: 4096, len: 0, slot: 0 }).unwrap();
+            let mut done = Vec::new();
+            e.commit().unwrap();
+            e.reap(1, &mut done).unwrap();
+            assert_eq!(done[0].res, 0);
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        }
+        // A closed index answers EBADF, as a closed descriptor does.
+        e.queue(Op { kind: OpKind::Read, file: 7, offset: 0, len: 4096, slot: 0 }).unwrap();
+        let mut done = Vec::new();
+        e.commit().unwrap();
+        e.reap(1, &mut done).unwrap();
+        if kind != "null" {
+            assert_eq!(done[0].result().unwrap_err().raw_os_error(), Some(libc::EBADF));
+        }
+    }
+
+    #[test]
+    fn call_shapes_psync() {
+        call_shapes("psync");
+    }
+    #[test]
+    fn call_shapes_null() {
+        call_shapes("null");
+    }
+    #[test]
+    fn call_shapes_uring() {
+        if let Err(why) = io_uring_available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        call_shapes("io_uring");
     }
 }

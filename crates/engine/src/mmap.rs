@@ -1,20 +1,68 @@
 //! mmap: the file is mapped shared; a read copies out of the mapping, a write copies into
-//! it, and fsync is msync(MS_SYNC) — how databases that map their files do I/O.
+//! it, and fsync is msync(MS_SYNC) — how databases that map their files do I/O. Reads and
+//! writes at the position keep a position per file as read(2)/write(2) would.
 
-use crate::psync::sync_file;
-use crate::{buffer::BufferPool, Completion, Engine, EngineError, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::File;
 
+struct Mapped {
+    map: MmapRaw,
+    file: File,
+    writable: bool,
+    pos: u64,
+}
+
 pub struct Mmap {
-    maps: Vec<(MmapRaw, File, bool)>,
+    maps: FileTable<Mapped>,
     pool: BufferPool,
     done: Vec<Completion>,
 }
 
 impl Mmap {
     pub fn new(buf_len: usize) -> Self {
-        Mmap { maps: Vec::new(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
+        Mmap { maps: FileTable::default(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
+    }
+
+    fn perform(&mut self, op: Op) -> std::io::Result<usize> {
+        let Some(m) = self.maps.get_mut(op.file) else { return Err(calls::no_file()) };
+        let len = op.len as usize;
+        let at = match op.kind {
+            OpKind::ReadCur | OpKind::WriteCur => m.pos,
+            _ => op.offset,
+        };
+        let in_range = (at as usize).checked_add(len).is_some_and(|end| end <= m.map.len());
+        let einval = || std::io::Error::from_raw_os_error(libc::EINVAL);
+        let r = match op.kind {
+            k if (k.reads() || k.writes()) && !in_range => Err(einval()),
+            k if k.writes() && !m.writable => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+            k if k.reads() => {
+                let dst = self.pool.slot_ptr(op.slot);
+                // SAFETY: [at, at+len) lies inside the live mapping (checked above) and the
+                // slot holds at least `len` bytes (the pool is sized for the largest block).
+                // Another process writing the same pages concurrently only changes the bytes seen.
+                unsafe { std::ptr::copy_nonoverlapping(m.map.as_ptr().add(at as usize), dst, len) };
+                Ok(len)
+            }
+            k if k.writes() => {
+                let src = self.pool.slot_ptr(op.slot);
+                // SAFETY: as for reads; the mapping is shared and writable (opened read-write).
+                unsafe { std::ptr::copy_nonoverlapping(src, m.map.as_mut_ptr().add(at as usize), len) };
+                Ok(len)
+            }
+            OpKind::Seek => {
+                m.pos = op.offset;
+                Ok(op.offset as usize)
+            }
+            OpKind::Fsync | OpKind::Fdatasync => m.map.flush().and_then(|_| calls::perform(&m.file, &op, &mut [])),
+            _ => calls::perform(&m.file, &op, &mut []),
+        };
+        if matches!(op.kind, OpKind::ReadCur | OpKind::WriteCur) {
+            if let Ok(n) = r {
+                m.pos += n as u64;
+            }
+        }
+        r
     }
 }
 
@@ -25,7 +73,7 @@ impl Engine for Mmap {
     fn depth(&self) -> usize {
         1
     }
-    fn add_file(&mut self, file: &File, len: u64) -> Result<u32, EngineError> {
+    fn set_file(&mut self, index: u32, file: File, len: u64) -> Result<(), EngineError> {
         let setup = |what: &str, source| EngineError::Setup { engine: "mmap", what: what.into(), source };
         let len = usize::try_from(len)
             .map_err(|_| EngineError::Unsupported { engine: "mmap", what: "file too large to map".into() })?;
@@ -34,42 +82,25 @@ impl Engine for Mmap {
         }
         // A file opened read-only can only be mapped read-only; writes to it then fail with EBADF
         // as pwrite would, instead of faulting.
-        let (map, writable) = match MmapOptions::new().len(len).map_raw(file) {
+        let (map, writable) = match MmapOptions::new().len(len).map_raw(&file) {
             Ok(m) => (m, true),
             Err(_) => {
-                (MmapOptions::new().len(len).map_raw_read_only(file).map_err(|e| setup("mapping the file", e))?, false)
+                (MmapOptions::new().len(len).map_raw_read_only(&file).map_err(|e| setup("mapping the file", e))?, false)
             }
         };
-        let f = file.try_clone().map_err(|e| setup("dup of the file", e))?;
-        self.maps.push((map, f, writable));
-        Ok(self.maps.len() as u32 - 1)
+        self.maps.set("mmap", index, Mapped { map, file, writable, pos: 0 })
+    }
+    fn take_file(&mut self, index: u32) -> Result<Option<File>, EngineError> {
+        Ok(self.maps.take(index).map(|m| m.file))
+    }
+    fn free_index(&self) -> u32 {
+        self.maps.free_index()
     }
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
     }
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
-        let (map, file, writable) = &self.maps[op.file as usize];
-        let len = op.len as usize;
-        let in_range = (op.offset as usize).checked_add(len).is_some_and(|end| end <= map.len());
-        let r = match op.kind {
-            OpKind::Read | OpKind::Write if !in_range => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
-            OpKind::Write if !writable => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
-            OpKind::Read => {
-                let dst = self.pool.slot_ptr(op.slot);
-                // SAFETY: [offset, offset+len) lies inside the live mapping (checked above) and the
-                // slot holds at least `len` bytes (the pool is sized for the largest block).
-                // Another process writing the same pages concurrently only changes the bytes seen.
-                unsafe { std::ptr::copy_nonoverlapping(map.as_ptr().add(op.offset as usize), dst, len) };
-                Ok(len)
-            }
-            OpKind::Write => {
-                let src = self.pool.slot_ptr(op.slot);
-                // SAFETY: as for reads; the mapping is shared and writable (opened read-write).
-                unsafe { std::ptr::copy_nonoverlapping(src, map.as_mut_ptr().add(op.offset as usize), len) };
-                Ok(len)
-            }
-            k => map.flush().and_then(|_| if k == OpKind::Fsync { sync_file(file, k) } else { Ok(0) }),
-        };
+        let r = self.perform(op);
         self.done.push(Completion::from_io(op.slot, r));
         Ok(())
     }

@@ -1,18 +1,18 @@
 //! null: completes every operation at once without touching the kernel, so a run on it
 //! measures iolab's own per-operation cost (fio has the same engine for the same reason).
 
-use crate::{buffer::BufferPool, Completion, Engine, EngineError, Op};
+use crate::{buffer::BufferPool, Completion, Engine, EngineError, FileTable, Op, OpKind};
 use std::fs::File;
 
 pub struct Null {
     pool: BufferPool,
-    files: u32,
+    files: FileTable<()>,
     done: Vec<Completion>,
 }
 
 impl Null {
     pub fn new(buf_len: usize) -> Self {
-        Null { pool: BufferPool::new(1, buf_len), files: 0, done: Vec::with_capacity(1) }
+        Null { pool: BufferPool::new(1, buf_len), files: FileTable::default(), done: Vec::with_capacity(1) }
     }
 }
 
@@ -23,16 +23,26 @@ impl Engine for Null {
     fn depth(&self) -> usize {
         1
     }
-    fn add_file(&mut self, _file: &File, _len: u64) -> Result<u32, EngineError> {
-        self.files += 1;
-        Ok(self.files - 1)
+    fn set_file(&mut self, index: u32, _file: File, _len: u64) -> Result<(), EngineError> {
+        self.files.set("null", index, ())
+    }
+    fn take_file(&mut self, index: u32) -> Result<Option<File>, EngineError> {
+        self.files.take(index);
+        Ok(None)
+    }
+    fn free_index(&self) -> u32 {
+        self.files.free_index()
     }
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
     }
     #[inline]
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
-        let n = if op.kind.is_sync() { 0 } else { op.len as i64 };
+        let n = match op.kind {
+            k if k.reads() || k.writes() => op.len as i64,
+            OpKind::Seek => op.offset as i64,
+            _ => 0,
+        };
         self.done.push(Completion { slot: op.slot, res: n });
         Ok(())
     }

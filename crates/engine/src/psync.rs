@@ -1,25 +1,18 @@
-//! psync: one pread(2)/pwrite(2) per operation, performed in `queue`, like fio's psync.
+//! psync: one system call per operation, performed in `queue`, like fio's psync: pread/pwrite,
+//! or exactly the call shape asked for (read/write at the position, preadv/pwritev, lseek...).
 
-use crate::{buffer::BufferPool, Completion, Engine, EngineError, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 pub struct Psync {
-    files: Vec<File>,
+    files: FileTable<File>,
     pool: BufferPool,
     done: Vec<Completion>,
 }
 
 impl Psync {
     pub fn new(buf_len: usize) -> Self {
-        Psync { files: Vec::new(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
-    }
-}
-
-pub(crate) fn sync_file(f: &File, kind: OpKind) -> std::io::Result<usize> {
-    match kind {
-        OpKind::Fdatasync => f.sync_data().map(|_| 0),
-        _ => f.sync_all().map(|_| 0),
+        Psync { files: FileTable::default(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
     }
 }
 
@@ -30,25 +23,23 @@ impl Engine for Psync {
     fn depth(&self) -> usize {
         1
     }
-    fn add_file(&mut self, file: &File, _len: u64) -> Result<u32, EngineError> {
-        let f = file.try_clone().map_err(|source| EngineError::Setup {
-            engine: "psync",
-            what: "dup of the file".into(),
-            source,
-        })?;
-        self.files.push(f);
-        Ok(self.files.len() as u32 - 1)
+    fn set_file(&mut self, index: u32, file: File, _len: u64) -> Result<(), EngineError> {
+        self.files.set("psync", index, file)
+    }
+    fn take_file(&mut self, index: u32) -> Result<Option<File>, EngineError> {
+        Ok(self.files.take(index))
+    }
+    fn free_index(&self) -> u32 {
+        self.files.free_index()
     }
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
     }
     #[inline]
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
-        let f = &self.files[op.file as usize];
-        let r = match op.kind {
-            OpKind::Read => f.read_at(&mut self.pool.slot_mut(op.slot)[..op.len as usize], op.offset),
-            OpKind::Write => f.write_at(&self.pool.slot_mut(op.slot)[..op.len as usize], op.offset),
-            k => sync_file(f, k),
+        let r = match self.files.get(op.file) {
+            Some(f) => calls::perform(f, &op, self.pool.slot_mut(op.slot)),
+            None => Err(calls::no_file()),
         };
         self.done.push(Completion::from_io(op.slot, r));
         Ok(())

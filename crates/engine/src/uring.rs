@@ -1,24 +1,62 @@
 //! io_uring: operations are queued as SQEs, submitted in a batch by `commit`, and reaped
-//! from the completion queue, so one thread keeps `iodepth` I/Os in flight. Files are
-//! registered with the ring (as fio's `registerfiles`), saving a file lookup per I/O.
+//! from the completion queue, so one thread keeps `iodepth` I/Os in flight. Files in the first
+//! [`FIXED`] table entries are registered with the ring (as fio's `registerfiles`), saving a
+//! file lookup per I/O. lseek and ftruncate have no ring operation: they run at once and their
+//! completion comes back with the next reap.
 
-use crate::{buffer::BufferPool, Completion, Engine, EngineError, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 
+/// Table entries registered with the ring (a sparse table, filled as files are set).
+pub const FIXED: u32 = 256;
+
 pub struct Uring {
     ring: IoUring,
     pool: BufferPool,
-    files: Vec<File>,
-    registered: bool,
+    files: FileTable<File>,
+    /// Whether the sparse fixed-file table was registered (kernels from 5.19).
+    fixed: bool,
     in_flight: Vec<bool>,
+    /// The iovecs of each slot's vectored operation; they must live until its completion.
+    iovs: Vec<Vec<libc::iovec>>,
+    /// Completions of operations performed synchronously, returned by the next reap.
+    ready: Vec<Completion>,
     pending: usize,
     outstanding: usize,
 }
 
+// SAFETY: the iovecs point into `pool`, which the engine owns and moves with it; nothing else
+// refers to them. Everything else is Send already.
+unsafe impl Send for Uring {}
+
 fn setup(what: &str, source: std::io::Error) -> EngineError {
     EngineError::Setup { engine: "io_uring", what: what.into(), source }
+}
+
+fn submit_err(source: std::io::Error) -> EngineError {
+    EngineError::Submit { engine: "io_uring", source }
+}
+
+/// Build the SQE for `op` on a target of either kind (fixed index or plain descriptor).
+macro_rules! entry {
+    ($fd:expr, $op:expr, $ptr:expr, $iov:expr) => {{
+        let (fd, op, ptr) = ($fd, $op, $ptr);
+        match op.kind {
+            OpKind::Read => opcode::Read::new(fd, ptr, op.len).offset(op.offset).build(),
+            OpKind::Write => opcode::Write::new(fd, ptr, op.len).offset(op.offset).build(),
+            // An offset of -1 reads or writes at (and advances) the file position.
+            OpKind::ReadCur => opcode::Read::new(fd, ptr, op.len).offset(u64::MAX).build(),
+            OpKind::WriteCur => opcode::Write::new(fd, ptr, op.len).offset(u64::MAX).build(),
+            OpKind::Readv(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
+            OpKind::Writev(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
+            OpKind::Fsync => opcode::Fsync::new(fd).build(),
+            OpKind::Fdatasync => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),
+            OpKind::Fallocate => opcode::Fallocate::new(fd, op.len as u64).offset(op.offset).build(),
+            OpKind::Seek | OpKind::Ftruncate => unreachable!("performed synchronously"),
+        }
+    }};
 }
 
 impl Uring {
@@ -36,25 +74,22 @@ impl Uring {
             .build(entries)
             .or_else(|_| IoUring::new(entries))
             .map_err(|e| setup("creating the ring", e))?;
+        let fixed = ring.submitter().register_files_sparse(FIXED).is_ok();
         Ok(Uring {
             ring,
             pool: BufferPool::new(depth, buf_len),
-            files: Vec::new(),
-            registered: false,
+            files: FileTable::default(),
+            fixed,
             in_flight: vec![false; depth],
+            iovs: vec![Vec::new(); depth],
+            ready: Vec::new(),
             pending: 0,
             outstanding: 0,
         })
     }
 
-    fn register(&mut self) -> Result<(), EngineError> {
-        if self.registered {
-            self.ring.submitter().unregister_files().map_err(|e| setup("unregistering files", e))?;
-        }
-        let fds: Vec<i32> = self.files.iter().map(|f| f.as_raw_fd()).collect();
-        self.ring.submitter().register_files(&fds).map_err(|e| setup("registering files", e))?;
-        self.registered = true;
-        Ok(())
+    fn is_fixed(&self, index: u32) -> bool {
+        self.fixed && index < FIXED
     }
 }
 
@@ -65,16 +100,31 @@ impl Engine for Uring {
     fn depth(&self) -> usize {
         self.in_flight.len()
     }
-    fn add_file(&mut self, file: &File, _len: u64) -> Result<u32, EngineError> {
+    fn set_file(&mut self, index: u32, file: File, _len: u64) -> Result<(), EngineError> {
+        let fd = file.as_raw_fd();
+        self.files.set("io_uring", index, file)?;
+        if self.is_fixed(index) {
+            if let Err(e) = self.ring.submitter().register_files_update(index, &[fd]) {
+                self.files.take(index);
+                return Err(setup("registering a file", e));
+            }
+        }
+        Ok(())
+    }
+    fn take_file(&mut self, index: u32) -> Result<Option<File>, EngineError> {
         if self.outstanding > 0 {
             return Err(EngineError::Unsupported {
                 engine: "io_uring",
-                what: "adding a file while I/O is in flight".into(),
+                what: "closing a file while I/O is in flight".into(),
             });
         }
-        self.files.push(file.try_clone().map_err(|e| setup("dup of the file", e))?);
-        self.register()?;
-        Ok(self.files.len() as u32 - 1)
+        if self.is_fixed(index) && self.files.get(index).is_some() {
+            self.ring.submitter().register_files_update(index, &[-1]).map_err(|e| setup("unregistering a file", e))?;
+        }
+        Ok(self.files.take(index))
+    }
+    fn free_index(&self) -> u32 {
+        self.files.free_index()
     }
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         assert!(!self.in_flight[slot as usize], "buffer slot {slot} is in flight");
@@ -83,24 +133,41 @@ impl Engine for Uring {
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
         let slot = op.slot as usize;
         assert!(!self.in_flight[slot], "slot {slot} queued twice");
-        assert!(op.len as usize <= self.pool.slot_len(), "op longer than its buffer");
-        assert!((op.file as usize) < self.files.len(), "unknown file index");
-        let fd = types::Fixed(op.file);
+        assert!(op.len as usize <= self.pool.slot_len() || !(op.kind.reads() || op.kind.writes()), "op longer than its buffer");
+        let Some(file) = self.files.get(op.file) else {
+            self.ready.push(Completion::from_io(op.slot, Err(calls::no_file())));
+            return Ok(());
+        };
+        if matches!(op.kind, OpKind::Seek | OpKind::Ftruncate) {
+            let r = calls::perform(file, &op, &mut []);
+            self.ready.push(Completion::from_io(op.slot, r));
+            return Ok(());
+        }
+        let raw = file.as_raw_fd();
         let ptr = self.pool.slot_ptr(op.slot);
-        let entry = match op.kind {
-            OpKind::Read => opcode::Read::new(fd, ptr, op.len).offset(op.offset).build(),
-            OpKind::Write => opcode::Write::new(fd, ptr, op.len).offset(op.offset).build(),
-            OpKind::Fsync => opcode::Fsync::new(fd).build(),
-            OpKind::Fdatasync => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),
+        if let OpKind::Readv(n) | OpKind::Writev(n) = op.kind {
+            let iov = &mut self.iovs[slot];
+            iov.clear();
+            for r in calls::pieces(op.len as usize, n) {
+                // SAFETY: the range lies within the slot (len <= slot_len, asserted above).
+                iov.push(libc::iovec { iov_base: unsafe { ptr.add(r.start) } as *mut libc::c_void, iov_len: r.len() });
+            }
+        }
+        let iov = &self.iovs[slot];
+        let entry = if self.is_fixed(op.file) {
+            entry!(types::Fixed(op.file), op, ptr, iov)
+        } else {
+            entry!(types::Fd(raw), op, ptr, iov)
         }
         .user_data(op.slot as u64);
         if self.ring.submission().is_full() {
-            self.ring.submit().map_err(|source| EngineError::Submit { engine: "io_uring", source })?;
+            self.ring.submit().map_err(submit_err)?;
         }
-        // SAFETY: the buffer at `ptr` belongs to `self.pool`, which lives as long as the ring
-        // (both are fields of self, and Drop waits for in-flight I/O below); the slot is marked
-        // in flight, so `buffer()` refuses to hand it out until its completion is reaped; the
-        // fixed file index refers to a file held open in `self.files`.
+        // SAFETY: the buffer at `ptr` and the slot's iovecs belong to `self`, which outlives the
+        // ring's use of them (Drop waits for in-flight I/O, through EINTR); the slot is marked in
+        // flight, so `buffer()` refuses to hand it out and `queue` to reuse its iovecs until its
+        // completion is reaped; the file (fixed index or descriptor) is held open in
+        // `self.files`, and `take_file` refuses while I/O is outstanding.
         let pushed = unsafe { self.ring.submission().push(&entry) };
         pushed.map_err(|_: squeue::PushError| EngineError::Unsupported {
             engine: "io_uring",
@@ -113,15 +180,16 @@ impl Engine for Uring {
     }
     fn commit(&mut self) -> Result<(), EngineError> {
         if self.pending > 0 {
-            self.ring.submit().map_err(|source| EngineError::Submit { engine: "io_uring", source })?;
+            self.ring.submit().map_err(submit_err)?;
             self.pending = 0;
         }
         Ok(())
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
-        let want = min.min(self.outstanding);
-        let mut got = 0;
-        if want == 0 && self.outstanding > 0 {
+        let mut got = self.ready.len();
+        out.append(&mut self.ready);
+        let want = min.min(self.outstanding + got);
+        if want <= got && self.outstanding > 0 {
             // With deferred task work, finished I/O is posted only when asked for: ask, without waiting.
             // SAFETY: io_uring_enter with nothing to submit, no minimum and no argument; the ring is ours.
             let r = unsafe {
@@ -130,7 +198,7 @@ impl Engine for Uring {
             if let Err(source) =
                 r.map(|_| ()).or_else(|e| if e.raw_os_error() == Some(libc::EINTR) { Ok(()) } else { Err(e) })
             {
-                return Err(EngineError::Submit { engine: "io_uring", source });
+                return Err(submit_err(source));
             }
         }
         loop {
@@ -147,7 +215,7 @@ impl Engine for Uring {
             match self.ring.submit_and_wait(want - got) {
                 Ok(_) => self.pending = 0,
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(source) => return Err(EngineError::Submit { engine: "io_uring", source }),
+                Err(source) => return Err(submit_err(source)),
             }
         }
     }
@@ -156,9 +224,18 @@ impl Engine for Uring {
 impl Drop for Uring {
     fn drop(&mut self) {
         // The kernel may still write into pool buffers: wait for every outstanding I/O first.
+        // A signal interrupting the wait (EINTR) is not a reason to stop waiting; any other
+        // error means the ring cannot tell us more, and then the buffers are leaked rather than
+        // freed under the kernel's feet.
         while self.outstanding > 0 {
-            if self.ring.submit_and_wait(1).is_err() {
-                break;
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(_) => {
+                    std::mem::forget(std::mem::replace(&mut self.pool, BufferPool::new(1, 1)));
+                    std::mem::forget(std::mem::take(&mut self.iovs));
+                    return;
+                }
             }
             for _ in self.ring.completion() {
                 self.outstanding -= 1;

@@ -1,0 +1,72 @@
+//! Each operation as one synchronous system call on a file and a buffer: what psync does for
+//! every operation, and what the other engines fall back to for calls they have no faster path
+//! for (lseek and ftruncate on io_uring, lseek on mmap).
+
+use crate::{Op, OpKind};
+use std::fs::File;
+use std::io::{IoSlice, IoSliceMut, Read, Write};
+use std::os::unix::fs::FileExt;
+
+/// The slot's first `len` bytes as `n` consecutive pieces (the last takes the remainder).
+pub(crate) fn pieces(len: usize, n: u16) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let n = (n.max(1) as usize).min(len.max(1));
+    let each = len / n;
+    (0..n).map(move |i| {
+        let start = i * each;
+        let end = if i + 1 == n { len } else { start + each };
+        start..end
+    })
+}
+
+/// Perform `op` on `file` with `buf` (the slot's buffer, at least `op.len` bytes).
+pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<usize> {
+    let len = op.len as usize;
+    match op.kind {
+        OpKind::Read => file.read_at(&mut buf[..len], op.offset),
+        OpKind::Write => file.write_at(&buf[..len], op.offset),
+        OpKind::ReadCur => (&*file).read(&mut buf[..len]),
+        OpKind::WriteCur => (&*file).write(&buf[..len]),
+        OpKind::Readv(n) => {
+            let mut rest = &mut buf[..len];
+            let mut slices = Vec::with_capacity(n as usize);
+            for r in pieces(len, n) {
+                let (a, b) = std::mem::take(&mut rest).split_at_mut(r.len());
+                slices.push(IoSliceMut::new(a));
+                rest = b;
+            }
+            rustix::io::preadv(file, &mut slices, op.offset).map_err(Into::into)
+        }
+        OpKind::Writev(n) => {
+            let slices: Vec<IoSlice> = pieces(len, n).map(|r| IoSlice::new(&buf[r])).collect();
+            rustix::io::pwritev(file, &slices, op.offset).map_err(Into::into)
+        }
+        OpKind::Seek => rustix::fs::seek(file, rustix::fs::SeekFrom::Start(op.offset))
+            .map(|p| p as usize)
+            .map_err(Into::into),
+        OpKind::Fsync => file.sync_all().map(|_| 0),
+        OpKind::Fdatasync => file.sync_data().map(|_| 0),
+        OpKind::Ftruncate => rustix::fs::ftruncate(file, op.offset).map(|_| 0).map_err(Into::into),
+        OpKind::Fallocate => {
+            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), op.offset, op.len as u64)
+                .map(|_| 0)
+                .map_err(Into::into)
+        }
+    }
+}
+
+/// The answer to an operation on an index with no file: EBADF, as the kernel gives for a
+/// closed descriptor.
+pub(crate) fn no_file() -> std::io::Error {
+    std::io::Error::from_raw_os_error(libc::EBADF)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pieces_cover_the_buffer() {
+        let v: Vec<_> = super::pieces(10, 3).collect();
+        assert_eq!(v, vec![0..3, 3..6, 6..10]);
+        assert_eq!(super::pieces(4, 0).collect::<Vec<_>>(), vec![0..4]);
+        assert_eq!(super::pieces(2, 5).count(), 2);
+    }
+}
