@@ -10,6 +10,8 @@
 //!
 //! There is no O_DIRECT mode: for sequential direct writes dd and fio are the peers.
 
+#![forbid(unsafe_code)]
+
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::process::ExitCode;

@@ -1,6 +1,8 @@
 //! `iolab`: the command line. Only glue lives here: parse flags, call the libraries,
 //! print. Exit codes: 0 done, 1 a finding, 2 bad input or a runtime error, 130 interrupted.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod format;
 mod progress;

@@ -47,7 +47,7 @@ pub fn execute(
     let draw = !json && !out.no_progress && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let mut progress = Progress::new(draw, json);
     let sample_interval = (!out.sample_interval.is_zero()).then_some(out.sample_interval);
-    let ctl = Control { stop, start_at: None, sample_interval };
+    let ctl = Control { stop, sample_interval, ..Default::default() };
     // Refusals come before the run is recorded: check the plan's targets first.
     iolab_workload::check_plan(plan)?;
     let mut rec = Recorder::begin(save, kind, name, plan)?;

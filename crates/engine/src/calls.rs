@@ -40,17 +40,15 @@ pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<u
             let slices: Vec<IoSlice> = pieces(len, n).map(|r| IoSlice::new(&buf[r])).collect();
             rustix::io::pwritev(file, &slices, op.offset).map_err(Into::into)
         }
-        OpKind::Seek => rustix::fs::seek(file, rustix::fs::SeekFrom::Start(op.offset))
-            .map(|p| p as usize)
-            .map_err(Into::into),
+        OpKind::Seek => {
+            rustix::fs::seek(file, rustix::fs::SeekFrom::Start(op.offset)).map(|p| p as usize).map_err(Into::into)
+        }
         OpKind::Fsync => file.sync_all().map(|_| 0),
         OpKind::Fdatasync => file.sync_data().map(|_| 0),
         OpKind::Ftruncate => rustix::fs::ftruncate(file, op.offset).map(|_| 0).map_err(Into::into),
-        OpKind::Fallocate => {
-            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), op.offset, op.len as u64)
-                .map(|_| 0)
-                .map_err(Into::into)
-        }
+        OpKind::Fallocate => rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), op.offset, op.len as u64)
+            .map(|_| 0)
+            .map_err(Into::into),
     }
 }
 

@@ -317,7 +317,7 @@ mod tests {
         let mut e = build(kind, 2, 8192).unwrap();
         e.set_file(7, file, 64 * 1024).unwrap();
         assert_eq!(e.free_index(), 0);
-        let mut run = |e: &mut Box<dyn Engine>, kind: OpKind, offset: u64, len: u32| -> i64 {
+        let run = |e: &mut Box<dyn Engine>, kind: OpKind, offset: u64, len: u32| -> i64 {
             e.queue(Op { kind, file: 7, offset, len, slot: 0 }).unwrap();
             e.commit().unwrap();
             let mut done = Vec::new();

@@ -14,6 +14,10 @@ pub struct OpenOptions {
     pub create: bool,
     /// Fail if the file exists (with `create`).
     pub exclusive: bool,
+    /// O_TRUNC.
+    pub truncate: bool,
+    /// O_APPEND.
+    pub append: bool,
     pub direct: bool,
     pub dsync: bool,
     pub sync: bool,
@@ -29,6 +33,12 @@ pub fn open_target(path: &Path, o: OpenOptions) -> io::Result<File> {
     }
     if o.sync {
         flags |= libc::O_SYNC;
+    }
+    if o.truncate {
+        flags |= libc::O_TRUNC;
+    }
+    if o.append {
+        flags |= libc::O_APPEND;
     }
     let mut oo = std::fs::OpenOptions::new();
     oo.read(o.read || !o.write).write(o.write).custom_flags(flags).mode(0o644);

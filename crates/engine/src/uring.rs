@@ -133,7 +133,10 @@ impl Engine for Uring {
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
         let slot = op.slot as usize;
         assert!(!self.in_flight[slot], "slot {slot} queued twice");
-        assert!(op.len as usize <= self.pool.slot_len() || !(op.kind.reads() || op.kind.writes()), "op longer than its buffer");
+        assert!(
+            op.len as usize <= self.pool.slot_len() || !(op.kind.reads() || op.kind.writes()),
+            "op longer than its buffer"
+        );
         let Some(file) = self.files.get(op.file) else {
             self.ready.push(Completion::from_io(op.slot, Err(calls::no_file())));
             return Ok(());

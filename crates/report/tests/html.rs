@@ -44,6 +44,7 @@ fn one_run(dir: &Path, id: i64, config: &str) -> StoredRun {
         stop: Arc::new(AtomicBool::new(false)),
         start_at: None,
         sample_interval: Some(Duration::from_millis(200)),
+        ..Default::default()
     };
     let result = run_plan(&plan, &ctl, &mut NoSink).expect("the run");
     let mut labels = BTreeMap::from([("config".to_string(), config.to_string())]);

@@ -2,6 +2,8 @@
 //! a [`Plan`] of [`Phase`]s of [`Job`]s; the engine only ever sees a validated plan, and the
 //! plan is serde data so it can be stored or shipped to another node unchanged.
 
+#![forbid(unsafe_code)]
+
 pub mod file;
 pub mod job;
 pub mod patch;

@@ -2,6 +2,8 @@
 //! rates ([`rates`]), snapshots and the sampler thread ([`sample`]), and the mapping from a
 //! path to the devices and interfaces that carry its I/O ([`target`]).
 
+#![forbid(unsafe_code)]
+
 pub mod host;
 pub mod names;
 pub mod procfs;

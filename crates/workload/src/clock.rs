@@ -1,7 +1,8 @@
 //! The workers' clock. Every I/O takes two timestamps, so their cost is overhead on every
 //! operation: `clock_gettime` costs ~25 ns, a read of the CPU's invariant time-stamp counter a
 //! few. quanta reads the TSC where the CPU says it is invariant and falls back to the monotonic
-//! clock elsewhere; a `Stamp` is nanoseconds since the clock was made.
+//! clock elsewhere; a `Stamp` is nanoseconds since the clock was made. The executor takes any
+//! [`Clock`]: [`TscClock`] in real runs, [`FakeClock`] in tests that must not depend on time.
 
 use std::ops::{Add, AddAssign, Sub};
 use std::sync::OnceLock;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 /// A point in time: nanoseconds since its `Clock`'s base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Stamp(u64);
+pub struct Stamp(pub u64);
 
 impl Stamp {
     pub fn saturating_duration_since(self, earlier: Stamp) -> Duration {
@@ -44,19 +45,78 @@ impl Sub for Stamp {
     }
 }
 
-pub struct Clock {
+/// What the executor's workers read time from, and sleep on.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Stamp;
+    /// The stamp of an `Instant` (instants before the base map to the base).
+    fn at(&self, i: Instant) -> Stamp;
+    fn instant(&self, s: Stamp) -> Instant;
+    /// Sleep for `d` (a fake clock just moves on).
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+/// The real clock: the TSC through quanta.
+pub struct TscClock {
     q: quanta::Clock,
     base: Instant,
     base_raw: u64,
 }
 
-impl Clock {
+impl Clock for TscClock {
+    #[inline]
+    fn now(&self) -> Stamp {
+        TscClock::now(self)
+    }
+    fn at(&self, i: Instant) -> Stamp {
+        TscClock::at(self, i)
+    }
+    fn instant(&self, s: Stamp) -> Instant {
+        TscClock::instant(self, s)
+    }
+}
+
+/// A clock for tests: time moves only by `step` on each reading and by whatever is slept, so
+/// a worker's pacing, barriers and second boundaries can be checked exactly.
+pub struct FakeClock {
+    base: Instant,
+    ns: std::sync::atomic::AtomicU64,
+    step_ns: u64,
+}
+
+impl FakeClock {
+    pub fn new(step: Duration) -> FakeClock {
+        FakeClock { base: Instant::now(), ns: Default::default(), step_ns: step.as_nanos() as u64 }
+    }
+    /// Move time on by `d`.
+    pub fn advance(&self, d: Duration) {
+        self.ns.fetch_add(d.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> Stamp {
+        Stamp(self.ns.fetch_add(self.step_ns, std::sync::atomic::Ordering::Relaxed) + self.step_ns)
+    }
+    fn at(&self, i: Instant) -> Stamp {
+        Stamp(i.saturating_duration_since(self.base).as_nanos() as u64)
+    }
+    fn instant(&self, s: Stamp) -> Instant {
+        self.base + Duration::from_nanos(s.0)
+    }
+    fn sleep(&self, d: Duration) {
+        self.advance(d)
+    }
+}
+
+impl TscClock {
     /// A clock whose base is now. The TSC calibration happens once per process.
-    pub fn new() -> Clock {
+    pub fn new() -> TscClock {
         static Q: OnceLock<quanta::Clock> = OnceLock::new();
         let q = Q.get_or_init(quanta::Clock::new).clone();
         let (base, base_raw) = (Instant::now(), q.raw());
-        Clock { q, base, base_raw }
+        TscClock { q, base, base_raw }
     }
 
     #[inline]
@@ -74,9 +134,9 @@ impl Clock {
     }
 }
 
-impl Default for Clock {
+impl Default for TscClock {
     fn default() -> Self {
-        Clock::new()
+        TscClock::new()
     }
 }
 
@@ -86,7 +146,7 @@ mod tests {
 
     #[test]
     fn agrees_with_the_monotonic_clock() {
-        let c = Clock::new();
+        let c = TscClock::new();
         let (a, ia) = (c.now(), Instant::now());
         std::thread::sleep(Duration::from_millis(200));
         let (b, ib) = (c.now(), Instant::now());
@@ -96,5 +156,15 @@ mod tests {
         let back = c.instant(c.at(ib));
         assert!(back.max(ib) - back.min(ib) < Duration::from_micros(1));
         assert!(a < b && b + Duration::from_secs(1) > b && (b - Duration::from_secs(1000)) < a);
+    }
+
+    #[test]
+    fn the_fake_clock_moves_by_its_step_and_by_sleeps() {
+        let c = FakeClock::new(Duration::from_micros(10));
+        assert_eq!(Clock::now(&c), Stamp(10_000));
+        c.sleep(Duration::from_millis(1));
+        assert_eq!(Clock::now(&c), Stamp(1_020_000));
+        let i = c.instant(Stamp(5));
+        assert_eq!(c.at(i), Stamp(5));
     }
 }

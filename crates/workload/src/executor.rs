@@ -5,29 +5,37 @@
 //! its counts once a second; the coordinating thread merges them into totals and a timeline
 //! and hands each finished second to a [`Sink`]. Nothing here reads the terminal.
 
-use crate::clock::{Clock, Stamp};
+use crate::aggregate::{Aggregator, Msg};
+use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
-use crate::pattern::{Dir, Pattern};
-use crate::results::*;
-use iolab_engine::{fill_pattern, open_target, Completion, Engine, Op, OpKind, OpenOptions};
-use iolab_model::{new_histogram, Acc, OpClass};
-use iolab_spec::{EngineKind, Job, Phase, Plan, SyncMode};
+use crate::source::block::BlockSource;
+use crate::source::{Names, Source};
+use crate::worker::{self, Window};
+use iolab_model::*;
+use iolab_spec::{EngineKind, Job, Phase, Plan};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const TICK: Duration = Duration::from_secs(1);
+/// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
+/// engines built, buffers filled), before any of them starts. It may wait (for other nodes to
+/// be ready, say) and returns the wall-clock instant the phase starts at (`None`: at once).
+/// The multi-node coordinator plugs in here.
+pub trait StartGate: Send + Sync {
+    fn open(&self, phase: usize, stop: &AtomicBool) -> Option<SystemTime>;
+}
 
-/// How the outside world steers a run: stop it, or start it at an agreed instant.
+/// How the outside world steers a run: stop it, or start its phases at agreed instants.
 #[derive(Clone, Default)]
 pub struct Control {
     pub stop: Arc<AtomicBool>,
     /// Start every phase's measured work no earlier than this wall-clock time.
     pub start_at: Option<SystemTime>,
+    /// Asked before each phase starts (see [`StartGate`]).
+    pub gate: Option<Arc<dyn StartGate>>,
     /// Sample CPU, disks and network this often beside each phase (None: don't).
     pub sample_interval: Option<Duration>,
 }
@@ -164,15 +172,20 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
     Ok(())
 }
 
-enum Msg {
-    Interval { job: usize, worker: usize, sec: i64, acc: Acc },
-    Done { job: usize, worker: usize, sec: i64, acc: Acc, end: Instant, error: Option<String> },
-}
-
 struct Shared {
     start: OnceLock<Instant>,
     ready: Barrier,
     go: Barrier,
+}
+
+/// Sleep until a wall-clock instant (no-op if it has passed), waking to check for a stop.
+fn sleep_until(at: SystemTime, stop: &AtomicBool) {
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if left.is_zero() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
 }
 
 fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control, sink: &mut dyn Sink) -> PhaseResult {
@@ -208,10 +221,11 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         }
         drop(tx);
         shared.ready.wait();
+        if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
+            sleep_until(at, &ctl.stop);
+        }
         if let Some(at) = ctl.start_at {
-            if let Ok(wait) = at.duration_since(SystemTime::now()) {
-                std::thread::sleep(wait);
-            }
+            sleep_until(at, &ctl.stop);
         }
         let phase_start = Instant::now();
         let _ = shared.start.set(phase_start);
@@ -256,163 +270,6 @@ fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     }
 }
 
-struct Pending {
-    counts: TimelinePoint,
-    hist: hdrhistogram::Histogram<u64>,
-}
-
-struct Aggregator {
-    t0: Instant,
-    jobs: Vec<Acc>,
-    job_end: Vec<Option<Instant>>,
-    job_err: Vec<Option<String>>,
-    worker_sec: Vec<i64>,
-    worker_done: Vec<bool>,
-    alive: usize,
-    pending: BTreeMap<i64, Pending>,
-    timeline: Vec<TimelinePoint>,
-    finalized_upto: i64,
-    bytes: u64,
-}
-
-impl Aggregator {
-    fn new(jobs: usize, workers: usize, t0: Instant) -> Self {
-        Aggregator {
-            t0,
-            jobs: vec![Acc::default(); jobs],
-            job_end: vec![None; jobs],
-            job_err: vec![None; jobs],
-            worker_sec: vec![i64::MIN; workers],
-            worker_done: vec![false; workers],
-            alive: workers,
-            pending: BTreeMap::new(),
-            timeline: Vec::new(),
-            finalized_upto: -1,
-            bytes: 0,
-        }
-    }
-
-    fn bytes_so_far(&self) -> u64 {
-        self.bytes
-    }
-
-    fn merge(&mut self, job: usize, sec: i64, acc: &Acc) {
-        if sec < 0 || acc.is_empty() {
-            return; // ramp: run but not counted
-        }
-        self.jobs[job].merge(acc);
-        self.bytes += acc.bytes();
-        if sec <= self.finalized_upto {
-            // A straggler's report for a second already shown: counts still land in it.
-            if let Some(p) = self.timeline.iter_mut().find(|p| p.t_s as i64 == sec + 1) {
-                p.add(acc);
-            }
-            return;
-        }
-        let p = self.pending.entry(sec).or_insert_with(|| Pending {
-            counts: TimelinePoint { t_s: (sec + 1) as f64, ..Default::default() },
-            hist: new_histogram(),
-        });
-        p.counts.add(acc);
-        for c in [OpClass::Read, OpClass::Write] {
-            if let Some(h) = &acc.get(c).hist {
-                let _ = p.hist.add(h);
-            }
-        }
-    }
-
-    fn take(&mut self, m: Msg) {
-        match m {
-            Msg::Interval { job, worker, sec, acc } => {
-                self.merge(job, sec, &acc);
-                self.worker_sec[worker] = self.worker_sec[worker].max(sec);
-            }
-            Msg::Done { job, worker, sec, acc, end, error } => {
-                self.merge(job, sec, &acc);
-                self.worker_done[worker] = true;
-                self.alive -= 1;
-                self.job_end[job] = Some(self.job_end[job].map_or(end, |e| e.max(end)));
-                if error.is_some() && self.job_err[job].is_none() {
-                    self.job_err[job] = error;
-                }
-            }
-        }
-    }
-
-    /// Seconds that every live worker has moved past, or that ended over a second ago.
-    fn finalize(&mut self, now: Instant, all: bool) -> Vec<TimelinePoint> {
-        let live_min = self
-            .worker_sec
-            .iter()
-            .zip(&self.worker_done)
-            .filter(|(_, d)| !**d)
-            .map(|(s, _)| *s)
-            .min()
-            .unwrap_or(i64::MAX);
-        let by_clock = if now > self.t0 { (now - self.t0).as_secs() as i64 - 2 } else { -1 };
-        let upto = if all { i64::MAX } else { live_min.saturating_sub(1).max(by_clock) };
-        let mut out = Vec::new();
-        while let Some((&sec, _)) = self.pending.first_key_value() {
-            if sec > upto {
-                break;
-            }
-            let Some((_, p)) = self.pending.pop_first() else { break };
-            let mut point = p.counts;
-            if !p.hist.is_empty() {
-                point.lat_p50_ns = p.hist.value_at_quantile(0.5);
-                point.lat_p99_ns = p.hist.value_at_quantile(0.99);
-                point.lat_max_ns = p.hist.max();
-            }
-            self.finalized_upto = self.finalized_upto.max(sec);
-            self.timeline.push(point.clone());
-            out.push(point);
-        }
-        if upto != i64::MAX {
-            self.finalized_upto = self.finalized_upto.max(upto);
-        }
-        out
-    }
-
-    fn into_result(
-        self,
-        phase: &Phase,
-        targets: &[Vec<Target>],
-        t0: Instant,
-        cpu: CpuTime,
-        stopped: bool,
-    ) -> PhaseResult {
-        let secs = |end: Option<Instant>| end.map(|e| e.saturating_duration_since(t0).as_secs_f64()).unwrap_or(0.0);
-        let mut total = Acc::default();
-        let mut jobs = Vec::new();
-        let mut elapsed = 0f64;
-        for (i, job) in phase.jobs.iter().enumerate() {
-            let e = secs(self.job_end[i]);
-            elapsed = elapsed.max(e);
-            total.merge(&self.jobs[i]);
-            jobs.push(JobResult {
-                name: job.name.clone(),
-                engine: job.engine.to_string(),
-                rw: job.rw.to_string(),
-                threads: job.threads,
-                files: targets[i].iter().map(|t| t.path.display().to_string()).collect(),
-                elapsed_s: e,
-                total: Totals::from_acc(&self.jobs[i], e),
-                error: self.job_err[i].clone(),
-            });
-        }
-        PhaseResult {
-            name: phase.name.clone(),
-            elapsed_s: elapsed,
-            interrupted: stopped,
-            total: Totals::from_acc(&total, elapsed),
-            jobs,
-            timeline: self.timeline,
-            cpu,
-            system: None,
-        }
-    }
-}
-
 #[allow(clippy::too_many_arguments)]
 fn worker_main(
     job_idx: usize,
@@ -428,280 +285,94 @@ fn worker_main(
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
     // Where it is refused (seccomp), the worker just shares the process's table.
     let _ = iolab_engine::private_fd_table();
-    let setup = Worker::setup(job, thread, target);
+    let mut source = BlockSource::new(job, thread, target);
+    let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
+    let setup = set_up(job, &mut source);
     shared.ready.wait();
     shared.go.wait();
     let start = *shared.start.get().expect("start set before the go barrier");
+    let clk = TscClock::new();
     let (sec, acc, end, error) = match setup {
-        Ok(mut w) => w.run(start, start + ramp, stop, &tx, job_idx, worker),
+        Ok(mut engine) => {
+            let w = Window {
+                start: clk.at(start),
+                t0: clk.at(start + ramp),
+                deadline: job.runtime.map(|r| clk.at(start + ramp + r)),
+            };
+            let mut report = |sec, acc| {
+                let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
+            };
+            let end = worker::run(&mut source, &mut *engine, &mut Names::new(root), &clk, w, stop, &mut report);
+            (end.sec, end.acc, clk.instant(end.end), end.error)
+        }
         Err(e) => (0, Acc::default(), start, Some(e)),
     };
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error });
 }
 
-struct Worker<'a> {
-    job: &'a Job,
-    clock: Clock,
-    engine: Box<dyn Engine>,
-    pattern: Pattern,
-    path: String,
-    flush_every: u64,
-    flush_kind: OpKind,
-    rate_interval: Option<Duration>,
+/// Build the worker's engine and open the source's files, before the start barrier.
+fn set_up(job: &Job, source: &mut dyn Source) -> Result<Box<dyn iolab_engine::Engine>, String> {
+    let mut engine = iolab_engine::build(job.engine.as_str(), job.iodepth as usize, source.buffer_len())
+        .map_err(|e| e.to_string())?;
+    for f in source.setup()? {
+        engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path))?;
+    }
+    for slot in 0..engine.depth() as u32 {
+        source.prime(slot, engine.buffer(slot));
+    }
+    Ok(engine)
 }
 
-impl<'a> Worker<'a> {
-    fn setup(job: &'a Job, thread: u32, target: Option<&Target>) -> Result<Self, String> {
-        let depth = job.iodepth as usize;
-        let buf_len = job.bs.max().0 as usize;
-        let mut engine = iolab_engine::build(job.engine.as_str(), depth, buf_len).map_err(|e| e.to_string())?;
-        let (path, size) = match target {
-            Some(t) => {
-                let opts = OpenOptions {
-                    read: true,
-                    write: job.rw.writes()
-                        || job.end_fsync
-                        || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
-                    direct: job.direct,
-                    dsync: job.sync == SyncMode::Dsync,
-                    sync: job.sync == SyncMode::Sync,
-                    ..Default::default()
-                };
-                let f = open_target(&t.path, opts).map_err(|e| {
-                    let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                        " (this filesystem does not support direct I/O: drop --direct)"
-                    } else {
-                        ""
-                    };
-                    format!("opening {}: {e}{hint}", t.path.display())
-                })?;
-                engine.add_file(&f, t.size).map_err(|e| e.to_string())?;
-                (t.path.display().to_string(), t.size)
-            }
-            None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
-        };
-        for slot in 0..engine.depth() as u32 {
-            fill_pattern(engine.buffer(slot), job.seed ^ ((thread as u64) << 32 | slot as u64), job.compressibility);
-        }
-        // Time-bounded runs wrap around the file until the deadline (or io_size, if given).
-        let wrap = job.runtime.is_some();
-        let budget = job.io_size.map(|b| b.0).or(wrap.then_some(u64::MAX));
-        let per_thread = |v: f64| v / job.threads as f64;
-        let rate_interval = match (job.rate, job.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(job.bs.mean() / per_thread(bw.0 as f64))),
-            (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
-            _ => None,
-        };
-        Ok(Worker {
-            job,
-            clock: Clock::new(),
-            engine,
-            pattern: Pattern::new(job, thread, size, wrap, budget),
-            path,
-            flush_every: job.flush_every(),
-            flush_kind: if job.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
-            rate_interval,
-        })
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_spec::{Bytes, JobPatch, Rw};
+    use std::sync::Mutex;
+
+    /// Holds each phase for a while after its workers are ready, and notes when it was asked.
+    struct Hold {
+        asked: Mutex<Vec<(usize, Instant)>>,
+        delay: Duration,
     }
 
-    /// The measuring loop. Returns the last second's index, its unsent counts, the end
-    /// instant and the error that ended the job early, if any.
-    fn run(
-        &mut self,
-        start: Instant,
-        t0: Instant,
-        stop: &AtomicBool,
-        tx: &Sender<Msg>,
-        job: usize,
-        worker: usize,
-    ) -> (i64, Acc, Instant, Option<String>) {
-        // Every timestamp of the loop comes from the cheap clock; instants in, an instant out.
-        let clk = &self.clock;
-        let (start, t0) = (clk.at(start), clk.at(t0));
-        let depth = self.engine.depth();
-        let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-        let mut issued_at = vec![start; depth];
-        let mut meta = vec![(OpClass::Read, 0u32, 0u64); depth];
-        let mut comps: Vec<Completion> = Vec::with_capacity(depth);
-        let mut inflight = 0usize;
-        let mut acc = Acc::default();
-        let sec_of = |now: Stamp| -> i64 {
-            if now >= t0 {
-                (now - t0).as_secs() as i64
-            } else {
-                -(((t0 - now).as_nanos().div_ceil(TICK.as_nanos())) as i64)
-            }
-        };
-        // The instant second `sec` ends: seconds are counted from t0, negative during the ramp.
-        let end_of = |sec: i64| -> Stamp {
-            if sec >= 0 {
-                t0 + Duration::from_secs(sec as u64 + 1)
-            } else {
-                t0 - Duration::from_secs((-sec - 1) as u64)
-            }
-        };
-        let mut sec = sec_of(start);
-        let mut boundary = end_of(sec);
-        let deadline = self.job.runtime.map(|r| t0 + r);
-        let mut now = start;
-        let mut next_due = start;
-        let mut writes_since_flush = 0u64;
-        let mut flushing = false;
-        let mut exhausted = false;
-        let mut error: Option<String> = None;
+    impl StartGate for Hold {
+        fn open(&self, phase: usize, _stop: &AtomicBool) -> Option<SystemTime> {
+            self.asked.lock().unwrap().push((phase, Instant::now()));
+            Some(SystemTime::now() + self.delay)
+        }
+    }
 
-        loop {
-            // Issue while there is room.
-            while !exhausted && !flushing && !free.is_empty() {
-                if error.is_some() || stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
-                    exhausted = true;
-                    break;
-                }
-                if self.flush_every > 0 && writes_since_flush >= self.flush_every {
-                    if inflight > 0 {
-                        break; // a flush waits for the writes before it
-                    }
-                    let slot = free.pop().expect("a free slot");
-                    meta[slot as usize] = (OpClass::Sync, 0, 0);
-                    issued_at[slot as usize] = clk.now();
-                    if let Err(e) = self.engine.queue(Op { kind: self.flush_kind, file: 0, offset: 0, len: 0, slot }) {
-                        error = Some(e.to_string());
-                        free.push(slot);
-                        break;
-                    }
-                    inflight += 1;
-                    writes_since_flush = 0;
-                    flushing = true;
-                    break;
-                }
-                let Some(a) = self.pattern.next_access() else {
-                    exhausted = true;
-                    break;
-                };
-                let issue_t = match self.rate_interval {
-                    Some(iv) => {
-                        if now < next_due && inflight > 0 {
-                            // Not due yet: keep this access and go reap what is in flight.
-                            self.pattern.push_back(a);
-                            break;
-                        }
-                        let mut t = clk.now();
-                        while t < next_due {
-                            std::thread::sleep((next_due - t).min(Duration::from_millis(50)));
-                            if stop.load(Ordering::Relaxed) {
-                                break;
-                            }
-                            t = clk.now();
-                        }
-                        let due = next_due;
-                        next_due += iv;
-                        due
-                    }
-                    None => clk.now(),
-                };
-                let slot = free.pop().expect("a free slot");
-                let (kind, op_kind) = match a.dir {
-                    Dir::Read => (OpClass::Read, OpKind::Read),
-                    Dir::Write => {
-                        let buf = self.engine.buffer(slot);
-                        if buf.len() >= 8 {
-                            // Distinct blocks: dedupe cannot fold what iolab writes.
-                            buf[..8].copy_from_slice(&a.offset.to_le_bytes());
-                        }
-                        writes_since_flush += 1;
-                        (OpClass::Write, OpKind::Write)
-                    }
-                };
-                meta[slot as usize] = (kind, a.len, a.offset);
-                issued_at[slot as usize] = issue_t;
-                if let Err(e) = self.engine.queue(Op { kind: op_kind, file: 0, offset: a.offset, len: a.len, slot }) {
-                    error = Some(e.to_string());
-                    free.push(slot);
-                    break;
-                }
-                inflight += 1;
+    #[test]
+    fn every_phase_starts_when_its_gate_says() {
+        let job = |name: &str| {
+            JobPatch {
+                name: Some(name.into()),
+                target: Some("/nowhere".into()),
+                size: Some(Bytes::mib(1)),
+                rw: Some(Rw::Read),
+                engine: Some(EngineKind::Null),
+                runtime: Some(Duration::from_millis(100)),
+                ..Default::default()
             }
-            if inflight == 0 {
-                if exhausted || error.is_some() {
-                    break;
-                }
-                if self.rate_interval.is_none() && !flushing {
-                    continue;
-                }
-            }
-            if let Err(e) = self.engine.commit() {
-                error.get_or_insert(e.to_string());
-            }
-            let want = if self.rate_interval.is_some() && !exhausted && clk.now() < next_due { 0 } else { 1 };
-            if let Err(e) = self.engine.reap(want, &mut comps) {
-                error.get_or_insert(e.to_string());
-                if comps.is_empty() {
-                    break;
-                }
-            }
-            if comps.is_empty() && want == 0 {
-                let gap = next_due.saturating_duration_since(clk.now()).min(Duration::from_micros(50));
-                std::thread::sleep(gap);
-            }
-            now = clk.now();
-            if now >= boundary {
-                let new_sec = sec_of(now);
-                if !acc.is_empty() {
-                    let _ = tx.send(Msg::Interval { job, worker, sec, acc: std::mem::take(&mut acc) });
-                }
-                sec = new_sec;
-                boundary = end_of(sec);
-            }
-            for c in comps.drain(..) {
-                let (kind, len, offset) = meta[c.slot as usize];
-                let lat = now.saturating_duration_since(issued_at[c.slot as usize]).as_nanos() as u64;
-                free.push(c.slot);
-                inflight -= 1;
-                match (kind, c.result()) {
-                    (OpClass::Sync, Ok(_)) => {
-                        acc.record(OpClass::Sync, 0, lat);
-                        flushing = false;
-                    }
-                    (OpClass::Read, Ok(n)) if n == len as usize => acc.record(OpClass::Read, n as u64, lat),
-                    (OpClass::Write, Ok(n)) if n == len as usize => acc.record(OpClass::Write, n as u64, lat),
-                    (k, r) => {
-                        flushing = false;
-                        let what = match k {
-                            OpClass::Sync => "flush",
-                            k => k.as_str(),
-                        };
-                        let why = match r {
-                            Ok(n) => format!("short {what}: {n} of {len} bytes"),
-                            Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => format!("{e}: the filesystem is full"),
-                            Err(e) => e.to_string(),
-                        };
-                        let at = if matches!(k, OpClass::Sync) {
-                            String::new()
-                        } else {
-                            format!(" of {len} bytes at offset {offset}")
-                        };
-                        error.get_or_insert(format!("{what}{at} in {}: {why}", self.path));
-                    }
-                }
-            }
-        }
-        if self.job.end_fsync && error.is_none() && !stop.load(Ordering::Relaxed) {
-            let t = clk.now();
-            let mut done = Vec::new();
-            let r = self
-                .engine
-                .queue(Op { kind: OpKind::Fsync, file: 0, offset: 0, len: 0, slot: 0 })
-                .and_then(|_| self.engine.commit())
-                .and_then(|_| self.engine.reap(1, &mut done));
-            now = clk.now();
-            match (r, done.first().map(|c| c.result())) {
-                (Ok(()), Some(Ok(_))) => acc.record(OpClass::Sync, 0, (now - t).as_nanos() as u64),
-                (Err(e), _) => error = Some(format!("final fsync of {}: {e}", self.path)),
-                (_, Some(Err(e))) => error = Some(format!("final fsync of {}: {e}", self.path)),
-                (Ok(()), None) => {}
-            }
-            sec = sec_of(now);
-        }
-        (sec, acc, clk.instant(now), error)
+            .resolve("j")
+            .unwrap()
+        };
+        let plan = Plan {
+            phases: vec![
+                Phase { name: "a".into(), jobs: vec![job("a")] },
+                Phase { name: "b".into(), jobs: vec![job("b")] },
+            ],
+        };
+        let gate = Arc::new(Hold { asked: Mutex::new(Vec::new()), delay: Duration::from_millis(300) });
+        let ctl = Control { gate: Some(gate.clone()), ..Default::default() };
+        let t = Instant::now();
+        let r = run_plan(&plan, &ctl, &mut NoSink).unwrap();
+        let took = t.elapsed();
+        let asked = gate.asked.lock().unwrap().clone();
+        assert_eq!(asked.iter().map(|a| a.0).collect::<Vec<_>>(), vec![0, 1]);
+        // Phase b was asked for only after phase a had waited 300 ms and run 100 ms.
+        assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
+        assert!(took >= Duration::from_millis(800), "{took:?}");
+        assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
     }
 }

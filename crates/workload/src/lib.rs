@@ -1,13 +1,22 @@
-//! iolab-workload: turns a validated plan into I/O and measurements. Access patterns
-//! ([`pattern`]), targets and their safety ([`layout`]), counters and histograms ([`stats`]),
-//! the executor ([`executor`]) and the result model ([`results`]) that every output reads.
+//! iolab-workload: turns a validated plan into I/O and measurements. Operation sources
+//! ([`source`]: the block workload today, personalities, replay and validation next) feed the
+//! workers' measuring loop ([`worker`]); data calls go through the engine, namespace calls
+//! through [`ns`]; the executor ([`executor`]) runs phases, starts their workers together and
+//! merges what they count. Access patterns ([`pattern`]), targets and their safety
+//! ([`layout`]); the results themselves are `iolab-model`'s, re-exported here.
 
+#![forbid(unsafe_code)]
+
+mod aggregate;
 pub mod clock;
 pub mod cpu;
 pub mod executor;
 pub mod layout;
+pub mod ns;
 pub mod pattern;
+pub mod source;
+pub mod worker;
 
-pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink};
+pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink, StartGate};
 pub use iolab_model::{self as model, results, stats};
 pub use iolab_model::{JobResult, PhaseResult, RunResult, Status, Totals};

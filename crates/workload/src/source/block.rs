@@ -1,0 +1,193 @@
+//! The block workload as an operation source: reads and writes where the access pattern says
+//! (sequential, strided, uniform, zipf; weighted sizes; a read/write mix), a flush every N
+//! writes as a barrier, open-loop pacing under `--rate`/`--rate-iops`, each written block
+//! stamped with its offset, and a final fsync with `--end-fsync`.
+
+use super::{describe_failure, Call, Ctx, Issue, Next, SetupFile, Source};
+use crate::clock::Stamp;
+use crate::layout::{Target, TargetKind};
+use crate::pattern::{Dir, Pattern};
+use iolab_engine::{fill_pattern, open_target, OpKind, OpenOptions};
+use iolab_spec::{EngineKind, Job, SyncMode};
+use std::io;
+use std::time::Duration;
+
+pub struct BlockSource<'a> {
+    job: &'a Job,
+    thread: u32,
+    target: Option<&'a Target>,
+    path: String,
+    pattern: Pattern,
+    flush_every: u64,
+    flush_kind: OpKind,
+    rate_interval: Option<Duration>,
+    next_due: Stamp,
+    writes_since_flush: u64,
+    /// A flush is in flight: nothing else is issued until it completes.
+    flushing: bool,
+    exhausted: bool,
+    end_fsync_done: bool,
+}
+
+impl<'a> BlockSource<'a> {
+    /// The source of one thread of `job` on `target` (none for the null engine).
+    pub fn new(job: &'a Job, thread: u32, target: Option<&'a Target>) -> Self {
+        let (path, size) = match target {
+            Some(t) => (t.path.display().to_string(), t.size),
+            None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
+        };
+        // Time-bounded runs wrap around the file until the deadline (or io_size, if given).
+        let wrap = job.runtime.is_some();
+        let budget = job.io_size.map(|b| b.0).or(wrap.then_some(u64::MAX));
+        let per_thread = |v: f64| v / job.threads as f64;
+        let rate_interval = match (job.rate, job.rate_iops) {
+            (Some(bw), _) => Some(Duration::from_secs_f64(job.bs.mean() / per_thread(bw.0 as f64))),
+            (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
+            _ => None,
+        };
+        BlockSource {
+            job,
+            thread,
+            target,
+            path,
+            pattern: Pattern::new(job, thread, size, wrap, budget),
+            flush_every: job.flush_every(),
+            flush_kind: if job.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
+            rate_interval,
+            next_due: Stamp(0),
+            writes_since_flush: 0,
+            flushing: false,
+            exhausted: false,
+            end_fsync_done: false,
+        }
+    }
+
+    fn flush(kind: OpKind) -> Next {
+        Next::Issue(Issue::now(Call::Data { kind, file: 0, offset: 0, len: 0 }))
+    }
+
+    /// The pattern is done or the time is up: the final fsync, then done.
+    fn finish(&mut self, ctx: &Ctx) -> Next {
+        if self.job.end_fsync && !self.end_fsync_done {
+            if ctx.inflight > 0 {
+                return Next::Drain;
+            }
+            self.end_fsync_done = true;
+            return Self::flush(OpKind::Fsync);
+        }
+        Next::Done
+    }
+}
+
+impl Source for BlockSource<'_> {
+    fn buffer_len(&self) -> usize {
+        self.job.bs.max().0 as usize
+    }
+
+    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+        let Some(t) = self.target else { return Ok(Vec::new()) };
+        let job = self.job;
+        let opts = OpenOptions {
+            read: true,
+            write: job.rw.writes() || job.end_fsync || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
+            direct: job.direct,
+            dsync: job.sync == SyncMode::Dsync,
+            sync: job.sync == SyncMode::Sync,
+            ..Default::default()
+        };
+        let file = open_target(&t.path, opts).map_err(|e| {
+            let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                " (this filesystem does not support direct I/O: drop --direct)"
+            } else {
+                ""
+            };
+            format!("opening {}: {e}{hint}", t.path.display())
+        })?;
+        Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
+    }
+
+    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
+        fill_pattern(buf, self.job.seed ^ ((self.thread as u64) << 32 | slot as u64), self.job.compressibility);
+    }
+
+    fn start(&mut self, at: Stamp) {
+        self.next_due = at;
+    }
+
+    #[inline]
+    fn next(&mut self, ctx: &mut Ctx) -> Next {
+        if self.flushing {
+            return Next::Drain; // a flush waits for the writes before it, and everything waits for it
+        }
+        if ctx.ending || self.exhausted {
+            return self.finish(ctx);
+        }
+        if self.flush_every > 0 && self.writes_since_flush >= self.flush_every {
+            if ctx.inflight > 0 {
+                return Next::Drain;
+            }
+            self.writes_since_flush = 0;
+            self.flushing = true;
+            return Self::flush(self.flush_kind);
+        }
+        let Some(a) = self.pattern.next_access() else {
+            self.exhausted = true;
+            return self.finish(ctx);
+        };
+        let due = match self.rate_interval {
+            Some(iv) => {
+                if ctx.now < self.next_due {
+                    // Not due yet: keep this access for later.
+                    self.pattern.push_back(a);
+                    return Next::WaitUntil(self.next_due);
+                }
+                let due = self.next_due;
+                self.next_due += iv;
+                Some(due)
+            }
+            None => None,
+        };
+        let kind = match a.dir {
+            Dir::Read => OpKind::Read,
+            Dir::Write => {
+                self.writes_since_flush += 1;
+                OpKind::Write
+            }
+        };
+        Next::Issue(Issue { call: Call::Data { kind, file: 0, offset: a.offset, len: a.len }, due })
+    }
+
+    #[inline]
+    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
+        if let Call::Data { offset, .. } = call {
+            if buf.len() >= 8 {
+                // Distinct blocks: dedupe cannot fold what iolab writes.
+                buf[..8].copy_from_slice(&offset.to_le_bytes());
+            }
+        }
+    }
+
+    #[inline]
+    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+        let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
+        if kind.is_sync() {
+            self.flushing = false;
+        }
+        match result {
+            Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
+            r => {
+                let what = if kind.is_sync() && self.end_fsync_done {
+                    // The final fsync names itself as such.
+                    return Err(format!(
+                        "final fsync of {}: {}",
+                        self.path,
+                        r.as_ref().err().map(|e| e.to_string()).unwrap_or_default()
+                    ));
+                } else {
+                    describe_failure(call, &self.path, len, offset, r)
+                };
+                Err(what)
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Operation sources: what a worker thread does, one operation at a time. The executor's
+//! worker loop asks its source for the next operation, issues it through the engine (data
+//! calls) or the namespace layer ([`crate::ns`]: open, create, rename, ...), times it into the
+//! operation's class, and hands the outcome back. Pacing (`WaitUntil`), barriers (`Drain`) and
+//! the end of the work (`Done`) are the source's to say; the deadline, Ctrl-C and errors are the
+//! executor's. Today's block workload is [`block::BlockSource`]; personalities, trace replay
+//! and validation are each a source in a file of their own.
+
+pub mod block;
+
+use crate::clock::Stamp;
+use iolab_engine::OpKind;
+use iolab_model::OpClass;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// A name in the worker's name table (see [`Names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameId(pub u32);
+
+/// How a namespace `Open` opens its file: exactly these flags reach open(2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenFlags {
+    pub read: bool,
+    pub write: bool,
+    /// O_CREAT.
+    pub create: bool,
+    /// O_EXCL (with `create`).
+    pub exclusive: bool,
+    /// O_TRUNC.
+    pub truncate: bool,
+    /// O_APPEND.
+    pub append: bool,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// O_DSYNC.
+    pub dsync: bool,
+    /// O_SYNC.
+    pub sync: bool,
+}
+
+/// One operation a source asks for. Files are numbered by the source: `Open` places the file
+/// it opens at index `file` of the worker's file table, data calls and `Close` name that index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// A data call the engine makes: pread/pwrite, read/write at the position, preadv/pwritev,
+    /// lseek, fsync, fdatasync, ftruncate, fallocate.
+    Data {
+        kind: OpKind,
+        file: u32,
+        offset: u64,
+        len: u32,
+    },
+    Open {
+        name: NameId,
+        file: u32,
+        flags: OpenFlags,
+    },
+    Close {
+        file: u32,
+    },
+    Unlink {
+        name: NameId,
+    },
+    Rename {
+        from: NameId,
+        to: NameId,
+    },
+    Mkdir {
+        name: NameId,
+    },
+    Rmdir {
+        name: NameId,
+    },
+    /// fsync of a directory (after creating or renaming in it).
+    FsyncDir {
+        name: NameId,
+    },
+    Stat {
+        name: NameId,
+    },
+    Readdir {
+        name: NameId,
+    },
+}
+
+impl Call {
+    /// The class its statistics are kept under.
+    pub fn class(&self) -> OpClass {
+        match self {
+            Call::Data { kind, .. } => match kind {
+                OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) => OpClass::Read,
+                OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) => OpClass::Write,
+                OpKind::Fsync | OpKind::Fdatasync => OpClass::Sync,
+                OpKind::Seek => OpClass::Seek,
+                OpKind::Ftruncate => OpClass::Truncate,
+                OpKind::Fallocate => OpClass::Allocate,
+            },
+            Call::Open { flags, .. } if flags.create => OpClass::Create,
+            Call::Open { .. } => OpClass::Open,
+            Call::Close { .. } => OpClass::Close,
+            Call::Unlink { .. } => OpClass::Unlink,
+            Call::Rename { .. } => OpClass::Rename,
+            Call::Mkdir { .. } => OpClass::Mkdir,
+            Call::Rmdir { .. } => OpClass::Rmdir,
+            Call::FsyncDir { .. } => OpClass::DirSync,
+            Call::Stat { .. } => OpClass::Stat,
+            Call::Readdir { .. } => OpClass::Readdir,
+        }
+    }
+
+    /// Does the engine perform it (as opposed to the namespace layer)?
+    pub fn is_data(&self) -> bool {
+        matches!(self, Call::Data { .. })
+    }
+}
+
+/// An operation to issue now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Issue {
+    pub call: Call,
+    /// When it was due (open-loop pacing): latency is measured from here instead of from
+    /// the moment it is issued, so a late start is counted against the storage.
+    pub due: Option<Stamp>,
+}
+
+impl Issue {
+    pub fn now(call: Call) -> Issue {
+        Issue { call, due: None }
+    }
+}
+
+/// What a source wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Issue(Issue),
+    /// Nothing is due before this instant; the worker reaps or sleeps meanwhile.
+    WaitUntil(Stamp),
+    /// Wait until everything in flight has completed, then ask again (a barrier, such as a
+    /// flush after N writes).
+    Drain,
+    /// The source has no more work.
+    Done,
+}
+
+/// What the worker tells its source when asking for the next operation.
+pub struct Ctx<'a> {
+    /// The time now (the stamp an operation issued now is timed from).
+    pub now: Stamp,
+    /// Operations issued and not yet completed.
+    pub inflight: usize,
+    /// The deadline has passed: finish up (a last flush, say) and return `Done`.
+    pub ending: bool,
+    /// The worker's name table, to name paths for namespace calls.
+    pub names: &'a mut Names,
+}
+
+/// A file a source has opened before the measured window, placed at `index`.
+pub struct SetupFile {
+    pub index: u32,
+    pub file: std::fs::File,
+    /// Bytes the engine may map (mmap).
+    pub len: u64,
+    /// The path, for error messages.
+    pub path: String,
+}
+
+/// A generator of operations for one worker thread.
+pub trait Source: Send {
+    /// Bytes the largest data operation moves: the size of each engine buffer.
+    fn buffer_len(&self) -> usize;
+    /// Open the files the work starts with. Runs before the start barrier, untimed.
+    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+        Ok(Vec::new())
+    }
+    /// Fill a buffer slot once before the run (data that writes will carry).
+    fn prime(&mut self, _slot: u32, _buf: &mut [u8]) {}
+    /// The worker's start instant (after the barrier, before the ramp).
+    fn start(&mut self, _at: Stamp) {}
+    /// The next operation.
+    fn next(&mut self, ctx: &mut Ctx) -> Next;
+    /// Just before a data call that writes is queued: stamp its buffer.
+    fn fill(&mut self, _call: &Call, _buf: &mut [u8]) {}
+    /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
+    /// brought in), empty for namespace calls. An `Err` ends the job with that message.
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
+}
+
+/// The worker's names: paths under the job's root directory. A source can name nothing outside
+/// it: absolute paths and `..` are refused, so namespace calls stay in the directory the job was
+/// given.
+#[derive(Debug, Default)]
+pub struct Names {
+    root: PathBuf,
+    paths: Vec<PathBuf>,
+}
+
+impl Names {
+    pub fn new(root: impl Into<PathBuf>) -> Names {
+        Names { root: root.into(), paths: Vec::new() }
+    }
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// Register `rel` (relative to the root) and return its id.
+    pub fn add(&mut self, rel: impl AsRef<Path>) -> Result<NameId, String> {
+        let rel = rel.as_ref();
+        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(format!(
+                "`{}` is not a path inside the job's directory (absolute paths and `..` are refused)",
+                rel.display()
+            ));
+        }
+        self.paths.push(self.root.join(rel));
+        Ok(NameId(self.paths.len() as u32 - 1))
+    }
+    /// The full path of a name. Unknown ids (a source's bug) resolve to the root's
+    /// `.iolab-no-such-name`, which no call can succeed on.
+    pub fn path(&self, id: NameId) -> &Path {
+        self.paths.get(id.0 as usize).map(PathBuf::as_path).unwrap_or(Path::new("/.iolab-no-such-name"))
+    }
+    /// Forget every name from `id` on (a source that renames through many names reuses ids).
+    pub fn truncate(&mut self, len: usize) {
+        self.paths.truncate(len);
+    }
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+}
+
+/// A failed or short operation in words, as job errors say it: what, where, why.
+pub fn describe_failure(call: &Call, path: &str, len: u32, offset: u64, result: &io::Result<usize>) -> String {
+    let what = match call.class() {
+        OpClass::Sync => "flush",
+        c => c.as_str(),
+    };
+    let why = match result {
+        Ok(n) => format!("short {what}: {n} of {len} bytes"),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => format!("{e}: the filesystem is full"),
+        Err(e) => e.to_string(),
+    };
+    let at = if matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()) {
+        format!(" of {len} bytes at offset {offset}")
+    } else {
+        String::new()
+    };
+    format!("{what}{at} in {path}: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_inside_the_root() {
+        let mut n = Names::new("/data/job");
+        let a = n.add("d1/f.0").unwrap();
+        assert_eq!(n.path(a), Path::new("/data/job/d1/f.0"));
+        for bad in ["/etc/passwd", "../x", "a/../../b"] {
+            assert!(n.add(bad).is_err(), "{bad}");
+        }
+        assert_eq!(n.path(NameId(99)), Path::new("/.iolab-no-such-name"));
+    }
+
+    #[test]
+    fn classes_of_calls() {
+        let d = |kind| Call::Data { kind, file: 0, offset: 0, len: 0 };
+        assert_eq!(d(OpKind::ReadCur).class(), OpClass::Read);
+        assert_eq!(d(OpKind::Writev(2)).class(), OpClass::Write);
+        assert_eq!(d(OpKind::Fdatasync).class(), OpClass::Sync);
+        let create = OpenFlags { write: true, create: true, ..Default::default() };
+        assert_eq!(Call::Open { name: NameId(0), file: 1, flags: create }.class(), OpClass::Create);
+        assert_eq!(Call::FsyncDir { name: NameId(0) }.class(), OpClass::DirSync);
+    }
+}

@@ -1,0 +1,452 @@
+//! One worker thread's measuring loop: ask the source for operations, issue them (data calls
+//! through the engine, namespace calls through [`crate::ns`]), take one timestamp per reap,
+//! and record each completion's latency into its class. At each second boundary the second's
+//! counts go to `report`. It stops when the source is done, on an error, or on the stop flag;
+//! past the deadline it tells the source to finish up. The clock is a parameter, so the tests
+//! below check pacing, barriers, second boundaries and errors exactly, on no real time.
+
+use crate::clock::{Clock, Stamp};
+use crate::ns;
+use crate::source::{Call, Ctx, Issue, Names, Next, Source};
+use iolab_engine::{Completion, Engine, Op};
+use iolab_model::Acc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const TICK: Duration = Duration::from_secs(1);
+
+/// When the worker's work starts, when the measured window starts (after the ramp), and when
+/// its time is up.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    pub start: Stamp,
+    pub t0: Stamp,
+    pub deadline: Option<Stamp>,
+}
+
+/// How the loop ended: the last second's index and its unsent counts, when, and why if early.
+#[derive(Debug)]
+pub struct WorkerEnd {
+    pub sec: i64,
+    pub acc: Acc,
+    pub end: Stamp,
+    pub error: Option<String>,
+}
+
+/// Run `source` on `engine` until it is done. `report(sec, acc)` receives each finished second.
+pub fn run<C, S>(
+    source: &mut S,
+    engine: &mut dyn Engine,
+    names: &mut Names,
+    clk: &C,
+    w: Window,
+    stop: &AtomicBool,
+    report: &mut dyn FnMut(i64, Acc),
+) -> WorkerEnd
+where
+    C: Clock + ?Sized,
+    S: Source + ?Sized,
+{
+    let Window { start, t0, deadline } = w;
+    let depth = engine.depth();
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut issued_at = vec![start; depth];
+    let mut meta = vec![Call::Close { file: 0 }; depth];
+    let mut comps: Vec<Completion> = Vec::with_capacity(depth);
+    let mut inflight = 0usize;
+    let mut acc = Acc::default();
+    let sec_of = |now: Stamp| -> i64 {
+        if now >= t0 {
+            (now - t0).as_secs() as i64
+        } else {
+            -(((t0 - now).as_nanos().div_ceil(TICK.as_nanos())) as i64)
+        }
+    };
+    // The instant second `sec` ends: seconds are counted from t0, negative during the ramp.
+    let end_of = |sec: i64| -> Stamp {
+        if sec >= 0 {
+            t0 + Duration::from_secs(sec as u64 + 1)
+        } else {
+            t0 - Duration::from_secs((-sec - 1) as u64)
+        }
+    };
+    let mut sec = sec_of(start);
+    let mut boundary = end_of(sec);
+    let mut now = start;
+    // No more issuing (source done, stop, or error); in-flight work is still reaped.
+    let mut done = false;
+    // The source asked for a barrier: issue nothing until everything in flight completed.
+    let mut draining = false;
+    // A namespace call waiting for the data calls in flight before it.
+    let mut held: Option<Issue> = None;
+    let mut error: Option<String> = None;
+    source.start(start);
+
+    // Close the second if `now` passed its end.
+    macro_rules! at_boundary {
+        () => {
+            if now >= boundary {
+                if !acc.is_empty() {
+                    report(sec, std::mem::take(&mut acc));
+                }
+                sec = sec_of(now);
+                boundary = end_of(sec);
+            }
+        };
+    }
+
+    loop {
+        let mut wait_until: Option<Stamp> = None;
+        // Issue while there is room.
+        while !done && !free.is_empty() {
+            if error.is_some() || stop.load(Ordering::Relaxed) {
+                done = true;
+                break;
+            }
+            if draining {
+                if inflight > 0 {
+                    break;
+                }
+                draining = false;
+            }
+            let t = clk.now();
+            let issue = match held.take() {
+                Some(i) => i,
+                None => {
+                    let ending = deadline.is_some_and(|d| t >= d);
+                    let mut ctx = Ctx { now: t, inflight, ending, names };
+                    match source.next(&mut ctx) {
+                        Next::Issue(i) => i,
+                        Next::Done => {
+                            done = true;
+                            break;
+                        }
+                        Next::Drain => {
+                            draining = true;
+                            continue;
+                        }
+                        Next::WaitUntil(due) => {
+                            if inflight > 0 {
+                                wait_until = Some(due);
+                                break;
+                            }
+                            // Nothing in flight: sleep until due, waking to check for a stop.
+                            let mut t = t;
+                            while t < due && !stop.load(Ordering::Relaxed) {
+                                clk.sleep((due - t).min(Duration::from_millis(50)));
+                                t = clk.now();
+                            }
+                            continue;
+                        }
+                    }
+                }
+            };
+            let call = issue.call;
+            if let Call::Data { kind, file, offset, len } = call {
+                let Some(slot) = free.pop() else { break };
+                if kind.writes() {
+                    source.fill(&call, engine.buffer(slot));
+                }
+                issued_at[slot as usize] = issue.due.unwrap_or(t);
+                meta[slot as usize] = call;
+                if let Err(e) = engine.queue(Op { kind, file, offset, len, slot }) {
+                    error = Some(e.to_string());
+                    free.push(slot);
+                    break;
+                }
+                inflight += 1;
+            } else {
+                // Namespace calls are barriers: they run when nothing is in flight, at once.
+                if inflight > 0 {
+                    held = Some(issue);
+                    draining = true;
+                    break;
+                }
+                let begin = issue.due.unwrap_or(t);
+                let r = ns::perform(&call, names, engine);
+                now = clk.now();
+                at_boundary!();
+                match source.completed(&call, &[], &r) {
+                    Ok(()) if r.is_ok() => acc.record(call.class(), 0, (now - begin).as_nanos() as u64),
+                    Ok(()) => {}
+                    Err(m) => error = Some(m),
+                }
+            }
+        }
+        if inflight == 0 {
+            if done || error.is_some() {
+                break;
+            }
+            continue;
+        }
+        if let Err(e) = engine.commit() {
+            error.get_or_insert(e.to_string());
+        }
+        let want = match wait_until {
+            Some(due) if !done && clk.now() < due => 0,
+            _ => 1,
+        };
+        if let Err(e) = engine.reap(want, &mut comps) {
+            error.get_or_insert(e.to_string());
+            if comps.is_empty() {
+                break;
+            }
+        }
+        if comps.is_empty() && want == 0 {
+            if let Some(due) = wait_until {
+                clk.sleep(due.saturating_duration_since(clk.now()).min(Duration::from_micros(50)));
+            }
+        }
+        now = clk.now();
+        at_boundary!();
+        for c in comps.drain(..) {
+            let slot = c.slot as usize;
+            let call = meta[slot];
+            let lat = now.saturating_duration_since(issued_at[slot]).as_nanos() as u64;
+            free.push(c.slot);
+            inflight -= 1;
+            let r = c.result();
+            let (bytes, buf): (u64, &[u8]) = match (&call, &r) {
+                (Call::Data { kind, .. }, Ok(n)) if kind.reads() => (*n as u64, &engine.buffer(c.slot)[..*n]),
+                (Call::Data { kind, .. }, Ok(n)) if kind.writes() => (*n as u64, &[]),
+                _ => (0, &[]),
+            };
+            match source.completed(&call, buf, &r) {
+                Ok(()) if r.is_ok() => acc.record(call.class(), bytes, lat),
+                Ok(()) => {}
+                Err(m) => {
+                    error.get_or_insert(m);
+                }
+            }
+        }
+    }
+    WorkerEnd { sec, acc, end: now, error }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::source::block::BlockSource;
+    use iolab_engine::{EngineError, OpKind};
+    use iolab_model::OpClass;
+    use iolab_spec::{Job, JobPatch, Rw};
+    use std::fs::File;
+
+    fn job(rw: Rw, f: impl FnOnce(&mut JobPatch)) -> Job {
+        let mut p = JobPatch {
+            target: Some("/nowhere".into()),
+            rw: Some(rw),
+            size: Some(iolab_spec::Bytes::mib(1)),
+            engine: Some(iolab_spec::EngineKind::Null),
+            ..Default::default()
+        };
+        f(&mut p);
+        p.resolve("t").unwrap()
+    }
+
+    /// An engine that keeps up to `depth` operations in flight, completes them only when
+    /// reaped, logs what it was asked, and can fail one operation.
+    struct LogEngine {
+        depth: usize,
+        buf: Vec<u8>,
+        queued: Vec<Op>,
+        log: Vec<(OpKind, usize)>,
+        fail_at: Option<usize>,
+    }
+
+    impl LogEngine {
+        fn new(depth: usize) -> Self {
+            LogEngine { depth, buf: vec![0; 1 << 16], queued: Vec::new(), log: Vec::new(), fail_at: None }
+        }
+    }
+
+    impl Engine for LogEngine {
+        fn name(&self) -> &'static str {
+            "log"
+        }
+        fn depth(&self) -> usize {
+            self.depth
+        }
+        fn set_file(&mut self, _: u32, _: File, _: u64) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn take_file(&mut self, _: u32) -> Result<Option<File>, EngineError> {
+            Ok(None)
+        }
+        fn free_index(&self) -> u32 {
+            0
+        }
+        fn buffer(&mut self, _slot: u32) -> &mut [u8] {
+            &mut self.buf
+        }
+        fn queue(&mut self, op: Op) -> Result<(), EngineError> {
+            // The log notes how many were in flight when each op was queued.
+            self.log.push((op.kind, self.queued.len()));
+            self.queued.push(op);
+            Ok(())
+        }
+        fn commit(&mut self) -> Result<(), EngineError> {
+            Ok(())
+        }
+        fn reap(&mut self, _min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError> {
+            for op in self.queued.drain(..) {
+                let n = self.log.len() - 1;
+                let res = if self.fail_at.is_some_and(|f| f <= n) && op.kind.reads() {
+                    self.fail_at = None;
+                    -(libc::EIO as i64)
+                } else if op.kind.is_sync() {
+                    0
+                } else {
+                    op.len as i64
+                };
+                out.push(Completion { slot: op.slot, res });
+            }
+            Ok(())
+        }
+    }
+
+    fn window(clk: &FakeClock, runtime: Option<Duration>) -> Window {
+        let start = Clock::now(clk);
+        Window { start, t0: start, deadline: runtime.map(|r| start + r) }
+    }
+
+    #[test]
+    fn open_loop_pacing_issues_exactly_the_rate_and_times_from_the_due_instant() {
+        let j = job(Rw::RandRead, |p| {
+            p.rate_iops = Some(1000);
+            p.runtime = Some(Duration::from_secs(1));
+        });
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = iolab_engine::build("null", 1, 4096).unwrap();
+        let mut secs_acc = Vec::new();
+        let end = run(
+            &mut src,
+            &mut *e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, j.runtime),
+            &AtomicBool::new(false),
+            &mut |s, a| secs_acc.push((s, a)),
+        );
+        assert!(end.error.is_none());
+        let total: u64 =
+            secs_acc.iter().map(|x| x.1.get(OpClass::Read).ops).sum::<u64>() + end.acc.get(OpClass::Read).ops;
+        assert_eq!(total, 1000, "1000 IOPS for 1 s");
+        // Each read took a few fake microseconds after its due time.
+        let mut all = end.acc.clone();
+        for (_, a) in &secs_acc {
+            all.merge(a);
+        }
+        let h = all.get(OpClass::Read).hist.clone().expect("reads were timed");
+        assert!(h.max() < 20_000, "latency from the due instant, not from the run's start: {}", h.max());
+    }
+
+    #[test]
+    fn a_flush_every_n_writes_waits_for_the_writes_before_it() {
+        let j = job(Rw::Write, |p| {
+            p.fsync_every = Some(4);
+            p.size = Some(iolab_spec::Bytes::kib(64));
+        });
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = LogEngine::new(4);
+        let end = run(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, None),
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        );
+        assert!(end.error.is_none(), "{:?}", end.error);
+        let kinds: String = e.log.iter().map(|(k, _)| if k.is_sync() { 'F' } else { 'W' }).collect();
+        assert_eq!(kinds, "WWWWFWWWWFWWWWFWWWWF", "16 writes of 4 KiB, a flush after every 4");
+        assert!(e.log.iter().filter(|(k, _)| k.is_sync()).all(|(_, inflight)| *inflight == 0));
+        assert!(e.log.iter().any(|(k, inflight)| !k.is_sync() && *inflight == 3), "writes overlap up to the depth");
+        assert_eq!(end.acc.get(OpClass::Sync).ops, 4);
+        assert_eq!(end.acc.get(OpClass::Write).bytes, 65536);
+    }
+
+    #[test]
+    fn each_second_is_reported_once_at_its_boundary() {
+        let j = job(Rw::Read, |p| p.runtime = Some(Duration::from_millis(3500)));
+        // 1 ms per clock reading: about 500 reads a second (two readings per read).
+        let clk = FakeClock::new(Duration::from_millis(1));
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = iolab_engine::build("null", 1, 4096).unwrap();
+        let mut secs = Vec::new();
+        let end = run(
+            &mut src,
+            &mut *e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, j.runtime),
+            &AtomicBool::new(false),
+            &mut |s, a| secs.push((s, a.get(OpClass::Read).ops)),
+        );
+        assert_eq!(secs.iter().map(|s| s.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!(secs.iter().all(|s| (495..=505).contains(&s.1)), "{secs:?}");
+        assert_eq!(end.sec, 3, "the cut-short last second comes back with the end");
+        assert!((240..=260).contains(&end.acc.get(OpClass::Read).ops), "{}", end.acc.get(OpClass::Read).ops);
+    }
+
+    #[test]
+    fn a_failed_read_ends_the_job_with_where_and_why_and_keeps_what_was_done() {
+        let j = job(Rw::Read, |p| p.size = Some(iolab_spec::Bytes::kib(40)));
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = LogEngine::new(1);
+        e.fail_at = Some(5);
+        let end = run(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, None),
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        );
+        let err = end.error.expect("the job failed");
+        assert!(err.contains("read of 4096 bytes at offset 20480 in /nowhere"), "{err}");
+        assert!(err.contains("Input/output error"), "{err}");
+        assert_eq!(end.acc.get(OpClass::Read).ops, 5);
+        assert_eq!(e.log.len(), 6, "nothing issued after the failure");
+    }
+
+    #[test]
+    fn the_stop_flag_ends_at_once_without_the_final_flush() {
+        let j = job(Rw::Write, |p| {
+            p.end_fsync = Some(true);
+            p.runtime = Some(Duration::from_secs(10));
+        });
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = LogEngine::new(1);
+        let end = run(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, j.runtime),
+            &AtomicBool::new(true),
+            &mut |_, _| {},
+        );
+        assert!(end.error.is_none() && e.log.is_empty());
+        // Without the stop, the deadline brings the final fsync.
+        let mut src = BlockSource::new(&j, 0, None);
+        let mut e = LogEngine::new(1);
+        run(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            window(&clk, Some(Duration::from_millis(1))),
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        );
+        assert_eq!(e.log.last().map(|x| x.0), Some(OpKind::Fsync));
+    }
+}
