@@ -1,8 +1,9 @@
 //! The command line, defined once: clap builds `--help`, the shell completions and the
-//! man page from these types, and `JobArgs` maps onto the same `JobPatch` a job file does.
+//! man page from these types. The job flags are `iolab_spec::JobPatch` itself (its `clap`
+//! feature), the same type a job file's tables become, so each option is defined once.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use iolab_spec::{BlockSizes, Bytes, Dist, EngineKind, JobPatch, Rw, SyncMode};
+use iolab_spec::{Bytes, JobPatch};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -265,8 +266,9 @@ pub enum Output {
 pub struct RunArgs {
     /// A TOML job file; flags given beside it override every job in it.
     pub job_file: Option<PathBuf>,
+    /// The job's options (each defined once, on `JobPatch`, with its job-file key).
     #[command(flatten)]
-    pub job: JobArgs,
+    pub job: JobPatch,
     /// Remove the files this run created (only those) when it ends.
     #[arg(long)]
     pub cleanup: bool,
@@ -289,126 +291,11 @@ pub struct OutArgs {
     pub sample_interval: Duration,
 }
 
-#[derive(Args, Debug, Default)]
-pub struct JobArgs {
-    /// Job name (default: job1).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// File, directory (one file per thread) or, with --device, block device.
-    #[arg(long, short = 't', value_name = "PATH")]
-    pub target: Option<PathBuf>,
-    /// Size of each file, for example 1G, 256M, 100M (dd: bs × count).
-    #[arg(long, short = 's', value_parser = parse_bytes)]
-    pub size: Option<Bytes>,
-    /// Bytes each thread transfers in a bounded run (default: one pass over --size).
-    #[arg(long, value_parser = parse_bytes)]
-    pub io_size: Option<Bytes>,
-    /// Access pattern: read, write, randread, randwrite, readwrite, randrw.
-    #[arg(long, value_parser = parse_word::<Rw>)]
-    pub rw: Option<Rw>,
-    /// Read percentage of readwrite and randrw (default 50).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub mix: Option<u8>,
-    /// Block size, or weighted sizes such as 4k:70,64k:30 (default 4k).
-    #[arg(long, short = 'b', value_parser = parse_bs)]
-    pub bs: Option<BlockSizes>,
-    /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
-    #[arg(long, value_parser = parse_bytes)]
-    pub stride: Option<Bytes>,
-    /// Random offsets: uniform, zipf or zipf:THETA.
-    #[arg(long, value_parser = parse_word::<Dist>)]
-    pub dist: Option<Dist>,
-    /// Seed of offsets and data (same seed, same I/O).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// I/O engine: psync, io_uring, mmap, null.
-    #[arg(long, short = 'e', value_parser = parse_word::<EngineKind>)]
-    pub engine: Option<EngineKind>,
-    /// I/Os in flight per thread (io_uring).
-    #[arg(long, short = 'q')]
-    pub iodepth: Option<u32>,
-    /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
-    #[arg(long)]
-    pub direct: bool,
-    /// none, fsync or fdatasync (after every --fsync-every writes), dsync (dd oflag=dsync), sync (oflag=sync).
-    #[arg(long, value_parser = parse_word::<SyncMode>)]
-    pub sync: Option<SyncMode>,
-    /// Flush after this many writes (implies --sync fsync).
-    #[arg(long)]
-    pub fsync_every: Option<u64>,
-    /// fsync each file once at the end, inside the timing (dd conv=fsync).
-    #[arg(long)]
-    pub end_fsync: bool,
-    /// Threads for the job; with a directory target each gets its own file.
-    #[arg(long, short = 'j')]
-    pub threads: Option<u32>,
-    /// Run for this long (30s, 2m) instead of one pass over the file.
-    #[arg(long, short = 'r', value_parser = parse_dur)]
-    pub runtime: Option<Duration>,
-    /// Run this long first without counting it.
-    #[arg(long, value_parser = parse_dur)]
-    pub ramp: Option<Duration>,
-    /// Open-loop bandwidth for the job, bytes/s (for example 50M).
-    #[arg(long, value_parser = parse_bytes)]
-    pub rate: Option<Bytes>,
-    /// Open-loop IOPS for the job.
-    #[arg(long)]
-    pub rate_iops: Option<u64>,
-    /// Percent of each written block that compresses (default 0: incompressible).
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub compressibility: Option<u8>,
-    /// Allow writing into an existing file that iolab did not create.
-    #[arg(long)]
-    pub overwrite: bool,
-    /// Allow a block or character device as target (its data will be overwritten by writes).
-    #[arg(long)]
-    pub device: bool,
-}
-
 fn parse_bytes(s: &str) -> Result<Bytes, String> {
     iolab_spec::parse_size(s)
 }
 fn parse_dur(s: &str) -> Result<Duration, String> {
     iolab_spec::parse_duration(s)
-}
-fn parse_bs(s: &str) -> Result<BlockSizes, String> {
-    s.parse()
-}
-fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
-    s.parse()
-}
-
-impl JobArgs {
-    /// The flags as a patch; unset flags stay unset so a job file's values show through.
-    pub fn patch(&self) -> JobPatch {
-        let flag = |b: bool| if b { Some(true) } else { None };
-        JobPatch {
-            name: self.name.clone(),
-            target: self.target.clone(),
-            size: self.size,
-            io_size: self.io_size,
-            rw: self.rw,
-            mix: self.mix,
-            bs: self.bs.clone(),
-            stride: self.stride,
-            dist: self.dist,
-            seed: self.seed,
-            engine: self.engine,
-            iodepth: self.iodepth,
-            direct: flag(self.direct),
-            sync: self.sync,
-            fsync_every: self.fsync_every,
-            end_fsync: flag(self.end_fsync),
-            threads: self.threads,
-            runtime: self.runtime,
-            ramp: self.ramp,
-            rate: self.rate,
-            rate_iops: self.rate_iops,
-            compressibility: self.compressibility,
-            overwrite: flag(self.overwrite),
-            device: flag(self.device),
-        }
-    }
 }
 
 #[derive(Args, Debug)]

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let overrides = args.job.patch();
+    let overrides = args.job.clone();
     let plan = match &args.job_file {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {}", path.display()))?;

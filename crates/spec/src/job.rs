@@ -157,13 +157,21 @@ impl Serialize for BlockSizes {
 
 impl<'de> Deserialize<'de> for BlockSizes {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let b = Bytes::deserialize(d).map(BlockSizes::single);
-        // A plain size deserializes as Bytes; a weighted list only as a string.
-        match b {
-            Ok(b) if b.0[0].0 .0 > 0 => Ok(b),
-            Ok(_) => Err(serde::de::Error::custom("a block size must be larger than 0")),
-            Err(e) => Err(e),
+        // A number of bytes, or a string: a size (`4k`) or weighted sizes (`4k:70,64k:30`).
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Number(u64),
+            Text(String),
         }
+        let b = match Form::deserialize(d)? {
+            Form::Number(n) => BlockSizes::single(Bytes(n)),
+            Form::Text(t) => t.parse().map_err(serde::de::Error::custom)?,
+        };
+        if b.0.iter().any(|(x, _)| x.0 == 0) {
+            return Err(serde::de::Error::custom("a block size must be larger than 0"));
+        }
+        Ok(b)
     }
 }
 

@@ -3,80 +3,144 @@
 
 use crate::job::{BlockSizes, Dist, EngineKind, Job, Rw, SyncMode};
 use crate::units::{duration_serde, Bytes};
+#[cfg(feature = "clap")]
+use crate::units::{parse_duration, parse_size};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A job with every field optional; `deny_unknown_fields` turns a typo into an error
-/// that names the field and the accepted ones.
+/// A job with every field optional: what a job file's `[defaults]` and `[[phase.job]]` tables
+/// hold and, with the `clap` feature, the command line's job flags. Each option is defined here
+/// once: its type, its help text (the doc comment), its flag and its job-file key; `resolve`
+/// gives its default. `deny_unknown_fields` turns a typo into an error that names the field and
+/// the accepted ones.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(deny_unknown_fields)]
 pub struct JobPatch {
+    /// Job name (default: job1).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// File, directory (one file per thread) or, with --device, block device.
+    #[cfg_attr(feature = "clap", arg(long, short = 't', value_name = "PATH"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<PathBuf>,
+    /// Size of each file, for example 1G, 256M, 100M (dd: bs × count).
+    #[cfg_attr(feature = "clap", arg(long, short = 's', value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<Bytes>,
+    /// Bytes each thread transfers in a bounded run (default: one pass over --size).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub io_size: Option<Bytes>,
+    /// Access pattern: read, write, randread, randwrite, readwrite, randrw.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<Rw>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<Rw>,
+    /// Read percentage of readwrite and randrw (default 50).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u8).range(0..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mix: Option<u8>,
+    /// Block size, or weighted sizes such as 4k:70,64k:30 (default 4k).
+    #[cfg_attr(feature = "clap", arg(long, short = 'b', value_parser = parse_word::<BlockSizes>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub bs: Option<BlockSizes>,
+    /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub stride: Option<Bytes>,
+    /// Random offsets: uniform, zipf or zipf:THETA.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<Dist>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
+    /// Seed of offsets and data (same seed, same I/O).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// I/O engine: psync, io_uring, mmap, null.
+    #[cfg_attr(feature = "clap", arg(long, short = 'e', value_parser = parse_word::<EngineKind>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineKind>,
+    /// I/Os in flight per thread (io_uring).
+    #[cfg_attr(feature = "clap", arg(long, short = 'q'))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub iodepth: Option<u32>,
+    /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
+    /// none, fsync or fdatasync (after every --fsync-every writes), dsync (dd oflag=dsync), sync (oflag=sync).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<SyncMode>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncMode>,
+    /// Flush after this many writes (implies --sync fsync).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_every: Option<u64>,
+    /// fsync each file once at the end, inside the timing (dd conv=fsync).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub end_fsync: Option<bool>,
+    /// Threads for the job; with a directory target each gets its own file.
+    #[cfg_attr(feature = "clap", arg(long, short = 'j'))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// Run for this long (30s, 2m) instead of one pass over the file.
+    #[cfg_attr(feature = "clap", arg(long, short = 'r', value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Duration>,
+    /// Run this long first without counting it.
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Duration>,
+    /// Open-loop bandwidth for the job, bytes/s (for example 50M).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Bytes>,
+    /// Open-loop IOPS for the job.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
+    /// Percent of each written block that compresses (default 0: incompressible).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u8).range(0..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub compressibility: Option<u8>,
+    /// Allow writing into an existing file that iolab did not create.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub overwrite: Option<bool>,
+    /// Allow a block or character device as target (its data will be overwritten by writes).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<bool>,
+}
+
+#[cfg(feature = "clap")]
+fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
+    s.parse()
 }
 
 /// The seed used when none is given, so two runs of the same command do the same I/O.
 pub const DEFAULT_SEED: u64 = 0x10_1AB;
 
 impl JobPatch {
-    /// Fields set in `over` win over those set in `self`.
+    /// Fields set in `over` win over those set in `self`. Layering goes through the serde
+    /// form, so it needs no list of fields: a new option layers as soon as it is declared.
     pub fn layered(&self, over: &JobPatch) -> JobPatch {
-        macro_rules! pick { ($($f:ident),*) => { JobPatch { $( $f: over.$f.clone().or_else(|| self.$f.clone()), )* } } }
-        pick!(
-            name,
-            target,
-            size,
-            io_size,
-            rw,
-            mix,
-            bs,
-            stride,
-            dist,
-            seed,
-            engine,
-            iodepth,
-            direct,
-            sync,
-            fsync_every,
-            end_fsync,
-            threads,
-            runtime,
-            ramp,
-            rate,
-            rate_iops,
-            compressibility,
-            overwrite,
-            device
-        )
+        let (Ok(serde_json::Value::Object(mut base)), Ok(serde_json::Value::Object(top))) =
+            (serde_json::to_value(self), serde_json::to_value(over))
+        else {
+            return over.clone();
+        };
+        base.extend(top);
+        // Both sides came from valid patches, so their union reads back.
+        serde_json::from_value(serde_json::Value::Object(base)).unwrap_or_else(|_| over.clone())
     }
 
-    /// Fill the gaps with iolab's defaults and validate.
+    /// Fill the gaps with iolab's defaults. The job's rules are checked once, by
+    /// [`Plan::validate`](crate::Plan::validate), whatever built the plan.
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let name = self.name.clone().unwrap_or_else(|| default_name.to_string());
         let target = self.target.clone().ok_or_else(|| {
@@ -127,7 +191,34 @@ impl JobPatch {
                 format!("a read percentage applies to readwrite and randrw, not `{rw}`"),
             ));
         }
-        job.validate()?;
         Ok(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layering_keeps_every_kind_of_value_and_the_top_wins() {
+        let base = JobPatch {
+            bs: Some("4k:70,64k:30".parse().unwrap()),
+            dist: Some("zipf:1.1".parse().unwrap()),
+            seed: Some(u64::MAX),
+            runtime: Some(Duration::from_millis(1500)),
+            direct: Some(true),
+            threads: Some(2),
+            ..Default::default()
+        };
+        let top = JobPatch { threads: Some(8), rw: Some(Rw::RandRw), ..Default::default() };
+        let l = base.layered(&top);
+        assert_eq!(l.bs, base.bs);
+        assert_eq!(l.dist, base.dist);
+        assert_eq!(l.seed, Some(u64::MAX));
+        assert_eq!(l.runtime, Some(Duration::from_millis(1500)));
+        assert_eq!(l.direct, Some(true));
+        assert_eq!(l.threads, Some(8));
+        assert_eq!(l.rw, Some(Rw::RandRw));
+        assert_eq!(JobPatch::default().layered(&JobPatch::default()), JobPatch::default());
     }
 }
