@@ -11,7 +11,7 @@ const EXAMPLES: &str = "\
 Examples:
   Profile a directory's storage in about a minute:
       iolab survey /mnt/scratch
-  dd if=/dev/zero of=/mnt/test bs=100M count=10 (seed 000's locking check, one node):
+  dd if=/dev/zero of=/mnt/test bs=100M count=10 (the cluster-filesystem locking check, one node):
       iolab run --target /mnt/test --rw write --bs 100M --size 1000M
   The same with oflag=direct and conv=fsync:
       iolab run --target /mnt/test --rw write --bs 100M --size 1000M --direct --end-fsync
@@ -65,7 +65,7 @@ const RUN_EXAMPLES: &str = "\
 Examples:
   Sequential 1 MiB writes, direct, like dd oflag=direct:
       iolab run --target /mnt/x/file --size 2G --rw write --bs 1M --direct
-  Seed 002's redo log: 32 KiB written at every 1 MiB, fsync after each:
+  A database's redo-log initialisation: 32 KiB written at every 1 MiB, fsync after each:
       iolab run --target /data/redo --size 256M --rw write --bs 32k --stride 1M --direct --sync fsync
   70/30 random read/write mix, two block sizes, 4 threads, one file each:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
@@ -87,7 +87,7 @@ Examples:
 
 const COMPARE_EXAMPLES: &str = "\
 Examples:
-  Seed 001's table: every configuration against native ext4, three runs each:
+  Mail delivery on DRBD: every configuration against native ext4, three runs each:
       iolab compare config=ext4 config=drbd-A config=drbd-C --by config --baseline config=ext4
   Two runs, one metric, fail a CI job on a regression:
       iolab compare last~1 last --metric write-mbs --fail-on-regression
@@ -230,7 +230,7 @@ pub struct ReportArgs {
 
 const WATCH_EXAMPLES: &str = "\
 Examples:
-  Watch the disk under a database's directory while it starts (seed 002):
+  Watch the disk under a database's directory while it starts:
       iolab watch /localdisk/cluster
   Ten samples as JSON lines, for a script:
       iolab watch /mnt/nfs --count 10 --output json";

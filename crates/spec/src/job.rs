@@ -238,7 +238,7 @@ pub struct Job {
     /// Read percentage of a mixed pattern.
     pub mix: u8,
     pub bs: BlockSizes,
-    /// Sequential access that advances by `stride` after each block (seed 002's redo log).
+    /// Sequential access that advances by `stride` after each block (a redo log's initialisation).
     pub stride: Option<Bytes>,
     pub dist: Dist,
     pub seed: u64,
