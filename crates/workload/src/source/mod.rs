@@ -6,6 +6,7 @@
 //! executor's. Today's block workload is [`block::BlockSource`]; personalities, trace replay
 //! and validation are each a source in a file of their own.
 
+pub mod append_log;
 pub mod block;
 
 use crate::clock::Stamp;
