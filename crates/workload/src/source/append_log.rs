@@ -20,7 +20,6 @@ pub struct AppendLog {
 enum State {
     Create,
     Append,
-    Close,
     Done,
 }
 
@@ -56,7 +55,7 @@ impl Source for AppendLog {
                 self.since_sync += 1;
                 Call::Data { kind: OpKind::WriteCur, file: LOG, offset: 0, len: self.record }
             }
-            State::Append | State::Close => {
+            State::Append => {
                 self.state = State::Done;
                 Call::Close { file: LOG }
             }
