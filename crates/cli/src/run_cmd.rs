@@ -21,7 +21,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         None => {
             let job = overrides.resolve("job1")?;
-            Plan { phases: vec![Phase { name: job.rw.to_string(), jobs: vec![job] }] }
+            Plan { phases: vec![Phase { name: job.workload.label(), jobs: vec![job] }] }
         }
     };
     let name = args.job_file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "flags".into());

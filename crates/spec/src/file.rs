@@ -69,12 +69,13 @@ threads = 4
     fn redo_log_file() {
         let plan = parse_job_file(REDO, &JobPatch::default()).unwrap();
         let j = &plan.phases[0].jobs[0];
+        let b = j.workload.block().expect("a block job");
         assert_eq!(plan.phases[0].name, "init");
-        assert_eq!(j.rw, Rw::Write);
-        assert_eq!(j.stride, Some(Bytes::mib(1)));
+        assert_eq!(b.rw, Rw::Write);
+        assert_eq!(b.stride, Some(Bytes::mib(1)));
         assert_eq!(j.size, Some(Bytes::mib(256)));
-        assert_eq!(j.sync, SyncMode::Fsync);
-        assert_eq!(j.fsync_every, 1);
+        assert_eq!(b.sync, SyncMode::Fsync);
+        assert_eq!(b.fsync_every, 1);
         assert_eq!(j.threads, 4);
         assert!(j.direct);
     }
@@ -129,6 +130,28 @@ threads = 4
             lines[i] = junk;
             let _ = parse_job_file(&lines.join("\n"), &JobPatch::default());
         }
+    }
+
+    #[test]
+    fn a_job_is_one_flat_table_with_its_workload_named_and_old_plans_read_back() {
+        let plan = parse_job_file(REDO, &JobPatch::default()).unwrap();
+        let v = serde_json::to_value(&plan).unwrap();
+        let j = &v["phases"][0]["jobs"][0];
+        assert_eq!(j["workload"], "block");
+        assert_eq!(j["rw"], "write");
+        assert_eq!(j["threads"], 4);
+        // The plan's job table is a job file's job table.
+        let table: JobPatch = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(table.resolve("x").unwrap(), plan.phases[0].jobs[0]);
+        // A plan stored before jobs named their workload is a block job.
+        let mut old = v.clone();
+        old["phases"][0]["jobs"][0].as_object_mut().unwrap().remove("workload");
+        let back: Plan = serde_json::from_value(old).unwrap();
+        assert_eq!(back, plan);
+        let mut other = v;
+        other["phases"][0]["jobs"][0]["workload"] = "teleport".into();
+        let e = serde_json::from_value::<Plan>(other).unwrap_err().to_string();
+        assert!(e.contains("unknown workload `teleport`"), "{e}");
     }
 
     #[test]

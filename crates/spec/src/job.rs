@@ -1,6 +1,7 @@
 //! The job model: one plain-data description of "what I/O to do", shared by flags, job
 //! files, the survey and (later) remote nodes, so every front end maps to the same thing.
 
+pub use crate::block::BlockJob;
 use crate::units::{duration_serde, parse_size, Bytes};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
@@ -61,6 +62,13 @@ impl Rw {
         !matches!(self, Rw::Read | Rw::RandRead)
     }
 }
+
+word_enum!(
+    /// Which workload a job runs (`workload = "..."`, `--workload`).
+    WorkloadKind {
+        Block => "block",
+    }
+);
 
 word_enum!(
     /// How an I/O reaches the kernel.
@@ -224,7 +232,11 @@ impl<'de> Deserialize<'de> for Dist {
     }
 }
 
-/// One job, complete and validated: every field has its value.
+/// One job, complete: every field has its value. A job is the fields every workload has (what
+/// to run it on, how many threads, for how long, with which engine and open flags) plus its
+/// workload's own fields ([`Workload`]), which live with that workload's module. In JSON and
+/// job files they read as one flat table, with `workload` naming the workload (`block` when
+/// absent).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub name: String,
@@ -232,42 +244,101 @@ pub struct Job {
     pub target: PathBuf,
     /// Size of each file; `None` means "the existing file's size".
     pub size: Option<Bytes>,
-    /// Bytes each thread transfers in a size-bounded run; `None` means `size`.
-    pub io_size: Option<Bytes>,
-    pub rw: Rw,
-    /// Read percentage of a mixed pattern.
-    pub mix: u8,
-    pub bs: BlockSizes,
-    /// Sequential access that advances by `stride` after each block (a redo log's initialisation).
-    pub stride: Option<Bytes>,
-    pub dist: Dist,
     pub seed: u64,
     pub engine: EngineKind,
     pub iodepth: u32,
     pub direct: bool,
-    pub sync: SyncMode,
-    /// With `sync = fsync|fdatasync`: flush after this many writes.
-    pub fsync_every: u64,
-    pub end_fsync: bool,
     pub threads: u32,
     #[serde(with = "duration_serde::option")]
     pub runtime: Option<Duration>,
     #[serde(with = "duration_serde")]
     pub ramp: Duration,
-    /// Open-loop bandwidth cap for the job (bytes/s), shared among its threads.
-    pub rate: Option<Bytes>,
-    /// Open-loop IOPS for the job, shared among its threads.
-    pub rate_iops: Option<u64>,
-    /// Percent of each written block that compresses (0 = incompressible).
-    pub compressibility: u8,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.
     pub device: bool,
+    #[serde(flatten)]
+    pub workload: Workload,
+}
+
+/// What a job does, with the options only that workload has.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// Reads and writes where an access pattern says: dd-like streams, random and mixed I/O.
+    Block(BlockJob),
+}
+
+impl Workload {
+    /// The workload's name, as `workload = "..."` spells it.
+    pub fn kind(&self) -> WorkloadKind {
+        match self {
+            Workload::Block(_) => WorkloadKind::Block,
+        }
+    }
+    /// A short description for tables and default phase names (`randrw`, `write`...).
+    pub fn label(&self) -> String {
+        match self {
+            Workload::Block(b) => b.rw.to_string(),
+        }
+    }
+    /// Whether it reads what is in its files (so they must hold data before the window).
+    pub fn needs_data(&self) -> bool {
+        match self {
+            Workload::Block(b) => b.rw.reads() || b.rw.is_random(),
+        }
+    }
+    /// Whether it writes into its files.
+    pub fn writes(&self) -> bool {
+        match self {
+            Workload::Block(b) => b.rw.writes(),
+        }
+    }
+    /// The block workload's options, if that is the workload.
+    pub fn block(&self) -> Option<&BlockJob> {
+        match self {
+            Workload::Block(b) => Some(b),
+        }
+    }
+}
+
+/// The serialized form: the workload's fields beside a `workload` tag.
+#[derive(Serialize)]
+#[serde(tag = "workload")]
+enum WorkloadOut<'a> {
+    #[serde(rename = "block")]
+    Block(&'a BlockJob),
+}
+
+impl Serialize for Workload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Workload::Block(b) => WorkloadOut::Block(b).serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Workload {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        // Plans stored before workloads had names are block jobs.
+        let kind = match fields.remove("workload") {
+            None => "block".to_string(),
+            Some(serde_json::Value::String(k)) => k,
+            Some(other) => return Err(D::Error::custom(format!("`workload` must be a name, not {other}"))),
+        };
+        match kind.as_str() {
+            "block" => {
+                serde_json::from_value(serde_json::Value::Object(fields)).map(Workload::Block).map_err(D::Error::custom)
+            }
+            other => Err(D::Error::custom(format!("unknown workload `{other}`; accepted: block"))),
+        }
+    }
 }
 
 impl Job {
-    /// The rules a job must follow, each naming its field.
+    /// The rules a job must follow, each naming its field: the common ones here, the
+    /// workload's in its module.
     pub fn validate(&self) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&self.name, field, message));
         if self.name.is_empty() || self.name.contains(['/', '\0']) {
@@ -275,31 +346,6 @@ impl Job {
         }
         if self.target.as_os_str().is_empty() {
             return err("target", "no target given; name a file, a directory or (with --device) a block device".into());
-        }
-        if self.bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
-            return err("bs", "each block size must be between 1 byte and 1 GiB".into());
-        }
-        if self.direct && self.bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
-            return err("bs", format!("`{}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)", self.bs));
-        }
-        if self.mix > 100 {
-            return err("mix", format!("{} is not a percentage; accepted: 0 to 100", self.mix));
-        }
-        if let Some(stride) = self.stride {
-            if self.rw.is_random() {
-                return err(
-                    "stride",
-                    "a stride applies to sequential patterns (read, write, readwrite), not random ones".into(),
-                );
-            }
-            if stride < self.bs.max() {
-                return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
-            }
-        }
-        if let Some(s) = self.size {
-            if s.0 < self.bs.max().0 {
-                return err("size", format!("size {s} is smaller than the block size {}", self.bs.max()));
-            }
         }
         if self.iodepth == 0 || self.iodepth > 4096 {
             return err("iodepth", format!("{} is out of range; accepted: 1 to 4096", self.iodepth));
@@ -319,12 +365,6 @@ impl Job {
         if self.threads == 0 || self.threads > 4096 {
             return err("threads", format!("{} is out of range; accepted: 1 to 4096", self.threads));
         }
-        if self.compressibility > 100 {
-            return err("compressibility", format!("{} is not a percentage; accepted: 0 to 100", self.compressibility));
-        }
-        if matches!(self.sync, SyncMode::Fsync | SyncMode::Fdatasync) && self.fsync_every == 0 {
-            return err("fsync_every", "must be at least 1 with sync = fsync or fdatasync".into());
-        }
         if !self.ramp.is_zero() && self.runtime.is_none() {
             return err("ramp", "a ramp needs a time-bounded run; add a runtime".into());
         }
@@ -333,20 +373,8 @@ impl Job {
                 return err("runtime", "a runtime of 0 measures nothing".into());
             }
         }
-        if self.rate == Some(Bytes(0)) || self.rate_iops == Some(0) {
-            return err("rate", "a rate of 0 issues nothing; leave it out to run flat out".into());
-        }
-        if self.rate.is_some() && self.rate_iops.is_some() {
-            return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
-        }
-        Ok(())
-    }
-
-    /// The effective fsync cadence (0 = never during the run).
-    pub fn flush_every(&self) -> u64 {
-        match self.sync {
-            SyncMode::Fsync | SyncMode::Fdatasync => self.fsync_every,
-            _ => 0,
+        match &self.workload {
+            Workload::Block(b) => b.validate(self),
         }
     }
 }

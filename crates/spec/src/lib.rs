@@ -4,13 +4,15 @@
 
 #![forbid(unsafe_code)]
 
+pub mod block;
 pub mod file;
 pub mod job;
 pub mod patch;
 pub mod units;
 
+pub use block::BlockJob;
 pub use file::parse_job_file;
-pub use job::{BlockSizes, Dist, EngineKind, Job, Phase, Plan, Rw, SyncMode};
+pub use job::{BlockSizes, Dist, EngineKind, Job, Phase, Plan, Rw, SyncMode, Workload, WorkloadKind};
 pub use patch::{JobPatch, DEFAULT_SEED};
 pub use units::{parse_duration, parse_size, Bytes};
 

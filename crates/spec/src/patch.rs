@@ -1,7 +1,7 @@
 //! Partial jobs: flags, a job file's `[defaults]` and each `[[phase.job]]` are all
 //! `JobPatch`es layered onto the built-in defaults, so every front end lands in one `Job`.
 
-use crate::job::{BlockSizes, Dist, EngineKind, Job, Rw, SyncMode};
+use crate::job::{BlockJob, BlockSizes, Dist, EngineKind, Job, Rw, SyncMode, Workload, WorkloadKind};
 use crate::units::{duration_serde, Bytes};
 #[cfg(feature = "clap")]
 use crate::units::{parse_duration, parse_size};
@@ -23,6 +23,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the job does: block (reads and writes where --rw and --bs say; the default).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<WorkloadKind>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadKind>,
     /// File, directory (one file per thread) or, with --device, block device.
     #[cfg_attr(feature = "clap", arg(long, short = 't', value_name = "PATH"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,48 +154,24 @@ impl JobPatch {
                 "no target given; name a file or a directory (or a block device with --device)",
             )
         })?;
-        let sync = self.sync.unwrap_or(if self.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None });
-        let rw = self.rw.unwrap_or(Rw::Read);
-        let job = Job {
+        let workload = match self.workload.unwrap_or(WorkloadKind::Block) {
+            WorkloadKind::Block => Workload::Block(BlockJob::from_patch(self, &name)?),
+        };
+        Ok(Job {
             target,
             size: self.size,
-            io_size: self.io_size,
-            rw,
-            mix: self.mix.unwrap_or(if rw.is_mixed() {
-                50
-            } else if rw.reads() {
-                100
-            } else {
-                0
-            }),
-            bs: self.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
-            stride: self.stride,
-            dist: self.dist.unwrap_or(Dist::Uniform),
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             engine: self.engine.unwrap_or(EngineKind::Psync),
             iodepth: self.iodepth.unwrap_or(1),
             direct: self.direct.unwrap_or(false),
-            sync,
-            fsync_every: self.fsync_every.unwrap_or(1),
-            end_fsync: self.end_fsync.unwrap_or(false),
             threads: self.threads.unwrap_or(1),
             runtime: self.runtime,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
-            rate: self.rate,
-            rate_iops: self.rate_iops,
-            compressibility: self.compressibility.unwrap_or(0),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
+            workload,
             name,
-        };
-        if self.mix.is_some() && !rw.is_mixed() {
-            return Err(SpecError::field(
-                &job.name,
-                "mix",
-                format!("a read percentage applies to readwrite and randrw, not `{rw}`"),
-            ));
-        }
-        Ok(job)
+        })
     }
 }
 

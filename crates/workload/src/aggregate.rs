@@ -154,7 +154,7 @@ impl Aggregator {
             jobs.push(JobResult {
                 name: job.name.clone(),
                 engine: job.engine.to_string(),
-                rw: job.rw.to_string(),
+                rw: job.workload.label(),
                 threads: job.threads,
                 files: targets[i].iter().map(|t| t.path.display().to_string()).collect(),
                 elapsed_s: e,

@@ -13,7 +13,7 @@ use crate::source::block::BlockSource;
 use crate::source::{Names, Source};
 use crate::worker::{self, Window};
 use iolab_model::*;
-use iolab_spec::{EngineKind, Job, Phase, Plan};
+use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -140,7 +140,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
 }
 
 fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
-    let seq_writes = phase.jobs.iter().any(|j| j.rw.writes());
+    let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
@@ -159,7 +159,8 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
             layout::create_target(t)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
-                layout::lay_out(t, job.seed, job.compressibility, stop, created_now)?;
+                let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
+                layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
             } else if job.engine == EngineKind::Mmap && t.kind == TargetKind::File && t.existing < t.size {
                 std::fs::OpenOptions::new()
                     .write(true)
@@ -263,10 +264,8 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
 /// Bytes one thread of a size-bounded job transfers.
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
-    match (job.io_size, job.stride) {
-        (Some(b), _) => b.0,
-        (None, Some(stride)) => size.div_ceil(stride.0) * job.bs.max().0,
-        (None, None) => size,
+    match &job.workload {
+        Workload::Block(b) => b.budget_bytes(size),
     }
 }
 
@@ -285,8 +284,10 @@ fn worker_main(
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
     // Where it is refused (seccomp), the worker just shares the process's table.
     let _ = iolab_engine::private_fd_table();
-    let mut source = BlockSource::new(job, thread, target);
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
+    let mut source = match &job.workload {
+        Workload::Block(b) => BlockSource::new(job, b, thread, target),
+    };
     let setup = set_up(job, &mut source);
     shared.ready.wait();
     shared.go.wait();

@@ -76,7 +76,7 @@ fn refuse(path: &Path, why: String) -> LayoutError {
 }
 
 fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
-    let needs_data = job.rw.reads() || job.rw.is_random() || job.engine == EngineKind::Mmap;
+    let needs_data = job.workload.needs_data() || job.engine == EngineKind::Mmap;
     match fs::metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let size = job.size.map(|s| s.0).ok_or_else(|| {
@@ -140,11 +140,11 @@ fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
                 return Err(refuse(path, "it is empty and no size was given; add --size".into()));
             }
             let grows = size > existing;
-            let writes = job.rw.writes() || (needs_data && grows);
+            let writes = job.workload.writes() || (needs_data && grows);
             if writes && !job.overwrite && !is_owned(path).map_err(io_err("checking the iolab mark of", path))? {
                 return Err(refuse(path, format!(
                     "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
-                    if job.rw.writes() { "write to" } else { "extend" }
+                    if job.workload.writes() { "write to" } else { "extend" }
                 )));
             }
             Ok(Target {

@@ -2,7 +2,7 @@
 //! uniform random and zipf, with weighted block sizes and a read/write mix, all seeded so
 //! the same job does the same I/O every time.
 
-use iolab_spec::{Dist, Job};
+use iolab_spec::{BlockJob, Dist};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -47,8 +47,8 @@ pub struct Pattern {
 impl Pattern {
     /// `file_len`: usable bytes of the file; `wrap`: start over at the end (time-bounded runs);
     /// `budget`: bytes to issue before the pattern ends (`None` = one pass for sequential, `file_len` for random).
-    pub fn new(job: &Job, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Self {
-        let seed = job.seed.wrapping_add((thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    pub fn new(job: &BlockJob, seed: u64, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Self {
+        let seed = seed.wrapping_add((thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let sizes: Vec<(u32, u32)> = job.bs.0.iter().map(|(b, w)| (b.0 as u32, *w)).collect();
         let max_bs = sizes.iter().map(|s| s.0 as u64).max().unwrap_or(4096);
         let min_bs = sizes.iter().map(|s| s.0 as u64).min().unwrap_or(4096);
@@ -195,18 +195,32 @@ fn coprime_multiplier(n: u64) -> u64 {
 mod tests {
     use super::*;
     use iolab_spec::{BlockSizes, Bytes, JobPatch, Rw};
+
+    /// A block job's options, and the seed every test here uses.
+    struct J {
+        b: BlockJob,
+        seed: u64,
+    }
     use proptest::prelude::*;
 
-    fn job(rw: Rw, bs: &str) -> Job {
-        JobPatch { target: Some("/x".into()), rw: Some(rw), bs: Some(bs.parse().unwrap()), ..Default::default() }
-            .resolve("t")
-            .unwrap()
+    fn job(rw: Rw, bs: &str) -> J {
+        let j =
+            JobPatch { target: Some("/x".into()), rw: Some(rw), bs: Some(bs.parse().unwrap()), ..Default::default() }
+                .resolve("t")
+                .unwrap();
+        J { b: j.workload.block().unwrap().clone(), seed: j.seed }
+    }
+
+    impl Pattern {
+        fn of(j: &J, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Pattern {
+            Pattern::new(&j.b, j.seed, thread, file_len, wrap, budget)
+        }
     }
 
     #[test]
     fn sequential_one_pass() {
         let j = job(Rw::Write, "4k");
-        let mut p = Pattern::new(&j, 0, 16384, false, None);
+        let mut p = Pattern::of(&j, 0, 16384, false, None);
         let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
         assert_eq!(offs, vec![0, 4096, 8192, 12288]);
     }
@@ -214,8 +228,8 @@ mod tests {
     #[test]
     fn redo_log_stride() {
         let mut j = job(Rw::Write, "32k");
-        j.stride = Some(Bytes::mib(1));
-        let mut p = Pattern::new(&j, 0, 4 << 20, false, None);
+        j.b.stride = Some(Bytes::mib(1));
+        let mut p = Pattern::of(&j, 0, 4 << 20, false, None);
         let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
         assert_eq!(offs, vec![0, 1 << 20, 2 << 20, 3 << 20]);
     }
@@ -223,7 +237,7 @@ mod tests {
     #[test]
     fn wrapping_goes_on() {
         let j = job(Rw::Read, "4k");
-        let mut p = Pattern::new(&j, 0, 8192, true, Some(5 * 4096));
+        let mut p = Pattern::of(&j, 0, 8192, true, Some(5 * 4096));
         let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
         assert_eq!(offs, vec![0, 4096, 0, 4096, 0]);
     }
@@ -231,8 +245,8 @@ mod tests {
     #[test]
     fn mix_is_respected() {
         let mut j = job(Rw::RandRw, "4k");
-        j.mix = 70;
-        let mut p = Pattern::new(&j, 0, 1 << 30, true, Some(4096 * 100_000));
+        j.b.mix = 70;
+        let mut p = Pattern::of(&j, 0, 1 << 30, true, Some(4096 * 100_000));
         let reads = std::iter::from_fn(|| p.next_access()).filter(|a| a.dir == Dir::Read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
     }
@@ -240,7 +254,7 @@ mod tests {
     #[test]
     fn weighted_sizes() {
         let j = job(Rw::RandRead, "4k:70,64k:30");
-        let mut p = Pattern::new(&j, 0, 1 << 30, true, Some(u64::MAX));
+        let mut p = Pattern::of(&j, 0, 1 << 30, true, Some(u64::MAX));
         let big = (0..100_000).filter(|_| p.next_access().unwrap().len == 65536).count();
         assert!((29_000..31_000).contains(&big), "{big}");
     }
@@ -248,8 +262,8 @@ mod tests {
     #[test]
     fn zipf_is_skewed() {
         let mut j = job(Rw::RandRead, "4k");
-        j.dist = Dist::Zipf(1.2);
-        let mut p = Pattern::new(&j, 0, 4096 * 10_000, true, Some(u64::MAX));
+        j.b.dist = Dist::Zipf(1.2);
+        let mut p = Pattern::of(&j, 0, 4096 * 10_000, true, Some(u64::MAX));
         let mut counts = std::collections::HashMap::new();
         for _ in 0..50_000 {
             *counts.entry(p.next_access().unwrap().offset).or_insert(0u32) += 1;
@@ -264,16 +278,16 @@ mod tests {
     fn same_seed_same_sequence() {
         let j = job(Rw::RandRw, "4k:50,8k:50");
         let a: Vec<Access> = {
-            let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22));
+            let mut p = Pattern::of(&j, 3, 1 << 20, true, Some(1 << 22));
             std::iter::from_fn(|| p.next_access()).collect()
         };
         let b: Vec<Access> = {
-            let mut p = Pattern::new(&j, 3, 1 << 20, true, Some(1 << 22));
+            let mut p = Pattern::of(&j, 3, 1 << 20, true, Some(1 << 22));
             std::iter::from_fn(|| p.next_access()).collect()
         };
         assert_eq!(a, b);
         let c: Vec<Access> = {
-            let mut p = Pattern::new(&j, 4, 1 << 20, true, Some(1 << 22));
+            let mut p = Pattern::of(&j, 4, 1 << 20, true, Some(1 << 22));
             std::iter::from_fn(|| p.next_access()).collect()
         };
         assert_ne!(a, c, "threads get different streams");
@@ -293,10 +307,10 @@ mod tests {
             let min = bs.min().0;
             let file_len = bs.max().0 * blocks;
             let mut j = job(rw, "4k");
-            j.bs = bs;
+            j.b.bs = bs;
             j.seed = seed;
-            if zipf { j.dist = Dist::Zipf(1.1); }
-            let mut p = Pattern::new(&j, 0, file_len, wrap, Some(file_len * 2));
+            if zipf { j.b.dist = Dist::Zipf(1.1); }
+            let mut p = Pattern::of(&j, 0, file_len, wrap, Some(file_len * 2));
             let mut n = 0;
             while let Some(a) = p.next_access() {
                 prop_assert!(a.offset + a.len as u64 <= file_len, "{a:?} past {file_len}");

@@ -80,6 +80,7 @@ where
     // A namespace call waiting for the data calls in flight before it.
     let mut held: Option<Issue> = None;
     let mut error: Option<String> = None;
+    let checks_reads = source.checks_reads();
     source.start(start);
 
     // Close the second if `now` passed its end.
@@ -207,8 +208,10 @@ where
             inflight -= 1;
             let r = c.result();
             let (bytes, buf): (u64, &[u8]) = match (&call, &r) {
-                (Call::Data { kind, .. }, Ok(n)) if kind.reads() => (*n as u64, &engine.buffer(c.slot)[..*n]),
-                (Call::Data { kind, .. }, Ok(n)) if kind.writes() => (*n as u64, &[]),
+                (Call::Data { kind, .. }, Ok(n)) if kind.reads() && checks_reads => {
+                    (*n as u64, &engine.buffer(c.slot)[..*n])
+                }
+                (Call::Data { kind, .. }, Ok(n)) if kind.reads() || kind.writes() => (*n as u64, &[]),
                 _ => (0, &[]),
             };
             match source.completed(&call, buf, &r) {
@@ -318,7 +321,7 @@ mod tests {
             p.runtime = Some(Duration::from_secs(1));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = iolab_engine::build("null", 1, 4096).unwrap();
         let mut secs_acc = Vec::new();
         let end = run(
@@ -350,7 +353,7 @@ mod tests {
             p.size = Some(iolab_spec::Bytes::kib(64));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(4);
         let end = run(
             &mut src,
@@ -375,7 +378,7 @@ mod tests {
         let j = job(Rw::Read, |p| p.runtime = Some(Duration::from_millis(3500)));
         // 1 ms per clock reading: about 500 reads a second (two readings per read).
         let clk = FakeClock::new(Duration::from_millis(1));
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = iolab_engine::build("null", 1, 4096).unwrap();
         let mut secs = Vec::new();
         let end = run(
@@ -397,7 +400,7 @@ mod tests {
     fn a_failed_read_ends_the_job_with_where_and_why_and_keeps_what_was_done() {
         let j = job(Rw::Read, |p| p.size = Some(iolab_spec::Bytes::kib(40)));
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
         e.fail_at = Some(5);
         let end = run(
@@ -423,7 +426,7 @@ mod tests {
             p.runtime = Some(Duration::from_secs(10));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
         let end = run(
             &mut src,
@@ -436,7 +439,7 @@ mod tests {
         );
         assert!(end.error.is_none() && e.log.is_empty());
         // Without the stop, the deadline brings the final fsync.
-        let mut src = BlockSource::new(&j, 0, None);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
         run(
             &mut src,

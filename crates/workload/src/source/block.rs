@@ -8,12 +8,13 @@ use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, open_target, OpKind, OpenOptions};
-use iolab_spec::{EngineKind, Job, SyncMode};
+use iolab_spec::{BlockJob, EngineKind, Job, SyncMode};
 use std::io;
 use std::time::Duration;
 
 pub struct BlockSource<'a> {
     job: &'a Job,
+    b: &'a BlockJob,
     thread: u32,
     target: Option<&'a Target>,
     path: String,
@@ -31,28 +32,29 @@ pub struct BlockSource<'a> {
 
 impl<'a> BlockSource<'a> {
     /// The source of one thread of `job` on `target` (none for the null engine).
-    pub fn new(job: &'a Job, thread: u32, target: Option<&'a Target>) -> Self {
+    pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, target: Option<&'a Target>) -> Self {
         let (path, size) = match target {
             Some(t) => (t.path.display().to_string(), t.size),
             None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
         };
         // Time-bounded runs wrap around the file until the deadline (or io_size, if given).
         let wrap = job.runtime.is_some();
-        let budget = job.io_size.map(|b| b.0).or(wrap.then_some(u64::MAX));
+        let budget = b.io_size.map(|b| b.0).or(wrap.then_some(u64::MAX));
         let per_thread = |v: f64| v / job.threads as f64;
-        let rate_interval = match (job.rate, job.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(job.bs.mean() / per_thread(bw.0 as f64))),
+        let rate_interval = match (b.rate, b.rate_iops) {
+            (Some(bw), _) => Some(Duration::from_secs_f64(b.bs.mean() / per_thread(bw.0 as f64))),
             (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
             _ => None,
         };
         BlockSource {
             job,
+            b,
             thread,
             target,
             path,
-            pattern: Pattern::new(job, thread, size, wrap, budget),
-            flush_every: job.flush_every(),
-            flush_kind: if job.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
+            pattern: Pattern::new(b, job.seed, thread, size, wrap, budget),
+            flush_every: b.flush_every(),
+            flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
             rate_interval,
             next_due: Stamp(0),
             writes_since_flush: 0,
@@ -68,7 +70,7 @@ impl<'a> BlockSource<'a> {
 
     /// The pattern is done or the time is up: the final fsync, then done.
     fn finish(&mut self, ctx: &Ctx) -> Next {
-        if self.job.end_fsync && !self.end_fsync_done {
+        if self.b.end_fsync && !self.end_fsync_done {
             if ctx.inflight > 0 {
                 return Next::Drain;
             }
@@ -81,18 +83,18 @@ impl<'a> BlockSource<'a> {
 
 impl Source for BlockSource<'_> {
     fn buffer_len(&self) -> usize {
-        self.job.bs.max().0 as usize
+        self.b.bs.max().0 as usize
     }
 
     fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
         let Some(t) = self.target else { return Ok(Vec::new()) };
-        let job = self.job;
+        let (job, b) = (self.job, self.b);
         let opts = OpenOptions {
             read: true,
-            write: job.rw.writes() || job.end_fsync || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
+            write: b.rw.writes() || b.end_fsync || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
             direct: job.direct,
-            dsync: job.sync == SyncMode::Dsync,
-            sync: job.sync == SyncMode::Sync,
+            dsync: b.sync == SyncMode::Dsync,
+            sync: b.sync == SyncMode::Sync,
             ..Default::default()
         };
         let file = open_target(&t.path, opts).map_err(|e| {
@@ -107,7 +109,7 @@ impl Source for BlockSource<'_> {
     }
 
     fn prime(&mut self, slot: u32, buf: &mut [u8]) {
-        fill_pattern(buf, self.job.seed ^ ((self.thread as u64) << 32 | slot as u64), self.job.compressibility);
+        fill_pattern(buf, self.job.seed ^ ((self.thread as u64) << 32 | slot as u64), self.b.compressibility);
     }
 
     fn start(&mut self, at: Stamp) {

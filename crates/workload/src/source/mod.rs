@@ -182,6 +182,11 @@ pub trait Source: Send {
     fn next(&mut self, ctx: &mut Ctx) -> Next;
     /// Just before a data call that writes is queued: stamp its buffer.
     fn fill(&mut self, _call: &Call, _buf: &mut [u8]) {}
+    /// Whether `completed` looks at what reads brought in (a validator does; fetching the
+    /// buffer costs a call per read, so sources that don't look say no).
+    fn checks_reads(&self) -> bool {
+        false
+    }
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
     /// brought in), empty for namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;

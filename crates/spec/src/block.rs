@@ -1,0 +1,122 @@
+//! The block workload's own options: access pattern, block sizes, mix, stride, distribution,
+//! flushes, pacing and data compressibility, with their rules and defaults. A personality's
+//! options live in a module like this one, beside it.
+
+use crate::job::{BlockSizes, Dist, Job, Rw, SyncMode};
+use crate::patch::JobPatch;
+use crate::units::Bytes;
+use crate::SpecError;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlockJob {
+    /// Bytes each thread transfers in a size-bounded run; `None` means `size`.
+    pub io_size: Option<Bytes>,
+    pub rw: Rw,
+    /// Read percentage of a mixed pattern.
+    pub mix: u8,
+    pub bs: BlockSizes,
+    /// Sequential access that advances by `stride` after each block (a redo log's initialisation).
+    pub stride: Option<Bytes>,
+    pub dist: Dist,
+    pub sync: SyncMode,
+    /// With `sync = fsync|fdatasync`: flush after this many writes.
+    pub fsync_every: u64,
+    pub end_fsync: bool,
+    /// Open-loop bandwidth cap for the job (bytes/s), shared among its threads.
+    pub rate: Option<Bytes>,
+    /// Open-loop IOPS for the job, shared among its threads.
+    pub rate_iops: Option<u64>,
+    /// Percent of each written block that compresses (0 = incompressible).
+    pub compressibility: u8,
+}
+
+impl BlockJob {
+    /// The block options of a patch, with iolab's defaults where it says nothing.
+    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BlockJob, SpecError> {
+        let rw = p.rw.unwrap_or(Rw::Read);
+        let implied = if rw.reads() { 100 } else { 0 };
+        // A resolved job's own mix (100 for reads, 0 for writes) reads back; any other is a mistake.
+        if p.mix.is_some_and(|m| m != implied) && !rw.is_mixed() {
+            return Err(SpecError::field(
+                name,
+                "mix",
+                format!("a read percentage applies to readwrite and randrw, not `{rw}`"),
+            ));
+        }
+        Ok(BlockJob {
+            io_size: p.io_size,
+            rw,
+            mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
+            bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
+            stride: p.stride,
+            dist: p.dist.unwrap_or(Dist::Uniform),
+            sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
+            fsync_every: p.fsync_every.unwrap_or(1),
+            end_fsync: p.end_fsync.unwrap_or(false),
+            rate: p.rate,
+            rate_iops: p.rate_iops,
+            compressibility: p.compressibility.unwrap_or(0),
+        })
+    }
+
+    /// The block workload's rules (the job's common fields are given for those that involve them).
+    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
+        if self.bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
+            return err("bs", "each block size must be between 1 byte and 1 GiB".into());
+        }
+        if job.direct && self.bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
+            return err("bs", format!("`{}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)", self.bs));
+        }
+        if self.mix > 100 {
+            return err("mix", format!("{} is not a percentage; accepted: 0 to 100", self.mix));
+        }
+        if let Some(stride) = self.stride {
+            if self.rw.is_random() {
+                return err(
+                    "stride",
+                    "a stride applies to sequential patterns (read, write, readwrite), not random ones".into(),
+                );
+            }
+            if stride < self.bs.max() {
+                return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
+            }
+        }
+        if let Some(s) = job.size {
+            if s.0 < self.bs.max().0 {
+                return err("size", format!("size {s} is smaller than the block size {}", self.bs.max()));
+            }
+        }
+        if self.compressibility > 100 {
+            return err("compressibility", format!("{} is not a percentage; accepted: 0 to 100", self.compressibility));
+        }
+        if matches!(self.sync, SyncMode::Fsync | SyncMode::Fdatasync) && self.fsync_every == 0 {
+            return err("fsync_every", "must be at least 1 with sync = fsync or fdatasync".into());
+        }
+        if self.rate == Some(Bytes(0)) || self.rate_iops == Some(0) {
+            return err("rate", "a rate of 0 issues nothing; leave it out to run flat out".into());
+        }
+        if self.rate.is_some() && self.rate_iops.is_some() {
+            return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
+        }
+        Ok(())
+    }
+
+    /// The effective fsync cadence (0 = never during the run).
+    pub fn flush_every(&self) -> u64 {
+        match self.sync {
+            SyncMode::Fsync | SyncMode::Fdatasync => self.fsync_every,
+            _ => 0,
+        }
+    }
+
+    /// Bytes one thread transfers in a size-bounded run over a file of `size` bytes.
+    pub fn budget_bytes(&self, size: u64) -> u64 {
+        match (self.io_size, self.stride) {
+            (Some(b), _) => b.0,
+            (None, Some(stride)) => size.div_ceil(stride.0) * self.bs.max().0,
+            (None, None) => size,
+        }
+    }
+}
