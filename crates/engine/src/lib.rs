@@ -49,14 +49,17 @@ pub enum OpKind {
 }
 
 impl OpKind {
+    #[inline]
     pub fn is_sync(self) -> bool {
         matches!(self, OpKind::Fsync | OpKind::Fdatasync)
     }
     /// Does the operation read into its slot's buffer?
+    #[inline]
     pub fn reads(self) -> bool {
         matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_))
     }
     /// Does it write from its slot's buffer?
+    #[inline]
     pub fn writes(self) -> bool {
         matches!(self, OpKind::Write | OpKind::WriteCur | OpKind::Writev(_))
     }
@@ -81,6 +84,7 @@ pub struct Completion {
 }
 
 impl Completion {
+    #[inline]
     pub fn result(&self) -> io::Result<usize> {
         if self.res < 0 {
             Err(io::Error::from_raw_os_error((-self.res) as i32))

@@ -50,6 +50,7 @@ impl ClassAcc {
         }
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.ops == 0
     }

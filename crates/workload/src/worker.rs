@@ -9,7 +9,7 @@ use crate::clock::{Clock, Stamp};
 use crate::ns;
 use crate::source::{Call, Ctx, Issue, Names, Next, Source};
 use iolab_engine::{Completion, Engine, Op};
-use iolab_model::Acc;
+use iolab_model::{Acc, OpClass};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ where
     let depth = engine.depth();
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut issued_at = vec![start; depth];
-    let mut meta = vec![Call::Close { file: 0 }; depth];
+    let mut meta = vec![(Call::Close { file: 0 }, OpClass::Close); depth];
     let mut comps: Vec<Completion> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
     let mut acc = Acc::default();
@@ -149,7 +149,7 @@ where
                     source.fill(&call, engine.buffer(slot));
                 }
                 issued_at[slot as usize] = issue.due.unwrap_or(t);
-                meta[slot as usize] = call;
+                meta[slot as usize] = (call, call.class());
                 if let Err(e) = engine.queue(Op { kind, file, offset, len, slot }) {
                     error = Some(e.to_string());
                     free.push(slot);
@@ -202,7 +202,7 @@ where
         at_boundary!();
         for c in comps.drain(..) {
             let slot = c.slot as usize;
-            let call = meta[slot];
+            let (call, class) = meta[slot];
             let lat = now.saturating_duration_since(issued_at[slot]).as_nanos() as u64;
             free.push(c.slot);
             inflight -= 1;
@@ -215,7 +215,7 @@ where
                 _ => (0, &[]),
             };
             match source.completed(&call, buf, &r) {
-                Ok(()) if r.is_ok() => acc.record(call.class(), bytes, lat),
+                Ok(()) if r.is_ok() => acc.record(class, bytes, lat),
                 Ok(()) => {}
                 Err(m) => {
                     error.get_or_insert(m);
@@ -232,7 +232,6 @@ mod tests {
     use crate::clock::FakeClock;
     use crate::source::block::BlockSource;
     use iolab_engine::{EngineError, OpKind};
-    use iolab_model::OpClass;
     use iolab_spec::{Job, JobPatch, Rw};
     use std::fs::File;
 

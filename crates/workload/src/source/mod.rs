@@ -87,6 +87,7 @@ pub enum Call {
 
 impl Call {
     /// The class its statistics are kept under.
+    #[inline]
     pub fn class(&self) -> OpClass {
         match self {
             Call::Data { kind, .. } => match kind {
@@ -111,6 +112,7 @@ impl Call {
     }
 
     /// Does the engine perform it (as opposed to the namespace layer)?
+    #[inline]
     pub fn is_data(&self) -> bool {
         matches!(self, Call::Data { .. })
     }
