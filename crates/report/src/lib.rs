@@ -2,6 +2,8 @@
 //! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]).
 //! Everything here reads `StoredRun`s; nothing reaches back into the engine.
 
+#![forbid(unsafe_code)]
+
 mod charts;
 pub mod compare;
 pub mod csv;

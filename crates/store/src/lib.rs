@@ -3,6 +3,8 @@
 //! interrupted or killed run keeps what it measured. Reads rebuild the same `RunResult` the
 //! engine produced, histograms included, for comparison and reports.
 
+#![forbid(unsafe_code)]
+
 pub mod schema;
 mod select;
 
@@ -241,7 +243,8 @@ impl Store {
         Ok(())
     }
 
-    /// A phase that ended: its result, totals with histograms, timeline and system samples.
+    /// A phase that ended: its result, totals with histograms and system samples. Its seconds
+    /// were saved as they were measured ([`Store::add_tick`]) and are not written again.
     pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
         let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
         let mut slim = p.clone();
@@ -257,8 +260,8 @@ impl Store {
         let put = |job: &str, t: &Totals| -> rusqlite::Result<()> {
             for (class, d) in t.iter() {
                 tx.execute(
-                    "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                    params![run, idx as i64, node, job, class.as_str(), d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.lat_ns.p50 as i64, d.lat_ns.p99 as i64, d.hist.as_ref().and_then(iolab_model::hist::to_v2)],
+                    "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![run, idx as i64, node, job, class.as_str(), d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.hist.as_ref().and_then(iolab_model::hist::to_v2)],
                 )?;
             }
             Ok(())
@@ -266,13 +269,6 @@ impl Store {
         put("", &p.total).map_err(self.err("saving totals"))?;
         for j in &p.jobs {
             put(&j.name, &j.total).map_err(self.err("saving job totals"))?;
-        }
-        for t in &p.timeline {
-            tx.execute(
-                "INSERT OR REPLACE INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run, idx as i64, node, t.t_s, serde_json::to_string(t).unwrap_or_default()],
-            )
-            .map_err(self.err("saving the timeline"))?;
         }
         for s in p.system.iter().flat_map(|s| &s.samples) {
             tx.execute(
@@ -416,38 +412,14 @@ impl Store {
         let plan: Plan = serde_json::from_str(&plan_json).map_err(|e| damaged(format!("plan: {e}")))?;
         let host: HostFacts = serde_json::from_str(&host_json).map_err(|e| damaged(format!("host facts: {e}")))?;
         let (status, why) = live_status(status_of(&status), &node, pid);
-        let mut phases: Vec<PhaseResult> = Vec::new();
-        let mut st = self
-            .conn
-            .prepare("SELECT idx, result_json FROM phases WHERE run_id = ?1 ORDER BY idx, node")
-            .map_err(self.err("reading phases"))?;
-        let rows: Vec<(i64, String)> =
-            st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(self.err("reading phases"))?.flatten().collect();
-        let mut idxs = Vec::new();
-        for (idx, json) in rows {
-            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|e| damaged(format!("phase {idx}: {e}")))?;
-            p.timeline = self.timeline(id, idx)?;
-            if let Some(s) = &mut p.system {
-                s.samples = self.samples(id, idx)?;
-            }
-            self.attach_hists(id, idx, &mut p)?;
-            idxs.push(idx);
-            phases.push(p);
-        }
-        // A phase cut off by a killed process has a timeline but no phase row.
-        let mut st = self
-            .conn
-            .prepare("SELECT DISTINCT phase_idx FROM timeline WHERE run_id = ?1 ORDER BY phase_idx")
-            .map_err(self.err("reading the timeline"))?;
-        let partial: Vec<i64> = st
-            .query_map([id], |r| r.get(0))
-            .map_err(self.err("reading the timeline"))?
-            .flatten()
-            .filter(|i| !idxs.contains(i))
-            .collect();
-        for idx in partial {
-            phases.push(partial_phase(&plan, idx, self.timeline(id, idx)?));
-        }
+        // The run's own node; a run whose rows all carry one other name (a renamed host) reads
+        // from that one.
+        let nodes = self.nodes(id)?;
+        let rows_node = match nodes.as_slice() {
+            [only] if *only != node => only.clone(),
+            _ => node.clone(),
+        };
+        let phases = self.phases_of(id, &rows_node, &plan)?;
         Ok(StoredRun {
             id,
             kind,
@@ -458,7 +430,7 @@ impl Store {
             result: RunResult {
                 schema_version: SCHEMA_VERSION,
                 iolab_version: version,
-                node: host.hostname.clone(),
+                node,
                 started_unix_s: started,
                 status,
                 error: error.or(why),
@@ -469,31 +441,86 @@ impl Store {
         })
     }
 
-    fn timeline(&self, id: i64, idx: i64) -> Result<Vec<TimelinePoint>> {
+    /// The nodes that saved phases or seconds of a run (one for a run on one machine; one per
+    /// node for a run of several).
+    pub fn nodes(&self, id: i64) -> Result<Vec<String>> {
         let mut st = self
             .conn
-            .prepare("SELECT point_json FROM timeline WHERE run_id = ?1 AND phase_idx = ?2 ORDER BY t_s")
+            .prepare("SELECT node FROM phases WHERE run_id = ?1 UNION SELECT node FROM timeline WHERE run_id = ?1 ORDER BY 1")
+            .map_err(self.err("reading a run's nodes"))?;
+        let rows = st.query_map([id], |r| r.get::<_, String>(0)).map_err(self.err("reading a run's nodes"))?;
+        Ok(rows.flatten().collect())
+    }
+
+    /// One node's phases of a run, histograms, timeline and samples included; a phase cut off
+    /// by a killed process (a timeline but no phase row) is rebuilt from its saved seconds.
+    pub fn phases_of(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<PhaseResult>> {
+        let damaged = |msg: String| StoreError::Damaged { run: id, msg };
+        let mut st = self
+            .conn
+            .prepare("SELECT idx, result_json FROM phases WHERE run_id = ?1 AND node = ?2 ORDER BY idx")
+            .map_err(self.err("reading phases"))?;
+        let rows: Vec<(i64, String)> = st
+            .query_map(params![id, node], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err("reading phases"))?
+            .flatten()
+            .collect();
+        let mut phases = Vec::new();
+        let mut idxs = Vec::new();
+        for (idx, json) in rows {
+            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|e| damaged(format!("phase {idx}: {e}")))?;
+            p.timeline = self.timeline(id, node, idx)?;
+            if let Some(s) = &mut p.system {
+                s.samples = self.samples(id, node, idx)?;
+            }
+            self.attach_hists(id, node, idx, &mut p)?;
+            idxs.push(idx);
+            phases.push(p);
+        }
+        let mut st = self
+            .conn
+            .prepare("SELECT DISTINCT phase_idx FROM timeline WHERE run_id = ?1 AND node = ?2 ORDER BY phase_idx")
             .map_err(self.err("reading the timeline"))?;
-        let rows = st.query_map([id, idx], |r| r.get::<_, String>(0)).map_err(self.err("reading the timeline"))?;
+        let partial: Vec<i64> = st
+            .query_map(params![id, node], |r| r.get(0))
+            .map_err(self.err("reading the timeline"))?
+            .flatten()
+            .filter(|i| !idxs.contains(i))
+            .collect();
+        for idx in partial {
+            phases.push(partial_phase(plan, idx, self.timeline(id, node, idx)?));
+        }
+        Ok(phases)
+    }
+
+    fn timeline(&self, id: i64, node: &str, idx: i64) -> Result<Vec<TimelinePoint>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT point_json FROM timeline WHERE run_id = ?1 AND node = ?2 AND phase_idx = ?3 ORDER BY t_s")
+            .map_err(self.err("reading the timeline"))?;
+        let rows = st
+            .query_map(params![id, node, idx], |r| r.get::<_, String>(0))
+            .map_err(self.err("reading the timeline"))?;
         Ok(rows.flatten().filter_map(|j| serde_json::from_str(&j).ok()).collect())
     }
 
-    fn samples(&self, id: i64, idx: i64) -> Result<Vec<Rates>> {
+    fn samples(&self, id: i64, node: &str, idx: i64) -> Result<Vec<Rates>> {
         let mut st = self
             .conn
-            .prepare("SELECT sample_json FROM samples WHERE run_id = ?1 AND phase_idx = ?2 ORDER BY t_s")
+            .prepare("SELECT sample_json FROM samples WHERE run_id = ?1 AND node = ?2 AND phase_idx = ?3 ORDER BY t_s")
             .map_err(self.err("reading samples"))?;
-        let rows = st.query_map([id, idx], |r| r.get::<_, String>(0)).map_err(self.err("reading samples"))?;
+        let rows =
+            st.query_map(params![id, node, idx], |r| r.get::<_, String>(0)).map_err(self.err("reading samples"))?;
         Ok(rows.flatten().filter_map(|j| serde_json::from_str(&j).ok()).collect())
     }
 
-    fn attach_hists(&self, id: i64, idx: i64, p: &mut PhaseResult) -> Result<()> {
+    fn attach_hists(&self, id: i64, node: &str, idx: i64, p: &mut PhaseResult) -> Result<()> {
         let mut st = self
             .conn
-            .prepare("SELECT job, dir, hist FROM totals WHERE run_id = ?1 AND phase_idx = ?2")
+            .prepare("SELECT job, dir, hist FROM totals WHERE run_id = ?1 AND node = ?2 AND phase_idx = ?3")
             .map_err(self.err("reading histograms"))?;
         let rows: Vec<(String, String, Option<Vec<u8>>)> = st
-            .query_map([id, idx], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_map(params![id, node, idx], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(self.err("reading histograms"))?
             .flatten()
             .collect();
@@ -541,7 +568,7 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 
 /// A `running` run whose process is gone from this host was killed: say so.
 fn live_status(s: Status, node: &str, pid: u32) -> (Status, Option<String>) {
-    let here = rustix_hostname();
+    let here = iolab_sysstat::hostname();
     if s == Status::Running && node == here && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
     {
         return (
@@ -552,10 +579,6 @@ fn live_status(s: Status, node: &str, pid: u32) -> (Status, Option<String>) {
         );
     }
     (s, None)
-}
-
-fn rustix_hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
 /// Totals rebuilt from the seconds saved before the process died (no latency histograms).

@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, phase_idx, node, t_s)
     );
     "#,
+    // 2: totals keep latencies in their histogram; the p50/p99 copies were never read.
+    r#"
+    ALTER TABLE totals DROP COLUMN lat_p50_ns;
+    ALTER TABLE totals DROP COLUMN lat_p99_ns;
+    "#,
 ];
 
 pub const VERSION: u32 = MIGRATIONS.len() as u32;

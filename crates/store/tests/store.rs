@@ -219,3 +219,125 @@ fn many_openers_of_a_new_database_all_succeed() {
         });
     }
 }
+
+/// A database written by the iolab before operation classes (schema version 1: totals with
+/// read/write/sync rows and latency columns, phase JSON without `classes`, plans without
+/// `workload`) opens, migrates and reads back with the same figures.
+#[test]
+fn a_version_1_database_with_runs_reads_back_after_migrating() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let path = dir.path().join("v1.db");
+    let strip = |v: &mut serde_json::Value, key: &str| {
+        fn walk(v: &mut serde_json::Value, key: &str) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    m.remove(key);
+                    m.values_mut().for_each(|x| walk(x, key));
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, key)),
+                _ => {}
+            }
+        }
+        walk(v, key)
+    };
+    {
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(schema::MIGRATIONS[0]).unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+        let mut plan = serde_json::to_value(&r.plan).unwrap();
+        strip(&mut plan, "workload");
+        let host = serde_json::to_string(&iolab_sysstat::host_facts(None)).unwrap();
+        c.execute(
+            "INSERT INTO runs (id, kind, name, status, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json) VALUES (1, 'run', 'old', 'complete', 1.0, 3.0, 'oldhost', 1, '0.1.0', ?1, ?2)",
+            rusqlite::params![plan.to_string(), host],
+        )
+        .unwrap();
+        let p = &r.phases[0];
+        let mut slim = serde_json::to_value(p).unwrap();
+        slim["timeline"] = serde_json::json!([]);
+        slim["system"] = serde_json::Value::Null;
+        strip(&mut slim, "classes");
+        c.execute(
+            "INSERT INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json) VALUES (1, 0, 'oldhost', ?1, ?2, 0, ?3)",
+            rusqlite::params![p.name, p.elapsed_s, slim.to_string()],
+        )
+        .unwrap();
+        for (dir, t) in [("read", p.total.read()), ("write", p.total.write()), ("sync", p.total.sync())] {
+            c.execute(
+                "INSERT INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, lat_p50_ns, lat_p99_ns, hist) VALUES (1, 0, 'oldhost', '', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                rusqlite::params![dir, t.ops as i64, t.bytes as i64, t.iops, t.bw_bytes, t.lat_ns.p50 as i64, t.lat_ns.p99 as i64, t.hist.as_ref().and_then(iolab_model::hist::to_v2)],
+            )
+            .unwrap();
+        }
+        for t in &p.timeline {
+            let mut v = serde_json::to_value(t).unwrap();
+            strip(&mut v, "ops");
+            c.execute(
+                "INSERT INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (1, 0, 'oldhost', ?1, ?2)",
+                rusqlite::params![t.t_s, v.to_string()],
+            )
+            .unwrap();
+        }
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version(), schema::VERSION);
+    let back = store.load(1).unwrap();
+    assert_eq!(back.result.plan, r.plan, "an old plan reads as block jobs");
+    assert_eq!(back.result.node, "oldhost");
+    let (a, b) = (&r.phases[0], &back.result.phases[0]);
+    assert_eq!(b.total.read().ops, a.total.read().ops);
+    assert_eq!(b.total.write().bytes, a.total.write().bytes);
+    assert_eq!(b.total.sync().ops, a.total.sync().ops);
+    assert_eq!(b.total.read().lat_ns, a.total.read().lat_ns);
+    assert_eq!(b.total.read().hist.as_ref().map(|h| h.len()), Some(a.total.read().ops));
+    assert_eq!(b.timeline.len(), a.timeline.len());
+    assert_eq!(b.timeline.iter().map(|t| t.read_ops).sum::<u64>(), a.total.read().ops);
+    // The latency columns are gone: nothing keeps a value no one reads.
+    let c = Connection::open(&path).unwrap();
+    let cols: Vec<String> = c
+        .prepare("SELECT name FROM pragma_table_info('totals')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(!cols.iter().any(|c| c.starts_with("lat_")), "{cols:?}");
+}
+
+/// Two nodes' rows of one run stay apart: each node's phases, seconds and histograms load
+/// only with that node.
+#[test]
+fn rows_are_keyed_by_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let id = store.begin_run("run", "two", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let p = &r.phases[0];
+    for t in &p.timeline {
+        store.add_tick(id, 0, &host.hostname, t).unwrap();
+        store
+            .add_tick(
+                id,
+                0,
+                "node-b",
+                &iolab_model::TimelinePoint { read_ops: 1, ops: Default::default(), ..t.clone() },
+            )
+            .unwrap();
+    }
+    store.add_phase(id, 0, &host.hostname, p).unwrap();
+    store.finish_run(id, Status::Complete, None, r.started_unix_s + 2.0).unwrap();
+    let mut nodes = store.nodes(id).unwrap();
+    nodes.sort();
+    let mut want = vec![host.hostname.clone(), "node-b".to_string()];
+    want.sort();
+    assert_eq!(nodes, want);
+    let mine = store.load(id).unwrap();
+    assert_eq!(mine.result.phases.len(), 1);
+    assert_eq!(mine.result.phases[0].timeline.len(), p.timeline.len(), "no second counted twice");
+    assert_eq!(mine.result.phases[0].total.read().ops, p.total.read().ops);
+    let b = store.phases_of(id, "node-b", &r.plan).unwrap();
+    assert_eq!(b.len(), 1, "node b's cut-off phase, rebuilt from its seconds");
+    assert_eq!(b[0].total.read().ops, p.timeline.len() as u64);
+}
