@@ -93,8 +93,10 @@ Examples:
       iolab compare last~1 last --metric write-mbs --fail-on-regression
 
 Verdicts need 2+ runs on both sides: Welch's t-test at 5% and a 95% confidence interval of the
-change wholly beyond --noise. Metrics: read-mbs write-mbs read-iops write-iops read-p50 read-p99
-write-p50 write-p99 sync-p99.";
+change wholly beyond --noise. Metrics are CLASS-STAT: STAT one of mbs, iops, p50, p99; CLASS an
+operation class (read, write, sync, open, create, close, unlink, rename, mkdir, rmdir, dirsync,
+truncate, fallocate, stat, readdir, seek). By default: read-mbs write-mbs read-iops write-iops
+read-p50 read-p99 write-p50 write-p99 sync-p99, and the iops and p99 of other classes present.";
 
 /// Where results are kept.
 #[derive(Args, Debug, Clone)]
@@ -224,6 +226,9 @@ pub struct ReportArgs {
     pub by: Option<String>,
     #[arg(long)]
     pub title: Option<String>,
+    /// The comparison's noise threshold: changes within ±this percentage are noise.
+    #[arg(long, default_value_t = 2.0)]
+    pub noise: f64,
     #[command(flatten)]
     pub db: DbArgs,
 }

@@ -4,14 +4,11 @@
 #![forbid(unsafe_code)]
 
 mod args;
-mod format;
 mod progress;
 mod record;
 mod run_cmd;
 mod stored;
-mod summary;
 mod survey;
-mod system;
 mod watch;
 
 use args::{Cli, Command};

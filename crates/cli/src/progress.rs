@@ -1,8 +1,8 @@
 //! The live line on a terminal: throughput, IOPS, elapsed and ETA, updated each second.
 //! It draws on stderr and only when stdout is a terminal, so pipes and JSON stay clean.
 
-use crate::format::{count, rate};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use iolab_report::fmt::{count, rate};
 use iolab_spec::Phase;
 use iolab_workload::results::{PhaseResult, TimelinePoint};
 use iolab_workload::{Expect, Sink};

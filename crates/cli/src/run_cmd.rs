@@ -3,11 +3,11 @@
 use crate::args::{OutArgs, Output, RunArgs, SaveArgs};
 use crate::progress::Progress;
 use crate::record::{Recorder, Tee};
-use crate::summary;
 use anyhow::{Context, Result};
+use iolab_report::export::{self, Exporter, Input};
 use iolab_spec::{parse_job_file, Phase, Plan};
 use iolab_workload::{layout, run_plan, Control, RunResult, Status};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -85,14 +85,11 @@ fn failed(plan: &Plan, error: &str) -> RunResult {
 }
 
 pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match out.output {
-        Output::Json => {
-            serde_json::to_writer_pretty(&mut stdout, result)?;
-            writeln!(stdout)?;
-        }
-        Output::Human => write!(stdout, "{}", summary::render(result))?,
-    }
+    let exporter: &dyn Exporter = match out.output {
+        Output::Json => &export::Json,
+        Output::Human => &export::Summary,
+    };
+    exporter.export(&Input::Run(result), &mut std::io::stdout().lock())?;
     Ok(())
 }
 

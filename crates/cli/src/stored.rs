@@ -2,11 +2,13 @@
 //! the database that must already exist, resolves RUN selectors, and prints.
 
 use crate::args::{CompareArgs, ExportArgs, ExportFormat, Output, ReportArgs, RmArgs, RunsArgs, ShowArgs};
-use crate::format::secs;
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_report::compare::{self, CompareOptions, Metric};
-use iolab_report::html::utc;
+use iolab_report::export::{self, Exporter, Input};
+use iolab_report::fmt::secs;
+use iolab_report::fmt::{days_from_civil, utc};
+use iolab_report::html::ReportOptions;
 use iolab_store::{ListFilter, Store, StoredRun};
 use iolab_workload::Status;
 use std::io::Write;
@@ -37,17 +39,6 @@ fn parse_since(s: &str) -> Result<f64> {
         }
     }
     bail!("--since `{s}`: write a date (2026-11-20), Unix seconds, or an age (90m, 12h, 2d)")
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
 }
 
 fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
@@ -103,8 +94,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
     let runs = load_all(&store, &a.runs)?;
     let mut out = std::io::stdout().lock();
     if a.output == Output::Json {
-        serde_json::to_writer_pretty(&mut out, &runs)?;
-        writeln!(out)?;
+        export::Json.export(&Input::Stored(&runs), &mut out)?;
         return Ok(ExitCode::SUCCESS);
     }
     for r in &runs {
@@ -145,7 +135,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
                 h.fstype, h.mount_options, h.device, h.device_model, h.scheduler
             )?;
         }
-        write!(out, "{}", crate::summary::render(&r.result))?;
+        export::Summary.export(&Input::Run(&r.result), &mut out)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -162,13 +152,11 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&a.db.path())?;
     let runs = load_all(&store, &a.runs)?;
     let mut out = std::io::stdout().lock();
-    match a.format {
-        ExportFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &runs)?;
-            writeln!(out)?;
-        }
-        ExportFormat::Csv => write!(out, "{}", iolab_report::csv::to_csv(&runs))?,
-    }
+    let exporter: &dyn Exporter = match a.format {
+        ExportFormat::Json => &export::Json,
+        ExportFormat::Csv => &export::Csv,
+    };
+    exporter.export(&Input::Stored(&runs), &mut out)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,10 +191,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     let c = compare::compare(&runs, &opts);
     let mut out = std::io::stdout().lock();
     if a.output == Output::Json {
-        serde_json::to_writer_pretty(&mut out, &c)?;
-        writeln!(out)?;
+        export::Json.export(&Input::Comparison(&c), &mut out)?;
     } else {
-        writeln!(out, "{}", compare::render_table(&c))?;
+        export::CompareTable.export(&Input::Comparison(&c), &mut out)?;
         if c.groups.iter().all(|g| g.run_ids.len() < 2) {
             writeln!(
                 out,
@@ -228,29 +215,27 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         selectors.insert(0, b.clone());
     }
     let runs = load_all(&store, &selectors)?;
-    let path = write_report(
-        &runs,
-        &a.out,
-        a.title.unwrap_or_default(),
-        baseline_index(&store, &runs, a.baseline.as_deref())?,
-        a.by,
-    )?;
+    if !(0.0..100.0).contains(&a.noise) {
+        bail!("--noise {}: give a percentage from 0 to 100", a.noise);
+    }
+    let opts = ReportOptions {
+        title: a.title.unwrap_or_default(),
+        baseline: baseline_index(&store, &runs, a.baseline.as_deref())?,
+        by: a.by,
+        noise: Some(a.noise / 100.0),
+    };
+    let path = write_report(&runs, &a.out, opts)?;
     println!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
 /// Render stored runs to a self-contained HTML file; returns its path.
-pub fn write_report(
-    runs: &[StoredRun],
-    out: &std::path::Path,
-    title: String,
-    baseline: Option<usize>,
-    by: Option<String>,
-) -> Result<std::path::PathBuf> {
-    let html = iolab_report::html::render(runs, &iolab_report::html::ReportOptions { title, baseline, by });
+pub fn write_report(runs: &[StoredRun], out: &std::path::Path, opts: ReportOptions) -> Result<std::path::PathBuf> {
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    let mut html = Vec::new();
+    export::Html(opts).export(&Input::Stored(runs), &mut html)?;
     std::fs::write(out, html).with_context(|| format!("writing the report to {}", out.display()))?;
     Ok(out.to_path_buf())
 }

@@ -3,10 +3,10 @@
 //! step by adding an entry to [`steps`].
 
 use crate::args::{Output, SurveyArgs};
-use crate::format::{count, ms, rate};
 use crate::run_cmd::{emit, execute, exit_code};
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use iolab_report::fmt::{count, ms, rate};
 use iolab_spec::{BlockSizes, Bytes, EngineKind, JobPatch, Phase, Plan, Rw, SyncMode};
 use iolab_workload::layout;
 use iolab_workload::results::PhaseResult;
@@ -169,7 +169,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         bail!(
             "{} has {} free, too little for a survey (it needs at least 64 MiB); free space or pick another directory",
             a.dir.display(),
-            crate::format::fmt_binary(free as f64)
+            iolab_report::fmt::fmt_binary(free as f64)
         );
     }
     let ctx = Ctx {
@@ -220,7 +220,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             let db = a.save.db.path();
             let stored = iolab_store::Store::open_existing(&db).and_then(|s| s.load(id))?;
             let out = db.parent().unwrap_or(Path::new(".")).join("reports").join(format!("survey-{id}.html"));
-            Some(crate::stored::write_report(&[stored], &out, String::new(), None, None)?)
+            Some(crate::stored::write_report(&[stored], &out, Default::default())?)
         }
         None => None,
     };
@@ -241,7 +241,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     t.set_header(["step", "result", "system"]);
     for (s, p) in steps.iter().zip(&result.phases) {
         let mark = if p.interrupted { " (interrupted)" } else { "" };
-        let sys = p.system.as_ref().map(crate::system::compact).unwrap_or_default();
+        let sys = p.system.as_ref().map(iolab_report::system::compact).unwrap_or_default();
         t.add_row([format!("{}{mark}", s.title), (s.read)(p), sys]);
     }
     println!("{t}");
@@ -251,9 +251,9 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     // Devices and links step by step; I/O wait, which most steps of a disk survey show, in one line.
     let mut waits = Vec::new();
     for (s, p) in steps.iter().zip(&result.phases) {
-        for f in p.system.iter().flat_map(crate::system::findings) {
+        for f in p.system.iter().flat_map(iolab_report::system::findings) {
             match f {
-                crate::system::Finding::IoWait(wa) => waits.push(format!("{} ({wa:.0}%)", s.title)),
+                iolab_report::system::Finding::IoWait(wa) => waits.push(format!("{} ({wa:.0}%)", s.title)),
                 other => println!("- {}: {}", s.title, other.text()),
             }
         }
@@ -286,7 +286,7 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
             } else if pct >= 60.0 {
                 "concurrency costs some throughput (seek or lock contention)"
             } else {
-                "concurrent writers collapse: the medium or its locking saturates (seed 000's check 3)"
+                "concurrent writers collapse: the medium or its locking saturates (two writers on one node, as in the cluster-filesystem locking check)"
             };
             out.push(format!("two writers together reach {pct:.0}% of one writer's throughput: {what}"));
         }
@@ -302,7 +302,7 @@ fn findings(phases: &[PhaseResult]) -> Vec<String> {
     if let Some(f) = get("append-fsync") {
         if f.total.sync().lat_ns.p99 > 10_000_000 {
             out.push(
-                "fsync p99 above 10 ms: every commit waits on the device (seed 002's redo log would crawl)".into(),
+                "fsync p99 above 10 ms: every commit waits on the device (a database that syncs every commit, such as a redo log, would crawl)".into(),
             );
         }
     }

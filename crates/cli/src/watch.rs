@@ -60,7 +60,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             writeln!(out)?;
         } else {
             let view = SystemResult { mean: rates, target: Some(target.clone()), ..Default::default() };
-            writeln!(out, "{:>7.1}s  {}", view.mean.t_s, crate::system::line(&view))?;
+            writeln!(out, "{:>7.1}s  {}", view.mean.t_s, iolab_report::system::line(&view))?;
         }
         out.flush()?;
         prev = cur;

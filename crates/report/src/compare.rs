@@ -3,94 +3,143 @@
 //! configuration each change gets a verdict in criterion's two gates: Welch's t-test must find
 //! it significant, and its 95% confidence interval must lie wholly beyond the noise threshold.
 
-use iolab_model::{PhaseResult, Totals};
+use iolab_model::{OpClass, PhaseResult, Totals};
 use iolab_store::StoredRun;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// What can be compared, per phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    ReadMbS,
-    WriteMbS,
-    ReadIops,
-    WriteIops,
-    ReadP50Ms,
-    ReadP99Ms,
-    WriteP50Ms,
-    WriteP99Ms,
-    SyncP99Ms,
+/// A statistic of an operation class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    MbS,
+    Iops,
+    P50Ms,
+    P99Ms,
+}
+
+impl Stat {
+    pub const ALL: [Stat; 4] = [Stat::MbS, Stat::Iops, Stat::P50Ms, Stat::P99Ms];
+    fn key(self) -> &'static str {
+        match self {
+            Stat::MbS => "mbs",
+            Stat::Iops => "iops",
+            Stat::P50Ms => "p50",
+            Stat::P99Ms => "p99",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Stat::MbS => "MB/s",
+            Stat::Iops => "IOPS",
+            Stat::P50Ms => "p50 ms",
+            Stat::P99Ms => "p99 ms",
+        }
+    }
+    fn json(self) -> &'static str {
+        match self {
+            Stat::MbS => "mb_s",
+            Stat::Iops => "iops",
+            Stat::P50Ms => "p50_ms",
+            Stat::P99Ms => "p99_ms",
+        }
+    }
+}
+
+/// What can be compared, per phase: a statistic of an operation class (`read-mbs`,
+/// `sync-p99`, `create-iops`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub class: OpClass,
+    pub stat: Stat,
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}_{}", self.class.as_str(), self.stat.json()))
+    }
+}
+
+const fn m(class: OpClass, stat: Stat) -> Metric {
+    Metric { class, stat }
+}
+
+/// The nine metrics of read, write and sync by their earlier names.
+#[allow(non_upper_case_globals)]
+impl Metric {
+    pub const ReadMbS: Metric = m(OpClass::Read, Stat::MbS);
+    pub const WriteMbS: Metric = m(OpClass::Write, Stat::MbS);
+    pub const ReadIops: Metric = m(OpClass::Read, Stat::Iops);
+    pub const WriteIops: Metric = m(OpClass::Write, Stat::Iops);
+    pub const ReadP50Ms: Metric = m(OpClass::Read, Stat::P50Ms);
+    pub const ReadP99Ms: Metric = m(OpClass::Read, Stat::P99Ms);
+    pub const WriteP50Ms: Metric = m(OpClass::Write, Stat::P50Ms);
+    pub const WriteP99Ms: Metric = m(OpClass::Write, Stat::P99Ms);
+    pub const SyncP99Ms: Metric = m(OpClass::Sync, Stat::P99Ms);
 }
 
 impl Metric {
+    /// The metrics compared by default for the classes every block job has, in table order;
+    /// other classes add their IOPS and p99 when the baseline has them ([`Metric::defaults`]).
     pub const ALL: [Metric; 9] = [
-        Metric::ReadMbS,
-        Metric::WriteMbS,
-        Metric::ReadIops,
-        Metric::WriteIops,
-        Metric::ReadP50Ms,
-        Metric::ReadP99Ms,
-        Metric::WriteP50Ms,
-        Metric::WriteP99Ms,
-        Metric::SyncP99Ms,
+        m(OpClass::Read, Stat::MbS),
+        m(OpClass::Write, Stat::MbS),
+        m(OpClass::Read, Stat::Iops),
+        m(OpClass::Write, Stat::Iops),
+        m(OpClass::Read, Stat::P50Ms),
+        m(OpClass::Read, Stat::P99Ms),
+        m(OpClass::Write, Stat::P50Ms),
+        m(OpClass::Write, Stat::P99Ms),
+        m(OpClass::Sync, Stat::P99Ms),
     ];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::ReadMbS => "read MB/s",
-            Metric::WriteMbS => "write MB/s",
-            Metric::ReadIops => "read IOPS",
-            Metric::WriteIops => "write IOPS",
-            Metric::ReadP50Ms => "read p50 ms",
-            Metric::ReadP99Ms => "read p99 ms",
-            Metric::WriteP50Ms => "write p50 ms",
-            Metric::WriteP99Ms => "write p99 ms",
-            Metric::SyncP99Ms => "fsync p99 ms",
+    /// [`Metric::ALL`], then IOPS and p99 of every other class.
+    pub fn defaults() -> Vec<Metric> {
+        let mut v = Metric::ALL.to_vec();
+        for c in OpClass::ALL.iter().filter(|c| !matches!(c, OpClass::Read | OpClass::Write | OpClass::Sync)) {
+            v.push(m(*c, Stat::Iops));
+            v.push(m(*c, Stat::P99Ms));
         }
+        v
+    }
+
+    pub fn name(self) -> String {
+        let class = if self.class == OpClass::Sync { "fsync" } else { self.class.as_str() };
+        format!("{class} {}", self.stat.label())
     }
 
     /// The spelling `--metric` takes.
-    pub fn key(self) -> &'static str {
-        match self {
-            Metric::ReadMbS => "read-mbs",
-            Metric::WriteMbS => "write-mbs",
-            Metric::ReadIops => "read-iops",
-            Metric::WriteIops => "write-iops",
-            Metric::ReadP50Ms => "read-p50",
-            Metric::ReadP99Ms => "read-p99",
-            Metric::WriteP50Ms => "write-p50",
-            Metric::WriteP99Ms => "write-p99",
-            Metric::SyncP99Ms => "sync-p99",
-        }
+    pub fn key(self) -> String {
+        format!("{}-{}", self.class.as_str(), self.stat.key())
     }
 
     pub fn parse(s: &str) -> Result<Metric, String> {
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.key() == s)
-            .ok_or_else(|| format!("unknown metric `{s}`; accepted: {}", Metric::ALL.map(|m| m.key()).join(", ")))
+        let bad = || {
+            format!(
+                "unknown metric `{s}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {} (for example write-mbs, sync-p99, create-iops)",
+                OpClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        };
+        let (class, stat) = s.rsplit_once('-').ok_or_else(bad)?;
+        let class: OpClass = class.parse().map_err(|_| bad())?;
+        let stat = Stat::ALL.into_iter().find(|x| x.key() == stat).ok_or_else(bad)?;
+        Ok(Metric { class, stat })
     }
 
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::ReadMbS | Metric::WriteMbS | Metric::ReadIops | Metric::WriteIops)
+        matches!(self.stat, Stat::MbS | Stat::Iops)
     }
 
     /// The metric's value in a phase, or `None` when the phase did no such operation.
     pub fn value(self, t: &Totals) -> Option<f64> {
+        let c = t.get(self.class);
         let ms = |ns: u64| ns as f64 / 1e6;
-        let (ops, v) = match self {
-            Metric::ReadMbS => (t.read().ops, t.read().bw_bytes / 1e6),
-            Metric::WriteMbS => (t.write().ops, t.write().bw_bytes / 1e6),
-            Metric::ReadIops => (t.read().ops, t.read().iops),
-            Metric::WriteIops => (t.write().ops, t.write().iops),
-            Metric::ReadP50Ms => (t.read().ops, ms(t.read().lat_ns.p50)),
-            Metric::ReadP99Ms => (t.read().ops, ms(t.read().lat_ns.p99)),
-            Metric::WriteP50Ms => (t.write().ops, ms(t.write().lat_ns.p50)),
-            Metric::WriteP99Ms => (t.write().ops, ms(t.write().lat_ns.p99)),
-            Metric::SyncP99Ms => (t.sync().ops, ms(t.sync().lat_ns.p99)),
+        let v = match self.stat {
+            Stat::MbS => c.bw_bytes / 1e6,
+            Stat::Iops => c.iops,
+            Stat::P50Ms => ms(c.lat_ns.p50),
+            Stat::P99Ms => ms(c.lat_ns.p99),
         };
-        (ops > 0).then_some(v)
+        (c.ops > 0).then_some(v)
     }
 }
 
@@ -226,7 +275,7 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
     let mut rows = Vec::new();
     let Some(bg) = groups.get(baseline) else { return Comparison { groups, baseline, rows } };
     let base_runs = members(bg);
-    let metrics: Vec<Metric> = if opts.metrics.is_empty() { Metric::ALL.to_vec() } else { opts.metrics.clone() };
+    let metrics: Vec<Metric> = if opts.metrics.is_empty() { Metric::defaults() } else { opts.metrics.clone() };
     let phase_names: Vec<String> =
         base_runs.first().map(|r| r.result.phases.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
     for ph in &phase_names {
@@ -291,7 +340,7 @@ pub fn render_table(c: &Comparison) -> String {
             row.push(match cell {
                 None => "-".into(),
                 Some(cell) => {
-                    let v = fmt_value(cell.mean);
+                    let v = crate::fmt::num(cell.mean);
                     match (i == c.baseline, cell.pct_of_baseline, cell.verdict) {
                         (true, _, _) => v,
                         (false, Some(p), Some(vd)) => format!("{v} ({p:.1}%) {}", vd.word()),
@@ -311,19 +360,23 @@ pub fn render_table(c: &Comparison) -> String {
     t.to_string()
 }
 
-fn fmt_value(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn metrics_are_class_and_statistic_with_the_earlier_spellings() {
+        for (key, name) in [("read-mbs", "read MB/s"), ("write-iops", "write IOPS"), ("sync-p99", "fsync p99 ms")] {
+            let m = Metric::parse(key).unwrap();
+            assert_eq!((m.key(), m.name()), (key.to_string(), name.to_string()));
+        }
+        let c = Metric::parse("create-p99").unwrap();
+        assert_eq!((c.class, c.stat), (OpClass::Create, Stat::P99Ms));
+        assert_eq!(serde_json::to_string(&Metric::SyncP99Ms).unwrap(), "\"sync_p99_ms\"");
+        assert!(Metric::parse("read-speed").unwrap_err().contains("mbs, iops, p50, p99"));
+        assert!(Metric::parse("teleport-iops").is_err());
+        assert_eq!(Metric::defaults()[..9], Metric::ALL);
+    }
 
     #[test]
     fn welch_finds_a_clear_change_and_ignores_noise() {

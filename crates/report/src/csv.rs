@@ -1,4 +1,5 @@
-//! CSV for spreadsheets: one row per run × phase × job × direction; the phase's total is the
+//! CSV for spreadsheets: one row per run × phase × job × operation class that saw operations
+//! (the `dir` column holds the class: read, write, sync, create, rename, ...); the phase's total is the
 //! job named `*`. Fields holding commas or quotes are quoted as RFC 4180 says.
 
 use iolab_model::Totals;
@@ -22,15 +23,9 @@ pub fn to_csv(runs: &[StoredRun]) -> String {
         let labels = quote(&labels.join(";"));
         for p in &r.result.phases {
             let mut emit = |job: &str, t: &Totals, elapsed: f64| {
-                let dirs = [
-                    ("read", t.read().ops, t.read().bytes, t.read().iops, t.read().bw_bytes, &t.read().lat_ns),
-                    ("write", t.write().ops, t.write().bytes, t.write().iops, t.write().bw_bytes, &t.write().lat_ns),
-                    ("sync", t.sync().ops, 0, 0.0, 0.0, &t.sync().lat_ns),
-                ];
-                for (dir, ops, bytes, iops, bw, l) in dirs {
-                    if ops == 0 {
-                        continue;
-                    }
+                for (class, c) in t.iter() {
+                    let (dir, ops, bytes, iops, bw, l) =
+                        (class.as_str(), c.ops, c.bytes, c.iops, c.bw_bytes, &c.lat_ns);
                     out.push_str(&format!(
                         "{},{},{:.3},{},{},{},{},{},{},{:.6},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{},{}\n",
                         r.id,

@@ -4,7 +4,7 @@
 
 use crate::charts::{self, Dash, LatSet, Series};
 use crate::compare::{compare, CompareOptions, Comparison, Verdict};
-use iolab_model::{ClassTotals, PhaseResult, TimelinePoint};
+use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
 use iolab_store::StoredRun;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -16,6 +16,15 @@ pub struct ReportOptions {
     pub baseline: Option<usize>,
     /// Group runs by this label's value in the comparison.
     pub by: Option<String>,
+    /// The comparison's noise threshold as a fraction (`None`: compare's default, 2%).
+    pub noise: Option<f64>,
+}
+
+impl ReportOptions {
+    /// The noise threshold the comparison uses, and the report says it used.
+    pub fn noise(&self) -> f64 {
+        self.noise.unwrap_or(CompareOptions::default().noise)
+    }
 }
 
 /// A title for runs when the user gives none: what was run, and how many runs.
@@ -52,52 +61,11 @@ pub fn escape(s: &str) -> String {
     o
 }
 
-/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn utc(unix_s: f64) -> String {
-    let secs = unix_s.max(0.0).floor() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-fn num(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+pub use crate::fmt::utc;
+use crate::fmt::{fmt_binary as bytes_h, num};
 
 fn ms(ns: u64) -> String {
     num(ns as f64 / 1e6)
-}
-
-fn bytes_h(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
 }
 
 /// How a run is named in legends and tables: `#id` and its labels.
@@ -197,7 +165,10 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     if runs.len() >= 2 {
-        let c = compare(runs, &CompareOptions { by: opts.by.clone(), baseline: opts.baseline, ..Default::default() });
+        let c = compare(
+            runs,
+            &CompareOptions { by: opts.by.clone(), baseline: opts.baseline, noise: opts.noise(), ..Default::default() },
+        );
         comparison_section(&mut h, &c, opts);
     }
     charts_section(&mut h, runs, opts);
@@ -266,7 +237,7 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
             format!("{} &times; {}", r.host.cpu_count, escape(&r.host.cpu_model))
         }
     });
-    row(h, "memory", &|r| if r.host.memory_bytes > 0 { bytes_h(r.host.memory_bytes) } else { text("") });
+    row(h, "memory", &|r| if r.host.memory_bytes > 0 { bytes_h(r.host.memory_bytes as f64) } else { text("") });
     row(h, "filesystem", &|r| text(&r.host.fstype));
     row(h, "mount options", &|r| text(&r.host.mount_options));
     row(h, "device", &|r| {
@@ -343,7 +314,42 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
             h.push_str("</tr>\n");
         }
     }
-    h.push_str("</table></div>\n</section>\n");
+    h.push_str("</table></div>\n");
+    other_classes(h, runs, opts);
+    h.push_str("</section>\n");
+}
+
+/// Operations other than reads, writes and flushes (creates, renames, ...), when any run has them.
+fn other_classes(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let other = |c: OpClass| !matches!(c, OpClass::Read | OpClass::Write | OpClass::Sync);
+    let rows: Vec<(&StoredRun, &PhaseResult, OpClass, &ClassTotals)> = runs
+        .iter()
+        .flat_map(|r| r.result.phases.iter().map(move |p| (r, p)))
+        .flat_map(|(r, p)| p.total.iter().filter(|(c, _)| other(*c)).map(move |(c, t)| (r, p, c, t)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<h3>Other operations</h3>\n<div class=\"wide\"><table class=\"classes\">\n<tr><th>run</th><th>phase</th>\
+         <th>operation</th><th>count</th><th>per s</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th></tr>\n",
+    );
+    for (r, p, c, t) in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            escape(&run_label(r, opts.by.as_deref())),
+            escape(&p.name),
+            c.as_str(),
+            crate::fmt::count(t.ops as f64),
+            num(t.iops),
+            ms(t.lat_ns.p50),
+            ms(t.lat_ns.p99),
+            ms(t.lat_ns.max)
+        );
+    }
+    h.push_str("</table></div>\n");
 }
 
 fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
@@ -353,13 +359,14 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
         "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b>. A verdict needs two or more runs \
          on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
          <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
-         confidence interval lies wholly beyond &plusmn;2%; otherwise it is \
+         confidence interval lies wholly beyond &plusmn;{}%; otherwise it is \
          <span class=\"verdict v-noise\">within noise</span>.</p>",
         match &opts.by {
             Some(b) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
             None => String::new(),
         },
-        c.groups.get(c.baseline).map(|g| escape(&g.key)).unwrap_or_default()
+        c.groups.get(c.baseline).map(|g| escape(&g.key)).unwrap_or_default(),
+        (opts.noise() * 1000.0).round() / 10.0
     );
     if c.rows.is_empty() {
         h.push_str("<p class=\"note\">The baseline has nothing to compare.</p>\n</section>\n");
@@ -379,7 +386,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     }
     h.push_str("</tr>\n");
     for r in &c.rows {
-        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", escape(&r.phase), escape(r.metric.name()));
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td>", escape(&r.phase), escape(&r.metric.name()));
         for (i, cell) in r.cells.iter().enumerate() {
             let base = i == c.baseline;
             let cls = if base { "n base" } else { "n" };
@@ -540,20 +547,14 @@ fn phase_charts(
     // Latency percentiles: one set per run and direction.
     let mut sets = Vec::new();
     for (k, (_, r, p)) in rp.iter().enumerate() {
-        let dirs = [
-            ("read", &p.total.read().lat_ns, p.total.read().ops),
-            ("write", &p.total.write().lat_ns, p.total.write().ops),
-        ];
-        let dirs = dirs.into_iter().chain(std::iter::once(("fsync", &p.total.sync().lat_ns, p.total.sync().ops)));
-        for (d, (dir, l, ops)) in dirs.enumerate() {
-            if ops == 0 {
-                continue;
-            }
+        for (class, c) in p.total.iter() {
+            let (d, l) = (class.index(), &c.lat_ns);
+            let dir = if class == OpClass::Sync { "fsync" } else { class.as_str() };
             let v = |ns: u64| ns as f64 / 1e6;
             sets.push(LatSet {
                 label: if multi { format!("{dir} {}", label(r)) } else { dir.to_string() },
                 ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
-                // Colour per direction, line style per run.
+                // Colour per operation class, line style per run.
                 color: d,
                 dash: Dash::nth(k),
             });
@@ -564,7 +565,7 @@ fn phase_charts(
         &format!("latency-{slug}"),
         (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
         &format!(
-            "Completion latency of phase {ph} over the whole phase, per direction{}.",
+            "Completion latency of phase {ph} over the whole phase, per operation class{}.",
             if multi { " and run" } else { "" }
         ),
         &format!("Phase {ph}: no operations completed, so no latency chart."),

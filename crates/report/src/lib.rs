@@ -7,4 +7,8 @@
 mod charts;
 pub mod compare;
 pub mod csv;
+pub mod export;
+pub mod fmt;
 pub mod html;
+pub mod summary;
+pub mod system;

@@ -79,7 +79,10 @@ fn runs() -> &'static [StoredRun] {
 fn report() -> &'static str {
     static HTML: OnceLock<String> = OnceLock::new();
     HTML.get_or_init(|| {
-        render(runs(), &ReportOptions { title: String::new(), baseline: Some(0), by: Some("config".into()) })
+        render(
+            runs(),
+            &ReportOptions { title: String::new(), baseline: Some(0), by: Some("config".into()), noise: None },
+        )
     })
 }
 

@@ -116,3 +116,54 @@ fn csv_export() {
     let runs = seed_001();
     insta::assert_snapshot!("csv", iolab_report::csv::to_csv(&runs[..2]));
 }
+
+#[test]
+fn the_html_comparison_states_the_noise_threshold_it_used() {
+    let runs = vec![run(1, "ext4", 1.0), run(2, "ext4", 1.01), run(3, "drbd", 0.9), run(4, "drbd", 0.91)];
+    let opts = |noise| iolab_report::html::ReportOptions { by: Some("config".into()), noise, ..Default::default() };
+    let default = iolab_report::html::render(&runs, &opts(None));
+    assert!(default.contains("wholly beyond &plusmn;2%"), "the default is 2%");
+    let wide = iolab_report::html::render(&runs, &opts(Some(0.15)));
+    assert!(wide.contains("wholly beyond &plusmn;15%"));
+    // A 10% slower configuration regresses at 2% and is within noise at 15%.
+    assert!(!default.contains("No regressions."));
+    assert!(wide.contains("No regressions."));
+}
+
+/// Classes beyond read, write and sync (here creates and renames, as a mail workload makes)
+/// show in every output: the compare table, CSV, the HTML report and the terminal summary.
+#[test]
+fn every_operation_class_shows_in_every_output() {
+    let with_creates = |id: i64, config: &str, speed: f64| {
+        let mut r = run(id, config, speed);
+        let t = &mut r.result.phases[0].total;
+        *t.get_mut(OpClass::Create) = dir((6000.0 * speed) as u64, 0, 60.0, (300.0 / speed) as u64, 2000);
+        *t.get_mut(OpClass::Rename) = dir((5900.0 * speed) as u64, 0, 60.0, 100, 400);
+        let total = t.clone();
+        r.result.phases[0].jobs.push(iolab_model::JobResult {
+            name: "deliver".into(),
+            engine: "psync".into(),
+            rw: "write".into(),
+            threads: 12,
+            files: Vec::new(),
+            elapsed_s: 60.0,
+            total,
+            error: None,
+        });
+        r
+    };
+    let runs = vec![with_creates(1, "ext4", 1.0), with_creates(2, "drbd", 0.5)];
+    let c = compare(&runs, &CompareOptions { by: Some("config".into()), ..Default::default() });
+    let names: Vec<String> = c.rows.iter().map(|r| r.metric.name()).collect();
+    assert!(names.contains(&"create IOPS".to_string()) && names.contains(&"rename p99 ms".to_string()), "{names:?}");
+    let create = c.rows.iter().find(|r| r.metric == Metric::parse("create-iops").unwrap()).unwrap();
+    assert_eq!(create.cells[1].as_ref().unwrap().pct_of_baseline.map(|p| p.round()), Some(50.0));
+    let csv = iolab_report::csv::to_csv(&runs);
+    assert!(csv.lines().any(|l| l.contains(",deliver,*,create,6000,")), "{csv}");
+    let html = iolab_report::html::render(&runs, &Default::default());
+    assert!(html.contains("<h3>Other operations</h3>") && html.contains("<td>rename</td>"));
+    let summary = iolab_report::summary::render(&runs[0].result);
+    let create_row = summary.lines().find(|l| l.contains(" create ")).expect("a create row");
+    assert!(create_row.contains("6,000"), "{create_row}");
+    assert!(summary.lines().any(|l| l.contains(" rename ")), "{summary}");
+}

@@ -2,7 +2,7 @@
 //! network) and, in words, what stands out: a saturated device, high I/O wait, a link near
 //! its speed.
 
-use crate::format::fmt_decimal;
+use crate::fmt::fmt_decimal;
 use iolab_sysstat::{DiskRates, SystemResult};
 use std::fmt::Write;
 
@@ -47,7 +47,7 @@ pub fn line(s: &SystemResult) -> String {
             let _ = write!(out, " w/s {:.0} wkB/s {:.0}", d.w_s, d.wkb_s);
         }
         let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
-        let _ = write!(out, " await {} ms util {:.0}%", crate::format::ms((wait * 1e6) as u64), d.util_pct);
+        let _ = write!(out, " await {} ms util {:.0}%", crate::fmt::ms((wait * 1e6) as u64), d.util_pct);
     }
     if devices(s).is_empty() {
         if let Some(t) = &s.target {
@@ -65,7 +65,7 @@ pub fn compact(s: &SystemResult) -> String {
     let mut out = format!("wa {:.0}%", s.mean.cpu.all.iowait_pct);
     for (name, d) in devices(s) {
         let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
-        let _ = write!(out, " | {name} util {:.0}% await {} ms", d.util_pct, crate::format::ms((wait * 1e6) as u64));
+        let _ = write!(out, " | {name} util {:.0}% await {} ms", d.util_pct, crate::fmt::ms((wait * 1e6) as u64));
     }
     for (name, rx, tx, _) in interfaces(s) {
         let _ = write!(out, " | {name} {}/s", fmt_decimal(rx.max(tx)));
@@ -88,7 +88,9 @@ impl Finding {
         match self {
             Finding::Saturated(t) | Finding::LinkNear(t) => t.clone(),
             Finding::IoWait(wa) => {
-                format!("CPU I/O wait {wa:.0}%: CPU time went idle waiting for storage (seed 000: a sign of slow or saturated disks)")
+                format!(
+                    "CPU I/O wait {wa:.0}%: CPU time went idle waiting for storage (a sign of slow or saturated disks)"
+                )
             }
         }
     }

@@ -1,9 +1,9 @@
 //! The human summary of a run: per phase, a dd-style line per direction and a table of
-//! jobs with throughput, IOPS and latency percentiles.
+//! jobs with, per operation class, throughput, IOPS and latency percentiles.
 
-use crate::format::{count, fmt_binary, fmt_decimal, ms, rate, secs};
+use crate::fmt::{count, fmt_binary, fmt_decimal, ms, rate, secs};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
-use iolab_workload::results::{ClassTotals, PhaseResult, RunResult, Status, Totals};
+use iolab_model::{ClassTotals, PhaseResult, RunResult, Status, Totals};
 use std::fmt::Write;
 
 pub fn render(r: &RunResult) -> String {
@@ -37,18 +37,19 @@ pub fn phase(p: &PhaseResult) -> String {
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(["job", "dir", "ops", "MB/s", "MiB/s", "IOPS", "lat ms mean", "p50", "p90", "p99", "p99.9", "max"]);
     for j in &p.jobs {
-        for (name, d) in [("read", &j.total.read()), ("write", &j.total.write())] {
-            if d.ops > 0 {
-                t.add_row(row(&j.name, name, d));
+        // Every operation class the job used: reads and writes with their throughput, the
+        // others (flushes, creates, renames...) with their count and latency.
+        for (class, d) in j.total.iter() {
+            if class.moves_data() {
+                t.add_row(row(&j.name, class.as_str(), d));
+            } else {
+                let l = &d.lat_ns;
+                let mut r: Vec<Cell> =
+                    vec![Cell::new(&j.name), Cell::new(class.as_str()), Cell::new(count(d.ops as f64))];
+                r.extend(["", "", ""].map(Cell::new));
+                r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));
+                t.add_row(r);
             }
-        }
-        if j.total.sync().ops > 0 {
-            let l = &j.total.sync().lat_ns;
-            let mut r: Vec<Cell> =
-                vec![Cell::new(&j.name), Cell::new("sync"), Cell::new(count(j.total.sync().ops as f64))];
-            r.extend(["", "", ""].map(Cell::new));
-            r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));
-            t.add_row(r);
         }
     }
     for c in 2..12 {
