@@ -146,8 +146,18 @@ fn sampler_agrees_with_iostat() {
     let report: Value = serde_json::from_slice(&io.stdout)
         .unwrap_or_else(|e| panic!("iostat JSON: {e}: {}", String::from_utf8_lossy(&io.stdout)));
     let ours = &v["phases"][0]["system"]["disks"][lp.name()];
-    let (w, wkb, util) =
-        (ours["w_s"].as_f64().unwrap(), ours["wkb_s"].as_f64().unwrap(), ours["util_pct"].as_f64().unwrap());
+    let (w, wkb) = (ours["w_s"].as_f64().unwrap(), ours["wkb_s"].as_f64().unwrap());
+    // %util follows the backing disk's latency, which other tests running beside this one move
+    // from second to second: compare it over the seconds both tools sampled (iostat's four
+    // intervals from 0.7 s, iolab's samples ending at 2..5 s), not iolab's whole window.
+    let samples = v["phases"][0]["system"]["samples"].as_array().unwrap();
+    let util_in: Vec<f64> = samples
+        .iter()
+        .filter(|x| (1.5..=5.5).contains(&x["t_s"].as_f64().unwrap_or(0.0)))
+        .filter_map(|x| x["disks"][lp.name()]["util_pct"].as_f64())
+        .collect();
+    assert!(!util_in.is_empty(), "iolab kept per-second samples of {}", lp.name());
+    let util = util_in.iter().sum::<f64>() / util_in.len() as f64;
     let (iw, iwkb, iutil) = (
         iostat_mean(&report, &lp.name(), "w/s"),
         iostat_mean(&report, &lp.name(), "wkB/s"),
