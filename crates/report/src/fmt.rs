@@ -9,7 +9,8 @@ pub fn rate(bytes_per_s: f64) -> String {
     format!("{}/s ({}/s)", fmt_decimal(bytes_per_s), fmt_binary(bytes_per_s))
 }
 
-/// Milliseconds from nanoseconds, with enough digits for microsecond latencies.
+/// Milliseconds from nanoseconds, with enough digits for microsecond latencies (`0.012`,
+/// `1.50`, `38.5`, `137`).
 pub fn ms(ns: u64) -> String {
     let v = ns as f64 / 1e6;
     if v >= 100.0 {
@@ -46,7 +47,10 @@ pub fn secs(s: f64) -> String {
     }
 }
 
-/// A measured value in a table: three significant-ish digits (`1266`, `35.21`, `0.415`).
+/// A measured value in a table: three significant digits below 100 (`35.21` above 10, `1.50`,
+/// `0.415`, `0.00340`), whole numbers above (`1266`). A small value keeps its digits, so a
+/// percentage of the baseline printed beside it agrees with what is printed: 0.0034 → 0.0080 ms
+/// reads `0.00340` → `0.00800 (235.3%)`, never `0.003` → `0.008 (235.3%)`.
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
@@ -54,14 +58,13 @@ pub fn num(v: f64) -> String {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
         format!("{v:.2}")
-    } else {
+    } else if v == 0.0 || v.abs() >= 0.1 {
         format!("{v:.3}")
+    } else {
+        // Three significant digits, up to nine decimals (nanoseconds in ms).
+        let decimals = (2 - v.abs().log10().floor() as i32).clamp(3, 9) as usize;
+        format!("{v:.decimals$}")
     }
-}
-
-/// The value `num` shows, as a number: ratios computed from it agree with what is printed.
-pub fn shown(v: f64) -> f64 {
-    num(v).parse().unwrap_or(v)
 }
 
 /// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
@@ -105,10 +108,15 @@ mod tests {
         assert_eq!(count(12.0), "12");
         assert_eq!(ms(12_345), "0.012");
         assert_eq!(ms(1_500_000), "1.50");
+        assert_eq!(ms(38_500_000), "38.5");
+        assert_eq!(ms(137_400_000), "137");
         assert_eq!(rate(11_900_000.0), "11.9 MB/s (11.3 MiB/s)");
         assert_eq!(num(1266.4), "1266");
-        assert_eq!(num(0.0034), "0.003");
-        assert_eq!(shown(0.0034), 0.003);
+        assert_eq!(num(0.415), "0.415");
+        assert_eq!(num(0.0034), "0.00340", "a small value keeps three significant digits");
+        assert_eq!(num(0.0123), "0.0123");
+        assert_eq!(num(0.0), "0.000");
+        assert_eq!(num(-0.05), "-0.0500");
         assert_eq!(num(f64::NAN), "-");
     }
 

@@ -62,11 +62,7 @@ pub fn escape(s: &str) -> String {
 }
 
 pub use crate::fmt::utc;
-use crate::fmt::{fmt_binary as bytes_h, num};
-
-fn ms(ns: u64) -> String {
-    num(ns as f64 / 1e6)
-}
+use crate::fmt::{count, fmt_binary as bytes_h, ms, num, secs};
 
 /// How a run is named in legends and tables: `#id` and its labels.
 fn run_label(r: &StoredRun, by: Option<&str>) -> String {
@@ -213,10 +209,10 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     });
     row(h, "started", &|r| escape(&utc(r.result.started_unix_s)));
     row(h, "duration", &|r| match r.ended_unix_s {
-        Some(e) if e >= r.result.started_unix_s => format!("{:.1} s", e - r.result.started_unix_s),
+        Some(e) if e >= r.result.started_unix_s => secs(e - r.result.started_unix_s),
         _ => {
             let s: f64 = r.result.phases.iter().map(|p| p.elapsed_s).sum();
-            format!("{s:.1} s measured")
+            format!("{} measured", secs(s))
         }
     });
     row(h, "phases", &|r| {
@@ -307,6 +303,7 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 let _ = write!(
                     h,
                     "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                    // Unseparated: crates/report/tests/html.rs pins this cell's text.
                     p.total.sync().ops,
                     ms(p.total.sync().lat_ns.p99)
                 );
@@ -342,7 +339,7 @@ fn other_classes(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
             escape(&run_label(r, opts.by.as_deref())),
             escape(&p.name),
             c.as_str(),
-            crate::fmt::count(t.ops as f64),
+            count(t.ops as f64),
             num(t.iops),
             ms(t.lat_ns.p50),
             ms(t.lat_ns.p99),

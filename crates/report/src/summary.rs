@@ -1,7 +1,7 @@
 //! The human summary of a run: per phase, a dd-style line per direction and a table of
 //! jobs with, per operation class, throughput, IOPS and latency percentiles.
 
-use crate::fmt::{count, fmt_binary, fmt_decimal, ms, rate, secs};
+use crate::fmt::{count, fmt_binary, fmt_decimal, ms, num, rate, secs};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Cell, CellAlignment, Table};
 use iolab_model::{ClassTotals, PhaseResult, RunResult, Status, Totals};
 use std::fmt::Write;
@@ -78,8 +78,8 @@ fn row(job: &str, dir: &str, d: &ClassTotals) -> Vec<Cell> {
         Cell::new(job),
         Cell::new(dir),
         Cell::new(count(d.ops as f64)),
-        Cell::new(format!("{:.1}", d.bw_bytes / 1e6)),
-        Cell::new(format!("{:.1}", d.bw_bytes / 1048576.0)),
+        Cell::new(num(d.bw_bytes / 1e6)),
+        Cell::new(num(d.bw_bytes / 1048576.0)),
         Cell::new(count(d.iops)),
     ];
     r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));

@@ -167,3 +167,23 @@ fn every_operation_class_shows_in_every_output() {
     assert!(create_row.contains("6,000"), "{create_row}");
     assert!(summary.lines().any(|l| l.contains(" rename ")), "{summary}");
 }
+
+/// Microsecond latencies keep their digits in the table, so the percentage beside a value
+/// agrees with the values printed (3.4 µs against 8 µs once read `0.003` → `0.008 (235.3%)`).
+#[test]
+fn small_values_keep_the_digits_their_percentage_is_made_of() {
+    let fast = |id: i64, config: &str, p50_ns: u64| {
+        let mut r = run(id, config, 1.0);
+        r.result.phases[0].total.get_mut(OpClass::Write).lat_ns.p50 = p50_ns;
+        r
+    };
+    let runs = vec![fast(1, "a", 3_400), fast(2, "b", 8_000)];
+    let c = compare(
+        &runs,
+        &CompareOptions { by: Some("config".into()), metrics: vec![Metric::WriteP50Ms], ..Default::default() },
+    );
+    let table = render_table(&c);
+    assert!(table.contains("0.00340") && table.contains("0.00800 (235.3%)"), "{table}");
+    let html = iolab_report::html::render(&runs, &iolab_report::html::ReportOptions::default());
+    assert!(html.contains("0.00800 <span class=\"pct\">(235.3%)</span>"), "the report prints the same");
+}
