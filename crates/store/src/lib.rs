@@ -244,7 +244,9 @@ impl Store {
     }
 
     /// A phase that ended: its result, totals with histograms and system samples. Its seconds
-    /// were saved as they were measured ([`Store::add_tick`]) and are not written again.
+    /// were saved as they were measured ([`Store::add_tick`]); only a second the phase's own
+    /// timeline differs in (a worker's late report landing in a second already shown, or a
+    /// second that was never ticked) is written here.
     pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
         let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
         let mut slim = p.clone();
@@ -269,6 +271,13 @@ impl Store {
         put("", &p.total).map_err(self.err("saving totals"))?;
         for j in &p.jobs {
             put(&j.name, &j.total).map_err(self.err("saving job totals"))?;
+        }
+        for t in &p.timeline {
+            tx.execute(
+                "INSERT INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, phase_idx, node, t_s) DO UPDATE SET point_json = excluded.point_json WHERE point_json != excluded.point_json",
+                params![run, idx as i64, node, t.t_s, serde_json::to_string(t).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the timeline"))?;
         }
         for s in p.system.iter().flat_map(|s| &s.samples) {
             tx.execute(

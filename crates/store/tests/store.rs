@@ -341,3 +341,31 @@ fn rows_are_keyed_by_node() {
     assert_eq!(b.len(), 1, "node b's cut-off phase, rebuilt from its seconds");
     assert_eq!(b[0].total.read().ops, p.timeline.len() as u64);
 }
+
+/// A second is saved as it is measured; a worker's late report that lands in a second already
+/// shown changes the phase's timeline, and the phase's end saves that second's new counts (and
+/// any second that was never ticked), so the stored seconds add up to the totals.
+#[test]
+fn a_second_changed_after_its_tick_is_saved_with_the_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let id = store.begin_run("run", "late", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let p = &r.phases[0];
+    assert!(p.timeline.len() >= 2, "a 1.5 s phase has two seconds");
+    // The first second was shown short of one read; the last was never ticked.
+    let mut early = p.timeline[0].clone();
+    early.read_ops = early.read_ops.saturating_sub(1);
+    store.add_tick(id, 0, &host.hostname, &early).unwrap();
+    for t in &p.timeline[1..p.timeline.len() - 1] {
+        store.add_tick(id, 0, &host.hostname, t).unwrap();
+    }
+    store.add_phase(id, 0, &host.hostname, p).unwrap();
+    store.finish_run(id, Status::Complete, None, r.started_unix_s + 2.0).unwrap();
+    let back = store.load(id).unwrap();
+    let b = &back.result.phases[0];
+    assert_eq!(b.timeline.len(), p.timeline.len());
+    assert_eq!(b.timeline[0].read_ops, p.timeline[0].read_ops, "the late report is kept");
+    assert_eq!(b.timeline.iter().map(|t| t.read_ops).sum::<u64>(), p.timeline.iter().map(|t| t.read_ops).sum::<u64>());
+}
