@@ -1,7 +1,7 @@
-//! Histograms as bytes: HDR's V2 deflate format, which other HDR implementations read, for the
-//! store's blobs and for export.
+//! Histograms as bytes: HDR's V2 format, which other HDR implementations read, for the store's
+//! blobs.
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 /// V2 (uncompressed) bytes of a non-empty histogram, as the store keeps them.
@@ -14,14 +14,7 @@ pub fn to_v2(h: &Histogram<u64>) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// V2 deflate bytes, the compact form for export.
-pub fn to_v2_deflate(h: &Histogram<u64>) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut out).ok()?;
-    Some(out)
-}
-
-/// Read either V2 form back; the histogram auto-resizes so it can be merged into.
+/// Read V2 (or V2 deflate) bytes back; the histogram auto-resizes so it can be merged into.
 pub fn from_bytes(b: &[u8]) -> Option<Histogram<u64>> {
     let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &b[..]).ok()?;
     h.auto(true);
@@ -31,12 +24,12 @@ pub fn from_bytes(b: &[u8]) -> Option<Histogram<u64>> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn both_forms_round_trip() {
+    fn v2_round_trips() {
         let mut h = crate::new_histogram();
         for v in [1_000u64, 20_000, 3_000_000] {
             h.record(v).unwrap();
         }
-        for b in [super::to_v2(&h).unwrap(), super::to_v2_deflate(&h).unwrap()] {
+        for b in [super::to_v2(&h).unwrap()] {
             let back = super::from_bytes(&b).unwrap();
             assert_eq!(back.len(), 3);
             assert_eq!(back.max(), h.max());

@@ -269,12 +269,6 @@ pub enum Workload {
 }
 
 impl Workload {
-    /// The workload's name, as `workload = "..."` spells it.
-    pub fn kind(&self) -> WorkloadKind {
-        match self {
-            Workload::Block(_) => WorkloadKind::Block,
-        }
-    }
     /// A short description for tables and default phase names (`randrw`, `write`...).
     pub fn label(&self) -> String {
         match self {

@@ -3,23 +3,9 @@
 //! from the worker's name table (always under the job's directory). Files it opens go into the
 //! engine's file table at the index the source chose, so later data calls reach them.
 
-use crate::source::{Call, Names, OpenFlags};
-use iolab_engine::{open_target, Engine, OpenOptions};
+use crate::source::{Call, Names};
+use iolab_engine::{open_target, Engine};
 use std::io;
-
-fn open_options(f: OpenFlags) -> OpenOptions {
-    OpenOptions {
-        read: f.read,
-        write: f.write,
-        create: f.create,
-        exclusive: f.exclusive,
-        truncate: f.truncate,
-        append: f.append,
-        direct: f.direct,
-        dsync: f.dsync,
-        sync: f.sync,
-    }
-}
 
 /// Perform a namespace call. `Ok(n)`: what the call returns (0, or entries read by readdir).
 pub fn perform(call: &Call, names: &Names, engine: &mut dyn Engine) -> io::Result<usize> {
@@ -27,7 +13,7 @@ pub fn perform(call: &Call, names: &Names, engine: &mut dyn Engine) -> io::Resul
     match *call {
         Call::Open { name, file, flags } => {
             let path = names.path(name);
-            let f = open_target(path, open_options(flags))?;
+            let f = open_target(path, flags)?;
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             engine.set_file(file, f, len).map_err(other)?;
             Ok(0)
@@ -61,7 +47,7 @@ pub fn perform(call: &Call, names: &Names, engine: &mut dyn Engine) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::NameId;
+    use crate::source::{NameId, OpenFlags};
     use iolab_engine::OpKind;
 
     #[test]

@@ -313,6 +313,19 @@ mod tests {
         Window { start, t0: start, deadline: runtime.map(|r| start + r) }
     }
 
+    /// Run job `j`'s block source (thread 0, no file) on `e` for `runtime`, on the fake clock.
+    fn block_run(
+        j: &Job,
+        e: &mut dyn Engine,
+        clk: &FakeClock,
+        runtime: Option<Duration>,
+        stop: bool,
+        report: &mut dyn FnMut(i64, Acc),
+    ) -> WorkerEnd {
+        let mut src = BlockSource::new(j, j.workload.block().unwrap(), 0, None);
+        run(&mut src, e, &mut Names::default(), clk, window(clk, runtime), &AtomicBool::new(stop), report)
+    }
+
     #[test]
     fn open_loop_pacing_issues_exactly_the_rate_and_times_from_the_due_instant() {
         let j = job(Rw::RandRead, |p| {
@@ -320,18 +333,9 @@ mod tests {
             p.runtime = Some(Duration::from_secs(1));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = iolab_engine::build("null", 1, 4096).unwrap();
         let mut secs_acc = Vec::new();
-        let end = run(
-            &mut src,
-            &mut *e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, j.runtime),
-            &AtomicBool::new(false),
-            &mut |s, a| secs_acc.push((s, a)),
-        );
+        let end = block_run(&j, &mut *e, &clk, j.runtime, false, &mut |s, a| secs_acc.push((s, a)));
         assert!(end.error.is_none());
         let total: u64 =
             secs_acc.iter().map(|x| x.1.get(OpClass::Read).ops).sum::<u64>() + end.acc.get(OpClass::Read).ops;
@@ -352,17 +356,8 @@ mod tests {
             p.size = Some(iolab_spec::Bytes::kib(64));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(4);
-        let end = run(
-            &mut src,
-            &mut e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, None),
-            &AtomicBool::new(false),
-            &mut |_, _| {},
-        );
+        let end = block_run(&j, &mut e, &clk, None, false, &mut |_, _| {});
         assert!(end.error.is_none(), "{:?}", end.error);
         let kinds: String = e.log.iter().map(|(k, _)| if k.is_sync() { 'F' } else { 'W' }).collect();
         assert_eq!(kinds, "WWWWFWWWWFWWWWFWWWWF", "16 writes of 4 KiB, a flush after every 4");
@@ -377,18 +372,9 @@ mod tests {
         let j = job(Rw::Read, |p| p.runtime = Some(Duration::from_millis(3500)));
         // 1 ms per clock reading: about 500 reads a second (two readings per read).
         let clk = FakeClock::new(Duration::from_millis(1));
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = iolab_engine::build("null", 1, 4096).unwrap();
         let mut secs = Vec::new();
-        let end = run(
-            &mut src,
-            &mut *e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, j.runtime),
-            &AtomicBool::new(false),
-            &mut |s, a| secs.push((s, a.get(OpClass::Read).ops)),
-        );
+        let end = block_run(&j, &mut *e, &clk, j.runtime, false, &mut |s, a| secs.push((s, a.get(OpClass::Read).ops)));
         assert_eq!(secs.iter().map(|s| s.0).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(secs.iter().all(|s| (495..=505).contains(&s.1)), "{secs:?}");
         assert_eq!(end.sec, 3, "the cut-short last second comes back with the end");
@@ -399,18 +385,9 @@ mod tests {
     fn a_failed_read_ends_the_job_with_where_and_why_and_keeps_what_was_done() {
         let j = job(Rw::Read, |p| p.size = Some(iolab_spec::Bytes::kib(40)));
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
         e.fail_at = Some(5);
-        let end = run(
-            &mut src,
-            &mut e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, None),
-            &AtomicBool::new(false),
-            &mut |_, _| {},
-        );
+        let end = block_run(&j, &mut e, &clk, None, false, &mut |_, _| {});
         let err = end.error.expect("the job failed");
         assert!(err.contains("read of 4096 bytes at offset 20480 in /nowhere"), "{err}");
         assert!(err.contains("Input/output error"), "{err}");
@@ -425,30 +402,12 @@ mod tests {
             p.runtime = Some(Duration::from_secs(10));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
-        let end = run(
-            &mut src,
-            &mut e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, j.runtime),
-            &AtomicBool::new(true),
-            &mut |_, _| {},
-        );
+        let end = block_run(&j, &mut e, &clk, j.runtime, true, &mut |_, _| {});
         assert!(end.error.is_none() && e.log.is_empty());
         // Without the stop, the deadline brings the final fsync.
-        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
         let mut e = LogEngine::new(1);
-        run(
-            &mut src,
-            &mut e,
-            &mut Names::default(),
-            &clk,
-            window(&clk, Some(Duration::from_millis(1))),
-            &AtomicBool::new(false),
-            &mut |_, _| {},
-        );
+        block_run(&j, &mut e, &clk, Some(Duration::from_millis(1)), false, &mut |_, _| {});
         assert_eq!(e.log.last().map(|x| x.0), Some(OpKind::Fsync));
     }
 }

@@ -19,26 +19,9 @@ use std::path::{Component, Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NameId(pub u32);
 
-/// How a namespace `Open` opens its file: exactly these flags reach open(2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpenFlags {
-    pub read: bool,
-    pub write: bool,
-    /// O_CREAT.
-    pub create: bool,
-    /// O_EXCL (with `create`).
-    pub exclusive: bool,
-    /// O_TRUNC.
-    pub truncate: bool,
-    /// O_APPEND.
-    pub append: bool,
-    /// O_DIRECT.
-    pub direct: bool,
-    /// O_DSYNC.
-    pub dsync: bool,
-    /// O_SYNC.
-    pub sync: bool,
-}
+/// How a namespace `Open` opens its file: the engine's open options, exactly the flags that
+/// reach open(2).
+pub use iolab_engine::OpenOptions as OpenFlags;
 
 /// One operation a source asks for. Files are numbered by the source: `Open` places the file
 /// it opens at index `file` of the worker's file table, data calls and `Close` name that index.
@@ -109,12 +92,6 @@ impl Call {
             Call::Stat { .. } => OpClass::Stat,
             Call::Readdir { .. } => OpClass::Readdir,
         }
-    }
-
-    /// Does the engine perform it (as opposed to the namespace layer)?
-    #[inline]
-    pub fn is_data(&self) -> bool {
-        matches!(self, Call::Data { .. })
     }
 }
 
@@ -226,16 +203,6 @@ impl Names {
     /// `.iolab-no-such-name`, which no call can succeed on.
     pub fn path(&self, id: NameId) -> &Path {
         self.paths.get(id.0 as usize).map(PathBuf::as_path).unwrap_or(Path::new("/.iolab-no-such-name"))
-    }
-    /// Forget every name from `id` on (a source that renames through many names reuses ids).
-    pub fn truncate(&mut self, len: usize) {
-        self.paths.truncate(len);
-    }
-    pub fn len(&self) -> usize {
-        self.paths.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
     }
 }
 
