@@ -3,7 +3,7 @@
 //! the runs compare, and how each phase went second by second. It prints as it reads.
 
 use crate::charts::{self, Dash, LatSet, Series};
-use crate::compare::{compare, CompareOptions, Comparison, Verdict};
+use crate::compare::{compare, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS};
 use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
 use iolab_store::StoredRun;
 use std::collections::BTreeSet;
@@ -303,8 +303,7 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 let _ = write!(
                     h,
                     "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
-                    // Unseparated: crates/report/tests/html.rs pins this cell's text.
-                    p.total.sync().ops,
+                    count(p.total.sync().ops as f64),
                     ms(p.total.sync().lat_ns.p99)
                 );
             }
@@ -353,7 +352,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     h.push_str("<section id=\"comparison\">\n<h2>Comparison</h2>\n");
     let _ = writeln!(
         h,
-        "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b>. A verdict needs two or more runs \
+        "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b> (of the values as printed). A verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs \
          on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
          <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
          confidence interval lies wholly beyond &plusmn;{}%; otherwise it is \
@@ -388,7 +387,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
             let base = i == c.baseline;
             let cls = if base { "n base" } else { "n" };
             let Some(cell) = cell else {
-                let _ = write!(h, "<td class=\"{cls} muted\">-</td>");
+                let _ = write!(h, "<td class=\"{cls} muted\">{ABSENT}</td>");
                 continue;
             };
             let _ = write!(h, "<td class=\"{cls}\">{}", num(cell.mean));
@@ -410,9 +409,16 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
         h.push_str("</tr>\n");
     }
     let regressions = c.regressions();
+    h.push_str("</table></div>\n");
+    if c.too_few_runs() {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">Some changes have no verdict: {TOO_FEW_RUNS} (a verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs of each configuration).</p>"
+        );
+    }
     let _ = write!(
         h,
-        "</table></div>\n<p class=\"note\">{}</p>\n</section>\n",
+        "<p class=\"note\">{}</p>\n</section>\n",
         match regressions {
             0 => "No regressions.".to_string(),
             1 => "<span class=\"verdict v-regressed\">1 regression.</span>".to_string(),

@@ -119,7 +119,14 @@ fn csv_export() {
 
 #[test]
 fn the_html_comparison_states_the_noise_threshold_it_used() {
-    let runs = vec![run(1, "ext4", 1.0), run(2, "ext4", 1.01), run(3, "drbd", 0.9), run(4, "drbd", 0.91)];
+    let runs = vec![
+        run(1, "ext4", 1.0),
+        run(2, "ext4", 1.01),
+        run(3, "ext4", 0.99),
+        run(4, "drbd", 0.9),
+        run(5, "drbd", 0.91),
+        run(6, "drbd", 0.89),
+    ];
     let opts = |noise| iolab_report::html::ReportOptions { by: Some("config".into()), noise, ..Default::default() };
     let default = iolab_report::html::render(&runs, &opts(None));
     assert!(default.contains("wholly beyond &plusmn;2%"), "the default is 2%");
