@@ -217,20 +217,20 @@ mod tests {
         // Idle enough: rates, one await, util; nothing else.
         let quiet =
             DiskRates { w_s: 20.0, wkb_s: 400.0, avgrq_kb: 20.0, w_await_ms: 0.4, util_pct: 3.0, ..Default::default() };
-        assert_eq!(one_disk(quiet.clone()), "cpu us 0% sy 0% wa 0% | vda w/s 20 wkB/s 400 await 0.400 ms util 3%");
+        assert_eq!(one_disk(quiet), "cpu us 0% sy 0% wa 0% | vda w/s 20 wkB/s 400 await 0.400 ms util 3%");
         // Busy with ~20 KiB requests (seed 002): request and queue size appear.
-        let busy = DiskRates { w_s: 2000.0, wkb_s: 40_000.0, avgqu: 1.6, util_pct: 85.0, ..quiet.clone() };
+        let busy = DiskRates { w_s: 2000.0, wkb_s: 40_000.0, avgqu: 1.6, util_pct: 85.0, ..quiet };
         assert_eq!(
-            one_disk(busy.clone()),
+            one_disk(busy),
             "cpu us 0% sy 0% wa 0% | vda w/s 2000 wkB/s 40000 areq-sz 20.00 KiB aqu-sz 1.60 await 0.400 ms util 85%"
         );
         // A third of the writes merged: wrqm/s and its share; 5% merged stays out.
-        let merged = DiskRates { wrqm_s: 1000.0, ..busy.clone() };
+        let merged = DiskRates { wrqm_s: 1000.0, ..busy };
         assert!(one_disk(merged).contains(" wkB/s 40000 wrqm/s 1000 (33%) areq-sz"));
-        assert!(!one_disk(DiskRates { wrqm_s: 100.0, ..busy.clone() }).contains("wrqm"));
+        assert!(!one_disk(DiskRates { wrqm_s: 100.0, ..busy }).contains("wrqm"));
         // Reads and writes at 0.3 and 5 ms: both awaits; at 0.3 and 0.5 ms, the dominant one.
-        let mixed = DiskRates { r_s: 500.0, rkb_s: 2000.0, r_await_ms: 0.3, w_await_ms: 5.0, ..busy.clone() };
-        let l = one_disk(mixed.clone());
+        let mixed = DiskRates { r_s: 500.0, rkb_s: 2000.0, r_await_ms: 0.3, w_await_ms: 5.0, ..busy };
+        let l = one_disk(mixed);
         assert!(l.contains(" r_await 0.300 w_await 5.00 ms util 85%") && l.contains(" r/s 500 rkB/s 2000"), "{l}");
         let close = one_disk(DiskRates { w_await_ms: 0.5, ..mixed });
         assert!(close.contains(" await 0.500 ms") && !close.contains("r_await"), "{close}");
