@@ -253,6 +253,9 @@ pub struct WatchArgs {
     /// Stop after this many lines (default: until Ctrl-C).
     #[arg(long, short = 'c')]
     pub count: Option<u64>,
+    /// Stop after this long (30s, 5m), as many lines as fit (default: until Ctrl-C).
+    #[arg(long, short = 'd', value_parser = parse_dur)]
+    pub duration: Option<Duration>,
     /// human: one line per interval; json: one JSON object per line.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
     pub output: Output,

@@ -126,11 +126,17 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         )?;
     }
     let interval = a.interval.max(Duration::from_millis(10));
+    // --duration is a number of lines: as many whole intervals as fit, at least one.
+    let by_time = a.duration.map(|d| (d.as_secs_f64() / interval.as_secs_f64()).floor().max(1.0) as u64);
+    let lines = match (a.count, by_time) {
+        (Some(c), Some(t)) => Some(c.min(t)),
+        (c, t) => c.or(t),
+    };
     let root = ProcRoot::default();
     let start = Snapshot::read(&root);
     let mut prev = start.clone();
     let mut n = 0u64;
-    'watch: while a.count.is_none_or(|c| n < c) {
+    'watch: while lines.is_none_or(|c| n < c) {
         let due = start.at + interval * (n as u32 + 1);
         while Instant::now() < due {
             if stop.load(Ordering::Relaxed) {

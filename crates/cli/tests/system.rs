@@ -245,6 +245,14 @@ fn watch_prints_lines_and_json() {
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r["cpu"]["idle_pct"].is_number() && r["target"]["fstype"].is_string()));
     assert!(rows[2]["t_s"].as_f64().unwrap() > rows[0]["t_s"].as_f64().unwrap());
+    // --duration: as many intervals as fit, the first of --count and --duration ends it.
+    let lines = |args: &[&str]| {
+        let out = iolab().args(["watch", dir.path().to_str().unwrap(), "-o", "json"]).args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert_eq!(lines(&["--duration", "450ms", "-i", "100ms"]), 4);
+    assert_eq!(lines(&["--duration", "1s", "-i", "100ms", "-c", "2"]), 2);
     let out = iolab().args(["watch", "/no/such/path", "-c", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
