@@ -534,8 +534,8 @@ fn phase_charts(
     let log = charts::wants_log(&tput);
     let log_note = if log {
         format!(
-            " The runs differ by {}&times;, so the axis is logarithmic (a second with no I/O sits on its floor).",
-            num(charts::spread(&tput))
+            " The runs differ by {:.0}&times;, so the axis is logarithmic (a second with no I/O sits on its floor).",
+            charts::spread(&tput)
         )
     } else {
         String::new()
@@ -579,13 +579,24 @@ fn phase_charts(
 
     // Latency percentiles: one set per run and operation class. With several runs each run
     // keeps its colour and the class takes the dash; one run's classes take the colours.
+    let mut classes: Vec<OpClass> = Vec::new();
+    for (c, _) in rp.iter().flat_map(|(_, _, p)| p.total.iter()) {
+        if !classes.contains(&c) {
+            classes.push(c);
+        }
+    }
     let mut sets = Vec::new();
     for (k, (_, r, p)) in rp.iter().enumerate() {
         for (class, c) in p.total.iter() {
             let (d, l) = (class.index(), &c.lat_ns);
             let dir = if class == OpClass::Sync { "fsync" } else { class.as_str() };
             let v = |ns: u64| ns as f64 / 1e6;
-            let (color, dash) = if multi { (charts::run_style(k).0, Dash::nth(d)) } else { (d, Dash::Solid) };
+            let nth_class = classes.iter().position(|c| *c == class).unwrap_or(0);
+            let (color, dash) = match (multi, classes.len()) {
+                (false, _) => (d, Dash::Solid),
+                (true, 1) => charts::run_style(k),
+                (true, _) => (charts::run_style(k).0, Dash::nth(nth_class)),
+            };
             sets.push(LatSet {
                 label: if multi { format!("{dir} {}", label(r)) } else { dir.to_string() },
                 ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
@@ -600,7 +611,11 @@ fn phase_charts(
         (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
         &format!(
             "Completion latency of phase {ph} over the whole phase, per operation class{}.",
-            if multi { " and run (colour per run, line style per class)" } else { "" }
+            match (multi, classes.len()) {
+                (false, _) => "",
+                (true, 1) => " and run",
+                (true, _) => " and run (colour per run, line style per class)",
+            }
         ),
         &format!("Phase {ph}: no operations completed, so no latency chart."),
     );
