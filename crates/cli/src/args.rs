@@ -238,7 +238,10 @@ Examples:
   Watch the disk under a database's directory while it starts:
       iolab watch /localdisk/cluster
   Ten samples as JSON lines, for a script:
-      iolab watch /mnt/nfs --count 10 --output json";
+      iolab watch /mnt/nfs --count 10 --output json
+  Keep what was seen as a run, to list, show and chart later:
+      iolab watch /localdisk/cluster --label node=a --label what=startup
+      iolab report last -o startup.html";
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -250,9 +253,33 @@ pub struct WatchArgs {
     /// Stop after this many lines (default: until Ctrl-C).
     #[arg(long, short = 'c')]
     pub count: Option<u64>,
+    /// Stop after this long (30s, 5m), as many lines as fit (default: until Ctrl-C).
+    #[arg(long, short = 'd', value_parser = parse_dur)]
+    pub duration: Option<Duration>,
     /// human: one line per interval; json: one JSON object per line.
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
     pub output: Output,
+    /// Store the samples in this results database, as a run of kind `watch` with one phase
+    /// (`iolab runs`, `show` and `report` read it); --label alone stores in the default one.
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Store the samples, filed under this label, KEY=VALUE (repeatable).
+    #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+}
+
+impl WatchArgs {
+    /// Where to store the samples: `--db`, else with a `--label` the default database
+    /// (`IOLAB_DB` or the XDG path); `None` to print only.
+    pub fn store_path(&self) -> Option<PathBuf> {
+        match (&self.db, self.labels.is_empty()) {
+            (Some(p), _) => Some(p.clone()),
+            (None, false) => {
+                Some(std::env::var_os("IOLAB_DB").map(PathBuf::from).unwrap_or_else(iolab_store::default_path))
+            }
+            (None, true) => None,
+        }
+    }
 }
 
 const SURVEY_EXAMPLES: &str = "\

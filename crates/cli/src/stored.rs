@@ -194,10 +194,10 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         export::Json.export(&Input::Comparison(&c), &mut out)?;
     } else {
         export::CompareTable.export(&Input::Comparison(&c), &mut out)?;
-        if c.groups.iter().all(|g| g.run_ids.len() < 2) {
+        if c.too_few_runs() {
             writeln!(
                 out,
-                "(verdicts need two or more runs per configuration: repeat runs with the same --label and use --by)"
+                "(repeat each configuration's runs under one --label and compare with --by CONFIG-KEY to get verdicts)"
             )?;
         }
     }

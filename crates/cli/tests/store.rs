@@ -284,3 +284,31 @@ fn bad_databases_and_selectors_get_one_line_and_exit_2() {
         assert_eq!(std::fs::read(path).unwrap(), before, "{p} untouched");
     }
 }
+
+/// `compare config=a config=b --metric sync-p99` where only b flushes: the fsync row is there
+/// whichever configuration comes first, absent on a's side (it once printed an empty table when
+/// the baseline had no fsync).
+#[test]
+fn a_metric_only_one_configuration_has_keeps_its_row_in_either_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let f = dir.path().join("sync");
+    let fs = f.to_str().unwrap();
+    for (cfg, extra) in [("a", None), ("b", Some("--fsync-every=4"))] {
+        let mut args = vec!["run", "--db", &db, "--target", fs, "--size", "1M", "--rw", "write", "--bs", "64k"];
+        args.extend(["--label", if cfg == "a" { "config=a" } else { "config=b" }]);
+        args.extend(extra);
+        run_json(&args);
+    }
+    for order in [["config=a", "config=b"], ["config=b", "config=a"]] {
+        let out = iolab()
+            .args(["compare", "--db", &db, order[0], order[1], "--by", "config", "--metric", "sync-p99"])
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{table}");
+        let row = table.lines().find(|l| l.contains("fsync p99 ms")).unwrap_or_else(|| panic!("{order:?}:\n{table}"));
+        assert!(row.contains("absent"), "a has no fsync: {row}");
+        assert!(row.split_whitespace().any(|w| w.parse::<f64>().is_ok_and(|v| v > 0.0)), "b's p99: {row}");
+    }
+}

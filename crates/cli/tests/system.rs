@@ -245,8 +245,83 @@ fn watch_prints_lines_and_json() {
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r["cpu"]["idle_pct"].is_number() && r["target"]["fstype"].is_string()));
     assert!(rows[2]["t_s"].as_f64().unwrap() > rows[0]["t_s"].as_f64().unwrap());
+    // --duration: as many intervals as fit, the first of --count and --duration ends it.
+    let lines = |args: &[&str]| {
+        let out = iolab().args(["watch", dir.path().to_str().unwrap(), "-o", "json"]).args(args).output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert_eq!(lines(&["--duration", "450ms", "-i", "100ms"]), 4);
+    assert_eq!(lines(&["--duration", "1s", "-i", "100ms", "-c", "2"]), 2);
     let out = iolab().args(["watch", "/no/such/path", "-c", "1"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `iolab watch --db --label` keeps what it sampled as a run of kind `watch` while direct writes
+/// run beside it: `runs` lists it, `show` reads its samples back, `report` charts them; a watch
+/// killed mid-way reads back as interrupted with the samples it saved.
+#[test]
+fn a_stored_watch_is_listed_shown_and_charted() {
+    let dir = disk_tempdir();
+    let db = dir.path().join("watch.db");
+    let db = db.to_str().unwrap();
+    let work = dir.path().join("io");
+    let mut writer = iolab_process()
+        .args(["run", "--no-store", "--target", work.to_str().unwrap(), "--size", "64M", "--rw", "write"])
+        .args(["--bs", "64k", "--direct", "--runtime", "3s", "--output", "json"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = iolab()
+        .args(["watch", dir.path().to_str().unwrap(), "--count", "4", "--interval", "300ms", "--db", db])
+        .args(["--label", "what=startup"])
+        .output()
+        .unwrap();
+    assert!(writer.wait().unwrap().success(), "the writer beside the watch ran");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.lines().last().is_some_and(|l| l.starts_with("stored as run 1 in ")), "{text}");
+    let list = run_json(&["runs", "--db", db]);
+    let run = &list[0];
+    assert_eq!(
+        (&run["kind"], &run["status"], &run["labels"]["what"]),
+        (&"watch".into(), &"complete".into(), &"startup".into())
+    );
+    assert_eq!(run["phases"], 1);
+    let shown = run_json(&["show", "--db", db, "1"]);
+    let p = &shown[0]["result"]["phases"][0];
+    assert_eq!((&p["name"], &p["interrupted"]), (&"watch".into(), &false.into()));
+    let sys = &p["system"];
+    assert_eq!(sys["samples"].as_array().map(Vec::len), Some(4), "every sample, in order: {sys}");
+    assert!(sys["samples"][3]["t_s"].as_f64() > sys["samples"][0]["t_s"].as_f64());
+    let busiest =
+        |v: &Value| v["disks"].as_object().map(|d| d.values().filter_map(|d| d["w_s"].as_f64()).fold(0.0, f64::max));
+    assert!(busiest(&sys["max"]) >= busiest(&sys["samples"][1]), "the summary's max covers the samples");
+    assert!(busiest(&sys["max"]).is_some_and(|w| w > 0.0), "the direct writes show: {sys}");
+    let human = iolab().args(["show", "--db", db, "1"]).output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("phase watch") && human.contains("system: cpu us") && !human.contains("│ job"), "{human}");
+    let html = dir.path().join("w.html");
+    let out = iolab().args(["report", "--db", db, "1", "-o", html.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("data-chart=\"cpu-watch\""), "the CPU chart of the watch");
+
+    // Killed mid-way: interrupted, with what it saved.
+    let mut w = iolab_process()
+        .args(["watch", dir.path().to_str().unwrap(), "--interval", "100ms", "--db", db])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    w.kill().unwrap();
+    let _ = w.wait();
+    let shown = run_json(&["show", "--db", db, "2"]);
+    assert_eq!(shown[0]["result"]["status"], "interrupted");
+    let p = &shown[0]["result"]["phases"][0];
+    let n = p["system"]["samples"].as_array().map_or(0, Vec::len);
+    assert!(p["interrupted"] == true && n >= 3, "{n} samples saved before the kill");
 }
 
 /// sshd on a free loopback port with throwaway keys, an sshfs mount of a temp dir through it;

@@ -32,19 +32,58 @@ const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
 const GRID: RGBColor = RGBColor(0xf0, 0xf0, 0xf0);
 const GRID_BOLD: RGBColor = RGBColor(0xd4, 0xd4, 0xd4);
 
-/// How a line is drawn, to tell apart series that share a colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a line is drawn, to tell apart series that share a colour and to tell runs apart on
+/// paper in black and white: solid, or dashes of `on` pixels every `on + off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dash {
     Solid,
     Dashed,
     Dotted,
+    LongDashed,
+    SparseDashed,
+    SparseDotted,
+    DenseDashed,
+    LongSparse,
 }
 
 impl Dash {
-    /// The n-th style, for the n-th run of series that share a colour.
+    /// Every style, in the order runs take them.
+    pub const ALL: [Dash; 8] = [
+        Dash::Solid,
+        Dash::Dashed,
+        Dash::Dotted,
+        Dash::LongDashed,
+        Dash::SparseDashed,
+        Dash::SparseDotted,
+        Dash::DenseDashed,
+        Dash::LongSparse,
+    ];
+
+    /// The n-th style, for the n-th run (they repeat after eight).
     pub fn nth(n: usize) -> Dash {
-        [Dash::Solid, Dash::Dashed, Dash::Dotted][n % 3]
+        Dash::ALL[n % Dash::ALL.len()]
     }
+
+    /// (dash, gap) in pixels, `None` for a solid line.
+    pub fn pattern(self) -> Option<(u32, u32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((7, 4)),
+            Dash::Dotted => Some((2, 3)),
+            Dash::LongDashed => Some((16, 4)),
+            Dash::SparseDashed => Some((7, 10)),
+            Dash::SparseDotted => Some((2, 8)),
+            Dash::DenseDashed => Some((4, 2)),
+            Dash::LongSparse => Some((16, 10)),
+        }
+    }
+}
+
+/// A run's colour and line style in every chart where it has one line: the k-th run gets the
+/// k-th colour and the k-th dash, so no two of the first eight runs look alike in colour or in
+/// black and white, and no two of the first 40 share both.
+pub fn run_style(k: usize) -> (usize, Dash) {
+    (k % PALETTE.len(), Dash::nth(k))
 }
 
 /// One line of a chart.
@@ -114,18 +153,14 @@ fn legend(area: &Area, entries: &[(String, RGBColor, Dash)]) -> Result<(), Strin
     let shown = if entries.len() > max_rows { max_rows - 1 } else { entries.len() };
     for (i, (label, c, dash)) in entries.iter().take(shown).enumerate() {
         let y = top + i as i32 * row;
-        let (x0, x1) = (6, 30);
+        let (x0, x1) = (4, 32);
         let st = ShapeStyle::from(c).stroke_width(2);
-        match dash {
-            Dash::Solid => area.draw(&PathElement::new(vec![(x0, y), (x1, y)], st)).map_err(e)?,
-            Dash::Dashed => {
-                for x in [x0, x0 + 10, x0 + 20] {
-                    area.draw(&PathElement::new(vec![(x, y), ((x + 5).min(x1), y)], st)).map_err(e)?;
-                }
-            }
-            Dash::Dotted => {
-                for x in (x0..x1).step_by(5) {
-                    area.draw(&PathElement::new(vec![(x, y), (x + 2, y)], st)).map_err(e)?;
+        match dash.pattern() {
+            None => area.draw(&PathElement::new(vec![(x0, y), (x1, y)], st)).map_err(e)?,
+            Some((on, off)) => {
+                let (on, step) = (on as i32, (on + off) as i32);
+                for x in (x0..x1).step_by(step as usize) {
+                    area.draw(&PathElement::new(vec![(x, y), ((x + on).min(x1), y)], st)).map_err(e)?;
                 }
             }
         }
@@ -145,10 +180,9 @@ fn draw_line<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
     let c = color(s.color);
     let st = ShapeStyle::from(&c).stroke_width(2);
     let pts = s.points.iter().copied();
-    let r = match s.dash {
-        Dash::Solid => chart.draw_series(LineSeries::new(pts, st).point_size(if s.points.len() < 40 { 2 } else { 0 })),
-        Dash::Dashed => chart.draw_series(DashedLineSeries::new(pts, 6, 4, st)),
-        Dash::Dotted => chart.draw_series(DashedLineSeries::new(pts, 2, 4, st)),
+    let r = match s.dash.pattern() {
+        None => chart.draw_series(LineSeries::new(pts, st).point_size(if s.points.len() < 40 { 2 } else { 0 })),
+        Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts, on, off, st)),
     };
     r.map(|_| ()).map_err(|e| e.to_string())?;
     if s.dash != Dash::Solid && s.points.len() == 1 {
@@ -158,8 +192,41 @@ fn draw_line<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
     Ok(())
 }
 
-/// A line chart of `series` over a linear x and y; y starts at 0 and ends above the highest
-/// point (at least `y_min_top`, e.g. 100 for percentages when `y_fixed_top`).
+/// Draws `series` on a chart with the given y range (linear or log) into `plot`: the caption,
+/// the mesh with its axis descriptions, and the lines. A macro because plotters' linear and
+/// log coordinates are different types.
+macro_rules! lines_on {
+    ($plot:expr, $title:expr, $x_desc:expr, $y_desc:expr, $x_max:expr, $y_range:expr, $series:expr) => {{
+        let mut chart = ChartBuilder::on($plot)
+            .caption($title, (FONT, 20).into_font().color(&INK))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(58)
+            .build_cartesian_2d(0f64..$x_max, $y_range)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .x_desc($x_desc)
+            .y_desc($y_desc)
+            .x_labels(8)
+            .y_labels(6)
+            .x_label_formatter(&|v| axis_num(*v))
+            .y_label_formatter(&|v| axis_num(*v))
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .bold_line_style(GRID_BOLD)
+            .light_line_style(GRID)
+            .axis_style(INK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        for s in $series {
+            draw_line(&mut chart, s)?;
+        }
+    }};
+}
+
+/// A line chart of `series` over a linear x and y; y starts at 0 and ends a tenth above the
+/// highest point, or at `y_top` (e.g. 100 for percentages).
 pub fn line_chart(
     title: &str,
     x_desc: &str,
@@ -175,31 +242,59 @@ pub fn line_chart(
         let x_max = series.iter().flat_map(|s| &s.points).map(|p| p.0).fold(1.0f64, f64::max);
         let y_max = series.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0f64, f64::max);
         let y_hi = y_top.unwrap_or(if y_max > 0.0 { y_max * 1.1 } else { 1.0 });
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 20).into_font().color(&INK))
-            .margin(8)
-            .x_label_area_size(40)
-            .y_label_area_size(58)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_hi)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_labels(8)
-            .y_labels(6)
-            .x_label_formatter(&|v| axis_num(*v))
-            .y_label_formatter(&|v| axis_num(*v))
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 15).into_font().color(&INK))
-            .bold_line_style(GRID_BOLD)
-            .light_line_style(GRID)
-            .axis_style(INK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        for s in series {
-            draw_line(&mut chart, s)?;
-        }
+        lines_on!(&plot, title, x_desc, y_desc, x_max, 0f64..y_hi, series);
+        legend(&side, &series.iter().map(|s| (s.label.clone(), color(s.color), s.dash)).collect::<Vec<_>>())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(tidy_svg(svg))
+}
+
+/// How far apart series are: the largest series' mean over the smallest's (positive points
+/// only; 1 with fewer than two series that have any).
+pub fn spread(series: &[Series]) -> f64 {
+    let means: Vec<f64> = series
+        .iter()
+        .filter_map(|s| {
+            let pos: Vec<f64> = s.points.iter().map(|p| p.1).filter(|v| *v > 0.0).collect();
+            (!pos.is_empty()).then(|| pos.iter().sum::<f64>() / pos.len() as f64)
+        })
+        .collect();
+    let (lo, hi) = means.iter().fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    if means.len() < 2 {
+        1.0
+    } else {
+        hi / lo
+    }
+}
+
+/// Series whose means differ by more than this get a log y axis ([`wants_log`]): 35 against
+/// 1,266 MB/s on a linear axis flattens the slow one into the floor.
+pub const LOG_SPREAD: f64 = 10.0;
+
+/// Whether `series` differ by more than [`LOG_SPREAD`] times.
+pub fn wants_log(series: &[Series]) -> bool {
+    spread(series) > LOG_SPREAD
+}
+
+/// A line chart of `series` over a linear x and a log y spanning whole decades around the
+/// positive points; a point at or below zero (a second with no I/O) is drawn on the axis' floor.
+/// The y description should say "log scale".
+pub fn line_chart_log(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+    let vals = series.iter().flat_map(|s| &s.points).map(|p| p.1).filter(|v| *v > 0.0);
+    let (lo, hi) = vals.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = if hi > 0.0 { (decade_floor(lo), decade_ceil(hi * 1.01)) } else { (0.1, 1.0) };
+    let hi = if hi <= lo { lo * 10.0 } else { hi };
+    let floored: Vec<Series> = series
+        .iter()
+        .map(|s| Series { points: s.points.iter().map(|&(x, y)| (x, y.max(lo))).collect(), ..s.clone() })
+        .collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
+        let x_max = series.iter().flat_map(|s| &s.points).map(|p| p.0).fold(1.0f64, f64::max);
+        lines_on!(&plot, title, x_desc, y_desc, x_max, (lo..hi).log_scale(), &floored);
         legend(&side, &series.iter().map(|s| (s.label.clone(), color(s.color), s.dash)).collect::<Vec<_>>())?;
         root.present().map_err(|e| e.to_string())?;
     }
@@ -273,10 +368,9 @@ pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
                     .filter(|(_, v)| **v > 0.0)
                     .map(|(i, v)| (SegmentValue::CenterOf(i as i32), *v))
                     .collect();
-            let r = match s.dash {
-                Dash::Solid => chart.draw_series(LineSeries::new(pts.clone(), st)),
-                Dash::Dashed => chart.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, st)),
-                Dash::Dotted => chart.draw_series(DashedLineSeries::new(pts.clone(), 2, 4, st)),
+            let r = match s.dash.pattern() {
+                None => chart.draw_series(LineSeries::new(pts.clone(), st)),
+                Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts.clone(), on, off, st)),
             };
             r.map_err(|e| e.to_string())?;
             chart.draw_series(pts.iter().map(|p| Circle::new(p.clone(), 3, c.filled()))).map_err(|e| e.to_string())?;
@@ -301,6 +395,58 @@ mod tests {
         let l = LatSet { label: "r".into(), ms: [0.1, 0.2, 1.0, 3.0, 40.0], color: 1, dash: Dash::Dashed };
         let svg = latency_chart("lat", &[l]).unwrap();
         assert!(svg.contains("\np99.9\n") && svg.contains("log scale"), "{svg}");
+    }
+
+    /// The colours and dash patterns of a chart's lines, as the SVG draws them (grid and text
+    /// are drawn in other colours and never dashed).
+    fn line_styles(svg: &str) -> Vec<String> {
+        let palette: Vec<String> =
+            PALETTE.iter().map(|c| format!("stroke=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2)).collect();
+        let set: std::collections::BTreeSet<String> =
+            svg.lines().filter_map(|l| palette.iter().find(|p| l.contains(p.as_str())).cloned()).collect();
+        set.into_iter().collect()
+    }
+
+    #[test]
+    fn every_run_gets_its_own_colour_and_dash() {
+        let styles: Vec<(usize, Dash)> = (0..8).map(run_style).collect();
+        for (i, a) in styles.iter().enumerate() {
+            for b in &styles[i + 1..] {
+                assert!(a.0 != b.0 && a.1 != b.1, "{a:?} and {b:?}");
+            }
+        }
+        let patterns: std::collections::BTreeSet<_> = Dash::ALL.iter().map(|d| d.pattern()).collect();
+        assert_eq!(patterns.len(), 8, "eight distinct line styles");
+        // Four runs on one chart: four colours in the SVG.
+        let series: Vec<Series> = (0..4)
+            .map(|k| {
+                let (color, dash) = run_style(k);
+                let points = (1..=5).map(|t| (t as f64, 100.0 + 10.0 * k as f64 + t as f64)).collect();
+                Series { label: format!("#{k}"), points, color, dash }
+            })
+            .collect();
+        let svg = line_chart("t", "time (s)", "MB/s", &series, None).unwrap();
+        assert_eq!(line_styles(&svg).len(), 4, "{:?}", line_styles(&svg));
+    }
+
+    #[test]
+    fn a_tenfold_spread_switches_the_axis_to_log() {
+        let s = |label: &str, v: f64, color: usize| Series {
+            label: label.into(),
+            points: vec![(1.0, v), (2.0, v * 1.02), (3.0, 0.0)],
+            color,
+            dash: Dash::nth(color),
+        };
+        let near = [s("a", 900.0, 0), s("b", 1266.0, 1)];
+        let far = [s("slow", 35.0, 0), s("fast", 1266.0, 1)];
+        assert!(!wants_log(&near) && wants_log(&far), "{} {}", spread(&near), spread(&far));
+        assert!(!wants_log(&far[..1]), "one series has no spread");
+        let svg = line_chart_log("t", "time (s)", "MB/s (log scale)", &far).unwrap();
+        assert!(svg.contains("log scale"));
+        // Decades from 10 to 10,000 label the axis; the slow run sits two decades below.
+        for tick in [">10<", ">100<", ">1000<"] {
+            assert!(svg.replace('\n', "").contains(tick), "{tick} in the log axis");
+        }
     }
 
     #[test]

@@ -192,12 +192,18 @@ pub struct Group {
 pub struct Cell {
     pub mean: f64,
     pub n: usize,
-    /// mean / baseline mean × 100.
+    /// mean / baseline mean × 100, of the two means as the table prints them
+    /// ([`crate::fmt::pct_of`]); `None` when the baseline lacks the metric.
     pub pct_of_baseline: Option<f64>,
-    /// The 95% confidence interval of the relative change, when both sides have 2+ runs.
+    /// The 95% confidence interval of the relative change (on the log of the ratio, so never
+    /// below −1), when both sides have [`MIN_RUNS_FOR_INTERVAL`] or more runs.
     pub change_ci: Option<(f64, f64)>,
     pub p_value: Option<f64>,
     pub verdict: Option<Verdict>,
+    /// Why a change against the baseline has no interval and no verdict
+    /// ([`TOO_FEW_RUNS`]), when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -225,6 +231,15 @@ fn phase<'a>(r: &'a StoredRun, name: &str) -> Option<&'a PhaseResult> {
     r.result.phases.iter().find(|p| p.name == name)
 }
 
+/// Runs a side needs for a confidence interval and a verdict: with two, Student's t has one
+/// degree of freedom and the interval spans several times the change (a throughput falling
+/// by 142%), which says nothing.
+pub const MIN_RUNS_FOR_INTERVAL: usize = 3;
+
+/// What a cell says instead of an interval when a side has fewer than
+/// [`MIN_RUNS_FOR_INTERVAL`] runs.
+pub const TOO_FEW_RUNS: &str = "too few runs for an interval";
+
 fn mean_var(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let m = v.iter().sum::<f64>() / n;
@@ -232,27 +247,60 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
     (m, var)
 }
 
-/// Welch's two-sided t-test of `g` against `b`, and the 95% interval of (mean g − mean b) / mean b.
-fn welch(b: &[f64], g: &[f64], alpha: f64) -> (f64, (f64, f64)) {
+/// Welch's two-sided t-test of `g` against `b`: the p-value of "the means are equal".
+fn welch_p(b: &[f64], g: &[f64]) -> f64 {
     let ((mb, vb), (mg, vg)) = (mean_var(b), mean_var(g));
     let (nb, ng) = (b.len() as f64, g.len() as f64);
     let se2 = vb / nb + vg / ng;
     let diff = mg - mb;
-    let rel = |x: f64| if mb != 0.0 { x / mb } else { 0.0 };
     if se2 <= 0.0 {
         // Identical runs on each side: the change is exact.
-        let p = if diff == 0.0 { 1.0 } else { 0.0 };
-        return (p, (rel(diff), rel(diff)));
+        return if diff == 0.0 { 1.0 } else { 0.0 };
     }
-    let se = se2.sqrt();
     let df = se2 * se2 / ((vb / nb).powi(2) / (nb - 1.0) + (vg / ng).powi(2) / (ng - 1.0));
-    let Ok(t) = StudentsT::new(0.0, 1.0, df.max(1.0)) else { return (1.0, (f64::NEG_INFINITY, f64::INFINITY)) };
-    let p = 2.0 * (1.0 - t.cdf((diff / se).abs()));
-    let crit = t.inverse_cdf(1.0 - alpha / 2.0);
-    (p, (rel(diff - crit * se), rel(diff + crit * se)))
+    let Ok(t) = StudentsT::new(0.0, 1.0, df.max(1.0)) else { return 1.0 };
+    2.0 * (1.0 - t.cdf((diff / se2.sqrt()).abs()))
 }
 
-/// Compare runs. Rows follow the baseline's phases in order and the metrics it has.
+/// The `1 - alpha` confidence interval of the relative change mean g / mean b − 1, computed on
+/// the log of the ratio (the delta method's standard error with Welch's degrees of freedom) and
+/// mapped back, so it can never reach below −100%: a throughput cannot fall by more than all of
+/// it. `None` when a mean is not positive.
+fn change_interval(b: &[f64], g: &[f64], alpha: f64) -> Option<(f64, f64)> {
+    let ((mb, vb), (mg, vg)) = (mean_var(b), mean_var(g));
+    if mb <= 0.0 || mg <= 0.0 {
+        return None;
+    }
+    let (nb, ng) = (b.len() as f64, g.len() as f64);
+    let (eb, eg) = (vb / (nb * mb * mb), vg / (ng * mg * mg));
+    let se2 = eb + eg;
+    let log_ratio = (mg / mb).ln();
+    if se2 <= 0.0 {
+        let r = mg / mb - 1.0;
+        return Some((r, r));
+    }
+    let df = se2 * se2 / (eb * eb / (nb - 1.0) + eg * eg / (ng - 1.0));
+    let t = StudentsT::new(0.0, 1.0, df.max(1.0)).ok()?;
+    let half = t.inverse_cdf(1.0 - alpha / 2.0) * se2.sqrt();
+    Some(((log_ratio - half).exp() - 1.0, (log_ratio + half).exp() - 1.0))
+}
+
+/// Phase names in the order the baseline ran them, then any only other groups ran.
+fn phase_names(base: &[&StoredRun], all: &[StoredRun]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in base.iter().copied().chain(all) {
+        for p in &r.result.phases {
+            if !names.contains(&p.name) {
+                names.push(p.name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Compare runs. Rows follow the baseline's phases in order, then phases only other groups
+/// ran; a metric has a row when any group has it, and a group that lacks it shows as absent
+/// (so the table is the same whichever configuration is the baseline).
 pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
     let key_of = |r: &StoredRun| match &opts.by {
         Some(l) => r.labels.get(l).cloned().unwrap_or_else(|| format!("({l} unset)")),
@@ -276,52 +324,76 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
     let Some(bg) = groups.get(baseline) else { return Comparison { groups, baseline, rows } };
     let base_runs = members(bg);
     let metrics: Vec<Metric> = if opts.metrics.is_empty() { Metric::defaults() } else { opts.metrics.clone() };
-    let phase_names: Vec<String> =
-        base_runs.first().map(|r| r.result.phases.iter().map(|p| p.name.clone()).collect()).unwrap_or_default();
-    for ph in &phase_names {
+    for ph in &phase_names(&base_runs, runs) {
         for &m in &metrics {
             let values = |rs: &[&StoredRun]| -> Vec<f64> {
                 rs.iter().filter_map(|r| phase(r, ph)).filter_map(|p| m.value(&p.total)).collect()
             };
             let bvals = values(&base_runs);
-            if bvals.is_empty() {
-                continue;
-            }
-            let (bmean, _) = mean_var(&bvals);
-            let cells = groups
+            let bmean = (!bvals.is_empty()).then(|| mean_var(&bvals).0);
+            let cells: Vec<Option<Cell>> = groups
                 .iter()
-                .map(|g| {
+                .enumerate()
+                .map(|(i, g)| {
                     let vals = values(&members(g));
                     if vals.is_empty() {
                         return None;
                     }
                     let (mean, _) = mean_var(&vals);
-                    let pct = (bmean != 0.0).then(|| 100.0 * mean / bmean);
-                    let (mut p_value, mut change_ci, mut verdict) = (None, None, None);
-                    if g.key != groups[baseline].key && vals.len() >= 2 && bvals.len() >= 2 {
-                        let (p, ci) = welch(&bvals, &vals, opts.alpha);
-                        let beyond = ci.0 > opts.noise || ci.1 < -opts.noise;
-                        verdict = Some(if p < opts.alpha && beyond {
-                            let up = ci.0 > 0.0;
-                            if up == m.higher_is_better() {
-                                Verdict::Improved
-                            } else {
-                                Verdict::Regressed
-                            }
-                        } else {
-                            Verdict::WithinNoise
-                        });
-                        p_value = Some(p);
-                        change_ci = Some(ci);
+                    let mut cell = Cell {
+                        mean,
+                        n: vals.len(),
+                        pct_of_baseline: bmean.and_then(|b| crate::fmt::pct_of(mean, b)),
+                        change_ci: None,
+                        p_value: None,
+                        verdict: None,
+                        interval_note: None,
+                    };
+                    if i == baseline || bvals.is_empty() {
+                        return Some(cell);
                     }
-                    Some(Cell { mean, n: vals.len(), pct_of_baseline: pct, change_ci, p_value, verdict })
+                    if vals.len() < MIN_RUNS_FOR_INTERVAL || bvals.len() < MIN_RUNS_FOR_INTERVAL {
+                        cell.interval_note = Some(TOO_FEW_RUNS.to_string());
+                        return Some(cell);
+                    }
+                    let p = welch_p(&bvals, &vals);
+                    cell.p_value = Some(p);
+                    let Some(ci) = change_interval(&bvals, &vals, opts.alpha) else {
+                        cell.interval_note = Some("no interval: a mean is zero".to_string());
+                        return Some(cell);
+                    };
+                    let beyond = ci.0 > opts.noise || ci.1 < -opts.noise;
+                    cell.verdict = Some(if p < opts.alpha && beyond {
+                        let up = ci.0 > 0.0;
+                        if up == m.higher_is_better() {
+                            Verdict::Improved
+                        } else {
+                            Verdict::Regressed
+                        }
+                    } else {
+                        Verdict::WithinNoise
+                    });
+                    cell.change_ci = Some(ci);
+                    Some(cell)
                 })
                 .collect();
-            rows.push(Row { phase: ph.clone(), metric: m, cells });
+            if cells.iter().any(Option::is_some) {
+                rows.push(Row { phase: ph.clone(), metric: m, cells });
+            }
         }
     }
     Comparison { groups, baseline, rows }
 }
+
+impl Comparison {
+    /// Whether any change lacks an interval because a side has too few runs.
+    pub fn too_few_runs(&self) -> bool {
+        self.rows.iter().flat_map(|r| &r.cells).flatten().any(|c| c.interval_note.as_deref() == Some(TOO_FEW_RUNS))
+    }
+}
+
+/// What the table prints where a group lacks the phase or the operation.
+pub const ABSENT: &str = "absent";
 
 /// The comparison as a terminal table: every value, its % of the baseline, and the verdict.
 pub fn render_table(c: &Comparison) -> String {
@@ -338,7 +410,7 @@ pub fn render_table(c: &Comparison) -> String {
         let mut row = vec![r.phase.clone(), r.metric.name().to_string()];
         for (i, cell) in r.cells.iter().enumerate() {
             row.push(match cell {
-                None => "-".into(),
+                None => ABSENT.into(),
                 Some(cell) => {
                     let v = crate::fmt::num(cell.mean);
                     match (i == c.baseline, cell.pct_of_baseline, cell.verdict) {
@@ -357,7 +429,13 @@ pub fn render_table(c: &Comparison) -> String {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    t.to_string()
+    let mut out = t.to_string();
+    if c.too_few_runs() {
+        out.push_str(&format!(
+            "\n({TOO_FEW_RUNS}: a verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs of each configuration)"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -382,11 +460,103 @@ mod tests {
     fn welch_finds_a_clear_change_and_ignores_noise() {
         let base = [100.0, 101.0, 99.0, 100.5, 99.5];
         let slower = [90.0, 91.0, 89.0, 90.5, 89.5];
-        let (p, ci) = welch(&base, &slower, 0.05);
-        assert!(p < 0.001, "{p}");
+        assert!(welch_p(&base, &slower) < 0.001);
+        let ci = change_interval(&base, &slower, 0.05).unwrap();
         assert!(ci.0 < -0.08 && ci.1 > -0.12 && ci.1 < -0.08, "{ci:?}");
         let same = [100.2, 100.8, 99.1, 100.1, 99.9];
-        let (p, ci) = welch(&base, &same, 0.05);
-        assert!(p > 0.05 && ci.0 < 0.0 && ci.1 > 0.0, "{p} {ci:?}");
+        let ci = change_interval(&base, &same, 0.05).unwrap();
+        assert!(welch_p(&base, &same) > 0.05 && ci.0 < 0.0 && ci.1 > 0.0, "{ci:?}");
+    }
+
+    /// Three noisy runs a side: an interval on the difference of means reaches below −100%
+    /// (a throughput falling by more than all of it); on the log ratio it cannot.
+    #[test]
+    fn the_interval_of_a_change_stays_above_minus_100_percent() {
+        let base = [1266.0, 35.0, 800.0];
+        let other = [40.0, 1100.0, 60.0];
+        let ((mb, vb), (mg, vg)) = (mean_var(&base), mean_var(&other));
+        let se = (vb / 3.0 + vg / 3.0).sqrt();
+        let naive_low = (mg - mb - 2.776 * se) / mb;
+        assert!(naive_low < -1.0, "the naive interval is impossible: {naive_low}");
+        let (lo, hi) = change_interval(&base, &other, 0.05).unwrap();
+        assert!(lo > -1.0 && lo < mg / mb - 1.0 && hi > mg / mb - 1.0, "{lo} {hi}");
+        assert_eq!(change_interval(&[0.0, 0.0, 0.0], &other, 0.05), None);
+        assert_eq!(change_interval(&[2.0; 3], &[3.0; 3], 0.05), Some((0.5, 0.5)));
+    }
+
+    fn stored(id: i64, config: &str, phase: &str, sync_p99_ms: Option<u64>, mbs: f64) -> StoredRun {
+        let mut total = Totals::default();
+        let w = total.get_mut(OpClass::Write);
+        (w.ops, w.bw_bytes, w.iops) = (1000, mbs * 1e6, 100.0);
+        if let Some(ms) = sync_p99_ms {
+            let s = total.get_mut(OpClass::Sync);
+            (s.ops, s.lat_ns.p99) = (10, ms * 1_000_000);
+        }
+        StoredRun {
+            id,
+            kind: "run".into(),
+            name: "t".into(),
+            labels: [("config".to_string(), config.to_string())].into(),
+            host: Default::default(),
+            pid: 1,
+            ended_unix_s: None,
+            result: iolab_model::RunResult {
+                schema_version: iolab_model::SCHEMA_VERSION,
+                iolab_version: "0".into(),
+                node: "n".into(),
+                started_unix_s: 0.0,
+                status: iolab_model::Status::Complete,
+                error: None,
+                plan: iolab_spec::Plan { phases: Vec::new() },
+                phases: vec![PhaseResult {
+                    name: phase.into(),
+                    elapsed_s: 1.0,
+                    interrupted: false,
+                    total,
+                    jobs: Vec::new(),
+                    timeline: Vec::new(),
+                    cpu: Default::default(),
+                    system: None,
+                }],
+            },
+        }
+    }
+
+    /// `compare config=a config=b --metric sync-p99` where only b flushed: the row is there in
+    /// either order, absent on a's side.
+    #[test]
+    fn a_metric_one_side_lacks_keeps_its_row_whatever_the_order() {
+        let a = stored(1, "a", "p", None, 35.0);
+        let b = stored(2, "b", "p", Some(7), 30.0);
+        let by = CompareOptions { by: Some("config".into()), metrics: vec![Metric::SyncP99Ms], ..Default::default() };
+        for runs in [vec![a.clone(), b.clone()], vec![b.clone(), a.clone()]] {
+            let c = compare(&runs, &by);
+            assert_eq!(c.rows.len(), 1, "{c:?}");
+            let side = |key: &str| &c.rows[0].cells[c.groups.iter().position(|g| g.key == key).unwrap()];
+            assert!(side("a").is_none());
+            assert_eq!(side("b").as_ref().map(|c| c.mean), Some(7.0));
+            let table = render_table(&c);
+            assert!(table.contains("fsync p99 ms") && table.contains(ABSENT) && table.contains("7.00"), "{table}");
+        }
+        // A phase only the second configuration ran is compared too.
+        let c = compare(&[a.clone(), stored(3, "c", "other", None, 30.0)], &CompareOptions::default());
+        assert!(c.rows.iter().any(|r| r.phase == "other" && r.cells[0].is_none() && r.cells[1].is_some()));
+    }
+
+    #[test]
+    fn two_runs_a_side_are_too_few_for_an_interval() {
+        let runs = [
+            stored(1, "a", "p", None, 1266.0),
+            stored(2, "a", "p", None, 35.0),
+            stored(3, "b", "p", None, 40.0),
+            stored(4, "b", "p", None, 1100.0),
+        ];
+        let c = compare(&runs, &CompareOptions { by: Some("config".into()), ..Default::default() });
+        let cell = c.rows[0].cells[1].as_ref().unwrap();
+        assert_eq!((cell.change_ci, cell.verdict, cell.interval_note.as_deref()), (None, None, Some(TOO_FEW_RUNS)));
+        assert!(c.too_few_runs());
+        assert!(render_table(&c).contains("too few runs for an interval"));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["rows"][0]["cells"][1]["interval_note"], TOO_FEW_RUNS);
     }
 }

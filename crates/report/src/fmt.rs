@@ -48,14 +48,16 @@ pub fn secs(s: f64) -> String {
 }
 
 /// A measured value in a table: three significant digits below 100 (`35.21` above 10, `1.50`,
-/// `0.415`, `0.00340`), whole numbers above (`1266`). A small value keeps its digits, so a
-/// percentage of the baseline printed beside it agrees with what is printed: 0.0034 → 0.0080 ms
-/// reads `0.00340` → `0.00800 (235.3%)`, never `0.003` → `0.008 (235.3%)`.
+/// `0.415`, `0.00340`), whole numbers with separators above (`1,266`, `309,072`, as [`count`]
+/// writes counts). A small value keeps its digits, so a percentage of the baseline printed
+/// beside it agrees with what is printed: 0.0034 → 0.0080 ms reads `0.00340` → `0.00800
+/// (235.3%)`, never `0.003` → `0.008 (235.3%)`; [`shown`] is the value a string of `num` reads as.
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
         "-".into()
     } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}{}", count(v.abs()))
     } else if v.abs() >= 1.0 {
         format!("{v:.2}")
     } else if v == 0.0 || v.abs() >= 0.1 {
@@ -65,6 +67,20 @@ pub fn num(v: f64) -> String {
         let decimals = (2 - v.abs().log10().floor() as i32).clamp(3, 9) as usize;
         format!("{v:.decimals$}")
     }
+}
+
+/// The value [`num`] prints for `v`, as a number: what a reader of the table sees, so a ratio
+/// of two printed values is computed from these (0.00254 and 0.006 print as `0.00254` and
+/// `0.00600`, and their ratio is 236.2% of what is printed, not of what was rounded away).
+pub fn shown(v: f64) -> f64 {
+    num(v).replace(',', "").parse().unwrap_or(v)
+}
+
+/// `part` as a percentage of `whole`, both as [`num`] prints them; `None` when `whole` prints
+/// as zero.
+pub fn pct_of(part: f64, whole: f64) -> Option<f64> {
+    let (p, w) = (shown(part), shown(whole));
+    (w != 0.0).then(|| 100.0 * p / w)
 }
 
 /// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC`.
@@ -111,13 +127,29 @@ mod tests {
         assert_eq!(ms(38_500_000), "38.5");
         assert_eq!(ms(137_400_000), "137");
         assert_eq!(rate(11_900_000.0), "11.9 MB/s (11.3 MiB/s)");
-        assert_eq!(num(1266.4), "1266");
+        assert_eq!(num(1266.4), "1,266");
+        assert_eq!(num(309_072.0), count(309_072.0), "IOPS read the same in every table");
+        assert_eq!(num(-1266.0), "-1,266");
+        assert_eq!(num(250.0), "250");
         assert_eq!(num(0.415), "0.415");
         assert_eq!(num(0.0034), "0.00340", "a small value keeps three significant digits");
         assert_eq!(num(0.0123), "0.0123");
         assert_eq!(num(0.0), "0.000");
         assert_eq!(num(-0.05), "-0.0500");
         assert_eq!(num(f64::NAN), "-");
+    }
+
+    #[test]
+    fn percentages_are_of_the_values_printed() {
+        // 0.003 → 0.006 ms: the ratio of what is printed, whatever the digits rounded away.
+        assert_eq!(pct_of(0.006, 0.003).map(|p| format!("{p:.1}")), Some("200.0".into()));
+        let (base, new) = (0.002_544_9, 0.006_000_4);
+        assert_eq!((num(base), num(new)), ("0.00254".to_string(), "0.00600".to_string()));
+        assert_eq!(pct_of(new, base).map(|p| format!("{p:.1}")), Some("236.2".into()));
+        assert_ne!(format!("{:.1}", 100.0 * new / base), "236.2", "the raw ratio differs (235.8%)");
+        assert_eq!(shown(1266.4), 1266.0);
+        assert_eq!(shown(0.0), 0.0);
+        assert_eq!(pct_of(5.0, 0.0), None);
     }
 
     #[test]

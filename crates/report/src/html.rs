@@ -3,7 +3,7 @@
 //! the runs compare, and how each phase went second by second. It prints as it reads.
 
 use crate::charts::{self, Dash, LatSet, Series};
-use crate::compare::{compare, CompareOptions, Comparison, Verdict};
+use crate::compare::{compare, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS};
 use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
 use iolab_store::StoredRun;
 use std::collections::BTreeSet;
@@ -303,8 +303,7 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 let _ = write!(
                     h,
                     "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
-                    // Unseparated: crates/report/tests/html.rs pins this cell's text.
-                    p.total.sync().ops,
+                    count(p.total.sync().ops as f64),
                     ms(p.total.sync().lat_ns.p99)
                 );
             }
@@ -353,7 +352,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     h.push_str("<section id=\"comparison\">\n<h2>Comparison</h2>\n");
     let _ = writeln!(
         h,
-        "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b>. A verdict needs two or more runs \
+        "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b> (of the values as printed). A verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs \
          on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
          <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
          confidence interval lies wholly beyond &plusmn;{}%; otherwise it is \
@@ -388,7 +387,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
             let base = i == c.baseline;
             let cls = if base { "n base" } else { "n" };
             let Some(cell) = cell else {
-                let _ = write!(h, "<td class=\"{cls} muted\">-</td>");
+                let _ = write!(h, "<td class=\"{cls} muted\">{ABSENT}</td>");
                 continue;
             };
             let _ = write!(h, "<td class=\"{cls}\">{}", num(cell.mean));
@@ -410,9 +409,16 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
         h.push_str("</tr>\n");
     }
     let regressions = c.regressions();
+    h.push_str("</table></div>\n");
+    if c.too_few_runs() {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">Some changes have no verdict: {TOO_FEW_RUNS} (a verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs of each configuration).</p>"
+        );
+    }
     let _ = write!(
         h,
-        "</table></div>\n<p class=\"note\">{}</p>\n</section>\n",
+        "<p class=\"note\">{}</p>\n</section>\n",
         match regressions {
             0 => "No regressions.".to_string(),
             1 => "<span class=\"verdict v-regressed\">1 regression.</span>".to_string(),
@@ -513,47 +519,89 @@ fn phase_charts(
     let label = |r: &StoredRun| run_label(r, by);
     let ph = escape(name);
 
-    // Throughput and IOPS, one line per run.
+    // Throughput and IOPS, one line per run, each run in its own colour and dash.
     let per_sec = |f: &dyn Fn(&TimelinePoint) -> f64| -> Vec<Series> {
         rp.iter()
             .enumerate()
-            .map(|(k, (_, r, p))| Series { label: label(r), points: per_second(p, f), color: k, dash: Dash::Solid })
+            .map(|(k, (_, r, p))| {
+                let (color, dash) = charts::run_style(k);
+                Series { label: label(r), points: per_second(p, f), color, dash }
+            })
             .filter(|s| !s.points.is_empty())
             .collect()
     };
     let tput = per_sec(&|t| (t.read_bytes + t.write_bytes) as f64 / 1e6);
+    let log = charts::wants_log(&tput);
+    let log_note = if log {
+        format!(
+            " The runs differ by {:.0}&times;, so the axis is logarithmic (a second with no I/O sits on its floor).",
+            charts::spread(&tput)
+        )
+    } else {
+        String::new()
+    };
     figure(
         h,
         &format!("throughput-{slug}"),
-        (!tput.is_empty()).then(|| charts::line_chart(&format!("{name}: throughput"), "time (s)", "MB/s", &tput, None)),
+        (!tput.is_empty()).then(|| {
+            let title = format!("{name}: throughput");
+            if log {
+                charts::line_chart_log(&title, "time (s)", "MB/s (log scale)", &tput)
+            } else {
+                charts::line_chart(&title, "time (s)", "MB/s", &tput, None)
+            }
+        }),
         &format!(
-            "Read + write MB/s (10<sup>6</sup> B/s) in each second of phase {ph}{}; a last, partial second is scaled to its length.",
+            "Read + write MB/s (10<sup>6</sup> B/s) in each second of phase {ph}{}; a last, partial second is scaled to its length.{log_note}",
             if multi { ", per run" } else { "" }
         ),
         &format!("Phase {ph}: no per-second timeline, so no throughput chart."),
     );
     let iops = per_sec(&|t| (t.read_ops + t.write_ops) as f64);
+    let log = charts::wants_log(&iops);
     figure(
         h,
         &format!("iops-{slug}"),
-        (!iops.is_empty()).then(|| charts::line_chart(&format!("{name}: IOPS"), "time (s)", "IOPS", &iops, None)),
-        &format!("Reads + writes completed in each second of phase {ph}."),
+        (!iops.is_empty()).then(|| {
+            let title = format!("{name}: IOPS");
+            if log {
+                charts::line_chart_log(&title, "time (s)", "IOPS (log scale)", &iops)
+            } else {
+                charts::line_chart(&title, "time (s)", "IOPS", &iops, None)
+            }
+        }),
+        &format!(
+            "Reads + writes completed in each second of phase {ph}.{}",
+            if log { " The runs differ by more than 10&times;, so the axis is logarithmic." } else { "" }
+        ),
         &format!("Phase {ph}: no per-second timeline, so no IOPS chart."),
     );
 
-    // Latency percentiles: one set per run and direction.
+    // Latency percentiles: one set per run and operation class. With several runs each run
+    // keeps its colour and the class takes the dash; one run's classes take the colours.
+    let mut classes: Vec<OpClass> = Vec::new();
+    for (c, _) in rp.iter().flat_map(|(_, _, p)| p.total.iter()) {
+        if !classes.contains(&c) {
+            classes.push(c);
+        }
+    }
     let mut sets = Vec::new();
     for (k, (_, r, p)) in rp.iter().enumerate() {
         for (class, c) in p.total.iter() {
             let (d, l) = (class.index(), &c.lat_ns);
             let dir = if class == OpClass::Sync { "fsync" } else { class.as_str() };
             let v = |ns: u64| ns as f64 / 1e6;
+            let nth_class = classes.iter().position(|c| *c == class).unwrap_or(0);
+            let (color, dash) = match (multi, classes.len()) {
+                (false, _) => (d, Dash::Solid),
+                (true, 1) => charts::run_style(k),
+                (true, _) => (charts::run_style(k).0, Dash::nth(nth_class)),
+            };
             sets.push(LatSet {
                 label: if multi { format!("{dir} {}", label(r)) } else { dir.to_string() },
                 ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
-                // Colour per operation class, line style per run.
-                color: d,
-                dash: Dash::nth(k),
+                color,
+                dash,
             });
         }
     }
@@ -563,12 +611,17 @@ fn phase_charts(
         (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
         &format!(
             "Completion latency of phase {ph} over the whole phase, per operation class{}.",
-            if multi { " and run" } else { "" }
+            match (multi, classes.len()) {
+                (false, _) => "",
+                (true, 1) => " and run",
+                (true, _) => " and run (colour per run, line style per class)",
+            }
         ),
         &format!("Phase {ph}: no operations completed, so no latency chart."),
     );
 
-    // CPU: colour per state, line style per run.
+    // CPU: with several runs, colour per run and line style per state; one run's states take
+    // the colours.
     let sys: Vec<(usize, &StoredRun, &iolab_sysstat::SystemResult)> = rp
         .iter()
         .enumerate()
@@ -579,11 +632,12 @@ fn phase_charts(
         let states: [(&str, CpuField); 3] =
             [("user", |c| c.user_pct), ("system", |c| c.system_pct), ("iowait", |c| c.iowait_pct)];
         for (i, (st, f)) in states.into_iter().enumerate() {
+            let (color, dash) = if multi { (charts::run_style(*k).0, Dash::nth(i)) } else { (i, Dash::Solid) };
             cpu.push(Series {
                 label: if multi { format!("{st} {}", label(r)) } else { st.to_string() },
                 points: s.samples.iter().map(|x| (x.t_s, f(&x.cpu.all))).collect(),
-                color: i,
-                dash: Dash::nth(*k),
+                color,
+                dash,
             });
         }
     }
@@ -594,7 +648,10 @@ fn phase_charts(
         &format!("cpu-{slug}"),
         (!cpu.is_empty())
             .then(|| charts::line_chart(&format!("{name}: CPU"), "time (s)", "% of all CPUs", &cpu, Some(cpu_top))),
-        &format!("Whole-machine CPU time in user, system and iowait during phase {ph}, as sampled beside it."),
+        &format!(
+            "Whole-machine CPU time in user, system and iowait during phase {ph}, as sampled beside it{}.",
+            if multi { " (colour per run: user solid, system dashed, iowait dotted)" } else { "" }
+        ),
         &format!("Phase {ph}: the system was not sampled (no samples), so no CPU chart."),
     );
 

@@ -57,7 +57,8 @@ pub fn phase(p: &PhaseResult) -> String {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    for line in t.to_string().lines() {
+    // A phase without jobs (`iolab watch`'s) has only its system line.
+    for line in t.to_string().lines().filter(|_| !p.jobs.is_empty()) {
         let _ = writeln!(s, "  {line}");
     }
     if let Some(sys) = &p.system {

@@ -29,7 +29,50 @@ fn interfaces(s: &SystemResult) -> Vec<(String, f64, f64, Option<u64>)> {
         .collect()
 }
 
-/// `cpu us 2% sy 9% wa 66% | vda w/s 512 wkB/s 524288 await 1.2 ms util 98% | eth0 tx 11.2 MB/s`
+/// A device busier than this (%util) shows its request size and queue size: how the I/O
+/// reaches it is then the story (seed 002's slow start rested on ~20 KiB requests).
+pub const BUSY_PCT: f64 = 10.0;
+/// Merges show when at least this share of a direction's requests were merged (iostat's
+/// %rrqm, %wrqm).
+pub const MERGED_PCT: f64 = 10.0;
+/// Reads' and writes' await show apart when both happen and one is more than this many times
+/// the other.
+pub const AWAIT_SPLIT: f64 = 2.0;
+
+/// One device in the line: its rates, and the details that matter ([`BUSY_PCT`],
+/// [`MERGED_PCT`], [`AWAIT_SPLIT`]).
+fn device(out: &mut String, name: &str, d: &DiskRates) {
+    let ms = |v: f64| crate::fmt::ms((v * 1e6) as u64);
+    let merged = |rqm: f64, ios: f64| if rqm + ios > 0.0 { 100.0 * rqm / (rqm + ios) } else { 0.0 };
+    let _ = write!(out, " | {name}");
+    if d.r_s > 0.0 {
+        let _ = write!(out, " r/s {:.0} rkB/s {:.0}", d.r_s, d.rkb_s);
+        if merged(d.rrqm_s, d.r_s) >= MERGED_PCT {
+            let _ = write!(out, " rrqm/s {:.0} ({:.0}%)", d.rrqm_s, merged(d.rrqm_s, d.r_s));
+        }
+    }
+    if d.w_s > 0.0 {
+        let _ = write!(out, " w/s {:.0} wkB/s {:.0}", d.w_s, d.wkb_s);
+        if merged(d.wrqm_s, d.w_s) >= MERGED_PCT {
+            let _ = write!(out, " wrqm/s {:.0} ({:.0}%)", d.wrqm_s, merged(d.wrqm_s, d.w_s));
+        }
+    }
+    if d.util_pct >= BUSY_PCT {
+        let _ = write!(out, " areq-sz {} KiB aqu-sz {}", crate::fmt::num(d.avgrq_kb), crate::fmt::num(d.avgqu));
+    }
+    let (r, w) = (d.r_await_ms, d.w_await_ms);
+    let split = d.r_s > 0.0 && d.w_s > 0.0 && r.max(w) > AWAIT_SPLIT * r.min(w);
+    if split {
+        let _ = write!(out, " r_await {} w_await {} ms", ms(r), ms(w));
+    } else {
+        let _ = write!(out, " await {} ms", ms(if d.w_s >= d.r_s { w } else { r }));
+    }
+    let _ = write!(out, " util {:.0}%", d.util_pct);
+}
+
+/// `cpu us 2% sy 9% wa 66% | vda w/s 512 wkB/s 524288 areq-sz 1024 KiB aqu-sz 1.20 await 1.20
+/// ms util 98% | eth0 tx 11.2 MB/s`: request and queue size when the device is busy, merges
+/// when many requests were merged, and reads' and writes' await apart when they differ.
 pub fn line(s: &SystemResult) -> String {
     let c = &s.mean.cpu.all;
     let mut out = format!(
@@ -39,15 +82,7 @@ pub fn line(s: &SystemResult) -> String {
         c.iowait_pct
     );
     for (name, d) in devices(s) {
-        let _ = write!(out, " | {name}");
-        if d.r_s > 0.0 {
-            let _ = write!(out, " r/s {:.0} rkB/s {:.0}", d.r_s, d.rkb_s);
-        }
-        if d.w_s > 0.0 {
-            let _ = write!(out, " w/s {:.0} wkB/s {:.0}", d.w_s, d.wkb_s);
-        }
-        let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
-        let _ = write!(out, " await {} ms util {:.0}%", crate::fmt::ms((wait * 1e6) as u64), d.util_pct);
+        device(&mut out, name, d);
     }
     if devices(s).is_empty() {
         if let Some(t) = &s.target {
@@ -140,7 +175,15 @@ mod tests {
         s.mean.cpu.all.system_pct = 8.9;
         s.mean.disks.insert(
             "sda".into(),
-            DiskRates { w_s: 55.0, wkb_s: 1008.0, w_await_ms: 38.5, avgqu: 2.1, util_pct: 100.0, ..Default::default() },
+            DiskRates {
+                w_s: 55.0,
+                wkb_s: 1008.0,
+                avgrq_kb: 18.3,
+                w_await_ms: 38.5,
+                avgqu: 2.1,
+                util_pct: 100.0,
+                ..Default::default()
+            },
         );
         s.mean.net.insert("eth0".into(), NetRates { tx_bytes_s: 11.2e6, ..Default::default() });
         s.target = Some(TargetInfo {
@@ -152,12 +195,44 @@ mod tests {
         });
         assert_eq!(
             line(&s),
-            "cpu us 0% sy 9% wa 67% | sda w/s 55 wkB/s 1008 await 38.5 ms util 100% | eth0 rx 0 B/s tx 11.2 MB/s"
+            "cpu us 0% sy 9% wa 67% | sda w/s 55 wkB/s 1008 areq-sz 18.30 KiB aqu-sz 2.10 await 38.5 ms util 100% | eth0 rx 0 B/s tx 11.2 MB/s"
         );
         let f = findings(&s).iter().map(Finding::text).collect::<Vec<_>>().join("\n");
         assert!(
             f.contains("sda was busy 100%") && f.contains("I/O wait 67%") && f.contains("90% of its 100 Mb/s"),
             "{f}"
         );
+    }
+
+    fn one_disk(d: DiskRates) -> String {
+        let mut s = SystemResult::default();
+        s.mean.disks.insert("vda".into(), d);
+        s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
+        line(&s)
+    }
+
+    /// What `iolab watch` prints per device: the details show only when they matter.
+    #[test]
+    fn request_size_merges_and_the_await_split_show_when_they_matter() {
+        // Idle enough: rates, one await, util; nothing else.
+        let quiet =
+            DiskRates { w_s: 20.0, wkb_s: 400.0, avgrq_kb: 20.0, w_await_ms: 0.4, util_pct: 3.0, ..Default::default() };
+        assert_eq!(one_disk(quiet), "cpu us 0% sy 0% wa 0% | vda w/s 20 wkB/s 400 await 0.400 ms util 3%");
+        // Busy with ~20 KiB requests (seed 002): request and queue size appear.
+        let busy = DiskRates { w_s: 2000.0, wkb_s: 40_000.0, avgqu: 1.6, util_pct: 85.0, ..quiet };
+        assert_eq!(
+            one_disk(busy),
+            "cpu us 0% sy 0% wa 0% | vda w/s 2000 wkB/s 40000 areq-sz 20.00 KiB aqu-sz 1.60 await 0.400 ms util 85%"
+        );
+        // A third of the writes merged: wrqm/s and its share; 5% merged stays out.
+        let merged = DiskRates { wrqm_s: 1000.0, ..busy };
+        assert!(one_disk(merged).contains(" wkB/s 40000 wrqm/s 1000 (33%) areq-sz"));
+        assert!(!one_disk(DiskRates { wrqm_s: 100.0, ..busy }).contains("wrqm"));
+        // Reads and writes at 0.3 and 5 ms: both awaits; at 0.3 and 0.5 ms, the dominant one.
+        let mixed = DiskRates { r_s: 500.0, rkb_s: 2000.0, r_await_ms: 0.3, w_await_ms: 5.0, ..busy };
+        let l = one_disk(mixed);
+        assert!(l.contains(" r_await 0.300 w_await 5.00 ms util 85%") && l.contains(" r/s 500 rkB/s 2000"), "{l}");
+        let close = one_disk(DiskRates { w_await_ms: 0.5, ..mixed });
+        assert!(close.contains(" await 0.500 ms") && !close.contains("r_await"), "{close}");
     }
 }

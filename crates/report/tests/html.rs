@@ -149,7 +149,8 @@ fn report_has_every_chart_no_external_reference_and_escapes_labels() {
     // Summary: one row per run and phase, with the fsync count of the write phase.
     let w = &runs()[0].result.phases[0];
     assert!(w.total.sync().ops > 0);
-    assert!(html.contains(&format!("<td class=\"n\">{}</td>", w.total.sync().ops)), "fsync count in the summary");
+    let fsyncs = iolab_report::fmt::count(w.total.sync().ops as f64);
+    assert!(html.contains(&format!("<td class=\"n\">{fsyncs}</td>")), "fsync count in the summary, separated");
 }
 
 #[test]

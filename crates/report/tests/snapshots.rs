@@ -119,7 +119,14 @@ fn csv_export() {
 
 #[test]
 fn the_html_comparison_states_the_noise_threshold_it_used() {
-    let runs = vec![run(1, "ext4", 1.0), run(2, "ext4", 1.01), run(3, "drbd", 0.9), run(4, "drbd", 0.91)];
+    let runs = vec![
+        run(1, "ext4", 1.0),
+        run(2, "ext4", 1.01),
+        run(3, "ext4", 0.99),
+        run(4, "drbd", 0.9),
+        run(5, "drbd", 0.91),
+        run(6, "drbd", 0.89),
+    ];
     let opts = |noise| iolab_report::html::ReportOptions { by: Some("config".into()), noise, ..Default::default() };
     let default = iolab_report::html::render(&runs, &opts(None));
     assert!(default.contains("wholly beyond &plusmn;2%"), "the default is 2%");
@@ -186,4 +193,57 @@ fn small_values_keep_the_digits_their_percentage_is_made_of() {
     assert!(table.contains("0.00340") && table.contains("0.00800 (235.3%)"), "{table}");
     let html = iolab_report::html::render(&runs, &iolab_report::html::ReportOptions::default());
     assert!(html.contains("0.00800 <span class=\"pct\">(235.3%)</span>"), "the report prints the same");
+}
+
+/// The throughput chart of a phase four runs share, cut out of the report.
+fn throughput_chart(html: &str, phase: &str) -> String {
+    let from = html.find(&format!("data-chart=\"throughput-{phase}\"")).expect("a throughput chart");
+    let to = html[from..].find("</figure>").unwrap();
+    html[from..from + to].to_string()
+}
+
+/// Four runs (seed 001's ext4 against three DRBD protocols) each draw in their own colour and
+/// dash; when one is 36× slower than another the axis turns logarithmic and says so.
+#[test]
+fn four_runs_get_four_styles_and_a_tenfold_spread_a_log_axis() {
+    let with_seconds = |id: i64, mb_s: f64| {
+        let mut r = run(id, &format!("c{id}"), 1.0);
+        r.result.phases[0].timeline = (1..=5)
+            .map(|t| iolab_model::TimelinePoint {
+                t_s: t as f64,
+                write_bytes: (mb_s * 1e6) as u64 + t * 1000,
+                write_ops: 100,
+                ..Default::default()
+            })
+            .collect();
+        r
+    };
+    let strokes = |svg: &str| -> std::collections::BTreeSet<(String, bool)> {
+        // (colour, dashed): a dashed series is drawn as many short paths of its colour.
+        let mut seen = std::collections::BTreeMap::<String, usize>::new();
+        for l in svg.lines().filter(|l| l.contains("<polyline") || l.contains("<path")) {
+            if let Some(c) = l.split("stroke=\"").nth(1).and_then(|s| s.split('"').next()) {
+                *seen.entry(c.to_string()).or_default() += 1;
+            }
+        }
+        seen.into_iter()
+            .filter(|(c, _)| !["#222222", "#F0F0F0", "#D4D4D4"].contains(&c.as_str()))
+            .map(|(c, n)| (c, n > 2))
+            .collect()
+    };
+    let near = vec![with_seconds(1, 1266.0), with_seconds(2, 1100.0), with_seconds(3, 900.0), with_seconds(4, 1000.0)];
+    let html = iolab_report::html::render(&near, &Default::default());
+    let chart = throughput_chart(&html, "deliver");
+    let styles = strokes(&chart);
+    assert_eq!(styles.len(), 4, "four colours: {styles:?}");
+    assert_eq!(styles.iter().filter(|(_, dashed)| *dashed).count(), 3, "one solid, three dashed: {styles:?}");
+    assert!(chart.contains("MB/s") && !chart.contains("log scale"), "900 to 1266 MB/s stays linear");
+
+    let far = vec![with_seconds(1, 1266.0), with_seconds(2, 35.0), with_seconds(3, 900.0), with_seconds(4, 1000.0)];
+    let chart = throughput_chart(&iolab_report::html::render(&far, &Default::default()), "deliver");
+    assert!(
+        chart.contains("MB/s (log scale)") && chart.contains("so the axis is logarithmic"),
+        "35 against 1,266 MB/s"
+    );
+    assert_eq!(strokes(&chart).len(), 4);
 }

@@ -243,6 +243,18 @@ impl Store {
         Ok(())
     }
 
+    /// One system sample of a phase, as it is taken (`iolab watch --db`); the phase's row, when
+    /// it is saved, leaves saved samples as they are.
+    pub fn add_sample(&self, run: i64, phase: usize, node: &str, s: &Rates) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO samples (run_id, phase_idx, node, t_s, sample_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, phase as i64, node, s.t_s, serde_json::to_string(s).unwrap_or_default()],
+            )
+            .map_err(self.err("saving a system sample"))?;
+        Ok(())
+    }
+
     /// A phase that ended: its result, totals with histograms and system samples. Its seconds
     /// were saved as they were measured ([`Store::add_tick`]); only a second the phase's own
     /// timeline differs in (a worker's late report landing in a second already shown, or a

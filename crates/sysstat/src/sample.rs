@@ -113,6 +113,26 @@ impl Rates {
         }
     }
 
+    /// Raise each figure to `s`'s where `s`'s is larger (a running maximum over samples, as a
+    /// summary's `max` is; `t_s` is left as it is).
+    pub fn raise_to(&mut self, s: &Rates) {
+        self.cpu.all = self.cpu.all.max(&s.cpu.all);
+        for (n, d) in &s.disks {
+            let m = self.disks.entry_or_default(n);
+            *m = m.max(d);
+        }
+        for (n, d) in &s.net {
+            let m = self.net.entry_or_default(n);
+            *m = m.max(d);
+        }
+        self.dirty_kb = self.dirty_kb.max(s.dirty_kb);
+        self.writeback_kb = self.writeback_kb.max(s.writeback_kb);
+        self.cached_kb = self.cached_kb.max(s.cached_kb);
+        self.io_pressure_some_pct = max_opt(self.io_pressure_some_pct, s.io_pressure_some_pct);
+        self.io_pressure_full_pct = max_opt(self.io_pressure_full_pct, s.io_pressure_full_pct);
+        self.load1 = max_opt(self.load1, s.load1);
+    }
+
     fn keep(&mut self, disks: &std::collections::BTreeSet<String>, nets: &std::collections::BTreeSet<String>) {
         self.disks.retain(|k, _| disks.contains(k));
         self.net.retain(|k, _| nets.contains(k));
@@ -163,21 +183,7 @@ impl SystemResult {
         let mut max = Rates { t_s: t_end, ..Default::default() };
         for s in &mut samples {
             s.keep(&wanted_disks, &wanted_nets);
-            max.cpu.all = max.cpu.all.max(&s.cpu.all);
-            for (n, d) in &s.disks {
-                let m = max.disks.entry_or_default(n);
-                *m = m.max(d);
-            }
-            for (n, d) in &s.net {
-                let m = max.net.entry_or_default(n);
-                *m = m.max(d);
-            }
-            max.dirty_kb = max.dirty_kb.max(s.dirty_kb);
-            max.writeback_kb = max.writeback_kb.max(s.writeback_kb);
-            max.cached_kb = max.cached_kb.max(s.cached_kb);
-            max.io_pressure_some_pct = max_opt(max.io_pressure_some_pct, s.io_pressure_some_pct);
-            max.io_pressure_full_pct = max_opt(max.io_pressure_full_pct, s.io_pressure_full_pct);
-            max.load1 = max_opt(max.load1, s.load1);
+            max.raise_to(s);
         }
         SystemResult { interval_s: interval.as_secs_f64(), mean, max, target, samples }
     }
