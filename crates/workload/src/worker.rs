@@ -9,7 +9,7 @@ use crate::clock::{Clock, Stamp};
 use crate::ns;
 use crate::source::{Call, Ctx, Issue, Names, Next, Source};
 use iolab_engine::{Completion, Engine, Op};
-use iolab_model::{Acc, OpClass};
+use iolab_model::{Acc, OpClass, Recorder};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -55,7 +55,7 @@ where
     let mut meta = vec![(Call::Close { file: 0 }, OpClass::Close); depth];
     let mut comps: Vec<Completion> = Vec::with_capacity(depth);
     let mut inflight = 0usize;
-    let mut acc = Acc::default();
+    let mut acc = Recorder::default();
     let sec_of = |now: Stamp| -> i64 {
         if now >= t0 {
             (now - t0).as_secs() as i64
@@ -91,7 +91,7 @@ where
         () => {
             if now >= boundary {
                 if !acc.is_empty() {
-                    report(sec, std::mem::take(&mut acc));
+                    report(sec, acc.take());
                 }
                 sec = sec_of(now);
                 boundary = end_of(sec);
@@ -256,7 +256,7 @@ where
             complete!(c, call, class, lat);
         }
     }
-    WorkerEnd { sec, acc, end: now, error }
+    WorkerEnd { sec, acc: acc.take(), end: now, error }
 }
 
 #[cfg(test)]
