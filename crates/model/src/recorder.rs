@@ -39,6 +39,11 @@ fn value_at(index: usize) -> u64 {
     sub << bucket
 }
 
+#[cold]
+fn new_counts() -> Box<[u32]> {
+    vec![0u32; FLAT_LEN].into_boxed_slice()
+}
+
 #[derive(Default)]
 struct Flat {
     ops: u64,
@@ -56,7 +61,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    #[inline]
+    #[inline(always)]
     pub fn record(&mut self, class: OpClass, bytes: u64, lat_ns: u64) {
         if lat_ns > FLAT_MAX_NS {
             self.slow.record(class, bytes, lat_ns.min(LAT_MAX_NS));
@@ -65,7 +70,7 @@ impl Recorder {
         let f = &mut self.flat[class.index()];
         f.ops += 1;
         f.bytes += bytes;
-        let counts = f.counts.get_or_insert_with(|| vec![0u32; FLAT_LEN].into_boxed_slice());
+        let counts = f.counts.get_or_insert_with(new_counts);
         // index_of(FLAT_MAX_NS) < FLAT_LEN, so this index is in range.
         counts[index_of(lat_ns.max(1))] += 1;
     }

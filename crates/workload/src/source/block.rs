@@ -116,7 +116,7 @@ impl Source for BlockSource<'_> {
         self.next_due = at;
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if self.flushing {
             return Next::Drain; // a flush waits for the writes before it, and everything waits for it
