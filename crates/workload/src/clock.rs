@@ -1,4 +1,5 @@
-//! The workers' clock. Every I/O takes two timestamps, so their cost is overhead on every
+//! The workers' clock. Every I/O takes one or two timestamps (one on a synchronous engine, whose
+//! completion stamp is the next operation's issue stamp), so their cost is overhead on every
 //! operation: `clock_gettime` costs ~25 ns, a read of the CPU's invariant time-stamp counter a
 //! few. quanta reads the TSC where the CPU says it is invariant and falls back to the monotonic
 //! clock elsewhere; a `Stamp` is nanoseconds since the clock was made. The executor takes any
