@@ -49,6 +49,8 @@ floor=$root/target/release/iolab-floor
 floor_c=$root/target/release/iolab-floor-c
 command -v cc >/dev/null || die "a C compiler (cc) is needed for the C floor loop"
 cc -O2 -o "$floor_c" "$root/bench/floor/c/floor.c" || die "could not compile bench/floor/c/floor.c"
+seqdirect=$root/target/release/iolab-seqdirect
+cc -O2 -o "$seqdirect" "$root/bench/floor/c/seqdirect.c" || die "could not compile bench/floor/c/seqdirect.c"
 want() { [[ $CASES == *$1* ]]; }
 
 have_fio=yes
@@ -239,7 +241,7 @@ seq_case() {
     local c=$1 dir=$2; shift 2
     local tools=("$@") line r k t
     fresh() { rm -f "$dir"/seq.*; sync; }
-    declare -gA seq_mb=() seq_cpu=()
+    declare -gA seq_mb=() seq_cpu=() seq_prep=()
     local dd_c=(dd if=/dev/zero "of=$dir/seq.dd" bs=1M count=2048 oflag=direct)
     local fio_d=(fio --name=seq "--filename=$dir/seq.fio" --rw=write --bs=1M --direct=1 --size=2g --ioengine=psync --fallocate=none)
     local iolab_d=(run --target "$dir/seq.iolab" --size 2G --rw write --bs 1M --direct)
@@ -250,6 +252,7 @@ seq_case() {
             dd) show "$c-dd" "${dd_c[@]}" ;;
             fio) show "$c-fio" "${fio_d[@]}" --output-format=json ;;
             fio-noscramble) show "$c-fio-noscramble" "${fio_d[@]}" --scramble_buffers=0 --output-format=json ;;
+            c-*) show "$c-$t" "$seqdirect" "$dir/seq.c" 2048 "${t#c-}" ;;
         esac
     done
     cpu_per_write() { awk '{ printf "%.1f", ($1 + $2) / 2048 * 1e6 }' "$tmp/time.txt"; }
@@ -269,6 +272,11 @@ seq_case() {
                     [[ -n $v ]] || { cat "$err" >&2; die "could not read dd's summary"; } ;;
                 fio) v=$("${timed[@]}" fio "${fio_d[@]:1}" --output-format=json >"$out" 2>"$err" && json "$out" 'd["jobs"][0]["write"]["io_bytes"] / (d["jobs"][0]["write"]["runtime"] / 1000) / 1e6') || die "fio failed" ;;
                 fio-noscramble) v=$("${timed[@]}" fio "${fio_d[@]:1}" --scramble_buffers=0 --output-format=json >"$out" 2>"$err" && json "$out" 'd["jobs"][0]["write"]["io_bytes"] / (d["jobs"][0]["write"]["runtime"] / 1000) / 1e6') || die "fio failed" ;;
+                c-*)
+                    local l
+                    l=$("${timed[@]}" "$seqdirect" "$dir/seq.c" 2048 "${t#c-}") || die "$seqdirect ${t#c-} failed"
+                    v=$(sed -n 's/.* mb_s=\([0-9.]*\) .*/\1/p' <<<"$l")
+                    seq_prep[$t]+="$(sed -n 's/.* prep_us=\([0-9.]*\) .*/\1/p' <<<"$l") " ;;
             esac
             seq_mb[$t]+="$v "
             if [[ $have_time == yes ]]; then
@@ -284,7 +292,7 @@ seq_case() {
     for t in "${tools[@]}"; do
         # shellcheck disable=SC2086
         printf '  %-15s median %6.0f MB/s%s\n' "$t" "$(median ${seq_mb[$t]})" \
-            "$([[ $have_time == yes ]] && printf ', %7.1f us of its own CPU per write (process user + system, start-up included)' "$(median ${seq_cpu[$t]})")"
+            "$([[ $have_time == yes ]] && printf ', %7.1f us of its own CPU per write (process user + system, start-up included)' "$(median ${seq_cpu[$t]})")$([[ -n ${seq_prep[$t]:-} ]] && printf ', preparing the buffer %.1f us' "$(median ${seq_prep[$t]})")"
     done
 }
 
@@ -319,8 +327,12 @@ if want e; then
         ram_mnt=$(mktemp -d /tmp/iolab-bench-ram.XXXXXX)
         mount "$ram_dev" "$ram_mnt" || die "mount failed"
         echo "  device: $ram_dev on $img (tmpfs), ext4 at $ram_mnt, loop direct I/O: $(cat /sys/block/"${ram_dev#/dev/}"/loop/dio 2>/dev/null || echo '?')"
+        # c-*: bench/floor/c/seqdirect.c, the same writes in C with one per-write step changed
+        # (none, iolab's 8-byte stamp, dd's read from /dev/zero, a memset, fio-like scrambling,
+        # an untouched buffer in a transparent huge page).
         tools=(iolab iolab-refill dd)
         [[ $have_fio == yes ]] && tools+=(fio fio-noscramble)
+        tools+=(c-none c-stamp c-zero-read c-memset c-scramble c-huge)
         seq_case e "$ram_mnt" "${tools[@]}"
         # shellcheck disable=SC2086
         row e "MB/s" iolab "$(median ${seq_mb[iolab]})" dd "$(median ${seq_mb[dd]})" info
@@ -332,6 +344,8 @@ if want e; then
         fi
         # shellcheck disable=SC2086
         row e "MB/s" refill "$(median ${seq_mb[iolab-refill]})" iolab "$(median ${seq_mb[iolab]})" info
+        # shellcheck disable=SC2086
+        row e "MB/s" iolab "$(median ${seq_mb[iolab]})" C-stamp "$(median ${seq_mb[c-stamp]})" within 0.03
     fi
     echo
 fi
