@@ -131,6 +131,26 @@ pub trait Engine: Send {
     /// Collect at least `min` completions (fewer only if fewer are in flight) into `out`.
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError>;
 
+    /// Does [`Engine::queue`] perform the operation at once (psync, mmap, null)? Then a caller
+    /// with nothing in flight may call [`Engine::perform_now`] instead of queue, commit and
+    /// reap: the same system call, without the completion queue.
+    #[inline]
+    fn is_sync(&self) -> bool {
+        false
+    }
+    /// Perform `op` and return its completion, with nothing else in flight. Synchronous engines
+    /// make the call here; the default queues, commits and reaps it.
+    #[inline]
+    fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
+        self.queue(op)?;
+        self.commit()?;
+        let mut out = Vec::with_capacity(1);
+        while out.is_empty() {
+            self.reap(1, &mut out)?;
+        }
+        Ok(out[0])
+    }
+
     /// Make a file known to the engine at the first free index (a duplicate descriptor of it).
     fn add_file(&mut self, file: &File, len: u64) -> Result<u32, EngineError> {
         let dup = file.try_clone().map_err(|source| EngineError::Setup {
@@ -187,13 +207,64 @@ impl<T> FileTable<T> {
     }
 }
 
+/// An engine of a known kind. A caller that runs the same loop for many operations matches on
+/// it once ([`with_engine!`]) and gets that loop compiled for each engine: no dynamic dispatch
+/// per operation, and a synchronous engine's `is_sync` known at compile time.
+pub enum AnyEngine {
+    Psync(psync::Psync),
+    Null(null::Null),
+    Mmap(mmap::Mmap),
+    Uring(Box<uring::Uring>),
+}
+
+impl AnyEngine {
+    pub fn as_dyn(&mut self) -> &mut dyn Engine {
+        match self {
+            AnyEngine::Psync(e) => e,
+            AnyEngine::Null(e) => e,
+            AnyEngine::Mmap(e) => e,
+            AnyEngine::Uring(e) => &mut **e,
+        }
+    }
+    pub fn into_box(self) -> Box<dyn Engine> {
+        match self {
+            AnyEngine::Psync(e) => Box::new(e),
+            AnyEngine::Null(e) => Box::new(e),
+            AnyEngine::Mmap(e) => Box::new(e),
+            AnyEngine::Uring(e) => e,
+        }
+    }
+}
+
+/// `with_engine!(any, e => body)`: evaluate `body` with `e` bound to `&mut` the concrete engine
+/// inside `any` (an `&mut AnyEngine`), so generic code in `body` is compiled once per engine.
+#[macro_export]
+macro_rules! with_engine {
+    ($any:expr, $e:ident => $body:expr) => {
+        match $any {
+            $crate::AnyEngine::Psync($e) => $body,
+            $crate::AnyEngine::Null($e) => $body,
+            $crate::AnyEngine::Mmap($e) => $body,
+            $crate::AnyEngine::Uring(boxed) => {
+                let $e = &mut **boxed;
+                $body
+            }
+        }
+    };
+}
+
 /// Which engine to build, with its queue depth and buffer size.
 pub fn build(kind: &str, depth: usize, buf_len: usize) -> Result<Box<dyn Engine>, EngineError> {
+    build_any(kind, depth, buf_len).map(AnyEngine::into_box)
+}
+
+/// [`build`], keeping the engine's kind.
+pub fn build_any(kind: &str, depth: usize, buf_len: usize) -> Result<AnyEngine, EngineError> {
     Ok(match kind {
-        "psync" => Box::new(psync::Psync::new(buf_len)),
-        "null" => Box::new(null::Null::new(buf_len)),
-        "mmap" => Box::new(mmap::Mmap::new(buf_len)),
-        "io_uring" => Box::new(uring::Uring::new(depth, buf_len)?),
+        "psync" => AnyEngine::Psync(psync::Psync::new(buf_len)),
+        "null" => AnyEngine::Null(null::Null::new(buf_len)),
+        "mmap" => AnyEngine::Mmap(mmap::Mmap::new(buf_len)),
+        "io_uring" => AnyEngine::Uring(Box::new(uring::Uring::new(depth, buf_len)?)),
         other => {
             return Err(EngineError::Unsupported {
                 engine: "build",

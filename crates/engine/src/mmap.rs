@@ -99,9 +99,17 @@ impl Engine for Mmap {
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
     }
+    #[inline]
+    fn is_sync(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
+        Ok(Completion::from_io(op.slot, self.perform(op)))
+    }
     fn queue(&mut self, op: Op) -> Result<(), EngineError> {
-        let r = self.perform(op);
-        self.done.push(Completion::from_io(op.slot, r));
+        let c = self.perform_now(op)?;
+        self.done.push(c);
         Ok(())
     }
     fn commit(&mut self) -> Result<(), EngineError> {

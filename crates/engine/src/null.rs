@@ -37,13 +37,22 @@ impl Engine for Null {
         self.pool.slot_mut(slot)
     }
     #[inline]
-    fn queue(&mut self, op: Op) -> Result<(), EngineError> {
+    fn is_sync(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let n = match op.kind {
             k if k.reads() || k.writes() => op.len as i64,
             OpKind::Seek => op.offset as i64,
             _ => 0,
         };
-        self.done.push(Completion { slot: op.slot, res: n });
+        Ok(Completion { slot: op.slot, res: n })
+    }
+    #[inline]
+    fn queue(&mut self, op: Op) -> Result<(), EngineError> {
+        let c = self.perform_now(op)?;
+        self.done.push(c);
         Ok(())
     }
     fn commit(&mut self) -> Result<(), EngineError> {

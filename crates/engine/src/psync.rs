@@ -3,7 +3,6 @@
 
 use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 
 pub struct Psync {
     files: FileTable<File>,
@@ -37,19 +36,28 @@ impl Engine for Psync {
         self.pool.slot_mut(slot)
     }
     #[inline]
-    fn queue(&mut self, op: Op) -> Result<(), EngineError> {
+    fn is_sync(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let r = match self.files.get(op.file) {
             // pread and pwrite, the hot path, straight; every other call shape through `calls`.
             Some(f) if op.kind == OpKind::Read => {
-                f.read_at(&mut self.pool.slot_mut(op.slot)[..op.len as usize], op.offset)
+                calls::res(rustix::io::pread(f, &mut self.pool.slot_mut(op.slot)[..op.len as usize], op.offset))
             }
             Some(f) if op.kind == OpKind::Write => {
-                f.write_at(&self.pool.slot_mut(op.slot)[..op.len as usize], op.offset)
+                calls::res(rustix::io::pwrite(f, &self.pool.slot_mut(op.slot)[..op.len as usize], op.offset))
             }
-            Some(f) => calls::perform(f, &op, self.pool.slot_mut(op.slot)),
-            None => Err(calls::no_file()),
+            Some(f) => return Ok(Completion::from_io(op.slot, calls::perform(f, &op, self.pool.slot_mut(op.slot)))),
+            None => return Ok(Completion::from_io(op.slot, Err(calls::no_file()))),
         };
-        self.done.push(Completion::from_io(op.slot, r));
+        Ok(Completion { slot: op.slot, res: r })
+    }
+    #[inline]
+    fn queue(&mut self, op: Op) -> Result<(), EngineError> {
+        let c = self.perform_now(op)?;
+        self.done.push(c);
         Ok(())
     }
     fn commit(&mut self) -> Result<(), EngineError> {

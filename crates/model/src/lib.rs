@@ -1,16 +1,19 @@
 //! iolab-model: what a run produced, as plain data. The executor fills it, the store keeps it,
 //! the report and the CLI read it; none of them needs the engine to do so. Operation classes
-//! ([`class`]), counters with HDR histograms that merge ([`stats`]) and the result tree that
+//! ([`class`]), counters with HDR histograms that merge ([`stats`]), a worker's fast recording
+//! buffer ([`recorder`]) and the result tree that
 //! `--output json` prints ([`results`], the contract of docs/json.md).
 
 #![forbid(unsafe_code)]
 
 pub mod class;
 pub mod hist;
+pub mod recorder;
 pub mod results;
 pub mod stats;
 
 pub use class::{ClassCounts, OpClass};
+pub use recorder::Recorder;
 pub use results::{
     ClassTotals, CpuTime, JobResult, LatNs, PhaseResult, RunResult, Status, TimelinePoint, Totals, SCHEMA_VERSION,
 };

@@ -29,6 +29,9 @@ pub struct BlockJob {
     pub rate_iops: Option<u64>,
     /// Percent of each written block that compresses (0 = incompressible).
     pub compressibility: u8,
+    /// New data in the buffer before every write (jobs stored before this option read as off).
+    #[serde(default)]
+    pub refill_buffers: bool,
 }
 
 impl BlockJob {
@@ -57,6 +60,7 @@ impl BlockJob {
             rate: p.rate,
             rate_iops: p.rate_iops,
             compressibility: p.compressibility.unwrap_or(0),
+            refill_buffers: p.refill_buffers.unwrap_or(false),
         })
     }
 

@@ -111,6 +111,12 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressibility: Option<u8>,
+    /// Write new data into the buffer before every write, as an application producing its data
+    /// would (fio's refill_buffers). Off by default: the same data is written again, only its
+    /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refill_buffers: Option<bool>,
     /// Allow writing into an existing file that iolab did not create.
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]

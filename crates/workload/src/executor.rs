@@ -303,7 +303,8 @@ fn worker_main(
             let mut report = |sec, acc| {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
-            let end = worker::run(&mut source, &mut *engine, &mut Names::new(root), &clk, w, stop, &mut report);
+            let mut names = Names::new(root);
+            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(&mut source, e, &mut names, &clk, w, stop, &mut report));
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         Err(e) => (0, Acc::default(), start, Some(e)),
@@ -312,16 +313,17 @@ fn worker_main(
 }
 
 /// Build the worker's engine and open the source's files, before the start barrier.
-fn set_up(job: &Job, source: &mut dyn Source) -> Result<Box<dyn iolab_engine::Engine>, String> {
-    let mut engine = iolab_engine::build(job.engine.as_str(), job.iodepth as usize, source.buffer_len())
+fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, String> {
+    let mut any = iolab_engine::build_any(job.engine.as_str(), job.iodepth as usize, source.buffer_len())
         .map_err(|e| e.to_string())?;
+    let engine = any.as_dyn();
     for f in source.setup()? {
         engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path))?;
     }
     for slot in 0..engine.depth() as u32 {
         source.prime(slot, engine.buffer(slot));
     }
-    Ok(engine)
+    Ok(any)
 }
 
 #[cfg(test)]

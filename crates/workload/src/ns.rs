@@ -8,7 +8,7 @@ use iolab_engine::{open_target, Engine};
 use std::io;
 
 /// Perform a namespace call. `Ok(n)`: what the call returns (0, or entries read by readdir).
-pub fn perform(call: &Call, names: &Names, engine: &mut dyn Engine) -> io::Result<usize> {
+pub fn perform<E: Engine + ?Sized>(call: &Call, names: &Names, engine: &mut E) -> io::Result<usize> {
     let other = |e: iolab_engine::EngineError| io::Error::other(e.to_string());
     match *call {
         Call::Open { name, file, flags } => {

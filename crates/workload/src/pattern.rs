@@ -120,7 +120,7 @@ impl Pattern {
     }
 
     /// The next access, or `None` when the pattern is done.
-    #[inline]
+    #[inline(always)]
     pub fn next_access(&mut self) -> Option<Access> {
         if let Some(a) = self.held.take() {
             return Some(a);

@@ -1,7 +1,8 @@
 //! The block workload as an operation source: reads and writes where the access pattern says
 //! (sequential, strided, uniform, zipf; weighted sizes; a read/write mix), a flush every N
 //! writes as a barrier, open-loop pacing under `--rate`/`--rate-iops`, each written block
-//! stamped with its offset, and a final fsync with `--end-fsync`.
+//! stamped with its offset (and given new data with `--refill-buffers`), and a final fsync with
+//! `--end-fsync`.
 
 use super::{describe_failure, Call, Ctx, Issue, Next, SetupFile, Source};
 use crate::clock::Stamp;
@@ -28,6 +29,8 @@ pub struct BlockSource<'a> {
     flushing: bool,
     exhausted: bool,
     end_fsync_done: bool,
+    /// Writes whose buffer was refilled (with `--refill-buffers`): each gets its own data.
+    refills: u64,
 }
 
 impl<'a> BlockSource<'a> {
@@ -61,6 +64,7 @@ impl<'a> BlockSource<'a> {
             flushing: false,
             exhausted: false,
             end_fsync_done: false,
+            refills: 0,
         }
     }
 
@@ -116,7 +120,7 @@ impl Source for BlockSource<'_> {
         self.next_due = at;
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if self.flushing {
             return Next::Drain; // a flush waits for the writes before it, and everything waits for it
@@ -161,7 +165,13 @@ impl Source for BlockSource<'_> {
 
     #[inline]
     fn fill(&mut self, call: &Call, buf: &mut [u8]) {
-        if let Call::Data { offset, .. } = call {
+        if let Call::Data { offset, len, .. } = call {
+            if self.b.refill_buffers {
+                self.refills += 1;
+                let seed = self.job.seed ^ ((self.thread as u64) << 48) ^ self.refills;
+                let n = (*len as usize).min(buf.len());
+                fill_pattern(&mut buf[..n], seed, self.b.compressibility);
+            }
             if buf.len() >= 8 {
                 // Distinct blocks: dedupe cannot fold what iolab writes.
                 buf[..8].copy_from_slice(&offset.to_le_bytes());
@@ -191,5 +201,46 @@ impl Source for BlockSource<'_> {
                 Err(what)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{run_plan, Control, NoSink};
+    use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw};
+
+    /// Write 8 blocks of 64 KiB to a real file and return the blocks as written.
+    fn written_blocks(refill: bool) -> Vec<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let job = JobPatch {
+            target: Some(path.clone()),
+            rw: Some(Rw::Write),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            size: Some(Bytes::kib(512)),
+            refill_buffers: Some(refill),
+            ..Default::default()
+        }
+        .resolve("w")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "w".into(), jobs: vec![job] }] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[0].total.write().ops, 8);
+        std::fs::read(&path).unwrap().chunks(64 << 10).map(<[u8]>::to_vec).collect()
+    }
+
+    #[test]
+    fn refill_buffers_gives_every_write_new_data() {
+        let same = written_blocks(false);
+        let fresh = written_blocks(true);
+        for (i, b) in same.iter().chain(&fresh).enumerate() {
+            // Every block carries its offset in its first 8 bytes.
+            assert_eq!(u64::from_le_bytes(b[..8].try_into().unwrap()), (i as u64 % 8) * 65536);
+        }
+        // By default only the offset stamp differs between blocks; refilled, the data does.
+        assert!(same.windows(2).all(|w| w[0][8..] == w[1][8..]));
+        assert!(fresh.windows(2).all(|w| w[0][8..] != w[1][8..]));
+        // Refilled data is still incompressible pseudo-random data, not zeros.
+        assert!(fresh.iter().all(|b| b[8..].iter().filter(|&&x| x == 0).count() < b.len() / 64));
     }
 }
