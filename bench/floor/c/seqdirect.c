@@ -11,7 +11,8 @@
  *   stamp     the first 8 bytes get the offset (exactly iolab's per-write work)
  *   zero-read read(2) of the block from /dev/zero into the buffer (what dd if=/dev/zero does)
  *   memset    memset of the whole buffer (new data written by the CPU, the cheapest way)
- *   scramble  16 bytes rewritten in every 512 (fio's default scramble_buffers, roughly)
+ *   scramble  what fio's default scramble_buffers does: in every 512 bytes, the offset into
+ *             one cache line and the time into another
  *   huge      like none, but the buffer is 2 MiB aligned and madvise(MADV_HUGEPAGE)'d, so the
  *             kernel can pin one huge page instead of 256 small ones
  * Prints: MODE mib=N elapsed_s=S mb_s=R prep_us=P thp_kb=H (P: mean time of the preparation
@@ -70,9 +71,15 @@ int main(int argc, char **argv) {
         } else if (!strcmp(mode, "memset")) {
             memset(buf, (int)k, BS);
         } else if (!strcmp(mode, "scramble")) {
+            /* fio's small_content_scramble: in every 512 bytes, the offset into one of its 8
+             * cache lines and the start time into the end of the first. */
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            unsigned line = (unsigned)((uint64_t)t.tv_nsec ^ (uint64_t)off) & 7;
             for (size_t s = 0; s < BS; s += 512) {
-                uint64_t v[2] = {(uint64_t)off + s, (uint64_t)k};
-                memcpy(buf + s, v, 16);
+                uint64_t boff = (uint64_t)off + s, tv[2] = {(uint64_t)t.tv_sec, (uint64_t)t.tv_nsec};
+                memcpy(buf + s + (line << 6), &boff, 8);
+                memcpy(buf + s + 64 - 16, tv, 16);
             }
         } else if (strcmp(mode, "none") && !huge) {
             fprintf(stderr, "iolab-seqdirect: unknown mode %s\n", mode);
