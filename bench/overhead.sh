@@ -4,6 +4,7 @@
 #   a. psync 4 KiB random reads, 1 thread, 1 GiB file in page cache (/dev/shm):
 #      iolab IOPS >= 95% of the C loop (bench/floor/c/floor.c)
 #   b. psync 4 KiB writes to /dev/null: iolab IOPS >= 90% of the C loop
+#      (a and b also run the C loop with the least per-operation timing, for comparison)
 #   c. io_uring QD32 4 KiB random reads, same file: iolab IOPS >= 1.2 x fio
 #   d. sequential 1 MiB O_DIRECT writes of 2 GiB to ext4 (/tmp): iolab MB/s within 3%
 #      of dd oflag=direct and of fio
@@ -19,6 +20,7 @@
 #   bash bench/overhead.sh
 #   ROUNDS=3 SECS=3 SEQ_ROUNDS=1 bash bench/overhead.sh     # a quicker look
 #   CASES=e bash bench/overhead.sh                           # only some cases (letters a-e)
+#   RT=1 bash bench/overhead.sh                              # cases a-c at real-time priority
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}          # rounds of cases a-c
@@ -70,6 +72,14 @@ if [[ -x /usr/bin/time ]] && /usr/bin/time -f '%U' -o /dev/null true 2>/dev/null
 else
     have_time="no: GNU time (/usr/bin/time) is not installed; the per-CPU-second view is skipped"
 fi
+# RT=1: run every measured command of cases a-c at real-time priority (chrt -f 50), so other
+# work on a shared machine (a compiler) does not take the CPU in the middle of a run. The kernel
+# still keeps 5% of each second for everything else (sched_rt_runtime_us).
+rt=()
+if [[ ${RT:-0} == 1 ]]; then
+    if [[ $(id -u) == 0 ]] && command -v chrt >/dev/null; then rt=(chrt -f 50); else die "RT=1 needs root and chrt"; fi
+fi
+timed=("${rt[@]}" "${timed[@]}")
 [[ $(stat -f -c %T "$shm") == tmpfs ]] || echo "note: $shm is not tmpfs"
 echo "== machine"
 echo "nproc:  $(nproc)"
@@ -80,7 +90,7 @@ echo "iolab:  $("$iolab" --version 2>/dev/null || echo '?'), built from $(git re
 echo "fio:    $([[ $have_fio == yes ]] && fio --version || echo "$have_fio")"
 echo "dd:     $(dd --version | head -1)"
 [[ $have_time == yes ]] || echo "time:   $have_time"
-echo "rounds: $ROUNDS x ${SECS}s (a-c), $SEQ_ROUNDS (d)"
+echo "rounds: $ROUNDS x ${SECS}s (a-c), $SEQ_ROUNDS (d, e); cases $CASES$([[ ${#rt[@]} -gt 0 ]] && echo "; a-c under ${rt[*]}")"
 echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min) at start"
 t_start=$SECONDS
 echo
@@ -140,7 +150,7 @@ per_cpu() { awk -v ops="$1" '{ c = $1 + $2 } END { if (c > 0) printf "%.0f", ops
 
 fio_run() {
     local expr=$1; shift
-    fio "$@" --output-format=json >"$out" 2>"$err" || { cat "$err" >&2; die "fio $* failed"; }
+    "${rt[@]}" fio "$@" --output-format=json >"$out" 2>"$err" || { cat "$err" >&2; die "fio $* failed"; }
     json "$out" "$expr"
 }
 
@@ -171,23 +181,29 @@ echo
 # --- a. psync random reads -------------------------------------------------------------
 
 # three_way CASE MODE TARGET-PATH METRIC-EXPR TARGET IOLAB-ARGS...: interleave the C floor, the
-# Rust floor and iolab; compare iolab's median with the C loop's (the target) and the Rust one's.
+# C floor that also times every operation (MODE-timed: one TSC read and one histogram increment
+# per operation, the least a per-I/O latency costs), the Rust floor and iolab; compare iolab's
+# median with the C loop's (the target) and, for information, with the others.
 three_way() {
     local c=$1 mode=$2 path=$3 expr=$4 target=$5; shift 5
     show "$c-floor-c" "$floor_c" "$mode" "$path" "$SECS"
+    show "$c-floor-c-timed" "$floor_c" "$mode-timed" "$path" "$SECS"
     show "$c-floor" "$floor" "$mode" "$path" "$SECS"
     show "$c-iolab" "$iolab" run "$@" --runtime "${SECS}s" --engine psync --output json --no-progress --no-store
-    local fc=() fr=() io=() fc_cpu=() io_cpu=() res f g i fops gops iops_n
+    local fc=() ft=() fr=() io=() fc_cpu=() io_cpu=() res f h g i fops hops gops iops_n
     for ((r = 1; r <= ROUNDS; r++)); do
         res=$(floor_run_with "$floor_c" "$mode" "$path" "$SECS"); read -r f fops <<<"$res"
         [[ $have_time == yes ]] && fc_cpu+=("$(per_cpu "$fops")")
+        res=$(floor_run_with "$floor_c" "$mode-timed" "$path" "$SECS"); read -r h hops <<<"$res"
         res=$(floor_run_with "$floor" "$mode" "$path" "$SECS"); read -r g gops <<<"$res"
         res=$(iolab_run "$expr" "$@" --runtime "${SECS}s" --engine psync); read -r i iops_n <<<"$res"
         [[ $have_time == yes ]] && io_cpu+=("$(per_cpu "$iops_n")")
-        fc+=("$f") fr+=("$g") io+=("$i")
-        echo "  round $r: C $(fmt "$f")  Rust floor $(fmt "$g")  iolab $(fmt "$i")  (of C $(ratio "$i" "$f"), of Rust $(ratio "$i" "$g"))$([[ $have_time == yes ]] && echo "   per CPU-s: C ${fc_cpu[-1]}  iolab ${io_cpu[-1]}")"
+        fc+=("$f") ft+=("$h") fr+=("$g") io+=("$i")
+        echo "  round $r: C $(fmt "$f")  C timed $(fmt "$h")  Rust floor $(fmt "$g")  iolab $(fmt "$i")  (of C $(ratio "$i" "$f"), of C timed $(ratio "$i" "$h"))$([[ $have_time == yes ]] && echo "   per CPU-s: C ${fc_cpu[-1]}  iolab ${io_cpu[-1]}")"
     done
     row "$c" "IOPS" iolab "$(median "${io[@]}")" C "$(median "${fc[@]}")" min "$target"
+    row "$c" "IOPS" iolab "$(median "${io[@]}")" C-timed "$(median "${ft[@]}")" info
+    row "$c" "IOPS" C-timed "$(median "${ft[@]}")" C "$(median "${fc[@]}")" info
     row "$c" "IOPS" iolab "$(median "${io[@]}")" floor "$(median "${fr[@]}")" info
     [[ $have_time == yes ]] && row "$c" "ops/CPU-s" iolab "$(median "${io_cpu[@]}")" C "$(median "${fc_cpu[@]}")" info
 }

@@ -16,6 +16,18 @@ impl Psync {
     }
 }
 
+impl Psync {
+    /// Every call but pread and pwrite, or a closed index: off the hot path.
+    #[cold]
+    fn other(&mut self, op: Op) -> Completion {
+        let r = match self.files.get(op.file) {
+            Some(f) => calls::perform(f, &op, self.pool.slot_mut(op.slot)),
+            None => Err(calls::no_file()),
+        };
+        Completion::from_io(op.slot, r)
+    }
+}
+
 impl Engine for Psync {
     fn name(&self) -> &'static str {
         "psync"
@@ -39,7 +51,7 @@ impl Engine for Psync {
     fn is_sync(&self) -> bool {
         true
     }
-    #[inline]
+    #[inline(always)]
     fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let r = match self.files.get(op.file) {
             // pread and pwrite, the hot path, straight; every other call shape through `calls`.
@@ -49,8 +61,7 @@ impl Engine for Psync {
             Some(f) if op.kind == OpKind::Write => {
                 calls::res(rustix::io::pwrite(f, &self.pool.slot_mut(op.slot)[..op.len as usize], op.offset))
             }
-            Some(f) => return Ok(Completion::from_io(op.slot, calls::perform(f, &op, self.pool.slot_mut(op.slot)))),
-            None => return Ok(Completion::from_io(op.slot, Err(calls::no_file()))),
+            _ => return Ok(self.other(op)),
         };
         Ok(Completion { slot: op.slot, res: r })
     }

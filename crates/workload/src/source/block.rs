@@ -179,28 +179,33 @@ impl Source for BlockSource<'_> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
-        let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, len, .. } = *call else { return Ok(()) };
         if kind.is_sync() {
             self.flushing = false;
         }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
-            r => {
-                let what = if kind.is_sync() && self.end_fsync_done {
-                    // The final fsync names itself as such.
-                    return Err(format!(
-                        "final fsync of {}: {}",
-                        self.path,
-                        r.as_ref().err().map(|e| e.to_string()).unwrap_or_default()
-                    ));
-                } else {
-                    describe_failure(call, &self.path, len, offset, r)
-                };
-                Err(what)
-            }
+            r => self.failed(call, r),
         }
+    }
+}
+
+impl BlockSource<'_> {
+    /// A call that failed or came up short, in words.
+    #[cold]
+    fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), String> {
+        let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
+        if kind.is_sync() && self.end_fsync_done {
+            // The final fsync names itself as such.
+            return Err(format!(
+                "final fsync of {}: {}",
+                self.path,
+                r.as_ref().err().map(|e| e.to_string()).unwrap_or_default()
+            ));
+        }
+        Err(describe_failure(call, &self.path, len, offset, r))
     }
 }
 
