@@ -83,6 +83,34 @@ fn check_v2(b: &[u8]) -> Result<(), DecodeError> {
     if len > b.len() - V2_HEADER {
         return Err(format(format!("its payload says {len} bytes but {} follow", b.len() - V2_HEADER)));
     }
+    check_counts(&b[V2_HEADER..V2_HEADER + len])
+}
+
+/// Walk V2's counts (zig-zag LEB128 of at most 9 bytes, the ninth carrying 8 bits; negative
+/// numbers are runs of empty buckets) and refuse what hdrhistogram 7.6's decoder cannot take:
+/// the number `u64::MAX` zig-zags to `i64::MIN`, a run it negates with an overflow (a panic
+/// wherever overflow checks are on, as in debug builds).
+fn check_counts(mut p: &[u8]) -> Result<(), DecodeError> {
+    while !p.is_empty() {
+        let (mut v, mut n) = (0u64, 0usize);
+        loop {
+            let b = *p.get(n).ok_or_else(|| format("its last count is cut off"))?;
+            if n == 8 {
+                v |= u64::from(b) << 56;
+                n += 1;
+                break;
+            }
+            v |= u64::from(b & 0x7f) << (7 * n);
+            n += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        if v == u64::MAX {
+            return Err(format("a run of empty buckets longer than any histogram"));
+        }
+        p = &p[n..];
+    }
     Ok(())
 }
 
@@ -236,6 +264,14 @@ mod tests {
         z.extend((inner.len() as u32).to_be_bytes());
         z.extend(inner);
         assert!(decode(&z).unwrap_err().to_string().contains("payload says 4294967295 bytes"));
+        // A count of nine 0xff bytes zig-zags to i64::MIN, which hdrhistogram's decoder negates.
+        let mut v2 = to_v2(&sample()).unwrap();
+        let len = be_u32(&v2, 4).unwrap() + 9;
+        v2[4..8].copy_from_slice(&len.to_be_bytes());
+        v2.extend([0xff; 9]);
+        assert!(decode(&v2).unwrap_err().to_string().contains("a run of empty buckets"));
+        v2.truncate(v2.len() - 1);
+        assert!(decode(&v2).is_err());
         // Truncations of good bytes never decode to something else silently.
         let good = to_v2_deflate(&sample()).unwrap();
         for n in 0..good.len() {
