@@ -183,6 +183,10 @@ pub struct ExportArgs {
     pub runs: Vec<String>,
     #[arg(long, short = 'f', value_enum, default_value_t = ExportFormat::Json)]
     pub format: ExportFormat,
+    /// With --format json: each operation class's latency histogram beside its figures (HDR V2
+    /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
+    #[arg(long)]
+    pub histograms: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -321,6 +325,20 @@ pub struct OutArgs {
     /// Sample CPU, disks and network this often beside each phase; 0 turns sampling off.
     #[arg(long, value_parser = parse_dur, default_value = "1s")]
     pub sample_interval: Duration,
+    /// With --output json: each operation class's latency histogram beside its figures (HDR V2
+    /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
+    #[arg(long)]
+    pub histograms: bool,
+}
+
+impl OutArgs {
+    /// Refuse flags that do not go together, before anything runs.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.histograms && self.output != Output::Json {
+            anyhow::bail!("--histograms goes with --output json; the summary prints percentiles");
+        }
+        Ok(())
+    }
 }
 
 fn parse_bytes(s: &str) -> Result<Bytes, String> {

@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    args.out.check()?;
     let overrides = args.job.clone();
     let plan = match &args.job_file {
         Some(path) => {
@@ -86,6 +87,7 @@ fn failed(plan: &Plan, error: &str) -> RunResult {
 
 pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {
     let exporter: &dyn Exporter = match out.output {
+        Output::Json if out.histograms => &export::JsonHistograms,
         Output::Json => &export::Json,
         Output::Human => &export::Summary,
     };

@@ -149,10 +149,14 @@ pub fn rm(a: RmArgs) -> Result<ExitCode> {
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
+    if a.histograms && a.format != ExportFormat::Json {
+        bail!("--histograms goes with --format json; CSV has no place for them");
+    }
     let store = Store::open_existing(&a.db.path())?;
     let runs = load_all(&store, &a.runs)?;
     let mut out = std::io::stdout().lock();
     let exporter: &dyn Exporter = match a.format {
+        ExportFormat::Json if a.histograms => &export::JsonHistograms,
         ExportFormat::Json => &export::Json,
         ExportFormat::Csv => &export::Csv,
     };

@@ -156,6 +156,7 @@ pub fn steps() -> Vec<Step> {
 }
 
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    a.out.check()?;
     if !a.dir.is_dir() {
         bail!("{} is not a directory; give the directory to profile (create it first)", a.dir.display());
     }

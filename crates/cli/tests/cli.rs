@@ -72,6 +72,7 @@ fn json_matches_docs() {
         "1.2s",
         "--fsync-every",
         "64",
+        "--histograms",
     ]);
     let docs = documented();
     let mut seen = BTreeSet::new();

@@ -4,8 +4,10 @@
 
 use crate::compare::{render_table, Comparison};
 use crate::html::{render, ReportOptions};
-use iolab_model::RunResult;
+use iolab_model::hist::Exported;
+use iolab_model::{RunResult, Totals};
 use iolab_store::StoredRun;
+use serde_json::Value;
 use std::io::{self, Write};
 
 /// What there is to export.
@@ -45,6 +47,71 @@ impl Exporter for Json {
         }
         .map_err(io::Error::other)?;
         writeln!(out)
+    }
+}
+
+/// The documented JSON with each operation class's latency histogram beside its figures
+/// (`--histograms`): `total.classes.<class>.histogram` of every phase and job, as
+/// [`Exported`] (V2 deflate, base64). Runs only: a comparison has no histograms.
+pub struct JsonHistograms;
+
+impl Exporter for JsonHistograms {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+        let v = match input {
+            Input::Run(r) => {
+                let mut v = serde_json::to_value(r).map_err(io::Error::other)?;
+                add_run_histograms(r, &mut v);
+                v
+            }
+            Input::Stored(rs) => {
+                let mut v = serde_json::to_value(rs).map_err(io::Error::other)?;
+                if let Some(a) = v.as_array_mut() {
+                    for (r, rv) in rs.iter().zip(a) {
+                        if let Some(res) = rv.get_mut("result") {
+                            add_run_histograms(&r.result, res);
+                        }
+                    }
+                }
+                v
+            }
+            Input::Comparison(_) => return Err(refuse("json with histograms", "a comparison; it exports runs")),
+        };
+        serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
+        writeln!(out)
+    }
+}
+
+/// Put each phase's and each job's histograms into the run's JSON, which mirrors `r`.
+fn add_run_histograms(r: &RunResult, v: &mut Value) {
+    let Some(phases) = v.get_mut("phases").and_then(Value::as_array_mut) else { return };
+    for (p, pv) in r.phases.iter().zip(phases) {
+        if let Some(t) = pv.get_mut("total") {
+            add_histograms(&p.total, t);
+        }
+        let Some(jobs) = pv.get_mut("jobs").and_then(Value::as_array_mut) else { continue };
+        for (j, jv) in p.jobs.iter().zip(jobs) {
+            if let Some(t) = jv.get_mut("total") {
+                add_histograms(&j.total, t);
+            }
+        }
+    }
+}
+
+/// `classes.<class>.histogram` for every class of `t` that has a non-empty histogram (a phase
+/// rebuilt from the seconds of a killed run has none).
+fn add_histograms(t: &Totals, v: &mut Value) {
+    for (class, ct) in t.iter() {
+        let Some(e) = ct.hist.as_ref().and_then(Exported::of) else { continue };
+        let Some(obj) = v.get_mut("classes").and_then(|c| c.get_mut(class.as_str())).and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if let Ok(h) = serde_json::to_value(e) {
+            obj.insert("histogram".into(), h);
+        }
     }
 }
 
@@ -126,5 +193,107 @@ mod tests {
         out.clear();
         Csv.export(&Input::Stored(&[]), &mut out).unwrap();
         assert!(String::from_utf8(out).unwrap().starts_with("run_id,kind,"));
+    }
+
+    fn run_with_histograms() -> RunResult {
+        use iolab_model::{Acc, JobResult, OpClass, PhaseResult, Status};
+        let mut a = Acc::default();
+        for i in 1..=1000u64 {
+            a.record(OpClass::Write, 4096, i * 1_000);
+        }
+        a.record(OpClass::Sync, 0, 2_000_000);
+        let total = Totals::from_acc(&a, 1.0);
+        let job = JobResult {
+            name: "job1".into(),
+            engine: "psync".into(),
+            rw: "write".into(),
+            threads: 1,
+            files: Vec::new(),
+            elapsed_s: 1.0,
+            total: total.clone(),
+            error: None,
+        };
+        let phase = PhaseResult {
+            name: "write".into(),
+            elapsed_s: 1.0,
+            interrupted: false,
+            total,
+            jobs: vec![job],
+            timeline: Vec::new(),
+            cpu: Default::default(),
+            system: None,
+        };
+        RunResult {
+            schema_version: iolab_model::SCHEMA_VERSION,
+            iolab_version: "0".into(),
+            node: "n".into(),
+            started_unix_s: 0.0,
+            status: Status::Complete,
+            error: None,
+            plan: iolab_spec::Plan { phases: Vec::new() },
+            phases: vec![phase],
+        }
+    }
+
+    #[test]
+    fn histograms_ride_in_json_only_when_asked_for() {
+        let r = run_with_histograms();
+        let mut plain = Vec::new();
+        Json.export(&Input::Run(&r), &mut plain).unwrap();
+        assert!(!String::from_utf8_lossy(&plain).contains("histogram"));
+        let mut out = Vec::new();
+        JsonHistograms.export(&Input::Run(&r), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let p = &v["phases"][0];
+        for t in [&p["total"], &p["jobs"][0]["total"]] {
+            for class in ["write", "sync"] {
+                let c = &t["classes"][class];
+                let e: Exported = serde_json::from_value(c["histogram"].clone()).unwrap();
+                let h = e.decode().unwrap();
+                assert_eq!(h.len(), c["ops"].as_u64().unwrap());
+                assert_eq!(h.value_at_quantile(0.99), c["lat_ns"]["p99"].as_u64().unwrap());
+            }
+            // The schema-1 objects stay as they were; the histogram is under `classes` only.
+            assert!(t["write"].get("histogram").is_none());
+        }
+        // Everything else is the plain JSON, untouched.
+        let mut stripped = v.clone();
+        for class in ["write", "sync"] {
+            let p = &mut stripped["phases"][0];
+            p["total"]["classes"][class].as_object_mut().unwrap().remove("histogram");
+            p["jobs"][0]["total"]["classes"][class].as_object_mut().unwrap().remove("histogram");
+        }
+        assert_eq!(stripped, serde_json::from_slice::<serde_json::Value>(&plain).unwrap());
+        let c = crate::compare::compare(&[], &Default::default());
+        assert!(JsonHistograms.export(&Input::Comparison(&c), &mut out).is_err());
+    }
+
+    #[test]
+    fn stored_runs_carry_their_histograms_and_cut_off_phases_none() {
+        let mut r = run_with_histograms();
+        // A phase rebuilt from a killed run's seconds has counts but no histogram.
+        let mut cut = r.phases[0].clone();
+        for c in [iolab_model::OpClass::Write, iolab_model::OpClass::Sync] {
+            cut.total.get_mut(c).hist = None;
+        }
+        cut.jobs.clear();
+        r.phases.push(cut);
+        let stored = StoredRun {
+            id: 7,
+            kind: "run".into(),
+            name: "flags".into(),
+            labels: Default::default(),
+            host: Default::default(),
+            pid: 1,
+            ended_unix_s: None,
+            result: r,
+        };
+        let mut out = Vec::new();
+        JsonHistograms.export(&Input::Stored(std::slice::from_ref(&stored)), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let phases = &v[0]["result"]["phases"];
+        assert_eq!(phases[0]["total"]["classes"]["write"]["histogram"]["count"], 1000);
+        assert_eq!(phases[1]["total"]["classes"]["write"]["ops"], 1000);
+        assert!(phases[1]["total"]["classes"]["write"].get("histogram").is_none());
     }
 }
