@@ -4,7 +4,7 @@
 use iolab_model::{RunResult, Status};
 use iolab_spec::{JobPatch, Phase, Plan, Rw};
 use iolab_store::{schema, ListFilter, Store, StoreError};
-use iolab_workload::{run_plan, Control, NoSink};
+use iolab_workload::{run_plan_kept, Control, NoSink};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,7 +22,7 @@ fn real_run(dir: &std::path::Path) -> RunResult {
     .unwrap();
     let plan = Plan { phases: vec![Phase { name: "p1".into(), jobs: vec![job] }] };
     let ctl = Control { sample_interval: Some(Duration::from_millis(250)), ..Default::default() };
-    run_plan(&plan, &ctl, &mut NoSink).unwrap()
+    run_plan_kept(&plan, &ctl, &mut NoSink).unwrap()
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

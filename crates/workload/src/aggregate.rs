@@ -1,13 +1,20 @@
 //! The coordinating thread's side of a phase: merging what each worker reports once a second
-//! into per-job totals and a 1 s timeline, finalising a second once every live worker has moved
-//! past it (or a second after it ended), and building the phase's result at the end. Memory is
-//! bounded by the number of workers, not the run's length.
+//! into per-job and per-thread totals and a 1 s timeline, finalising a second once every live
+//! worker has moved past it (or a second after it ended), and building the phase's result (at
+//! the end, or as it stands for saving while the run goes on). Finished seconds are handed out,
+//! not kept: only the last [`RECENT_S`] stay, so a worker's late report can still correct them.
+//! Memory is bounded by the number of workers, not the run's length.
 
 use crate::layout::Target;
-use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, TimelinePoint, Totals};
+use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+/// How many finished seconds stay in memory for late reports to land in. A report later than
+/// this (a worker stuck in one I/O for minutes) still counts in the totals; its second in the
+/// timeline keeps what it had.
+pub(crate) const RECENT_S: usize = 600;
 
 /// What a worker sends the coordinating thread.
 pub(crate) enum Msg {
@@ -23,32 +30,57 @@ struct Pending {
     hist: hdrhistogram::Histogram<u64>,
 }
 
+/// One worker's share: which job and thread it is, what it moved in the measured window, when
+/// it ended and why if early.
+#[derive(Clone, Default)]
+struct WorkerTally {
+    job: usize,
+    thread: u32,
+    ops: u64,
+    bytes: u64,
+    end: Option<Instant>,
+    error: Option<String>,
+}
+
 pub(crate) struct Aggregator {
     t0: Instant,
     jobs: Vec<Acc>,
     job_end: Vec<Option<Instant>>,
     job_err: Vec<Option<String>>,
+    workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
     pub(crate) alive: usize,
     pending: BTreeMap<i64, Pending>,
-    timeline: Vec<TimelinePoint>,
+    /// The last finished seconds, by second, for late reports.
+    recent: BTreeMap<i64, TimelinePoint>,
+    /// Finished seconds a late report changed since [`Aggregator::corrections`] was last asked.
+    changed: Vec<i64>,
     finalized_upto: i64,
     bytes: u64,
 }
 
 impl Aggregator {
-    pub(crate) fn new(jobs: usize, workers: usize, t0: Instant) -> Self {
+    /// `threads[j]` is job `j`'s thread count; workers are numbered job by job.
+    pub(crate) fn new(threads: &[u32], t0: Instant) -> Self {
+        let workers: Vec<WorkerTally> = threads
+            .iter()
+            .enumerate()
+            .flat_map(|(job, n)| (0..*n).map(move |thread| WorkerTally { job, thread, ..Default::default() }))
+            .collect();
+        let n = workers.len();
         Aggregator {
             t0,
-            jobs: vec![Acc::default(); jobs],
-            job_end: vec![None; jobs],
-            job_err: vec![None; jobs],
-            worker_sec: vec![i64::MIN; workers],
-            worker_done: vec![false; workers],
-            alive: workers,
+            jobs: vec![Acc::default(); threads.len()],
+            job_end: vec![None; threads.len()],
+            job_err: vec![None; threads.len()],
+            workers,
+            worker_sec: vec![i64::MIN; n],
+            worker_done: vec![false; n],
+            alive: n,
             pending: BTreeMap::new(),
-            timeline: Vec::new(),
+            recent: BTreeMap::new(),
+            changed: Vec::new(),
             finalized_upto: -1,
             bytes: 0,
         }
@@ -58,16 +90,24 @@ impl Aggregator {
         self.bytes
     }
 
-    fn merge(&mut self, job: usize, sec: i64, acc: &Acc) {
+    fn merge(&mut self, job: usize, worker: usize, sec: i64, acc: &Acc) {
         if sec < 0 || acc.is_empty() {
             return; // ramp: run but not counted
         }
         self.jobs[job].merge(acc);
         self.bytes += acc.bytes();
+        if let Some(w) = self.workers.get_mut(worker) {
+            w.ops += acc.iter().map(|(_, a)| a.ops).sum::<u64>();
+            w.bytes += acc.bytes();
+        }
         if sec <= self.finalized_upto {
-            // A straggler's report for a second already shown: counts still land in it.
-            if let Some(p) = self.timeline.iter_mut().find(|p| p.t_s as i64 == sec + 1) {
+            // A straggler's report for a second already handed out: counts still land in it,
+            // and the second is handed out again.
+            if let Some(p) = self.recent.get_mut(&sec) {
                 p.add(acc);
+                if !self.changed.contains(&sec) {
+                    self.changed.push(sec);
+                }
             }
             return;
         }
@@ -86,11 +126,15 @@ impl Aggregator {
     pub(crate) fn take(&mut self, m: Msg) {
         match m {
             Msg::Interval { job, worker, sec, acc } => {
-                self.merge(job, sec, &acc);
+                self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
             Msg::Done { job, worker, sec, acc, end, error } => {
-                self.merge(job, sec, &acc);
+                self.merge(job, worker, sec, &acc);
+                if let Some(w) = self.workers.get_mut(worker) {
+                    w.end = Some(end);
+                    w.error.clone_from(&error);
+                }
                 self.worker_done[worker] = true;
                 self.alive -= 1;
                 self.job_end[job] = Some(self.job_end[job].map_or(end, |e| e.max(end)));
@@ -126,7 +170,10 @@ impl Aggregator {
                 point.lat_max_ns = p.hist.max();
             }
             self.finalized_upto = self.finalized_upto.max(sec);
-            self.timeline.push(point.clone());
+            self.recent.insert(sec, point.clone());
+            while self.recent.len() > RECENT_S {
+                self.recent.pop_first();
+            }
             out.push(point);
         }
         if upto != i64::MAX {
@@ -135,22 +182,39 @@ impl Aggregator {
         out
     }
 
-    pub(crate) fn into_result(
-        self,
+    /// Finished seconds that late reports changed since last asked, as they now stand.
+    pub(crate) fn corrections(&mut self) -> Vec<TimelinePoint> {
+        let mut secs = std::mem::take(&mut self.changed);
+        secs.sort_unstable();
+        secs.iter().filter_map(|s| self.recent.get(s).cloned()).collect()
+    }
+
+    /// The phase's result as it stands at `now`: jobs still running count up to `now`. The
+    /// timeline and samples are not in it; they were handed out as they were measured.
+    pub(crate) fn result(
+        &self,
         phase: &Phase,
         targets: &[Vec<Target>],
-        t0: Instant,
+        now: Instant,
         cpu: CpuTime,
-        stopped: bool,
+        interrupted: bool,
     ) -> PhaseResult {
-        let secs = |end: Option<Instant>| end.map(|e| e.saturating_duration_since(t0).as_secs_f64()).unwrap_or(0.0);
+        let t0 = self.t0;
+        let secs = |end: Option<Instant>| end.unwrap_or(now).saturating_duration_since(t0).as_secs_f64();
         let mut total = Acc::default();
         let mut jobs = Vec::new();
         let mut elapsed = 0f64;
         for (i, job) in phase.jobs.iter().enumerate() {
-            let e = secs(self.job_end[i]);
+            let running = self.workers.iter().zip(&self.worker_done).any(|(w, d)| w.job == i && !d);
+            let e = if running { secs(None) } else { self.job_end[i].map_or(0.0, |e| secs(Some(e))) };
             elapsed = elapsed.max(e);
             total.merge(&self.jobs[i]);
+            let per_thread = self
+                .workers
+                .iter()
+                .filter(|w| w.job == i)
+                .map(|w| ThreadResult::new(w.thread, secs(w.end), w.ops, w.bytes, w.error.clone()))
+                .collect();
             jobs.push(JobResult {
                 name: job.name.clone(),
                 engine: job.engine.to_string(),
@@ -160,15 +224,16 @@ impl Aggregator {
                 elapsed_s: e,
                 total: Totals::from_acc(&self.jobs[i], e),
                 error: self.job_err[i].clone(),
+                per_thread,
             });
         }
         PhaseResult {
             name: phase.name.clone(),
             elapsed_s: elapsed,
-            interrupted: stopped,
+            interrupted,
             total: Totals::from_acc(&total, elapsed),
             jobs,
-            timeline: self.timeline,
+            timeline: Vec::new(),
             cpu,
             system: None,
         }
