@@ -239,3 +239,104 @@ impl Aggregator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_spec::{Bytes, EngineKind, JobPatch, Rw};
+    use std::time::Duration;
+
+    fn acc(reads: u64) -> Acc {
+        let mut a = Acc::default();
+        for _ in 0..reads {
+            a.record(OpClass::Read, 4096, 1000);
+        }
+        a
+    }
+
+    fn phase(threads: u32) -> Phase {
+        let job = JobPatch {
+            name: Some("j".into()),
+            target: Some("/nowhere".into()),
+            size: Some(Bytes::mib(1)),
+            rw: Some(Rw::Read),
+            engine: Some(EngineKind::Null),
+            threads: Some(threads),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        Phase { name: "p".into(), jobs: vec![job] }
+    }
+
+    #[test]
+    fn a_late_report_corrects_a_second_already_handed_out() {
+        let t0 = Instant::now();
+        let mut a = Aggregator::new(&[2], t0);
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 0, acc: acc(3) });
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 1, acc: acc(1) });
+        // Worker 1 says nothing; the clock finalises second 0 without it.
+        let out = a.finalize(t0 + Duration::from_millis(2500), false);
+        assert_eq!(out.iter().map(|p| (p.t_s, p.read_ops)).collect::<Vec<_>>(), [(1.0, 3)]);
+        assert!(a.corrections().is_empty());
+        // Its report for second 0 arrives late: the second is handed out again, corrected.
+        a.take(Msg::Interval { job: 0, worker: 1, sec: 0, acc: acc(2) });
+        let fixed = a.corrections();
+        assert_eq!(fixed.iter().map(|p| (p.t_s, p.read_ops)).collect::<Vec<_>>(), [(1.0, 5)]);
+        assert!(a.corrections().is_empty(), "handed out once");
+        assert_eq!(a.jobs[0].get(OpClass::Read).ops, 6);
+    }
+
+    #[test]
+    fn only_the_recent_seconds_stay_in_memory() {
+        let t0 = Instant::now();
+        let mut a = Aggregator::new(&[1], t0);
+        let n = RECENT_S as i64 + 50;
+        for sec in 0..n {
+            a.take(Msg::Interval { job: 0, worker: 0, sec, acc: acc(1) });
+            a.take(Msg::Interval { job: 0, worker: 0, sec: sec + 1, acc: Acc::default() });
+            assert_eq!(a.finalize(t0, false).len(), 1, "second {sec} handed out once its worker moved on");
+        }
+        assert_eq!(a.recent.len(), RECENT_S);
+        assert!(a.pending.len() <= 1);
+        // A report for a second that left memory still counts in the totals.
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 3, acc: acc(1) });
+        assert!(a.corrections().is_empty());
+        assert_eq!(a.jobs[0].get(OpClass::Read).ops, n as u64 + 1);
+    }
+
+    #[test]
+    fn each_thread_keeps_its_end_and_volume_and_the_phase_stands_while_running() {
+        let t0 = Instant::now();
+        let ph = phase(2);
+        let targets = vec![Vec::new()];
+        let mut a = Aggregator::new(&[2], t0);
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 0, acc: acc(4) });
+        a.take(Msg::Interval { job: 0, worker: 1, sec: 0, acc: acc(2) });
+        a.take(Msg::Done { job: 0, worker: 1, sec: 1, acc: acc(1), end: t0 + Duration::from_secs(2), error: None });
+        // Worker 0 still runs: the job and the phase count up to `now`.
+        let now = t0 + Duration::from_secs(3);
+        let so_far = a.result(&ph, &targets, now, CpuTime::default(), true);
+        assert!(so_far.interrupted);
+        assert!((so_far.elapsed_s - 3.0).abs() < 1e-9 && (so_far.jobs[0].elapsed_s - 3.0).abs() < 1e-9);
+        assert_eq!(so_far.jobs[0].total.read().ops, 7);
+        a.take(Msg::Done {
+            job: 0,
+            worker: 0,
+            sec: 4,
+            acc: acc(1),
+            end: t0 + Duration::from_secs(5),
+            error: Some("EIO".into()),
+        });
+        let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
+        let th = &r.jobs[0].per_thread;
+        assert_eq!(th.len(), 2);
+        assert_eq!((th[0].thread, th[0].ops, th[0].bytes, th[0].elapsed_s), (0, 5, 5 * 4096, 5.0));
+        assert_eq!(th[0].error.as_deref(), Some("EIO"));
+        assert_eq!((th[1].thread, th[1].ops, th[1].elapsed_s), (1, 3, 2.0));
+        assert!((th[1].bw_bytes - 3.0 * 4096.0 / 2.0).abs() < 1e-9);
+        assert_eq!(r.jobs[0].elapsed_s, 5.0, "the job ends with its last thread");
+        assert_eq!(r.jobs[0].total.read().ops, th[0].ops + th[1].ops);
+        assert!(r.timeline.is_empty(), "seconds are handed out, not kept");
+    }
+}

@@ -413,4 +413,51 @@ mod tests {
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
     }
+
+    #[derive(Default)]
+    struct Seen {
+        ticks: usize,
+        samples: usize,
+        progress: Vec<f64>,
+    }
+
+    impl Sink for Seen {
+        fn tick(&mut self, _index: usize, _point: &TimelinePoint, _bytes: u64) {
+            self.ticks += 1;
+        }
+        fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {
+            self.samples += 1;
+        }
+        fn progress(&mut self, _index: usize, so_far: &PhaseResult) {
+            assert!(so_far.interrupted && so_far.jobs.len() == 1 && so_far.jobs[0].per_thread.len() == 2);
+            self.progress.push(so_far.elapsed_s);
+        }
+    }
+
+    #[test]
+    fn seconds_samples_and_the_phase_so_far_go_to_the_sink_and_stay_out_of_the_result() {
+        let job = JobPatch {
+            target: Some("/nowhere".into()),
+            size: Some(Bytes::mib(1)),
+            rw: Some(Rw::Read),
+            engine: Some(EngineKind::Null),
+            threads: Some(2),
+            rate_iops: Some(1000),
+            runtime: Some(Duration::from_millis(2300)),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "a".into(), jobs: vec![job] }] };
+        let ctl = Control { sample_interval: Some(Duration::from_millis(100)), ..Default::default() };
+        let mut seen = Seen::default();
+        let r = run_plan(&plan, &ctl, &mut seen).unwrap();
+        let p = &r.phases[0];
+        assert!(p.timeline.is_empty());
+        assert!(p.system.as_ref().is_some_and(|s| s.samples.is_empty() && s.mean.cpu.all.idle_pct >= 0.0));
+        assert_eq!(seen.ticks, 3, "2.3 s: three seconds");
+        assert!((20..=25).contains(&seen.samples), "{} samples of 100 ms in 2.3 s", seen.samples);
+        assert!(!seen.progress.is_empty() && seen.progress.windows(2).all(|w| w[0] <= w[1]), "{:?}", seen.progress);
+        assert_eq!(p.jobs[0].per_thread.len(), 2);
+    }
 }
