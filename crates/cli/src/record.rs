@@ -16,6 +16,9 @@ use iolab_workload::{Expect, Sink};
 /// Samples held before a write even without a finished second (at `--sample-interval 10ms`,
 /// about 2.5 s of them, ~0.4 MiB).
 const SAMPLES_HELD: usize = 256;
+
+/// The recording connection's page cache, in KiB.
+const RECORDING_CACHE_KIB: u32 = 256;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Recorder {
@@ -41,6 +44,8 @@ impl Recorder {
         }
         let path = save.db.path();
         let store = Store::open(&path).context("opening the results database (use --no-store to run without it)")?;
+        // Recording only appends: a small page cache keeps a long run's memory flat.
+        store.limit_cache(RECORDING_CACHE_KIB)?;
         let target = plan.phases.iter().flat_map(|p| &p.jobs).next().map(|j| j.target.clone());
         let target = target.map(|t| iolab_sysstat::describe(&t, &Default::default()));
         let host = iolab_sysstat::host_facts(target.as_ref());

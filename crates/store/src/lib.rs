@@ -191,6 +191,13 @@ impl Store {
         &self.path
     }
 
+    /// Hold at most `kib` KiB of database pages in memory (SQLite's default is 2,000 KiB). A
+    /// connection that only appends for hours (a run being recorded) needs little: its memory
+    /// then stops growing long before the page cache would have filled.
+    pub fn limit_cache(&self, kib: u32) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -(kib as i64)).map_err(self.err("limiting the page cache"))
+    }
+
     pub fn schema_version(&self) -> u32 {
         self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap_or(0)
     }
