@@ -1,8 +1,8 @@
 //! iolab-store: every run kept in one SQLite file, written as the run goes (the run row at the
 //! start; each second of the timeline, the system samples and the phase as it stands, once a
 //! second in one transaction; each phase for good when it ends; the status at the end), so an
-//! interrupted or killed run keeps what it measured, per job and per thread. Reads rebuild the same `RunResult` the
-//! engine produced, histograms included, for comparison and reports.
+//! interrupted or killed run keeps what it measured, per job and per thread. Reads rebuild the
+//! same `RunResult` the engine produced, histograms included, for comparison and reports.
 
 #![forbid(unsafe_code)]
 
@@ -471,8 +471,10 @@ impl Store {
         Ok(rows.flatten().collect())
     }
 
-    /// One node's phases of a run, histograms, timeline and samples included; a phase cut off
-    /// by a killed process (a timeline but no phase row) is rebuilt from its saved seconds.
+    /// One node's phases of a run, histograms, timeline, samples and threads included. A phase
+    /// cut off by a killed process reads as it stood at its last saved second (its provisional
+    /// row, `interrupted` set); one saved by an iolab before schema 3 (a timeline but no phase
+    /// row) is rebuilt from its saved seconds.
     pub fn phases_of(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<PhaseResult>> {
         let damaged = |msg: String| StoreError::Damaged { run: id, msg };
         let mut st = self
