@@ -62,8 +62,8 @@ pub trait Sink {
     fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
     /// A system sample, as it is taken (with `Control::sample_interval`).
     fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
-    /// The phase as it stands, once a second while it runs: per-job and per-thread totals so
-    /// far, `interrupted` set (what a run killed now would have measured).
+    /// The phase as it stands, at its start and once a second while it runs: per-job and
+    /// per-thread totals so far, `interrupted` set (what a run killed now would have measured).
     fn progress(&mut self, _index: usize, _so_far: &PhaseResult) {}
     fn phase_end(&mut self, _index: usize, _result: &PhaseResult) {}
 }
@@ -260,6 +260,9 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         let cpu0 = cpu::process_cpu();
         let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
         let mut agg = Aggregator::new(&threads, t0);
+        // The phase and its jobs exist from their start: a run killed in its first second
+        // still shows them, with nothing measured.
+        sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
         let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
             while let Ok(r) = sample_rx.try_recv() {
                 sink.sample(index, &r);
@@ -457,7 +460,8 @@ mod tests {
         assert!(p.system.as_ref().is_some_and(|s| s.samples.is_empty() && s.mean.cpu.all.idle_pct >= 0.0));
         assert_eq!(seen.ticks, 3, "2.3 s: three seconds");
         assert!((20..=25).contains(&seen.samples), "{} samples of 100 ms in 2.3 s", seen.samples);
-        assert!(!seen.progress.is_empty() && seen.progress.windows(2).all(|w| w[0] <= w[1]), "{:?}", seen.progress);
+        assert!(seen.progress.len() >= 3 && seen.progress.windows(2).all(|w| w[0] <= w[1]), "{:?}", seen.progress);
+        assert!(seen.progress[0] < 0.1, "the phase is there from its start: {:?}", seen.progress);
         assert_eq!(p.jobs[0].per_thread.len(), 2);
     }
 }
