@@ -251,6 +251,29 @@ impl Store {
         Ok(())
     }
 
+    /// A phase that ended: its result, totals with histograms and system samples. Its seconds
+    /// were saved as they were measured ([`Store::add_tick`]); only a second the phase's own
+    /// timeline differs in (a worker's late report landing in a second already shown, or a
+    /// second that was never ticked) is written here.
+    ///
+    /// With [`Store::add_second`], seconds and samples were saved as they came and the result
+    /// carries none; its threads' figures are saved here, and its row replaces the provisional one.
+    pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
+        put_phase(&tx, run, idx, node, p, true).map_err(self.err("saving a phase"))?;
+        for t in &p.timeline {
+            tx.execute(
+                "INSERT INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, phase_idx, node, t_s) DO UPDATE SET point_json = excluded.point_json WHERE point_json != excluded.point_json",
+                params![run, idx as i64, node, t.t_s, serde_json::to_string(t).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the timeline"))?;
+        }
+        let samples = p.system.as_ref().map(|s| s.samples.as_slice()).unwrap_or_default();
+        put_samples(&tx, run, idx, node, samples).map_err(self.err("saving system samples"))?;
+        tx.commit().map_err(self.err("saving a phase"))?;
+        Ok(())
+    }
+
     /// A second's worth of a running phase in one transaction: the seconds finished since the
     /// last call (new ones, or ones a late report changed), the system samples taken meanwhile,
     /// and the phase as it stands (`so_far`: per-job and per-thread totals, saved as a
@@ -277,26 +300,6 @@ impl Store {
             put_phase(&tx, run, phase, node, p, false).map_err(self.err("saving a phase as it stands"))?;
         }
         tx.commit().map_err(self.err("saving a second"))?;
-        Ok(())
-    }
-
-    /// A phase that ended: its result, totals with histograms, each thread's figures. Its
-    /// seconds and samples were saved as they were measured ([`Store::add_second`]); those the
-    /// result still carries (a caller that kept them in memory) are saved here, a second only
-    /// if it differs from the one saved.
-    pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
-        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
-        put_phase(&tx, run, idx, node, p, true).map_err(self.err("saving a phase"))?;
-        for t in &p.timeline {
-            tx.execute(
-                "INSERT INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, phase_idx, node, t_s) DO UPDATE SET point_json = excluded.point_json WHERE point_json != excluded.point_json",
-                params![run, idx as i64, node, t.t_s, serde_json::to_string(t).unwrap_or_default()],
-            )
-            .map_err(self.err("saving the timeline"))?;
-        }
-        let samples = p.system.as_ref().map(|s| s.samples.as_slice()).unwrap_or_default();
-        put_samples(&tx, run, idx, node, samples).map_err(self.err("saving system samples"))?;
-        tx.commit().map_err(self.err("saving a phase"))?;
         Ok(())
     }
 

@@ -113,6 +113,26 @@ impl Rates {
         }
     }
 
+    /// Raise each figure to `s`'s where `s`'s is larger (a running maximum over samples, as a
+    /// summary's `max` is; `t_s` is left as it is).
+    pub fn raise_to(&mut self, s: &Rates) {
+        self.cpu.all = self.cpu.all.max(&s.cpu.all);
+        for (n, d) in &s.disks {
+            let m = self.disks.entry_or_default(n);
+            *m = m.max(d);
+        }
+        for (n, d) in &s.net {
+            let m = self.net.entry_or_default(n);
+            *m = m.max(d);
+        }
+        self.dirty_kb = self.dirty_kb.max(s.dirty_kb);
+        self.writeback_kb = self.writeback_kb.max(s.writeback_kb);
+        self.cached_kb = self.cached_kb.max(s.cached_kb);
+        self.io_pressure_some_pct = max_opt(self.io_pressure_some_pct, s.io_pressure_some_pct);
+        self.io_pressure_full_pct = max_opt(self.io_pressure_full_pct, s.io_pressure_full_pct);
+        self.load1 = max_opt(self.load1, s.load1);
+    }
+
     fn keep(&mut self, disks: &std::collections::BTreeSet<String>, nets: &std::collections::BTreeSet<String>) {
         self.disks.retain(|k, _| disks.contains(k));
         self.net.retain(|k, _| nets.contains(k));
@@ -134,14 +154,12 @@ pub struct SystemResult {
 }
 
 impl SystemResult {
-    /// Summarise a window from its first and last snapshot, the samples kept in memory (none
-    /// when they were streamed out as taken) and the running maximum over every sample. Devices
-    /// and interfaces that did nothing are left out, unless they carry the target's I/O.
+    /// Summarise a window. Devices and interfaces that did nothing are left out, unless they
+    /// carry the target's I/O.
     pub fn summarise(
         first: &Snapshot,
         last: &Snapshot,
         mut samples: Vec<Rates>,
-        max_so_far: &Rates,
         interval: Duration,
         target: Option<TargetInfo>,
     ) -> SystemResult {
@@ -162,37 +180,48 @@ impl SystemResult {
             .map(|(n, _)| n.clone())
             .collect();
         mean.keep(&wanted_disks, &wanted_nets);
-        let mut max = max_so_far.clone();
-        max.t_s = t_end;
-        max.cpu.per_cpu = Vec::new();
-        max.keep(&wanted_disks, &wanted_nets);
+        let mut max = Rates { t_s: t_end, ..Default::default() };
         for s in &mut samples {
             s.keep(&wanted_disks, &wanted_nets);
+            max.cpu.all = max.cpu.all.max(&s.cpu.all);
+            for (n, d) in &s.disks {
+                let m = max.disks.entry_or_default(n);
+                *m = m.max(d);
+            }
+            for (n, d) in &s.net {
+                let m = max.net.entry_or_default(n);
+                *m = m.max(d);
+            }
+            max.dirty_kb = max.dirty_kb.max(s.dirty_kb);
+            max.writeback_kb = max.writeback_kb.max(s.writeback_kb);
+            max.cached_kb = max.cached_kb.max(s.cached_kb);
+            max.io_pressure_some_pct = max_opt(max.io_pressure_some_pct, s.io_pressure_some_pct);
+            max.io_pressure_full_pct = max_opt(max.io_pressure_full_pct, s.io_pressure_full_pct);
+            max.load1 = max_opt(max.load1, s.load1);
         }
         SystemResult { interval_s: interval.as_secs_f64(), mean, max, target, samples }
+    }
+
+    /// Summarise a window whose samples were handed on as they were taken: `max_so_far` is
+    /// their running maximum ([`Rates::raise_to`]); the summary's `samples` stay empty.
+    pub fn summarise_streamed(
+        first: &Snapshot,
+        last: &Snapshot,
+        max_so_far: &Rates,
+        interval: Duration,
+        target: Option<TargetInfo>,
+    ) -> SystemResult {
+        let mut r = Self::summarise(first, last, Vec::new(), interval, target);
+        let mut max = max_so_far.clone();
+        max.t_s = r.max.t_s;
+        max.cpu.per_cpu = Vec::new();
+        max.keep_those_of(&r.mean);
+        r.max = max;
+        r
     }
 }
 
 impl Rates {
-    /// Fold one sample into a running maximum (each field, each device and interface).
-    pub fn fold_max(&mut self, s: &Rates) {
-        self.cpu.all = self.cpu.all.max(&s.cpu.all);
-        for (n, d) in &s.disks {
-            let m = self.disks.entry_or_default(n);
-            *m = m.max(d);
-        }
-        for (n, d) in &s.net {
-            let m = self.net.entry_or_default(n);
-            *m = m.max(d);
-        }
-        self.dirty_kb = self.dirty_kb.max(s.dirty_kb);
-        self.writeback_kb = self.writeback_kb.max(s.writeback_kb);
-        self.cached_kb = self.cached_kb.max(s.cached_kb);
-        self.io_pressure_some_pct = max_opt(self.io_pressure_some_pct, s.io_pressure_some_pct);
-        self.io_pressure_full_pct = max_opt(self.io_pressure_full_pct, s.io_pressure_full_pct);
-        self.load1 = max_opt(self.load1, s.load1);
-    }
-
     /// Keep only the devices and interfaces a window's summary kept (its mean's), as
     /// [`SystemResult::summarise`] does to the samples it holds; for samples read back one by one.
     pub fn keep_those_of(&mut self, mean: &Rates) {
@@ -301,7 +330,7 @@ impl Sampler {
                     let mut sample =
                         Rates::between(&prev, &cur, cur.at.saturating_duration_since(first.at).as_secs_f64());
                     trim(&mut sample, tgt.as_ref());
-                    max.fold_max(&sample);
+                    max.raise_to(&sample);
                     out.put(sample);
                     prev = cur;
                 }
@@ -320,14 +349,13 @@ impl Sampler {
         if last.at.saturating_duration_since(prev.at) >= self.interval / 5 {
             let mut sample = Rates::between(&prev, &last, last.at.saturating_duration_since(first.at).as_secs_f64());
             trim(&mut sample, self.target.as_ref());
-            max.fold_max(&sample);
+            max.raise_to(&sample);
             out.put(sample);
         }
-        let kept = match out {
-            Out::Keep(v) => v,
-            Out::Emit(_) => Vec::new(),
-        };
-        Some(SystemResult::summarise(&first, &last, kept, &max, self.interval, self.target))
+        Some(match out {
+            Out::Keep(kept) => SystemResult::summarise(&first, &last, kept, self.interval, self.target),
+            Out::Emit(_) => SystemResult::summarise_streamed(&first, &last, &max, self.interval, self.target),
+        })
     }
 }
 
@@ -363,7 +391,7 @@ mod tests {
         let mut max = Rates::default();
         for g in &mut got {
             g.keep_those_of(&r.mean);
-            max.fold_max(g);
+            max.raise_to(g);
         }
         assert_eq!(r.max.cpu.all, max.cpu.all);
         assert_eq!(r.max.dirty_kb, max.dirty_kb);
