@@ -1,13 +1,24 @@
-//! Saving a run while it runs: the run row before the first I/O, each second of the timeline
-//! as it is measured, each phase as it ends, the status at the end. A database problem during
-//! the run is reported once and the measurement goes on.
+//! Saving a run while it runs: the run row before the first I/O; once a second, in one
+//! transaction, the seconds just finished, the system samples taken meanwhile and the phase as
+//! it stands (per job and per thread); each phase as it ends; the status at the end. Nothing of
+//! the timeline or the samples stays in memory: the result printed at the end reads them back
+//! ([`Recorder::fill`]). A database problem during the run is reported once and the
+//! measurement goes on.
 
 use crate::args::SaveArgs;
 use anyhow::{Context, Result};
 use iolab_spec::Plan;
 use iolab_store::Store;
+use iolab_sysstat::Rates;
 use iolab_workload::results::{PhaseResult, RunResult, TimelinePoint};
 use iolab_workload::{Expect, Sink};
+
+/// Samples held before a write even without a finished second (at `--sample-interval 10ms`,
+/// about 2.5 s of them, ~0.4 MiB).
+const SAMPLES_HELD: usize = 256;
+
+/// The recording connection's page cache, in KiB.
+const RECORDING_CACHE_KIB: u32 = 256;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Recorder {
@@ -15,6 +26,10 @@ pub struct Recorder {
     pub run: i64,
     node: String,
     broken: bool,
+    /// What waits for the next write: the phase, its finished seconds and samples.
+    phase: usize,
+    seconds: Vec<TimelinePoint>,
+    samples: Vec<Rates>,
 }
 
 fn now_unix() -> f64 {
@@ -29,12 +44,22 @@ impl Recorder {
         }
         let path = save.db.path();
         let store = Store::open(&path).context("opening the results database (use --no-store to run without it)")?;
+        // Recording only appends: a small page cache keeps a long run's memory flat.
+        store.limit_cache(RECORDING_CACHE_KIB)?;
         let target = plan.phases.iter().flat_map(|p| &p.jobs).next().map(|j| j.target.clone());
         let target = target.map(|t| iolab_sysstat::describe(&t, &Default::default()));
         let host = iolab_sysstat::host_facts(target.as_ref());
         let labels = save.labels.iter().cloned().collect();
         let run = store.begin_run(kind, name, &labels, &host, plan, now_unix())?;
-        Ok(Some(Recorder { store, run, node: host.hostname, broken: false }))
+        Ok(Some(Recorder {
+            store,
+            run,
+            node: host.hostname,
+            broken: false,
+            phase: 0,
+            seconds: Vec::new(),
+            samples: Vec::new(),
+        }))
     }
 
     fn keep(&mut self, r: iolab_store::Result<()>) {
@@ -44,6 +69,45 @@ impl Recorder {
             }
             self.broken = true;
         }
+    }
+
+    /// Write what waits, with the phase as it stands if given.
+    fn flush(&mut self, so_far: Option<&PhaseResult>) {
+        if self.broken {
+            self.seconds.clear();
+            self.samples.clear();
+            return;
+        }
+        if self.seconds.is_empty() && self.samples.is_empty() && so_far.is_none() {
+            return;
+        }
+        let res = self.store.add_second(self.run, self.phase, &self.node, &self.seconds, &self.samples, so_far);
+        self.seconds.clear();
+        self.samples.clear();
+        self.keep(res);
+    }
+
+    /// Switch to phase `index`, writing what waits for the one before.
+    fn at(&mut self, index: usize) {
+        if index != self.phase {
+            self.flush(None);
+            self.phase = index;
+        }
+    }
+
+    /// Put the saved seconds and samples back into the result's phases, for printing it.
+    pub fn fill(&self, r: &mut RunResult) -> iolab_store::Result<()> {
+        for (i, p) in r.phases.iter_mut().enumerate() {
+            let (timeline, samples) = self.store.series(self.run, &self.node, i)?;
+            p.timeline = timeline;
+            if let Some(sys) = &mut p.system {
+                sys.samples = samples;
+                for s in &mut sys.samples {
+                    s.keep_those_of(&sys.mean);
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn finish(&mut self, r: &RunResult) {
@@ -71,16 +135,44 @@ impl Sink for Tee<'_> {
     }
     fn tick(&mut self, index: usize, point: &TimelinePoint, bytes: u64) {
         self.show.tick(index, point, bytes);
-        if let Some(r) = self.rec.as_deref_mut().filter(|r| !r.broken) {
-            let res = r.store.add_tick(r.run, index, &r.node, point);
-            r.keep(res);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.at(index);
+            r.seconds.push(point.clone());
+        }
+    }
+    fn correct(&mut self, index: usize, point: &TimelinePoint) {
+        self.show.correct(index, point);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.at(index);
+            r.seconds.push(point.clone());
+        }
+    }
+    fn sample(&mut self, index: usize, sample: &Rates) {
+        self.show.sample(index, sample);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.at(index);
+            r.samples.push(sample.clone());
+            if r.samples.len() >= SAMPLES_HELD {
+                r.flush(None);
+            }
+        }
+    }
+    fn progress(&mut self, index: usize, so_far: &PhaseResult) {
+        self.show.progress(index, so_far);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.at(index);
+            r.flush(Some(so_far));
         }
     }
     fn phase_end(&mut self, index: usize, result: &PhaseResult) {
         self.show.phase_end(index, result);
-        if let Some(r) = self.rec.as_deref_mut().filter(|r| !r.broken) {
-            let res = r.store.add_phase(r.run, index, &r.node, result);
-            r.keep(res);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.at(index);
+            r.flush(None);
+            if !r.broken {
+                let res = r.store.add_phase(r.run, index, &r.node, result);
+                r.keep(res);
+            }
         }
     }
 }

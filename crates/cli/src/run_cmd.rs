@@ -6,7 +6,7 @@ use crate::record::{Recorder, Tee};
 use anyhow::{Context, Result};
 use iolab_report::export::{self, Exporter, Input};
 use iolab_spec::{parse_job_file, Phase, Plan};
-use iolab_workload::{layout, run_plan, Control, RunResult, Status};
+use iolab_workload::{layout, run_plan, Control, Keep, RunResult, Status};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -52,8 +52,20 @@ pub fn execute(
     // Refusals come before the run is recorded: check the plan's targets first.
     iolab_workload::check_plan(plan)?;
     let mut rec = Recorder::begin(save, kind, name, plan)?;
-    let mut sink = Tee { show: &mut progress, rec: rec.as_mut() };
-    let result = match run_plan(plan, &ctl, &mut sink) {
+    // With the store, seconds and samples go to it as they are measured and are read back at
+    // the end; without it (--no-store) they are kept in memory, which grows with the run.
+    let stored = rec.is_some();
+    let mut tee = Tee { show: &mut progress, rec: rec.as_mut() };
+    let outcome = if stored {
+        run_plan(plan, &ctl, &mut tee)
+    } else {
+        let mut keep = Keep::new(&mut tee);
+        run_plan(plan, &ctl, &mut keep).map(|mut r| {
+            keep.fill(&mut r);
+            r
+        })
+    };
+    let mut result = match outcome {
         Ok(r) => r,
         Err(e) => {
             // A refusal found at the first phase's layout (no space): nothing was measured.
@@ -65,6 +77,9 @@ pub fn execute(
     };
     if let Some(r) = rec.as_mut() {
         r.finish(&result);
+        if let Err(e) = r.fill(&mut result) {
+            eprintln!("iolab: warning: reading the run's seconds and samples back: {e}");
+        }
         if !json {
             eprintln!("iolab: {}", r.where_());
         }

@@ -220,6 +220,9 @@ fn full_disk_ends_the_job_and_keeps_results() {
     assert!(err.contains("No space left") && err.contains("full"), "{err}");
     let written = u(&v["phases"][0]["total"]["write"]["bytes"]);
     assert!(written > 0 && written < 12 << 20, "kept what was written before the disk filled: {written}");
+    let thread = &v["phases"][0]["jobs"][0]["per_thread"][0];
+    assert!(thread["error"].as_str().unwrap().contains("No space left"), "the thread that failed says why: {thread}");
+    assert_eq!(u(&thread["bytes"]), written, "one thread wrote it all");
 }
 
 #[test]

@@ -25,8 +25,9 @@ fn runs_are_saved_listed_shown_exported_and_removed() {
     let db = db(&dir);
     let f = dir.path().join("f");
     let fs = f.to_str().unwrap();
+    let mut printed = Vec::new();
     for cfg in ["ext4 barrier=0", "ext4"] {
-        run_json(&[
+        printed.push(run_json(&[
             "run",
             "--db",
             &db,
@@ -42,7 +43,7 @@ fn runs_are_saved_listed_shown_exported_and_removed() {
             &format!("config={cfg}"),
             "-l",
             "node=a",
-        ]);
+        ]));
     }
     let list = json_of(&["runs", "--db", &db, "--output", "json"]);
     let list = list.as_array().unwrap();
@@ -56,6 +57,11 @@ fn runs_are_saved_listed_shown_exported_and_removed() {
     let p = &shown[0]["result"]["phases"][0];
     assert!(u(&p["total"]["read"]["ops"]) > 0 && !p["timeline"].as_array().unwrap().is_empty());
     assert!(p["system"]["samples"].as_array().is_some_and(|s| !s.is_empty()));
+    // The run's own output reads its seconds and samples back from the database: the same.
+    let mine = &printed[1]["phases"][0];
+    assert_eq!(mine["timeline"], p["timeline"]);
+    assert_eq!(mine["system"]["samples"], p["system"]["samples"]);
+    assert_eq!(mine["system"]["max"], p["system"]["max"]);
     assert!(!shown[0]["host"]["kernel"].as_str().unwrap().is_empty());
     let out = iolab().args(["show", "--db", &db, "last~1"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -69,9 +75,29 @@ fn runs_are_saved_listed_shown_exported_and_removed() {
     let out = iolab().args(["rm", "--db", &db, "last"]).output().unwrap();
     assert!(out.status.success());
     assert_eq!(json_of(&["runs", "--db", &db, "--output", "json"]).as_array().unwrap().len(), 1);
-    // --no-store leaves no trace.
-    run_json(&["run", "--db", &db, "--no-store", "--target", fs, "--rw", "read", "--bs", "64k"]);
+    // --no-store leaves no trace, and keeps its seconds and samples in memory for the output.
+    let v = run_json(&[
+        "run",
+        "--db",
+        &db,
+        "--no-store",
+        "--target",
+        fs,
+        "--rw",
+        "read",
+        "--bs",
+        "64k",
+        "--runtime",
+        "1.5s",
+        "--sample-interval",
+        "250ms",
+    ]);
     assert_eq!(json_of(&["runs", "--db", &db, "--output", "json"]).as_array().unwrap().len(), 1);
+    let p = &v["phases"][0];
+    let tl = p["timeline"].as_array().unwrap();
+    assert_eq!(tl.len(), 2, "1.5 s of seconds: {tl:?}");
+    assert_eq!(tl.iter().map(|t| u(&t["read_ops"])).sum::<u64>(), u(&p["total"]["read"]["ops"]));
+    assert!(p["system"]["samples"].as_array().unwrap().len() >= 5);
 }
 
 #[test]
@@ -92,6 +118,8 @@ fn a_killed_run_leaves_its_partial_results() {
             "randread",
             "--runtime",
             "60s",
+            "--threads",
+            "2",
             "--label",
             "case=kill",
         ])
@@ -110,6 +138,27 @@ fn a_killed_run_leaves_its_partial_results() {
     assert_eq!(p["interrupted"], true);
     assert!(p["timeline"].as_array().unwrap().len() >= 2, "the seconds measured before the kill are kept");
     assert!(u(&p["total"]["read"]["ops"]) > 0);
+    // Per job and per thread, as they stood at the last saved second, latencies included.
+    let jobs = p["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{p}");
+    let job = &jobs[0];
+    assert_eq!(u(&job["total"]["read"]["ops"]), u(&p["total"]["read"]["ops"]));
+    assert!(u(&job["total"]["read"]["lat_ns"]["p99"]) > 0);
+    let threads = job["per_thread"].as_array().unwrap();
+    assert_eq!(threads.len(), 2);
+    assert_eq!(threads.iter().map(|t| u(&t["ops"])).sum::<u64>(), u(&job["total"]["read"]["ops"]));
+    assert!(threads.iter().all(|t| t["elapsed_s"].as_f64().unwrap() >= 1.0), "{threads:?}");
+    // The totals were saved with the last finished second; they hold that second and what the
+    // workers had reported of the next one.
+    let tl: u64 = p["timeline"].as_array().unwrap().iter().map(|t| u(&t["read_ops"])).sum();
+    let total = u(&p["total"]["read"]["ops"]);
+    assert!(tl > 0 && tl <= total, "seconds {tl}, totals {total}");
+    // `runs` counts the phase `show` prints.
+    let list = json_of(&["runs", "--db", &db, "--output", "json"]);
+    assert_eq!(list[0]["phases"], 1);
+    let out = iolab().args(["show", "--db", &db, "case=kill"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("job1"), "the job table has the job: {text}");
 }
 
 #[test]

@@ -257,6 +257,31 @@ impl TimelinePoint {
     }
 }
 
+/// One thread (worker) of a job: when it ended and what it moved. Threads of one job can end
+/// far apart (a writer starved by its sibling); the job's figures alone hide that.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    /// The thread's number within its job, from 0.
+    pub thread: u32,
+    /// Seconds from the measured window's start to this thread's end.
+    pub elapsed_s: f64,
+    /// Operations of every class.
+    pub ops: u64,
+    /// Bytes read and written.
+    pub bytes: u64,
+    /// `bytes / elapsed_s`.
+    pub bw_bytes: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl ThreadResult {
+    pub fn new(thread: u32, elapsed_s: f64, ops: u64, bytes: u64, error: Option<String>) -> Self {
+        let bw_bytes = if elapsed_s > 0.0 { bytes as f64 / elapsed_s } else { 0.0 };
+        ThreadResult { thread, elapsed_s, ops, bytes, bw_bytes, error }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobResult {
     pub name: String,
@@ -268,6 +293,9 @@ pub struct JobResult {
     pub total: Totals,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Each thread's end and volume (runs stored before these were kept have none).
+    #[serde(default)]
+    pub per_thread: Vec<ThreadResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,3 +12,4 @@ pub mod fmt;
 pub mod html;
 pub mod summary;
 pub mod system;
+pub mod threads;

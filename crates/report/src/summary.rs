@@ -61,6 +61,7 @@ pub fn phase(p: &PhaseResult) -> String {
     for line in t.to_string().lines().filter(|_| !p.jobs.is_empty()) {
         let _ = writeln!(s, "  {line}");
     }
+    s.push_str(&crate::threads::lines(p));
     if let Some(sys) = &p.system {
         let _ = writeln!(s, "  system: {}", crate::system::line(sys));
         for f in crate::system::findings(sys) {

@@ -5,7 +5,7 @@
 use iolab_report::html::{default_title, render, ReportOptions};
 use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw};
 use iolab_store::StoredRun;
-use iolab_workload::{run_plan, Control, NoSink};
+use iolab_workload::{run_plan_kept, Control, NoSink};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,7 +46,7 @@ fn one_run(dir: &Path, id: i64, config: &str) -> StoredRun {
         sample_interval: Some(Duration::from_millis(200)),
         ..Default::default()
     };
-    let result = run_plan(&plan, &ctl, &mut NoSink).expect("the run");
+    let result = run_plan_kept(&plan, &ctl, &mut NoSink).expect("the run");
     let mut labels = BTreeMap::from([("config".to_string(), config.to_string())]);
     if id == 2 {
         labels.insert("note".into(), EVIL.into());

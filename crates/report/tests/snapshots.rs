@@ -156,6 +156,7 @@ fn every_operation_class_shows_in_every_output() {
             elapsed_s: 60.0,
             total,
             error: None,
+            per_thread: Vec::new(),
         });
         r
     };

@@ -1,14 +1,15 @@
 //! iolab-store: every run kept in one SQLite file, written as the run goes (the run row at the
-//! start, each second of the timeline, each phase when it ends, the status at the end), so an
-//! interrupted or killed run keeps what it measured. Reads rebuild the same `RunResult` the
-//! engine produced, histograms included, for comparison and reports.
+//! start; each second of the timeline, the system samples and the phase as it stands, once a
+//! second in one transaction; each phase for good when it ends; the status at the end), so an
+//! interrupted or killed run keeps what it measured, per job and per thread. Reads rebuild the
+//! same `RunResult` the engine produced, histograms included, for comparison and reports.
 
 #![forbid(unsafe_code)]
 
 pub mod schema;
 mod select;
 
-use iolab_model::{OpClass, PhaseResult, RunResult, Status, TimelinePoint, Totals, SCHEMA_VERSION};
+use iolab_model::{OpClass, PhaseResult, RunResult, Status, ThreadResult, TimelinePoint, Totals, SCHEMA_VERSION};
 use iolab_spec::Plan;
 use iolab_sysstat::{HostFacts, Rates};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -190,6 +191,13 @@ impl Store {
         &self.path
     }
 
+    /// Hold at most `kib` KiB of database pages in memory (SQLite's default is 2,000 KiB). A
+    /// connection that only appends for hours (a run being recorded) needs little: its memory
+    /// then stops growing long before the page cache would have filled.
+    pub fn limit_cache(&self, kib: u32) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -(kib as i64)).map_err(self.err("limiting the page cache"))
+    }
+
     pub fn schema_version(&self) -> u32 {
         self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap_or(0)
     }
@@ -259,31 +267,12 @@ impl Store {
     /// were saved as they were measured ([`Store::add_tick`]); only a second the phase's own
     /// timeline differs in (a worker's late report landing in a second already shown, or a
     /// second that was never ticked) is written here.
+    ///
+    /// With [`Store::add_second`], seconds and samples were saved as they came and the result
+    /// carries none; its threads' figures are saved here, and its row replaces the provisional one.
     pub fn add_phase(&self, run: i64, idx: usize, node: &str, p: &PhaseResult) -> Result<()> {
         let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a phase"))?;
-        let mut slim = p.clone();
-        slim.timeline.clear();
-        if let Some(s) = &mut slim.system {
-            s.samples.clear();
-        }
-        tx.execute(
-            "INSERT OR REPLACE INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![run, idx as i64, node, p.name, p.elapsed_s, p.interrupted, serde_json::to_string(&slim).unwrap_or_default()],
-        )
-        .map_err(self.err("saving a phase"))?;
-        let put = |job: &str, t: &Totals| -> rusqlite::Result<()> {
-            for (class, d) in t.iter() {
-                tx.execute(
-                    "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    params![run, idx as i64, node, job, class.as_str(), d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.hist.as_ref().and_then(iolab_model::hist::to_v2)],
-                )?;
-            }
-            Ok(())
-        };
-        put("", &p.total).map_err(self.err("saving totals"))?;
-        for j in &p.jobs {
-            put(&j.name, &j.total).map_err(self.err("saving job totals"))?;
-        }
+        put_phase(&tx, run, idx, node, p, true).map_err(self.err("saving a phase"))?;
         for t in &p.timeline {
             tx.execute(
                 "INSERT INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, phase_idx, node, t_s) DO UPDATE SET point_json = excluded.point_json WHERE point_json != excluded.point_json",
@@ -291,14 +280,38 @@ impl Store {
             )
             .map_err(self.err("saving the timeline"))?;
         }
-        for s in p.system.iter().flat_map(|s| &s.samples) {
-            tx.execute(
-                "INSERT OR REPLACE INTO samples (run_id, phase_idx, node, t_s, sample_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![run, idx as i64, node, s.t_s, serde_json::to_string(s).unwrap_or_default()],
-            )
-            .map_err(self.err("saving system samples"))?;
-        }
+        let samples = p.system.as_ref().map(|s| s.samples.as_slice()).unwrap_or_default();
+        put_samples(&tx, run, idx, node, samples).map_err(self.err("saving system samples"))?;
         tx.commit().map_err(self.err("saving a phase"))?;
+        Ok(())
+    }
+
+    /// A second's worth of a running phase in one transaction: the seconds finished since the
+    /// last call (new ones, or ones a late report changed), the system samples taken meanwhile,
+    /// and the phase as it stands (`so_far`: per-job and per-thread totals, saved as a
+    /// provisional phase row that the phase's end replaces).
+    pub fn add_second(
+        &self,
+        run: i64,
+        phase: usize,
+        node: &str,
+        seconds: &[TimelinePoint],
+        samples: &[Rates],
+        so_far: Option<&PhaseResult>,
+    ) -> Result<()> {
+        let tx = self.conn.unchecked_transaction().map_err(self.err("starting to save a second"))?;
+        for p in seconds {
+            tx.execute(
+                "INSERT OR REPLACE INTO timeline (run_id, phase_idx, node, t_s, point_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![run, phase as i64, node, p.t_s, serde_json::to_string(p).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the timeline"))?;
+        }
+        put_samples(&tx, run, phase, node, samples).map_err(self.err("saving system samples"))?;
+        if let Some(p) = so_far {
+            put_phase(&tx, run, phase, node, p, false).map_err(self.err("saving a phase as it stands"))?;
+        }
+        tx.commit().map_err(self.err("saving a second"))?;
         Ok(())
     }
 
@@ -473,8 +486,10 @@ impl Store {
         Ok(rows.flatten().collect())
     }
 
-    /// One node's phases of a run, histograms, timeline and samples included; a phase cut off
-    /// by a killed process (a timeline but no phase row) is rebuilt from its saved seconds.
+    /// One node's phases of a run, histograms, timeline, samples and threads included. A phase
+    /// cut off by a killed process reads as it stood at its last saved second (its provisional
+    /// row, `interrupted` set); one saved by an iolab before schema 3 (a timeline but no phase
+    /// row) is rebuilt from its saved seconds.
     pub fn phases_of(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<PhaseResult>> {
         let damaged = |msg: String| StoreError::Damaged { run: id, msg };
         let mut st = self
@@ -493,8 +508,12 @@ impl Store {
             p.timeline = self.timeline(id, node, idx)?;
             if let Some(s) = &mut p.system {
                 s.samples = self.samples(id, node, idx)?;
+                for x in &mut s.samples {
+                    x.keep_those_of(&s.mean);
+                }
             }
             self.attach_hists(id, node, idx, &mut p)?;
+            self.attach_threads(id, node, idx, &mut p)?;
             idxs.push(idx);
             phases.push(p);
         }
@@ -512,6 +531,12 @@ impl Store {
             phases.push(partial_phase(plan, idx, self.timeline(id, node, idx)?));
         }
         Ok(phases)
+    }
+
+    /// One phase's seconds and system samples as saved (samples as taken, before the phase's
+    /// summary chose its devices), in time order.
+    pub fn series(&self, id: i64, node: &str, phase: usize) -> Result<(Vec<TimelinePoint>, Vec<Rates>)> {
+        Ok((self.timeline(id, node, phase as i64)?, self.samples(id, node, phase as i64)?))
     }
 
     fn timeline(&self, id: i64, node: &str, idx: i64) -> Result<Vec<TimelinePoint>> {
@@ -559,6 +584,27 @@ impl Store {
         Ok(())
     }
 
+    fn attach_threads(&self, id: i64, node: &str, idx: i64, p: &mut PhaseResult) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare("SELECT job, thread, elapsed_s, ops, bytes, error FROM threads WHERE run_id = ?1 AND node = ?2 AND phase_idx = ?3 ORDER BY job, thread")
+            .map_err(self.err("reading threads"))?;
+        type Row = (String, u32, f64, i64, i64, Option<String>);
+        let rows: Vec<Row> = st
+            .query_map(params![id, node, idx], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            })
+            .map_err(self.err("reading threads"))?
+            .flatten()
+            .collect();
+        for (job, thread, elapsed_s, ops, bytes, error) in rows {
+            if let Some(j) = p.jobs.iter_mut().find(|j| j.name == job) {
+                j.per_thread.push(ThreadResult::new(thread, elapsed_s, ops.max(0) as u64, bytes.max(0) as u64, error));
+            }
+        }
+        Ok(())
+    }
+
     /// Delete runs and everything of theirs.
     pub fn remove(&self, ids: &[i64]) -> Result<usize> {
         let tx = self.conn.unchecked_transaction().map_err(self.err("starting to delete"))?;
@@ -569,6 +615,67 @@ impl Store {
         tx.commit().map_err(self.err("deleting runs"))?;
         Ok(n)
     }
+}
+
+/// A phase's row (without its seconds, samples and threads, which have rows of their own), its
+/// totals per job and class with histograms, and its threads. `last` marks the phase's final
+/// row; a provisional one (saved while it runs) is replaced by the next.
+fn put_phase(
+    tx: &rusqlite::Transaction,
+    run: i64,
+    idx: usize,
+    node: &str,
+    p: &PhaseResult,
+    last: bool,
+) -> rusqlite::Result<()> {
+    let mut slim = p.clone();
+    slim.timeline.clear();
+    if let Some(s) = &mut slim.system {
+        s.samples.clear();
+    }
+    for j in &mut slim.jobs {
+        j.per_thread.clear();
+    }
+    tx.execute(
+        "INSERT OR REPLACE INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json, final) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![run, idx as i64, node, p.name, p.elapsed_s, p.interrupted, serde_json::to_string(&slim).unwrap_or_default(), last],
+    )?;
+    let put = |job: &str, t: &Totals| -> rusqlite::Result<()> {
+        for (class, d) in t.iter() {
+            tx.execute(
+                "INSERT OR REPLACE INTO totals (run_id, phase_idx, node, job, dir, ops, bytes, iops, bw_bytes, hist) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![run, idx as i64, node, job, class.as_str(), d.ops as i64, d.bytes as i64, d.iops, d.bw_bytes, d.hist.as_ref().and_then(iolab_model::hist::to_v2)],
+            )?;
+        }
+        Ok(())
+    };
+    put("", &p.total)?;
+    for j in &p.jobs {
+        put(&j.name, &j.total)?;
+        for t in &j.per_thread {
+            tx.execute(
+                "INSERT OR REPLACE INTO threads (run_id, phase_idx, node, job, thread, elapsed_s, ops, bytes, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![run, idx as i64, node, j.name, t.thread, t.elapsed_s, t.ops as i64, t.bytes as i64, t.error],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn put_samples(
+    tx: &rusqlite::Transaction,
+    run: i64,
+    idx: usize,
+    node: &str,
+    samples: &[Rates],
+) -> rusqlite::Result<()> {
+    let mut st = tx.prepare_cached(
+        "INSERT OR REPLACE INTO samples (run_id, phase_idx, node, t_s, sample_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for s in samples {
+        st.execute(params![run, idx as i64, node, s.t_s, serde_json::to_string(s).unwrap_or_default()])?;
+    }
+    Ok(())
 }
 
 /// Run `f` until it is not refused for a lock held elsewhere, for up to 10 s.

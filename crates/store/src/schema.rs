@@ -74,6 +74,23 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE totals DROP COLUMN lat_p50_ns;
     ALTER TABLE totals DROP COLUMN lat_p99_ns;
     "#,
+    // 3: a phase is saved once a second while it runs (`final` 0) and for good when it ends
+    // (`final` 1), so a killed run keeps its per-job rows; each thread's end and volume.
+    r#"
+    ALTER TABLE phases ADD COLUMN final INTEGER NOT NULL DEFAULT 1;
+    CREATE TABLE threads (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        phase_idx INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        job TEXT NOT NULL,
+        thread INTEGER NOT NULL,
+        elapsed_s REAL NOT NULL,
+        ops INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        error TEXT,
+        PRIMARY KEY (run_id, phase_idx, node, job, thread)
+    );
+    "#,
 ];
 
 pub const VERSION: u32 = MIGRATIONS.len() as u32;

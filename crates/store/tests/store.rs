@@ -4,7 +4,7 @@
 use iolab_model::{RunResult, Status};
 use iolab_spec::{JobPatch, Phase, Plan, Rw};
 use iolab_store::{schema, ListFilter, Store, StoreError};
-use iolab_workload::{run_plan, Control, NoSink};
+use iolab_workload::{run_plan_kept, Control, NoSink};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -22,7 +22,7 @@ fn real_run(dir: &std::path::Path) -> RunResult {
     .unwrap();
     let plan = Plan { phases: vec![Phase { name: "p1".into(), jobs: vec![job] }] };
     let ctl = Control { sample_interval: Some(Duration::from_millis(250)), ..Default::default() };
-    run_plan(&plan, &ctl, &mut NoSink).unwrap()
+    run_plan_kept(&plan, &ctl, &mut NoSink).unwrap()
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -258,6 +258,7 @@ fn a_version_1_database_with_runs_reads_back_after_migrating() {
         slim["timeline"] = serde_json::json!([]);
         slim["system"] = serde_json::Value::Null;
         strip(&mut slim, "classes");
+        strip(&mut slim, "per_thread"); // not written before schema 3
         c.execute(
             "INSERT INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json) VALUES (1, 0, 'oldhost', ?1, ?2, 0, ?3)",
             rusqlite::params![p.name, p.elapsed_s, slim.to_string()],
@@ -293,6 +294,7 @@ fn a_version_1_database_with_runs_reads_back_after_migrating() {
     assert_eq!(b.total.read().hist.as_ref().map(|h| h.len()), Some(a.total.read().ops));
     assert_eq!(b.timeline.len(), a.timeline.len());
     assert_eq!(b.timeline.iter().map(|t| t.read_ops).sum::<u64>(), a.total.read().ops);
+    assert!(!b.jobs.is_empty() && b.jobs.iter().all(|j| j.per_thread.is_empty()), "no thread rows before schema 3");
     // The latency columns are gone: nothing keeps a value no one reads.
     let c = Connection::open(&path).unwrap();
     let cols: Vec<String> = c
@@ -368,4 +370,53 @@ fn a_second_changed_after_its_tick_is_saved_with_the_phase() {
     assert_eq!(b.timeline.len(), p.timeline.len());
     assert_eq!(b.timeline[0].read_ops, p.timeline[0].read_ops, "the late report is kept");
     assert_eq!(b.timeline.iter().map(|t| t.read_ops).sum::<u64>(), p.timeline.iter().map(|t| t.read_ops).sum::<u64>());
+}
+
+/// While a phase runs, each second saves its seconds, samples and the phase as it stands in one
+/// transaction: a run that dies there reads back per job and per thread and is counted; the
+/// phase's end replaces the provisional row.
+#[test]
+fn a_phase_saved_as_it_stands_reads_back_and_its_end_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let node = &host.hostname;
+    let id = store.begin_run("run", "stands", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let p = &r.phases[0];
+    let samples = &p.system.as_ref().unwrap().samples;
+    assert!(!p.jobs[0].per_thread.is_empty());
+    // A provisional phase: the first second, half the samples, totals a little short.
+    let mut so_far = p.clone();
+    so_far.interrupted = true;
+    so_far.timeline.clear();
+    so_far.system = None;
+    so_far.elapsed_s = 1.0;
+    so_far.jobs[0].per_thread[0].ops -= 1;
+    store.add_second(id, 0, node, &p.timeline[..1], &samples[..samples.len() / 2], Some(&so_far)).unwrap();
+    let list = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(list[0].phases, 1, "a phase saved as it stands is counted");
+    let mid = store.load(id).unwrap();
+    let m = &mid.result.phases[0];
+    assert!(m.interrupted && m.elapsed_s == 1.0);
+    assert_eq!(m.timeline.len(), 1);
+    assert_eq!(m.jobs.len(), p.jobs.len());
+    assert_eq!(m.jobs[0].per_thread, so_far.jobs[0].per_thread);
+    assert_eq!(m.jobs[0].total.read().hist.as_ref().map(|h| h.len()), Some(p.jobs[0].total.read().ops));
+    let (tl, sm) = store.series(id, node, 0).unwrap();
+    assert_eq!((tl.len(), sm.len()), (1, samples.len() / 2));
+    // The rest, then the phase's end.
+    store.add_second(id, 0, node, &p.timeline[1..], &samples[samples.len() / 2..], None).unwrap();
+    let mut slim = p.clone();
+    slim.timeline.clear();
+    slim.system.as_mut().unwrap().samples.clear();
+    store.add_phase(id, 0, node, &slim).unwrap();
+    store.finish_run(id, Status::Complete, None, r.started_unix_s + 2.0).unwrap();
+    let back = store.load(id).unwrap();
+    let b = &back.result.phases[0];
+    assert!(!b.interrupted && b.elapsed_s == p.elapsed_s);
+    assert_eq!(b.jobs[0].per_thread, p.jobs[0].per_thread, "the end's figures replace the provisional ones");
+    assert_eq!(b.timeline.len(), p.timeline.len());
+    assert_eq!(b.system.as_ref().unwrap().samples, *samples, "samples read back as the summary kept them");
+    assert_eq!(store.list(&ListFilter::default()).unwrap()[0].phases, 1);
 }

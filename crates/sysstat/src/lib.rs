@@ -14,5 +14,5 @@ pub mod target;
 pub use host::{host_facts, hostname, HostFacts};
 pub use names::NameMap;
 pub use rates::{CpuPct, DiskRates, NetRates};
-pub use sample::{ProcRoot, Rates, Sampler, Snapshot, SystemResult};
+pub use sample::{Emit, ProcRoot, Rates, Sampler, Snapshot, SystemResult};
 pub use target::{describe, SysRoots, TargetInfo};

@@ -187,6 +187,33 @@ impl SystemResult {
         }
         SystemResult { interval_s: interval.as_secs_f64(), mean, max, target, samples }
     }
+
+    /// Summarise a window whose samples were handed on as they were taken: `max_so_far` is
+    /// their running maximum ([`Rates::raise_to`]); the summary's `samples` stay empty.
+    pub fn summarise_streamed(
+        first: &Snapshot,
+        last: &Snapshot,
+        max_so_far: &Rates,
+        interval: Duration,
+        target: Option<TargetInfo>,
+    ) -> SystemResult {
+        let mut r = Self::summarise(first, last, Vec::new(), interval, target);
+        let mut max = max_so_far.clone();
+        max.t_s = r.max.t_s;
+        max.cpu.per_cpu = Vec::new();
+        max.keep_those_of(&r.mean);
+        r.max = max;
+        r
+    }
+}
+
+impl Rates {
+    /// Keep only the devices and interfaces a window's summary kept (its mean's), as
+    /// [`SystemResult::summarise`] does to the samples it holds; for samples read back one by one.
+    pub fn keep_those_of(&mut self, mean: &Rates) {
+        self.disks.retain(|n, _| mean.disks.contains_key(n));
+        self.net.retain(|n, _| mean.net.contains_key(n));
+    }
 }
 
 fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -196,10 +223,33 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// A thread that snapshots /proc every `interval` from a start instant until stopped.
+/// Where a sampler's samples go: kept for the summary, or handed on one by one as taken.
+pub type Emit = Box<dyn FnMut(Rates) + Send>;
+
+enum Out {
+    Keep(Vec<Rates>),
+    Emit(Emit),
+}
+
+impl Out {
+    fn put(&mut self, s: Rates) {
+        match self {
+            Out::Keep(v) => v.push(s),
+            Out::Emit(f) => f(s),
+        }
+    }
+}
+
+/// What the sampler thread hands back: the window's first and latest snapshot, the running
+/// maximum, and where samples go.
+type Taken = (Snapshot, Snapshot, Rates, Out);
+
+/// A thread that snapshots /proc every `interval` from a start instant until stopped. Its memory
+/// does not grow with the run when samples are streamed ([`Sampler::streaming`]): it holds two
+/// snapshots and a running maximum.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<Option<(Snapshot, Snapshot, Vec<Rates>)>>,
+    handle: JoinHandle<Option<Taken>>,
     interval: Duration,
     root: ProcRoot,
     target: Option<TargetInfo>,
@@ -214,8 +264,25 @@ fn trim(s: &mut Rates, target: Option<&TargetInfo>) {
 }
 
 impl Sampler {
-    /// Take the first snapshot at `from` (now, if that has passed) and one every `interval` after it.
+    /// Take the first snapshot at `from` (now, if that has passed) and one every `interval`
+    /// after it; the samples are kept and come back in the summary's `samples`.
     pub fn start(root: ProcRoot, interval: Duration, from: Instant, target: Option<TargetInfo>) -> Sampler {
+        Self::spawn(root, interval, from, target, Out::Keep(Vec::new()))
+    }
+
+    /// Like [`Sampler::start`], but each sample goes to `emit` as it is taken (the last one from
+    /// [`Sampler::finish`]) and the summary's `samples` stay empty.
+    pub fn streaming(
+        root: ProcRoot,
+        interval: Duration,
+        from: Instant,
+        target: Option<TargetInfo>,
+        emit: Emit,
+    ) -> Sampler {
+        Self::spawn(root, interval, from, target, Out::Emit(emit))
+    }
+
+    fn spawn(root: ProcRoot, interval: Duration, from: Instant, target: Option<TargetInfo>, mut out: Out) -> Sampler {
         let interval = interval.max(Duration::from_millis(10));
         let stop = Arc::new(AtomicBool::new(false));
         let (s, r, tgt) = (stop.clone(), root.clone(), target.clone());
@@ -240,7 +307,7 @@ impl Sampler {
                 }
                 let first = Snapshot::read(&r);
                 let mut prev = first.clone();
-                let mut samples = Vec::new();
+                let mut max = Rates::default();
                 for k in 1u32.. {
                     if !wait_until(first.at + interval * k, &s) {
                         break;
@@ -249,10 +316,11 @@ impl Sampler {
                     let mut sample =
                         Rates::between(&prev, &cur, cur.at.saturating_duration_since(first.at).as_secs_f64());
                     trim(&mut sample, tgt.as_ref());
-                    samples.push(sample);
+                    max.raise_to(&sample);
+                    out.put(sample);
                     prev = cur;
                 }
-                Some((first, prev, samples))
+                Some((first, prev, max, out))
             })
             .expect("spawning the sampler thread");
         Sampler { stop, handle, interval, root, target }
@@ -261,15 +329,19 @@ impl Sampler {
     /// Stop, take the last snapshot, and summarise the window; `None` if it never began.
     pub fn finish(self) -> Option<SystemResult> {
         self.stop.store(true, Ordering::Relaxed);
-        let (first, prev, mut samples) = self.handle.join().ok().flatten()?;
+        let (first, prev, mut max, mut out) = self.handle.join().ok().flatten()?;
         let last = Snapshot::read(&self.root);
         // The last partial interval counts too, when it is long enough to mean something.
         if last.at.saturating_duration_since(prev.at) >= self.interval / 5 {
             let mut sample = Rates::between(&prev, &last, last.at.saturating_duration_since(first.at).as_secs_f64());
             trim(&mut sample, self.target.as_ref());
-            samples.push(sample);
+            max.raise_to(&sample);
+            out.put(sample);
         }
-        Some(SystemResult::summarise(&first, &last, samples, self.interval, self.target))
+        Some(match out {
+            Out::Keep(kept) => SystemResult::summarise(&first, &last, kept, self.interval, self.target),
+            Out::Emit(_) => SystemResult::summarise_streamed(&first, &last, &max, self.interval, self.target),
+        })
     }
 }
 
@@ -287,6 +359,29 @@ mod tests {
             r.mean.cpu.all.user_pct + r.mean.cpu.all.system_pct + r.mean.cpu.all.idle_pct + r.mean.cpu.all.iowait_pct;
         assert!(total > 50.0, "{:?}", r.mean.cpu);
         assert!(r.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
+    }
+
+    #[test]
+    fn a_streaming_sampler_hands_each_sample_on_and_keeps_the_same_summary() {
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let emit: Emit = Box::new(move |r| sink.lock().unwrap().push(r));
+        let s = Sampler::streaming(ProcRoot::default(), Duration::from_millis(50), Instant::now(), None, emit);
+        std::thread::sleep(Duration::from_millis(230));
+        let r = s.finish().expect("sampled");
+        assert!(r.samples.is_empty(), "streamed samples are not kept");
+        let mut got = got.lock().unwrap().clone();
+        assert!((4..=6).contains(&got.len()), "{}", got.len());
+        assert!(got.windows(2).all(|w| w[0].t_s < w[1].t_s));
+        // The running maximum is the maximum of what was handed on.
+        let mut max = Rates::default();
+        for g in &mut got {
+            g.keep_those_of(&r.mean);
+            max.raise_to(g);
+        }
+        assert_eq!(r.max.cpu.all, max.cpu.all);
+        assert_eq!(r.max.dirty_kb, max.dirty_kb);
+        assert_eq!(r.max.disks, max.disks);
     }
 
     #[test]

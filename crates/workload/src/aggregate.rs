@@ -1,13 +1,20 @@
 //! The coordinating thread's side of a phase: merging what each worker reports once a second
-//! into per-job totals and a 1 s timeline, finalising a second once every live worker has moved
-//! past it (or a second after it ended), and building the phase's result at the end. Memory is
-//! bounded by the number of workers, not the run's length.
+//! into per-job and per-thread totals and a 1 s timeline, finalising a second once every live
+//! worker has moved past it (or a second after it ended), and building the phase's result (at
+//! the end, or as it stands for saving while the run goes on). Finished seconds are handed out,
+//! not kept: only the last [`RECENT_S`] stay, so a worker's late report can still correct them.
+//! Memory is bounded by the number of workers, not the run's length.
 
 use crate::layout::Target;
-use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, TimelinePoint, Totals};
+use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+/// How many finished seconds stay in memory for late reports to land in. A report later than
+/// this (a worker stuck in one I/O for minutes) still counts in the totals; its second in the
+/// timeline keeps what it had.
+pub(crate) const RECENT_S: usize = 600;
 
 /// What a worker sends the coordinating thread.
 pub(crate) enum Msg {
@@ -23,32 +30,57 @@ struct Pending {
     hist: hdrhistogram::Histogram<u64>,
 }
 
+/// One worker's share: which job and thread it is, what it moved in the measured window, when
+/// it ended and why if early.
+#[derive(Clone, Default)]
+struct WorkerTally {
+    job: usize,
+    thread: u32,
+    ops: u64,
+    bytes: u64,
+    end: Option<Instant>,
+    error: Option<String>,
+}
+
 pub(crate) struct Aggregator {
     t0: Instant,
     jobs: Vec<Acc>,
     job_end: Vec<Option<Instant>>,
     job_err: Vec<Option<String>>,
+    workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
     pub(crate) alive: usize,
     pending: BTreeMap<i64, Pending>,
-    timeline: Vec<TimelinePoint>,
+    /// The last finished seconds, by second, for late reports.
+    recent: BTreeMap<i64, TimelinePoint>,
+    /// Finished seconds a late report changed since [`Aggregator::corrections`] was last asked.
+    changed: Vec<i64>,
     finalized_upto: i64,
     bytes: u64,
 }
 
 impl Aggregator {
-    pub(crate) fn new(jobs: usize, workers: usize, t0: Instant) -> Self {
+    /// `threads[j]` is job `j`'s thread count; workers are numbered job by job.
+    pub(crate) fn new(threads: &[u32], t0: Instant) -> Self {
+        let workers: Vec<WorkerTally> = threads
+            .iter()
+            .enumerate()
+            .flat_map(|(job, n)| (0..*n).map(move |thread| WorkerTally { job, thread, ..Default::default() }))
+            .collect();
+        let n = workers.len();
         Aggregator {
             t0,
-            jobs: vec![Acc::default(); jobs],
-            job_end: vec![None; jobs],
-            job_err: vec![None; jobs],
-            worker_sec: vec![i64::MIN; workers],
-            worker_done: vec![false; workers],
-            alive: workers,
+            jobs: vec![Acc::default(); threads.len()],
+            job_end: vec![None; threads.len()],
+            job_err: vec![None; threads.len()],
+            workers,
+            worker_sec: vec![i64::MIN; n],
+            worker_done: vec![false; n],
+            alive: n,
             pending: BTreeMap::new(),
-            timeline: Vec::new(),
+            recent: BTreeMap::new(),
+            changed: Vec::new(),
             finalized_upto: -1,
             bytes: 0,
         }
@@ -58,16 +90,24 @@ impl Aggregator {
         self.bytes
     }
 
-    fn merge(&mut self, job: usize, sec: i64, acc: &Acc) {
+    fn merge(&mut self, job: usize, worker: usize, sec: i64, acc: &Acc) {
         if sec < 0 || acc.is_empty() {
             return; // ramp: run but not counted
         }
         self.jobs[job].merge(acc);
         self.bytes += acc.bytes();
+        if let Some(w) = self.workers.get_mut(worker) {
+            w.ops += acc.iter().map(|(_, a)| a.ops).sum::<u64>();
+            w.bytes += acc.bytes();
+        }
         if sec <= self.finalized_upto {
-            // A straggler's report for a second already shown: counts still land in it.
-            if let Some(p) = self.timeline.iter_mut().find(|p| p.t_s as i64 == sec + 1) {
+            // A straggler's report for a second already handed out: counts still land in it,
+            // and the second is handed out again.
+            if let Some(p) = self.recent.get_mut(&sec) {
                 p.add(acc);
+                if !self.changed.contains(&sec) {
+                    self.changed.push(sec);
+                }
             }
             return;
         }
@@ -86,11 +126,15 @@ impl Aggregator {
     pub(crate) fn take(&mut self, m: Msg) {
         match m {
             Msg::Interval { job, worker, sec, acc } => {
-                self.merge(job, sec, &acc);
+                self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
             Msg::Done { job, worker, sec, acc, end, error } => {
-                self.merge(job, sec, &acc);
+                self.merge(job, worker, sec, &acc);
+                if let Some(w) = self.workers.get_mut(worker) {
+                    w.end = Some(end);
+                    w.error.clone_from(&error);
+                }
                 self.worker_done[worker] = true;
                 self.alive -= 1;
                 self.job_end[job] = Some(self.job_end[job].map_or(end, |e| e.max(end)));
@@ -126,7 +170,10 @@ impl Aggregator {
                 point.lat_max_ns = p.hist.max();
             }
             self.finalized_upto = self.finalized_upto.max(sec);
-            self.timeline.push(point.clone());
+            self.recent.insert(sec, point.clone());
+            while self.recent.len() > RECENT_S {
+                self.recent.pop_first();
+            }
             out.push(point);
         }
         if upto != i64::MAX {
@@ -135,22 +182,39 @@ impl Aggregator {
         out
     }
 
-    pub(crate) fn into_result(
-        self,
+    /// Finished seconds that late reports changed since last asked, as they now stand.
+    pub(crate) fn corrections(&mut self) -> Vec<TimelinePoint> {
+        let mut secs = std::mem::take(&mut self.changed);
+        secs.sort_unstable();
+        secs.iter().filter_map(|s| self.recent.get(s).cloned()).collect()
+    }
+
+    /// The phase's result as it stands at `now`: jobs still running count up to `now`. The
+    /// timeline and samples are not in it; they were handed out as they were measured.
+    pub(crate) fn result(
+        &self,
         phase: &Phase,
         targets: &[Vec<Target>],
-        t0: Instant,
+        now: Instant,
         cpu: CpuTime,
-        stopped: bool,
+        interrupted: bool,
     ) -> PhaseResult {
-        let secs = |end: Option<Instant>| end.map(|e| e.saturating_duration_since(t0).as_secs_f64()).unwrap_or(0.0);
+        let t0 = self.t0;
+        let secs = |end: Option<Instant>| end.unwrap_or(now).saturating_duration_since(t0).as_secs_f64();
         let mut total = Acc::default();
         let mut jobs = Vec::new();
         let mut elapsed = 0f64;
         for (i, job) in phase.jobs.iter().enumerate() {
-            let e = secs(self.job_end[i]);
+            let running = self.workers.iter().zip(&self.worker_done).any(|(w, d)| w.job == i && !d);
+            let e = if running { secs(None) } else { self.job_end[i].map_or(0.0, |e| secs(Some(e))) };
             elapsed = elapsed.max(e);
             total.merge(&self.jobs[i]);
+            let per_thread = self
+                .workers
+                .iter()
+                .filter(|w| w.job == i)
+                .map(|w| ThreadResult::new(w.thread, secs(w.end), w.ops, w.bytes, w.error.clone()))
+                .collect();
             jobs.push(JobResult {
                 name: job.name.clone(),
                 engine: job.engine.to_string(),
@@ -160,17 +224,119 @@ impl Aggregator {
                 elapsed_s: e,
                 total: Totals::from_acc(&self.jobs[i], e),
                 error: self.job_err[i].clone(),
+                per_thread,
             });
         }
         PhaseResult {
             name: phase.name.clone(),
             elapsed_s: elapsed,
-            interrupted: stopped,
+            interrupted,
             total: Totals::from_acc(&total, elapsed),
             jobs,
-            timeline: self.timeline,
+            timeline: Vec::new(),
             cpu,
             system: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_spec::{Bytes, EngineKind, JobPatch, Rw};
+    use std::time::Duration;
+
+    fn acc(reads: u64) -> Acc {
+        let mut a = Acc::default();
+        for _ in 0..reads {
+            a.record(OpClass::Read, 4096, 1000);
+        }
+        a
+    }
+
+    fn phase(threads: u32) -> Phase {
+        let job = JobPatch {
+            name: Some("j".into()),
+            target: Some("/nowhere".into()),
+            size: Some(Bytes::mib(1)),
+            rw: Some(Rw::Read),
+            engine: Some(EngineKind::Null),
+            threads: Some(threads),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        Phase { name: "p".into(), jobs: vec![job] }
+    }
+
+    #[test]
+    fn a_late_report_corrects_a_second_already_handed_out() {
+        let t0 = Instant::now();
+        let mut a = Aggregator::new(&[2], t0);
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 0, acc: acc(3) });
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 1, acc: acc(1) });
+        // Worker 1 says nothing; the clock finalises second 0 without it.
+        let out = a.finalize(t0 + Duration::from_millis(2500), false);
+        assert_eq!(out.iter().map(|p| (p.t_s, p.read_ops)).collect::<Vec<_>>(), [(1.0, 3)]);
+        assert!(a.corrections().is_empty());
+        // Its report for second 0 arrives late: the second is handed out again, corrected.
+        a.take(Msg::Interval { job: 0, worker: 1, sec: 0, acc: acc(2) });
+        let fixed = a.corrections();
+        assert_eq!(fixed.iter().map(|p| (p.t_s, p.read_ops)).collect::<Vec<_>>(), [(1.0, 5)]);
+        assert!(a.corrections().is_empty(), "handed out once");
+        assert_eq!(a.jobs[0].get(OpClass::Read).ops, 6);
+    }
+
+    #[test]
+    fn only_the_recent_seconds_stay_in_memory() {
+        let t0 = Instant::now();
+        let mut a = Aggregator::new(&[1], t0);
+        let n = RECENT_S as i64 + 50;
+        for sec in 0..n {
+            a.take(Msg::Interval { job: 0, worker: 0, sec, acc: acc(1) });
+            a.take(Msg::Interval { job: 0, worker: 0, sec: sec + 1, acc: Acc::default() });
+            assert_eq!(a.finalize(t0, false).len(), 1, "second {sec} handed out once its worker moved on");
+        }
+        assert_eq!(a.recent.len(), RECENT_S);
+        assert!(a.pending.len() <= 1);
+        // A report for a second that left memory still counts in the totals.
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 3, acc: acc(1) });
+        assert!(a.corrections().is_empty());
+        assert_eq!(a.jobs[0].get(OpClass::Read).ops, n as u64 + 1);
+    }
+
+    #[test]
+    fn each_thread_keeps_its_end_and_volume_and_the_phase_stands_while_running() {
+        let t0 = Instant::now();
+        let ph = phase(2);
+        let targets = vec![Vec::new()];
+        let mut a = Aggregator::new(&[2], t0);
+        a.take(Msg::Interval { job: 0, worker: 0, sec: 0, acc: acc(4) });
+        a.take(Msg::Interval { job: 0, worker: 1, sec: 0, acc: acc(2) });
+        a.take(Msg::Done { job: 0, worker: 1, sec: 1, acc: acc(1), end: t0 + Duration::from_secs(2), error: None });
+        // Worker 0 still runs: the job and the phase count up to `now`.
+        let now = t0 + Duration::from_secs(3);
+        let so_far = a.result(&ph, &targets, now, CpuTime::default(), true);
+        assert!(so_far.interrupted);
+        assert!((so_far.elapsed_s - 3.0).abs() < 1e-9 && (so_far.jobs[0].elapsed_s - 3.0).abs() < 1e-9);
+        assert_eq!(so_far.jobs[0].total.read().ops, 7);
+        a.take(Msg::Done {
+            job: 0,
+            worker: 0,
+            sec: 4,
+            acc: acc(1),
+            end: t0 + Duration::from_secs(5),
+            error: Some("EIO".into()),
+        });
+        let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
+        let th = &r.jobs[0].per_thread;
+        assert_eq!(th.len(), 2);
+        assert_eq!((th[0].thread, th[0].ops, th[0].bytes, th[0].elapsed_s), (0, 5, 5 * 4096, 5.0));
+        assert_eq!(th[0].error.as_deref(), Some("EIO"));
+        assert_eq!((th[1].thread, th[1].ops, th[1].elapsed_s), (1, 3, 2.0));
+        assert!((th[1].bw_bytes - 3.0 * 4096.0 / 2.0).abs() < 1e-9);
+        assert_eq!(r.jobs[0].elapsed_s, 5.0, "the job ends with its last thread");
+        assert_eq!(r.jobs[0].total.read().ops, th[0].ops + th[1].ops);
+        assert!(r.timeline.is_empty(), "seconds are handed out, not kept");
     }
 }

@@ -3,7 +3,9 @@
 //! with its own engine. The framework, not the engine, takes timestamps: an op's latency runs
 //! from its issue (or, under a rate, from its scheduled time) to its reaping. Each worker sends
 //! its counts once a second; the coordinating thread merges them into totals and a timeline
-//! and hands each finished second to a [`Sink`]. Nothing here reads the terminal.
+//! and hands each finished second, each system sample and the phase as it stands to a [`Sink`]
+//! as they come, keeping none of them: a run's memory does not grow with its length. Nothing
+//! here reads the terminal.
 
 use crate::aggregate::{Aggregator, Msg};
 use crate::clock::TscClock;
@@ -48,10 +50,21 @@ pub struct Expect {
 }
 
 /// Receives what happens during a run, as it happens. Every method has a do-nothing default.
+/// The seconds of the timeline and the system samples reach a sink only: the [`PhaseResult`]s
+/// of `phase_end` and of the returned [`RunResult`] come without them (`timeline` and
+/// `system.samples` empty). A sink keeps them (the CLI's store, [`crate::Keep`]) or lets them go.
 pub trait Sink {
     fn message(&mut self, _text: &str) {}
     fn phase_start(&mut self, _index: usize, _phase: &Phase, _expect: Expect) {}
+    /// A finished second of phase `index`, and the bytes moved so far.
     fn tick(&mut self, _index: usize, _point: &TimelinePoint, _totals_bytes: u64) {}
+    /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
+    fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
+    /// A system sample, as it is taken (with `Control::sample_interval`).
+    fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
+    /// The phase as it stands, at its start and once a second while it runs: per-job and
+    /// per-thread totals so far, `interrupted` set (what a run killed now would have measured).
+    fn progress(&mut self, _index: usize, _so_far: &PhaseResult) {}
     fn phase_end(&mut self, _index: usize, _result: &PhaseResult) {}
 }
 
@@ -232,30 +245,57 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         let _ = shared.start.set(phase_start);
         shared.go.wait();
         let t0 = phase_start + max_ramp;
+        // Samples come over their own channel, so a sampler never keeps the workers' channel
+        // open; the coordinating thread hands them on as they arrive.
+        let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
         // The first job's target stands for the phase's storage.
         let sampler = ctl.sample_interval.map(|iv| {
             let target =
                 targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
-            Sampler::start(ProcRoot::default(), iv, t0, target)
+            let emit: iolab_sysstat::Emit = Box::new(move |r| {
+                let _ = sample_tx.send(r);
+            });
+            Sampler::streaming(ProcRoot::default(), iv, t0, target, emit)
         });
         let cpu0 = cpu::process_cpu();
-        let mut agg = Aggregator::new(phase.jobs.len(), workers, t0);
+        let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
+        let mut agg = Aggregator::new(&threads, t0);
+        // The phase and its jobs exist from their start: a run killed in its first second
+        // still shows them, with nothing measured.
+        sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
+        let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
+            while let Ok(r) = sample_rx.try_recv() {
+                sink.sample(index, &r);
+            }
+            let now = Instant::now();
+            let points = agg.finalize(now, all);
+            for p in &points {
+                sink.tick(index, p, agg.bytes_so_far());
+            }
+            for p in agg.corrections() {
+                sink.correct(index, &p);
+            }
+            if !points.is_empty() && !all {
+                let cpu = cpu::process_cpu().since(cpu0);
+                sink.progress(index, &agg.result(phase, targets, now, cpu, true));
+            }
+        };
         while agg.alive > 0 {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(m) => agg.take(m),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            for p in agg.finalize(Instant::now(), false) {
-                sink.tick(index, &p, agg.bytes_so_far());
-            }
+            hand_on(&mut agg, sink, false);
         }
-        for p in agg.finalize(Instant::now(), true) {
-            sink.tick(index, &p, agg.bytes_so_far());
-        }
+        hand_on(&mut agg, sink, true);
         let cpu1 = cpu::process_cpu();
         let system = sampler.and_then(|s| s.finish());
-        let mut r = agg.into_result(phase, targets, t0, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+        // The sampler's last sample, taken as it finished.
+        while let Ok(r) = sample_rx.try_recv() {
+            sink.sample(index, &r);
+        }
+        let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
         r
     })
@@ -377,5 +417,53 @@ mod tests {
         assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        ticks: usize,
+        samples: usize,
+        progress: Vec<f64>,
+    }
+
+    impl Sink for Seen {
+        fn tick(&mut self, _index: usize, _point: &TimelinePoint, _bytes: u64) {
+            self.ticks += 1;
+        }
+        fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {
+            self.samples += 1;
+        }
+        fn progress(&mut self, _index: usize, so_far: &PhaseResult) {
+            assert!(so_far.interrupted && so_far.jobs.len() == 1 && so_far.jobs[0].per_thread.len() == 2);
+            self.progress.push(so_far.elapsed_s);
+        }
+    }
+
+    #[test]
+    fn seconds_samples_and_the_phase_so_far_go_to_the_sink_and_stay_out_of_the_result() {
+        let job = JobPatch {
+            target: Some("/nowhere".into()),
+            size: Some(Bytes::mib(1)),
+            rw: Some(Rw::Read),
+            engine: Some(EngineKind::Null),
+            threads: Some(2),
+            rate_iops: Some(1000),
+            runtime: Some(Duration::from_millis(2300)),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "a".into(), jobs: vec![job] }] };
+        let ctl = Control { sample_interval: Some(Duration::from_millis(100)), ..Default::default() };
+        let mut seen = Seen::default();
+        let r = run_plan(&plan, &ctl, &mut seen).unwrap();
+        let p = &r.phases[0];
+        assert!(p.timeline.is_empty());
+        assert!(p.system.as_ref().is_some_and(|s| s.samples.is_empty() && s.mean.cpu.all.idle_pct >= 0.0));
+        assert_eq!(seen.ticks, 3, "2.3 s: three seconds");
+        assert!((20..=25).contains(&seen.samples), "{} samples of 100 ms in 2.3 s", seen.samples);
+        assert!(seen.progress.len() >= 3 && seen.progress.windows(2).all(|w| w[0] <= w[1]), "{:?}", seen.progress);
+        assert!(seen.progress[0] < 0.1, "the phase is there from its start: {:?}", seen.progress);
+        assert_eq!(p.jobs[0].per_thread.len(), 2);
     }
 }
