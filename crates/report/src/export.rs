@@ -212,6 +212,7 @@ mod tests {
             elapsed_s: 1.0,
             total: total.clone(),
             error: None,
+            per_thread: Vec::new(),
         };
         let phase = PhaseResult {
             name: "write".into(),
