@@ -46,6 +46,11 @@ impl BufferPool {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(s * self.slot_len), self.slot_len) }
     }
 
+    /// The whole pool as one iovec, for registering it with io_uring.
+    pub(crate) fn as_iovec(&mut self) -> libc::iovec {
+        libc::iovec { iov_base: self.ptr.as_ptr() as *mut libc::c_void, iov_len: self.layout.size() }
+    }
+
     /// Raw pointer to a slot, for engines handing it to the kernel.
     pub(crate) fn slot_ptr(&mut self, slot: u32) -> *mut u8 {
         let s = slot as usize;
