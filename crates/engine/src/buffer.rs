@@ -46,6 +46,11 @@ impl BufferPool {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(s * self.slot_len), self.slot_len) }
     }
 
+    /// The whole pool as one iovec, for registering it with io_uring.
+    pub(crate) fn as_iovec(&mut self) -> libc::iovec {
+        libc::iovec { iov_base: self.ptr.as_ptr() as *mut libc::c_void, iov_len: self.layout.size() }
+    }
+
     /// Raw pointer to a slot, for engines handing it to the kernel.
     pub(crate) fn slot_ptr(&mut self, slot: u32) -> *mut u8 {
         let s = slot as usize;
@@ -74,9 +79,48 @@ pub fn fill_pattern(buf: &mut [u8], seed: u64, compressibility: u8) {
     }
 }
 
+/// Give a buffer made by [`fill_pattern`] new contents in one pass, as cheaply as a CPU writes
+/// memory: the random part of every 4 KiB is XORed, 8 bytes at a time, with `key` (the zero
+/// part stays zero, so the compressibility holds). Every byte of the random part is rewritten,
+/// so the whole buffer is freshly written by the CPU, as an application's new data is; a
+/// different key gives different data.
+pub fn refill(buf: &mut [u8], key: u64, compressibility: u8) {
+    let pct = compressibility.min(100) as usize;
+    for chunk in buf.chunks_mut(ALIGN) {
+        let random = chunk.len() * (100 - pct) / 100;
+        let (words, tail) = chunk[..random].split_at_mut(random / 8 * 8);
+        for w in words.chunks_exact_mut(8) {
+            let v = u64::from_ne_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]) ^ key;
+            w.copy_from_slice(&v.to_ne_bytes());
+        }
+        for (b, k) in tail.iter_mut().zip(key.to_ne_bytes()) {
+            *b ^= k;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refill_rewrites_the_random_part_and_keeps_the_zeros() {
+        let mut a = vec![0u8; 3 * ALIGN + 100];
+        fill_pattern(&mut a, 7, 25);
+        let orig = a.clone();
+        refill(&mut a, 0x0123_4567_89ab_cdef, 25);
+        for (chunk, o) in a.chunks(ALIGN).zip(orig.chunks(ALIGN)) {
+            let random = chunk.len() * 75 / 100;
+            // The key has no zero byte, so every byte of the random part changes.
+            assert!(chunk[..random].iter().zip(&o[..random]).all(|(x, y)| x != y));
+            assert!(chunk[random..].iter().all(|&b| b == 0), "the compressible part stays zero");
+        }
+        let once = a.clone();
+        refill(&mut a, 0x0123_4567_89ab_cdef, 25);
+        assert_eq!(a, orig, "XOR with the same key twice gives the original back");
+        refill(&mut a, 42, 25);
+        assert_ne!(a, once, "another key, other data");
+    }
 
     #[test]
     fn slots_are_aligned_and_separate() {

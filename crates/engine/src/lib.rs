@@ -17,7 +17,7 @@ pub mod open;
 pub mod psync;
 pub mod uring;
 
-pub use buffer::{fill_pattern, BufferPool};
+pub use buffer::{fill_pattern, refill, BufferPool};
 pub use open::{open_target, OpenOptions};
 
 use std::fs::File;

@@ -18,6 +18,9 @@ pub struct Uring {
     files: FileTable<File>,
     /// Whether the sparse fixed-file table was registered (kernels from 5.19).
     fixed: bool,
+    /// Whether the buffer pool is registered with the ring (as fio's `fixedbufs`); refused
+    /// when it exceeds the locked-memory limit of an unprivileged user, then plain reads.
+    fixed_bufs: bool,
     in_flight: Vec<bool>,
     /// The iovecs of each slot's vectored operation; they must live until its completion.
     iovs: Vec<Vec<libc::iovec>>,
@@ -41,9 +44,13 @@ fn submit_err(source: std::io::Error) -> EngineError {
 
 /// Build the SQE for `op` on a target of either kind (fixed index or plain descriptor).
 macro_rules! entry {
-    ($fd:expr, $op:expr, $ptr:expr, $iov:expr) => {{
+    ($fd:expr, $op:expr, $ptr:expr, $iov:expr, $fixed_buf:expr) => {{
         let (fd, op, ptr) = ($fd, $op, $ptr);
         match op.kind {
+            // With the pool registered (one buffer, index 0), pread/pwrite read and write it
+            // without the kernel pinning the user pages for each I/O.
+            OpKind::Read if $fixed_buf => opcode::ReadFixed::new(fd, ptr, op.len, 0).offset(op.offset).build(),
+            OpKind::Write if $fixed_buf => opcode::WriteFixed::new(fd, ptr, op.len, 0).offset(op.offset).build(),
             OpKind::Read => opcode::Read::new(fd, ptr, op.len).offset(op.offset).build(),
             OpKind::Write => opcode::Write::new(fd, ptr, op.len).offset(op.offset).build(),
             // An offset of -1 reads or writes at (and advances) the file position.
@@ -75,11 +82,18 @@ impl Uring {
             .or_else(|_| IoUring::new(entries))
             .map_err(|e| setup("creating the ring", e))?;
         let fixed = ring.submitter().register_files_sparse(FIXED).is_ok();
+        let mut pool = BufferPool::new(depth, buf_len);
+        let whole = pool.as_iovec();
+        // SAFETY: the iovec covers the pool's one allocation, which lives as long as the ring:
+        // both are fields of this engine, and `ring` is declared (so dropped, unregistering
+        // the buffer) before `pool`.
+        let fixed_bufs = unsafe { ring.submitter().register_buffers(&[whole]) }.is_ok();
         Ok(Uring {
             ring,
-            pool: BufferPool::new(depth, buf_len),
+            pool,
             files: FileTable::default(),
             fixed,
+            fixed_bufs,
             in_flight: vec![false; depth],
             iovs: vec![Vec::new(); depth],
             ready: Vec::new(),
@@ -158,9 +172,9 @@ impl Engine for Uring {
         }
         let iov = &self.iovs[slot];
         let entry = if self.is_fixed(op.file) {
-            entry!(types::Fixed(op.file), op, ptr, iov)
+            entry!(types::Fixed(op.file), op, ptr, iov, self.fixed_bufs)
         } else {
-            entry!(types::Fd(raw), op, ptr, iov)
+            entry!(types::Fd(raw), op, ptr, iov, self.fixed_bufs)
         }
         .user_data(op.slot as u64);
         if self.ring.submission().is_full() {
@@ -244,5 +258,22 @@ impl Drop for Uring {
                 self.outstanding -= 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small pool registers with the ring under any locked-memory limit, so reads and writes go
+    /// through READ_FIXED/WRITE_FIXED (the engine tests in lib.rs check their data both ways).
+    #[test]
+    fn the_buffer_pool_is_registered() {
+        if let Err(why) = crate::io_uring_available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let e = Uring::new(4, 4096).unwrap();
+        assert!(e.fixed_bufs, "a 16 KiB pool registers");
     }
 }

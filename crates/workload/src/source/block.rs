@@ -8,7 +8,7 @@ use super::{describe_failure, Call, Ctx, Issue, Next, SetupFile, Source};
 use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
-use iolab_engine::{fill_pattern, open_target, OpKind, OpenOptions};
+use iolab_engine::{fill_pattern, open_target, refill, OpKind, OpenOptions};
 use iolab_spec::{BlockJob, EngineKind, Job, SyncMode};
 use std::io;
 use std::time::Duration;
@@ -168,9 +168,9 @@ impl Source for BlockSource<'_> {
         if let Call::Data { offset, len, .. } = call {
             if self.b.refill_buffers {
                 self.refills += 1;
-                let seed = self.job.seed ^ ((self.thread as u64) << 48) ^ self.refills;
+                let key = splitmix64(self.job.seed ^ ((self.thread as u64) << 48) ^ self.refills);
                 let n = (*len as usize).min(buf.len());
-                fill_pattern(&mut buf[..n], seed, self.b.compressibility);
+                refill(&mut buf[..n], key, self.b.compressibility);
             }
             if buf.len() >= 8 {
                 // Distinct blocks: dedupe cannot fold what iolab writes.
@@ -190,6 +190,15 @@ impl Source for BlockSource<'_> {
             r => self.failed(call, r),
         }
     }
+}
+
+/// A well-mixed 64-bit key from a counter (SplitMix64's finaliser), so consecutive writes get
+/// unrelated data.
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 impl BlockSource<'_> {
