@@ -158,6 +158,12 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         h.push_str("<p class=\"note\">No runs to report.</p>\n</body>\n</html>\n");
         return h;
     }
+    // A survey opens with the profile and findings the terminal showed.
+    if let [r] = runs {
+        if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
+            profile_section(&mut h, &r.result.phases);
+        }
+    }
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     if runs.len() >= 2 {
@@ -175,6 +181,29 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         escape(env!("CARGO_PKG_VERSION"))
     );
     h
+}
+
+/// The survey's one-page profile (step, result, system) and its findings, as the terminal
+/// prints them.
+fn profile_section(h: &mut String, phases: &[PhaseResult]) {
+    h.push_str(
+        "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
+         <tr><th>step</th><th>result</th><th>system</th></tr>\n",
+    );
+    for [step, result, system] in crate::survey::rows(phases) {
+        let _ =
+            writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
+    }
+    h.push_str("</table></div>\n");
+    let findings = crate::survey::findings(phases);
+    if !findings.is_empty() {
+        h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
+        for f in findings {
+            let _ = writeln!(h, "<li>{}</li>", escape(&f));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</section>\n");
 }
 
 fn runs_section(h: &mut String, runs: &[StoredRun]) {
