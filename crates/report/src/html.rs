@@ -267,16 +267,20 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     row(h, "mount options", &|r| text(&r.host.mount_options));
     row(h, "device", &|r| {
         let mut s = text(&r.host.device);
-        if !r.host.device_model.is_empty() {
-            let _ = write!(s, " ({})", escape(&r.host.device_model));
+        let about: Vec<&str> = [&r.host.device_vendor, &r.host.device_model]
+            .into_iter()
+            .map(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if !about.is_empty() {
+            let _ = write!(s, " ({})", escape(&about.join(" ")));
+        }
+        if !r.host.device_driver.is_empty() {
+            let _ = write!(s, ", driver {}", escape(&r.host.device_driver));
         }
         s
     });
-    row(h, "rotational", &|r| match r.host.rotational {
-        Some(true) => "yes (HDD)".into(),
-        Some(false) => "no (SSD/NVMe/virtual)".into(),
-        None => text(""),
-    });
+    row(h, "rotational", &|r| text(&r.host.rotational_text()));
     row(h, "scheduler", &|r| text(&r.host.scheduler));
     h.push_str("</table></div>\n</section>\n");
 }
