@@ -122,6 +122,15 @@ pub fn compact(s: &SystemResult) -> String {
     out
 }
 
+/// What the target's devices wrote, bytes per second (None when the target has no block
+/// device: tmpfs, a network filesystem).
+pub fn target_write_bytes_s(s: &SystemResult) -> Option<f64> {
+    let target: Vec<&String> = s.target.iter().flat_map(|t| &t.devices).collect();
+    let d: Vec<&DiskRates> = s.mean.disks.iter().filter(|(n, _)| target.contains(n)).map(|(_, d)| d).collect();
+    // A device stack (dm on top of a disk) counts each write at every level: take the largest.
+    (!d.is_empty()).then(|| d.iter().map(|d| d.wkb_s * 1024.0).fold(0.0, f64::max))
+}
+
 /// What a saturated device means, in words.
 pub const SATURATED: &str = "the device is at or near its limit (SSDs and NVMe can reach 100% before theirs)";
 
