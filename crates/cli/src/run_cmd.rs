@@ -25,7 +25,12 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             Plan { phases: vec![Phase { name: job.workload.label(), jobs: vec![job] }] }
         }
     };
-    let name = args.job_file.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "flags".into());
+    // A job file is named by its path; a run from flags by what its job does ("write 1MiB
+    // direct"), so `iolab runs` tells such runs apart.
+    let name = match &args.job_file {
+        Some(p) => p.display().to_string(),
+        None => plan.phases.iter().flat_map(|p| &p.jobs).map(|j| j.describe()).next().unwrap_or_default(),
+    };
     let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
     if args.cleanup {
         cleanup(&plan, args.out.output == Output::Json);

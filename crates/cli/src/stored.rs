@@ -124,14 +124,13 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
             h.kernel
         )?;
         if !h.fstype.is_empty() {
-            let rot = match h.rotational {
-                Some(true) => ", rotational",
-                Some(false) => ", non-rotational",
-                None => "",
-            };
+            let driver =
+                if h.device_driver.is_empty() { String::new() } else { format!(", driver {}", h.device_driver) };
+            let rot = h.rotational_text();
+            let rot = if rot.is_empty() { rot } else { format!(", rotational {rot}") };
             writeln!(
                 out,
-                "  storage: {} ({}) on {} {}{rot}, scheduler {}",
+                "  storage: {} ({}) on {} {}{driver}{rot}, scheduler {}",
                 h.fstype, h.mount_options, h.device, h.device_model, h.scheduler
             )?;
         }

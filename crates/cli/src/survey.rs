@@ -1,15 +1,14 @@
 //! `iolab survey DIR`: a storage profile in about a minute. The survey is a list of
-//! [`Step`]s, each a phase of jobs and a line that reads its result; a later issue adds a
-//! step by adding an entry to [`steps`].
+//! [`Step`]s, each a phase of jobs; how a step's result reads (its line in the profile, the
+//! findings) is `iolab_report::survey`'s, keyed by the step's name, so the terminal and the
+//! HTML report say the same. A later issue adds a step here and its reading there.
 
 use crate::args::{Output, SurveyArgs};
 use crate::run_cmd::{emit, execute, exit_code};
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
-use iolab_report::fmt::{count, ms, rate};
 use iolab_spec::{BlockSizes, Bytes, EngineKind, JobPatch, Phase, Plan, Rw, SyncMode};
 use iolab_workload::layout;
-use iolab_workload::results::PhaseResult;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -27,12 +26,10 @@ pub struct Ctx {
     pub uring: bool,
 }
 
-/// One survey step: its phase's jobs, and how to say its result in a line.
+/// One survey step: its phase's name (the key `iolab_report::survey` reads it by) and jobs.
 pub struct Step {
     pub key: &'static str,
-    pub title: &'static str,
     pub jobs: fn(&Ctx) -> Vec<JobPatch>,
-    pub read: fn(&PhaseResult) -> String,
 }
 
 fn base(c: &Ctx, name: &str, target: &Path, rw: Rw, bs: Bytes) -> JobPatch {
@@ -59,60 +56,23 @@ fn deep(c: &Ctx, mut j: JobPatch) -> JobPatch {
     j
 }
 
-fn bw_line(p: &PhaseResult) -> String {
-    let t = &p.total;
-    let d = if t.write().ops > 0 { &t.write() } else { &t.read() };
-    format!("{}   lat p99 {} ms", rate(d.bw_bytes), ms(d.lat_ns.p99))
-}
-
-fn iops_line(p: &PhaseResult) -> String {
-    let t = &p.total;
-    let d = if t.write().ops > 0 { &t.write() } else { &t.read() };
-    format!("{} IOPS   lat p50 {} ms  p99 {} ms", count(d.iops), ms(d.lat_ns.p50), ms(d.lat_ns.p99))
-}
-
 /// The survey's steps, in order.
 pub fn steps() -> Vec<Step> {
     vec![
-        Step {
-            key: "seq-write",
-            title: "sequential write 1 MiB",
-            jobs: |c| vec![base(c, "seqwrite", &c.data, Rw::Write, Bytes::mib(1))],
-            read: bw_line,
-        },
-        Step {
-            key: "seq-read",
-            title: "sequential read 1 MiB",
-            jobs: |c| vec![base(c, "seqread", &c.data, Rw::Read, Bytes::mib(1))],
-            read: bw_line,
-        },
-        Step {
-            key: "rand-read-qd1",
-            title: "random read 4 KiB, QD1",
-            jobs: |c| vec![base(c, "randread1", &c.data, Rw::RandRead, Bytes::kib(4))],
-            read: iops_line,
-        },
+        Step { key: "seq-write", jobs: |c| vec![base(c, "seqwrite", &c.data, Rw::Write, Bytes::mib(1))] },
+        Step { key: "seq-read", jobs: |c| vec![base(c, "seqread", &c.data, Rw::Read, Bytes::mib(1))] },
+        Step { key: "rand-read-qd1", jobs: |c| vec![base(c, "randread1", &c.data, Rw::RandRead, Bytes::kib(4))] },
         Step {
             key: "rand-read-qd32",
-            title: "random read 4 KiB, QD32",
             jobs: |c| vec![deep(c, base(c, "randread32", &c.data, Rw::RandRead, Bytes::kib(4)))],
-            read: iops_line,
         },
-        Step {
-            key: "rand-write-qd1",
-            title: "random write 4 KiB, QD1",
-            jobs: |c| vec![base(c, "randwrite1", &c.data, Rw::RandWrite, Bytes::kib(4))],
-            read: iops_line,
-        },
+        Step { key: "rand-write-qd1", jobs: |c| vec![base(c, "randwrite1", &c.data, Rw::RandWrite, Bytes::kib(4))] },
         Step {
             key: "rand-write-qd32",
-            title: "random write 4 KiB, QD32",
             jobs: |c| vec![deep(c, base(c, "randwrite32", &c.data, Rw::RandWrite, Bytes::kib(4)))],
-            read: iops_line,
         },
         Step {
             key: "append-fsync",
-            title: "append 4 KiB + fsync",
             jobs: |c| {
                 let mut j = base(c, "appendfsync", &c.log, Rw::Write, Bytes::kib(4));
                 j.size = Some(Bytes::mib(64).min(c.size));
@@ -121,35 +81,15 @@ pub fn steps() -> Vec<Step> {
                 j.fsync_every = Some(1);
                 vec![j]
             },
-            read: |p| {
-                let s = &p.total.sync();
-                format!(
-                    "{} commits/s   fsync p50 {} ms  p99 {} ms",
-                    count(s.ops as f64 / p.elapsed_s.max(1e-9)),
-                    ms(s.lat_ns.p50),
-                    ms(s.lat_ns.p99)
-                )
-            },
         },
-        Step {
-            key: "one-writer",
-            title: "one writer, 1 MiB",
-            jobs: |c| vec![base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1))],
-            read: bw_line,
-        },
+        Step { key: "one-writer", jobs: |c| vec![base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1))] },
         Step {
             key: "two-writers",
-            title: "two concurrent writers",
             jobs: |c| {
                 vec![
                     base(c, "writer1", &c.writer[0], Rw::Write, Bytes::mib(1)),
                     base(c, "writer2", &c.writer[1], Rw::Write, Bytes::mib(1)),
                 ]
-            },
-            read: |p| {
-                let each: Vec<String> =
-                    p.jobs.iter().map(|j| format!("{:.1}", j.total.write().bw_bytes / 1e6)).collect();
-                format!("{} total ({} MB/s each)", rate(p.total.write().bw_bytes), each.join(" + "))
             },
         },
     ]
@@ -240,27 +180,12 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(["step", "result", "system"]);
-    for (s, p) in steps.iter().zip(&result.phases) {
-        let mark = if p.interrupted { " (interrupted)" } else { "" };
-        let sys = p.system.as_ref().map(iolab_report::system::compact).unwrap_or_default();
-        t.add_row([format!("{}{mark}", s.title), (s.read)(p), sys]);
+    for row in iolab_report::survey::rows(&result.phases) {
+        t.add_row(row);
     }
     println!("{t}");
-    for line in findings(&result.phases) {
+    for line in iolab_report::survey::findings(&result.phases) {
         println!("- {line}");
-    }
-    // Devices and links step by step; I/O wait, which most steps of a disk survey show, in one line.
-    let mut waits = Vec::new();
-    for (s, p) in steps.iter().zip(&result.phases) {
-        for f in p.system.iter().flat_map(iolab_report::system::findings) {
-            match f {
-                iolab_report::system::Finding::IoWait(wa) => waits.push(format!("{} ({wa:.0}%)", s.title)),
-                other => println!("- {}: {}", s.title, other.text()),
-            }
-        }
-    }
-    if !waits.is_empty() {
-        println!("- CPU I/O wait above 20% (time idle waiting for storage) during: {}", waits.join(", "));
     }
     if let Some(e) = &result.error {
         println!("stopped early: {e}");
@@ -272,40 +197,14 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     Ok(exit_code(&result))
 }
 
-/// What stands out, in words.
-fn findings(phases: &[PhaseResult]) -> Vec<String> {
-    let mut out = Vec::new();
-    let get = |k: &str| phases.iter().find(|p| p.name == k);
-    if let (Some(one), Some(two)) = (get("one-writer"), get("two-writers")) {
-        let (a, b) = (one.total.write().bw_bytes, two.total.write().bw_bytes);
-        if a > 0.0 && b > 0.0 {
-            let pct = 100.0 * b / a;
-            let what = if pct >= 110.0 {
-                "one writer alone does not saturate the storage"
-            } else if pct >= 90.0 {
-                "the storage shares well between writers"
-            } else if pct >= 60.0 {
-                "concurrency costs some throughput (seek or lock contention)"
-            } else {
-                "concurrent writers collapse: the medium or its locking saturates (two writers on one node, as in the cluster-filesystem locking check)"
-            };
-            out.push(format!("two writers together reach {pct:.0}% of one writer's throughput: {what}"));
-        }
+#[cfg(test)]
+mod tests {
+    /// Every step the survey runs has a reading in the report (the same order), so the profile
+    /// and the HTML never miss one.
+    #[test]
+    fn every_step_reads_in_the_report() {
+        let steps: Vec<&str> = super::steps().iter().map(|s| s.key).collect();
+        let readings: Vec<&str> = iolab_report::survey::readings().iter().map(|r| r.key).collect();
+        assert_eq!(steps, readings);
     }
-    if let (Some(q1), Some(q32)) = (get("rand-read-qd1"), get("rand-read-qd32")) {
-        if q1.total.read().iops > 0.0 {
-            out.push(format!(
-                "random reads scale {:.1}x from queue depth 1 to 32",
-                q32.total.read().iops / q1.total.read().iops
-            ));
-        }
-    }
-    if let Some(f) = get("append-fsync") {
-        if f.total.sync().lat_ns.p99 > 10_000_000 {
-            out.push(
-                "fsync p99 above 10 ms: every commit waits on the device (a database that syncs every commit, such as a redo log, would crawl)".into(),
-            );
-        }
-    }
-    out
 }

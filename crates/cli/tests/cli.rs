@@ -253,6 +253,20 @@ fn survey_runs_every_step_and_cleans_up() {
         .unwrap();
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("random read 4 KiB, QD32") && s.contains("two writers together"), "{s}");
+    // Its HTML report opens with the same profile and the same findings.
+    let report = s.lines().find_map(|l| l.strip_prefix("report: ")).expect("a report line");
+    let html = std::fs::read_to_string(report.split(" (open").next().unwrap()).unwrap();
+    let (profile, runs) = (html.find("<section id=\"profile\">"), html.find("<section id=\"runs\">"));
+    assert!(profile.is_some() && profile < runs, "the profile comes first");
+    let esc = |t: &str| {
+        t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+    };
+    let findings: Vec<&str> = s.lines().filter_map(|l| l.strip_prefix("- ")).collect();
+    assert!(!findings.is_empty(), "{s}");
+    for f in findings {
+        assert!(html.contains(&format!("<li>{}</li>", esc(f))), "the report lacks the finding {f:?}");
+    }
+    assert!(html.contains("<td>random read 4 KiB, QD32</td>"));
 }
 
 #[test]

@@ -361,3 +361,23 @@ fn a_metric_only_one_configuration_has_keeps_its_row_in_either_order() {
         assert!(row.split_whitespace().any(|w| w.parse::<f64>().is_ok_and(|v| v > 0.0)), "b's p99: {row}");
     }
 }
+
+/// Runs started from flags are named by what their job does, so `iolab runs` tells them apart.
+#[test]
+fn runs_from_flags_are_named_by_their_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(&dir);
+    let f = dir.path().join("f");
+    let fs = f.to_str().unwrap();
+    for extra in [&["--rw", "write", "--bs", "1M"][..], &["--rw", "randread", "--bs", "4k", "--threads", "2"][..]] {
+        let mut args = vec!["run", "--db", &db, "--target", fs, "--size", "4M", "--runtime", "0.2s"];
+        args.extend_from_slice(extra);
+        run_json(&args);
+    }
+    let listed = iolab().args(["runs", "--db", &db]).output().unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(text.contains("write 1M") && text.contains("randread 4k 2 threads"), "{text}");
+    assert!(!text.contains("flags"), "{text}");
+    let shown = json_of(&["show", "--db", &db, "last", "--output", "json"]);
+    assert_eq!(shown[0]["name"], "randread 4k 2 threads");
+}

@@ -158,6 +158,12 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         h.push_str("<p class=\"note\">No runs to report.</p>\n</body>\n</html>\n");
         return h;
     }
+    // A survey opens with the profile and findings the terminal showed.
+    if let [r] = runs {
+        if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
+            profile_section(&mut h, &r.result.phases);
+        }
+    }
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     if runs.len() >= 2 {
@@ -175,6 +181,29 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         escape(env!("CARGO_PKG_VERSION"))
     );
     h
+}
+
+/// The survey's one-page profile (step, result, system) and its findings, as the terminal
+/// prints them.
+fn profile_section(h: &mut String, phases: &[PhaseResult]) {
+    h.push_str(
+        "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
+         <tr><th>step</th><th>result</th><th>system</th></tr>\n",
+    );
+    for [step, result, system] in crate::survey::rows(phases) {
+        let _ =
+            writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
+    }
+    h.push_str("</table></div>\n");
+    let findings = crate::survey::findings(phases);
+    if !findings.is_empty() {
+        h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
+        for f in findings {
+            let _ = writeln!(h, "<li>{}</li>", escape(&f));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</section>\n");
 }
 
 fn runs_section(h: &mut String, runs: &[StoredRun]) {
@@ -238,16 +267,20 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     row(h, "mount options", &|r| text(&r.host.mount_options));
     row(h, "device", &|r| {
         let mut s = text(&r.host.device);
-        if !r.host.device_model.is_empty() {
-            let _ = write!(s, " ({})", escape(&r.host.device_model));
+        let about: Vec<&str> = [&r.host.device_vendor, &r.host.device_model]
+            .into_iter()
+            .map(|v| v.as_str())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if !about.is_empty() {
+            let _ = write!(s, " ({})", escape(&about.join(" ")));
+        }
+        if !r.host.device_driver.is_empty() {
+            let _ = write!(s, ", driver {}", escape(&r.host.device_driver));
         }
         s
     });
-    row(h, "rotational", &|r| match r.host.rotational {
-        Some(true) => "yes (HDD)".into(),
-        Some(false) => "no (SSD/NVMe/virtual)".into(),
-        None => text(""),
-    });
+    row(h, "rotational", &|r| text(&r.host.rotational_text()));
     row(h, "scheduler", &|r| text(&r.host.scheduler));
     h.push_str("</table></div>\n</section>\n");
 }

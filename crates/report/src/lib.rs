@@ -11,5 +11,6 @@ pub mod export;
 pub mod fmt;
 pub mod html;
 pub mod summary;
+pub mod survey;
 pub mod system;
 pub mod threads;

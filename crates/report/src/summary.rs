@@ -10,6 +10,10 @@ pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
     for p in &r.phases {
         s.push_str(&phase(p));
+        let jobs = r.plan.phases.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);
+        if let Some(f) = cached_writes(p, jobs) {
+            let _ = writeln!(s, "  - {f}");
+        }
     }
     match r.status {
         Status::Interrupted => {
@@ -74,6 +78,46 @@ pub fn phase(p: &PhaseResult) -> String {
     s
 }
 
+/// iolab must write at least this fast (MB/s) for [`cached_writes`] to speak: below it a
+/// device keeping up is no surprise.
+pub const CACHED_MIN_MBS: f64 = 50.0;
+/// ...and the target's devices must have written less than this share of it.
+pub const CACHED_SHARE: f64 = 0.2;
+
+/// Buffered writes that stayed in the page cache: iolab reports what the page cache took, the
+/// device wrote a fraction of it. Speaks when every job of the phase that writes is buffered
+/// (no `--direct`, no `--sync`/`--fsync-every`, no `--end-fsync`), iolab wrote at least
+/// [`CACHED_MIN_MBS`], and the target's devices wrote less than [`CACHED_SHARE`] of it.
+pub fn cached_writes(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<String> {
+    use iolab_spec::{SyncMode, Workload};
+    let writers: Vec<&iolab_spec::Job> = jobs
+        .iter()
+        .filter(|j| match &j.workload {
+            Workload::Block(b) => b.rw.writes(),
+        })
+        .collect();
+    let buffered = |j: &&iolab_spec::Job| {
+        !j.direct
+            && match &j.workload {
+                Workload::Block(b) => b.sync == SyncMode::None && !b.end_fsync,
+            }
+    };
+    if writers.is_empty() || !writers.iter().all(buffered) {
+        return None;
+    }
+    let ours = p.total.write().bw_bytes;
+    let device = crate::system::target_write_bytes_s(p.system.as_ref()?)?;
+    if ours / 1e6 < CACHED_MIN_MBS || device >= CACHED_SHARE * ours {
+        return None;
+    }
+    Some(format!(
+        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({:.1}%); add --end-fsync (dd's conv=fsync) to count the flush, or --direct to bypass the cache",
+        fmt_decimal(ours),
+        fmt_decimal(device),
+        100.0 * device / ours
+    ))
+}
+
 fn row(job: &str, dir: &str, d: &ClassTotals) -> Vec<Cell> {
     let l = &d.lat_ns;
     let mut r = vec![
@@ -114,5 +158,62 @@ fn dd_lines(s: &mut String, t: &Totals, elapsed: f64, indent: &str) {
             ms(t.sync().lat_ns.p99),
             ms(t.sync().lat_ns.max)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_model::{Acc, OpClass};
+    use iolab_spec::{JobPatch, Rw};
+    use iolab_sysstat::{DiskRates, SystemResult, TargetInfo};
+
+    /// A phase that wrote `mbs` MB/s for 1 s while the target disk wrote `disk_mbs`.
+    fn phase_of(mbs: f64, disk_mbs: f64) -> PhaseResult {
+        let mut a = Acc::default();
+        let ops = (mbs * 1e6 / 4096.0) as u64;
+        for _ in 0..ops {
+            a.record(OpClass::Write, 4096, 1_000);
+        }
+        let mut s = SystemResult::default();
+        s.mean.disks.insert("vda".into(), DiskRates { wkb_s: disk_mbs * 1e6 / 1024.0, ..Default::default() });
+        s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
+        PhaseResult {
+            name: "p".into(),
+            elapsed_s: 1.0,
+            interrupted: false,
+            total: Totals::from_acc(&a, 1.0),
+            jobs: Vec::new(),
+            timeline: Vec::new(),
+            cpu: Default::default(),
+            system: Some(s),
+        }
+    }
+
+    fn job(f: impl FnOnce(&mut JobPatch)) -> Vec<iolab_spec::Job> {
+        let mut p = JobPatch { target: Some("/t".into()), rw: Some(Rw::RandWrite), ..Default::default() };
+        f(&mut p);
+        vec![p.resolve("j").unwrap()]
+    }
+
+    #[test]
+    fn buffered_writes_the_device_never_saw_get_a_finding() {
+        // Seed 000's trap: hundreds of MB/s reported while the disk was nearly idle.
+        let f = cached_writes(&phase_of(500.0, 0.07), &job(|_| {})).expect("a finding");
+        assert!(f.contains("stayed in the page cache") && f.contains("--end-fsync") && f.contains("--direct"), "{f}");
+        assert!(f.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0%)"), "{f}");
+    }
+
+    #[test]
+    fn no_finding_when_the_device_kept_up_or_the_cache_was_not_in_the_way() {
+        assert!(cached_writes(&phase_of(500.0, 450.0), &job(|_| {})).is_none(), "the device wrote it");
+        assert!(cached_writes(&phase_of(500.0, 0.1), &job(|p| p.direct = Some(true))).is_none(), "direct");
+        assert!(cached_writes(&phase_of(500.0, 0.1), &job(|p| p.end_fsync = Some(true))).is_none(), "end fsync");
+        assert!(cached_writes(&phase_of(500.0, 0.1), &job(|p| p.fsync_every = Some(1))).is_none(), "fsync");
+        assert!(cached_writes(&phase_of(20.0, 0.0), &job(|_| {})).is_none(), "too slow to tell");
+        assert!(cached_writes(&phase_of(500.0, 0.1), &job(|p| p.rw = Some(Rw::Read))).is_none(), "no writes");
+        let mut tmpfs = phase_of(500.0, 0.0);
+        tmpfs.system.as_mut().unwrap().target = Some(TargetInfo::default());
+        assert!(cached_writes(&tmpfs, &job(|_| {})).is_none(), "no block device to compare with");
     }
 }

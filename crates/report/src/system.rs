@@ -65,7 +65,7 @@ fn device(out: &mut String, name: &str, d: &DiskRates) {
     if split {
         let _ = write!(out, " r_await {} w_await {} ms", ms(r), ms(w));
     } else {
-        let _ = write!(out, " await {} ms", ms(if d.w_s >= d.r_s { w } else { r }));
+        let _ = write!(out, " await {} ms", ms(await_ms(d)));
     }
     let _ = write!(out, " util {:.0}%", d.util_pct);
 }
@@ -95,12 +95,26 @@ pub fn line(s: &SystemResult) -> String {
     out
 }
 
+/// A device's await as the short forms show it: the await of the direction that moved more
+/// requests (writes on a tie). The survey's table and its findings both use this one.
+pub fn await_ms(d: &DiskRates) -> f64 {
+    if d.w_s >= d.r_s {
+        d.w_await_ms
+    } else {
+        d.r_await_ms
+    }
+}
+
+/// A latency in ms from /proc's milliseconds, formatted as every other latency.
+fn ms_of(v: f64) -> String {
+    crate::fmt::ms((v * 1e6) as u64)
+}
+
 /// The survey's short form: `wa 36% | vda util 89% await 0.4 ms`.
 pub fn compact(s: &SystemResult) -> String {
     let mut out = format!("wa {:.0}%", s.mean.cpu.all.iowait_pct);
     for (name, d) in devices(s) {
-        let wait = if d.w_s >= d.r_s { d.w_await_ms } else { d.r_await_ms };
-        let _ = write!(out, " | {name} util {:.0}% await {} ms", d.util_pct, crate::fmt::ms((wait * 1e6) as u64));
+        let _ = write!(out, " | {name} util {:.0}% await {} ms", d.util_pct, ms_of(await_ms(d)));
     }
     for (name, rx, tx, _) in interfaces(s) {
         let _ = write!(out, " | {name} {}/s", fmt_decimal(rx.max(tx)));
@@ -108,10 +122,22 @@ pub fn compact(s: &SystemResult) -> String {
     out
 }
 
+/// What the target's devices wrote, bytes per second (None when the target has no block
+/// device: tmpfs, a network filesystem).
+pub fn target_write_bytes_s(s: &SystemResult) -> Option<f64> {
+    let target: Vec<&String> = s.target.iter().flat_map(|t| &t.devices).collect();
+    let d: Vec<&DiskRates> = s.mean.disks.iter().filter(|(n, _)| target.contains(n)).map(|(_, d)| d).collect();
+    // A device stack (dm on top of a disk) counts each write at every level: take the largest.
+    (!d.is_empty()).then(|| d.iter().map(|d| d.wkb_s * 1024.0).fold(0.0, f64::max))
+}
+
+/// What a saturated device means, in words.
+pub const SATURATED: &str = "the device is at or near its limit (SSDs and NVMe can reach 100% before theirs)";
+
 /// Something that stands out in a phase's system figures.
 pub enum Finding {
-    /// A device busy most of the window.
-    Saturated(String),
+    /// A device busy most of the window: its name, %util, queue size and await ([`await_ms`]).
+    Saturated { device: String, util_pct: f64, queue: f64, await_ms: f64 },
     /// CPU I/O wait above 20%, in percent.
     IoWait(f64),
     /// A link carrying most of its speed.
@@ -121,7 +147,11 @@ pub enum Finding {
 impl Finding {
     pub fn text(&self) -> String {
         match self {
-            Finding::Saturated(t) | Finding::LinkNear(t) => t.clone(),
+            Finding::Saturated { device, util_pct, queue, await_ms } => format!(
+                "{device} was busy {util_pct:.0}% of the time (queue {queue:.1}, await {} ms): {SATURATED}",
+                ms_of(*await_ms)
+            ),
+            Finding::LinkNear(t) => t.clone(),
             Finding::IoWait(wa) => {
                 format!(
                     "CPU I/O wait {wa:.0}%: CPU time went idle waiting for storage (a sign of slow or saturated disks)"
@@ -136,12 +166,12 @@ pub fn findings(s: &SystemResult) -> Vec<Finding> {
     let mut out = Vec::new();
     for (name, d) in devices(s) {
         if d.util_pct >= 90.0 {
-            out.push(Finding::Saturated(format!(
-                "{name} was busy {:.0}% of the time (queue {:.1}, await {:.1} ms): the device is at or near its limit (SSDs and NVMe can reach 100% before theirs)",
-                d.util_pct,
-                d.avgqu,
-                d.w_await_ms.max(d.r_await_ms)
-            )));
+            out.push(Finding::Saturated {
+                device: name.clone(),
+                util_pct: d.util_pct,
+                queue: d.avgqu,
+                await_ms: await_ms(d),
+            });
         }
     }
     let wa = s.mean.cpu.all.iowait_pct;

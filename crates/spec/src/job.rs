@@ -268,6 +268,50 @@ pub enum Workload {
     Block(BlockJob),
 }
 
+impl Job {
+    /// The job in a few words, to tell runs apart in `iolab runs`: what it does, its block size,
+    /// and whatever differs from iolab's defaults (`randwrite 4KiB direct io_uring QD32 4 threads
+    /// fsync every 8`).
+    pub fn describe(&self) -> String {
+        let mut words = vec![self.workload.label()];
+        match &self.workload {
+            Workload::Block(b) => {
+                if let Some(m) = Some(b.mix).filter(|_| b.rw.is_mixed()) {
+                    words.push(format!("{m}% reads"));
+                }
+                words.push(b.bs.to_string());
+                if self.direct {
+                    words.push("direct".into());
+                }
+                match b.sync {
+                    SyncMode::None => {}
+                    SyncMode::Fsync | SyncMode::Fdatasync => words.push(format!("{} every {}", b.sync, b.fsync_every)),
+                    other => words.push(other.to_string()),
+                }
+                if b.end_fsync {
+                    words.push("end fsync".into());
+                }
+                if let Some(r) = b.rate {
+                    words.push(format!("at {r}/s"));
+                }
+                if let Some(r) = b.rate_iops {
+                    words.push(format!("at {r} IOPS"));
+                }
+            }
+        }
+        if self.engine != EngineKind::Psync {
+            words.push(self.engine.to_string());
+        }
+        if self.iodepth > 1 {
+            words.push(format!("QD{}", self.iodepth));
+        }
+        if self.threads > 1 {
+            words.push(format!("{} threads", self.threads));
+        }
+        words.join(" ")
+    }
+}
+
 impl Workload {
     /// A short description for tables and default phase names (`randrw`, `write`...).
     pub fn label(&self) -> String {

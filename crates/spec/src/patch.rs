@@ -186,6 +186,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_job_describes_itself_in_a_few_words() {
+        let d = |p: JobPatch| JobPatch { target: Some("/t".into()), ..p }.resolve("j").unwrap().describe();
+        assert_eq!(
+            d(JobPatch {
+                rw: Some(Rw::Write),
+                bs: Some("1M".parse().unwrap()),
+                direct: Some(true),
+                ..Default::default()
+            }),
+            "write 1M direct"
+        );
+        assert_eq!(
+            d(JobPatch {
+                rw: Some(Rw::RandWrite),
+                engine: Some(EngineKind::IoUring),
+                iodepth: Some(32),
+                threads: Some(4),
+                fsync_every: Some(8),
+                ..Default::default()
+            }),
+            "randwrite 4k fsync every 8 io_uring QD32 4 threads"
+        );
+        assert_eq!(d(JobPatch { rw: Some(Rw::RandRw), mix: Some(70), ..Default::default() }), "randrw 70% reads 4k");
+        assert_eq!(
+            d(JobPatch { rate_iops: Some(500), end_fsync: Some(true), ..Default::default() }),
+            "read 4k end fsync at 500 IOPS"
+        );
+    }
+
+    #[test]
     fn layering_keeps_every_kind_of_value_and_the_top_wins() {
         let base = JobPatch {
             bs: Some("4k:70,64k:30".parse().unwrap()),

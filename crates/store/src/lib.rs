@@ -46,7 +46,8 @@ pub struct StoredRun {
     pub id: i64,
     /// `run` or `survey` (later: `scenario`, `replay`, `verify`).
     pub kind: String,
-    /// What the user ran: a job file's name, `flags`, or the surveyed directory.
+    /// What the user ran: a job file's name, its job in words when run from flags
+    /// (`randwrite 4k direct io_uring QD32`), or the surveyed directory.
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub host: HostFacts,

@@ -21,10 +21,35 @@ pub struct HostFacts {
     pub device: String,
     #[serde(default)]
     pub device_model: String,
+    /// The kernel's `queue/rotational` flag: what the device (or its driver) claims, not what
+    /// the medium is (virtio disks and many SAN LUNs say 1 whatever is behind them).
     #[serde(default)]
     pub rotational: Option<bool>,
     #[serde(default)]
     pub scheduler: String,
+    /// The device's driver (`virtio_blk`, `sd`, `nvme`...), from /sys/block/DEV/device/driver.
+    #[serde(default)]
+    pub device_driver: String,
+    #[serde(default)]
+    pub device_vendor: String,
+}
+
+impl HostFacts {
+    /// The rotational flag in words, as the kernel gives it, with what it cannot tell: `1 (the
+    /// kernel's queue/rotational; virtio_blk reports 1 whatever the medium)`. Empty when unknown.
+    pub fn rotational_text(&self) -> String {
+        let Some(rot) = self.rotational else { return String::new() };
+        let driver = self.device_driver.as_str();
+        let caveat = match (rot, driver) {
+            (true, "virtio_blk" | "xen_blkfront" | "vmw_pvscsi") => {
+                format!("; {driver} reports 1 whatever the medium")
+            }
+            (true, "sd") => "; a SCSI/SAN LUN reports what its array tells, often 1 for flash".to_string(),
+            (true, _) => "; it is what the device claims".to_string(),
+            (false, _) => String::new(),
+        };
+        format!("{} (the kernel's queue/rotational{caveat})", if rot { 1 } else { 0 })
+    }
 }
 
 fn read(p: impl AsRef<Path>) -> String {
@@ -68,6 +93,11 @@ pub fn host_facts(target: Option<&TargetInfo>) -> HostFacts {
             let q = Path::new("/sys/block").join(disk);
             f.device = disk.clone();
             f.device_model = read(q.join("device/model"));
+            f.device_vendor = read(q.join("device/vendor"));
+            f.device_driver = std::fs::read_link(q.join("device/driver"))
+                .ok()
+                .and_then(|l| l.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_default();
             f.rotational = match read(q.join("queue/rotational")).as_str() {
                 "1" => Some(true),
                 "0" => Some(false),
@@ -86,6 +116,23 @@ pub fn host_facts(target: Option<&TargetInfo>) -> HostFacts {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_rotational_flag_says_what_the_kernel_says() {
+        let f = |rot, driver: &str| super::HostFacts {
+            rotational: rot,
+            device_driver: driver.into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            f(Some(true), "virtio_blk").rotational_text(),
+            "1 (the kernel's queue/rotational; virtio_blk reports 1 whatever the medium)"
+        );
+        assert!(f(Some(true), "sd").rotational_text().contains("SAN LUN"));
+        assert_eq!(f(Some(false), "nvme").rotational_text(), "0 (the kernel's queue/rotational)");
+        assert_eq!(f(None, "").rotational_text(), "");
+        assert!(!f(Some(true), "ahci").rotational_text().contains("HDD"), "never a guess at the medium");
+    }
+
     #[test]
     fn facts_of_this_machine() {
         let t = crate::describe(std::path::Path::new("/"), &Default::default());

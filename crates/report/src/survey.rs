@@ -1,0 +1,250 @@
+//! The survey's one-page profile, read from its phases: a line per step and what stands out, in
+//! words. The terminal and the HTML report print the same rows and the same findings from here
+//! (the CLI builds the steps' jobs; this module only reads results, keyed by step name).
+
+use crate::fmt::{count, ms, rate};
+use crate::system::{self, Finding};
+use iolab_model::PhaseResult;
+use std::collections::BTreeMap;
+
+/// How one step reads: its name in the table and its result in a line.
+pub struct Reading {
+    /// The phase name the survey gives the step.
+    pub key: &'static str,
+    pub title: &'static str,
+    read: fn(&PhaseResult) -> String,
+}
+
+fn bw_line(p: &PhaseResult) -> String {
+    let t = &p.total;
+    let d = if t.write().ops > 0 { t.write() } else { t.read() };
+    format!("{}   lat p99 {} ms", rate(d.bw_bytes), ms(d.lat_ns.p99))
+}
+
+fn iops_line(p: &PhaseResult) -> String {
+    let t = &p.total;
+    let d = if t.write().ops > 0 { t.write() } else { t.read() };
+    format!("{} IOPS   lat p50 {} ms  p99 {} ms", count(d.iops), ms(d.lat_ns.p50), ms(d.lat_ns.p99))
+}
+
+fn commits_line(p: &PhaseResult) -> String {
+    let s = p.total.sync();
+    format!(
+        "{} commits/s   fsync p50 {} ms  p99 {} ms",
+        count(s.ops as f64 / p.elapsed_s.max(1e-9)),
+        ms(s.lat_ns.p50),
+        ms(s.lat_ns.p99)
+    )
+}
+
+fn writers_line(p: &PhaseResult) -> String {
+    let each: Vec<String> = p.jobs.iter().map(|j| crate::fmt::num(j.total.write().bw_bytes / 1e6)).collect();
+    format!("{} total ({} MB/s each)", rate(p.total.write().bw_bytes), each.join(" + "))
+}
+
+/// The survey's steps as they read, in order.
+pub fn readings() -> Vec<Reading> {
+    let r = |key, title, read| Reading { key, title, read };
+    vec![
+        r("seq-write", "sequential write 1 MiB", bw_line),
+        r("seq-read", "sequential read 1 MiB", bw_line),
+        r("rand-read-qd1", "random read 4 KiB, QD1", iops_line),
+        r("rand-read-qd32", "random read 4 KiB, QD32", iops_line),
+        r("rand-write-qd1", "random write 4 KiB, QD1", iops_line),
+        r("rand-write-qd32", "random write 4 KiB, QD32", iops_line),
+        r("append-fsync", "append 4 KiB + fsync", commits_line),
+        r("one-writer", "one writer, 1 MiB", bw_line),
+        r("two-writers", "two concurrent writers", writers_line),
+    ]
+}
+
+/// The title of a step (its key when iolab does not know it).
+fn title_of(key: &str) -> String {
+    readings().into_iter().find(|r| r.key == key).map_or_else(|| key.to_string(), |r| r.title.to_string())
+}
+
+/// Are these the phases of a survey? (Every phase is a known step.)
+pub fn is_survey(phases: &[PhaseResult]) -> bool {
+    let known = readings();
+    !phases.is_empty() && phases.iter().all(|p| known.iter().any(|r| r.key == p.name))
+}
+
+/// The profile's rows: step, result, system (CPU I/O wait and the target's devices).
+pub fn rows(phases: &[PhaseResult]) -> Vec<[String; 3]> {
+    let known = readings();
+    phases
+        .iter()
+        .map(|p| {
+            let mark = if p.interrupted { " (interrupted)" } else { "" };
+            let (title, line) = match known.iter().find(|r| r.key == p.name) {
+                Some(r) => (r.title.to_string(), (r.read)(p)),
+                None => (p.name.clone(), String::new()),
+            };
+            let sys = p.system.as_ref().map(system::compact).unwrap_or_default();
+            [format!("{title}{mark}"), line, sys]
+        })
+        .collect()
+}
+
+/// What stands out, in words: the survey's own comparisons between steps, then the system's
+/// findings, each kind folded into one line when several steps share it (a disk busy in every
+/// step is one line naming the steps, not nine lines).
+pub fn findings(phases: &[PhaseResult]) -> Vec<String> {
+    let mut out = between_steps(phases);
+    // Busy devices, by device: each step with its %util, queue and await (the await the
+    // table shows, `system::await_ms`).
+    let mut busy: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut waits = Vec::new();
+    for p in phases {
+        let title = title_of(&p.name);
+        for f in p.system.iter().flat_map(system::findings) {
+            match f {
+                Finding::Saturated { device, util_pct, queue, await_ms } => {
+                    busy.entry(device).or_default().push(format!(
+                        "{title} ({util_pct:.0}%, queue {queue:.1}, await {} ms)",
+                        ms((await_ms * 1e6) as u64)
+                    ));
+                }
+                Finding::IoWait(wa) => waits.push(format!("{title} ({wa:.0}%)")),
+                other => out.push(format!("{title}: {}", other.text())),
+            }
+        }
+    }
+    for (device, steps) in busy {
+        if let [one] = steps.as_slice() {
+            out.push(format!("{device} was busy 90% of the time or more during {one}: {}", system::SATURATED));
+        } else {
+            out.push(format!(
+                "{device} was busy 90% of the time or more in {} steps: {}; {}",
+                steps.len(),
+                steps.join(", "),
+                system::SATURATED
+            ));
+        }
+    }
+    if !waits.is_empty() {
+        out.push(format!("CPU I/O wait above 20% (time idle waiting for storage) during: {}", waits.join(", ")));
+    }
+    out
+}
+
+/// The comparisons only a survey can make: two writers against one, queue depth 32 against 1,
+/// commit latency.
+fn between_steps(phases: &[PhaseResult]) -> Vec<String> {
+    let mut out = Vec::new();
+    let get = |k: &str| phases.iter().find(|p| p.name == k);
+    if let (Some(one), Some(two)) = (get("one-writer"), get("two-writers")) {
+        let (a, b) = (one.total.write().bw_bytes, two.total.write().bw_bytes);
+        if a > 0.0 && b > 0.0 {
+            let pct = 100.0 * b / a;
+            let what = if pct >= 110.0 {
+                "one writer alone does not saturate the storage"
+            } else if pct >= 90.0 {
+                "the storage shares well between writers"
+            } else if pct >= 60.0 {
+                "concurrency costs some throughput (seek or lock contention)"
+            } else {
+                "concurrent writers collapse: the medium or its locking saturates (two writers on one node, as in the cluster-filesystem locking check)"
+            };
+            out.push(format!("two writers together reach {pct:.0}% of one writer's throughput: {what}"));
+        }
+    }
+    if let (Some(q1), Some(q32)) = (get("rand-read-qd1"), get("rand-read-qd32")) {
+        if q1.total.read().iops > 0.0 {
+            out.push(format!(
+                "random reads scale {:.1}x from queue depth 1 to 32",
+                q32.total.read().iops / q1.total.read().iops
+            ));
+        }
+    }
+    if let Some(f) = get("append-fsync") {
+        if f.total.sync().lat_ns.p99 > 10_000_000 {
+            out.push(
+                "fsync p99 above 10 ms: every commit waits on the device (a database that syncs every commit, such as a redo log, would crawl)".into(),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_model::{Acc, OpClass, Totals};
+    use iolab_sysstat::{DiskRates, SystemResult, TargetInfo};
+
+    /// A step's phase: `ops` writes of 1 MiB in 1 s at 1 ms each, the target disk `vda` as given.
+    fn step(key: &str, disk: DiskRates, iowait: f64) -> PhaseResult {
+        let mut a = Acc::default();
+        for _ in 0..100 {
+            a.record(OpClass::Write, 1 << 20, 1_000_000);
+        }
+        let mut s = SystemResult::default();
+        s.mean.cpu.all.iowait_pct = iowait;
+        s.mean.disks.insert("vda".into(), disk);
+        s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
+        PhaseResult {
+            name: key.into(),
+            elapsed_s: 1.0,
+            interrupted: false,
+            total: Totals::from_acc(&a, 1.0),
+            jobs: Vec::new(),
+            timeline: Vec::new(),
+            cpu: Default::default(),
+            system: Some(s),
+        }
+    }
+
+    fn busy(r_s: f64, r_await: f64, w_s: f64, w_await: f64) -> DiskRates {
+        DiskRates {
+            r_s,
+            r_await_ms: r_await,
+            w_s,
+            w_await_ms: w_await,
+            avgqu: 1.7,
+            util_pct: 94.0,
+            ..Default::default()
+        }
+    }
+
+    /// Issue 8: the table said "await 0.415 ms" (the dominant direction's) and the finding
+    /// "await 1.0 ms" (the larger of read and write) for the same step.
+    #[test]
+    fn the_table_and_the_findings_show_the_same_await() {
+        // Mostly writes at 0.415 ms, a few reads at 1.0 ms.
+        let p = vec![step("seq-write", busy(3.0, 1.0, 2000.0, 0.415), 10.0)];
+        let row = &rows(&p)[0];
+        assert!(row[2].contains("await 0.415 ms"), "{row:?}");
+        let f = findings(&p).join("\n");
+        assert!(f.contains("await 0.415 ms") && !f.contains("1.0 ms") && !f.contains("1.00 ms"), "{f}");
+        assert!(f.contains("sequential write 1 MiB (94%, queue 1.7"), "{f}");
+    }
+
+    #[test]
+    fn findings_that_repeat_over_steps_fold_into_one_line() {
+        let keys = ["seq-write", "seq-read", "rand-read-qd32", "one-writer", "two-writers"];
+        let p: Vec<PhaseResult> = keys.iter().map(|k| step(k, busy(0.0, 0.0, 100.0, 0.3), 40.0)).collect();
+        let f = findings(&p);
+        let disk: Vec<&String> = f.iter().filter(|l| l.contains("vda was busy")).collect();
+        assert_eq!(disk.len(), 1, "one line for the busy disk: {f:#?}");
+        assert!(disk[0].contains("in 5 steps") && disk[0].contains("two concurrent writers (94%"), "{}", disk[0]);
+        let wait: Vec<&String> = f.iter().filter(|l| l.contains("I/O wait")).collect();
+        assert_eq!(wait.len(), 1, "{f:#?}");
+        assert!(wait[0].contains("sequential read 1 MiB (40%)"), "{}", wait[0]);
+        // One busy step reads as one step.
+        let one = findings(&p[..1]);
+        assert!(
+            one.iter().any(|l| l.starts_with("vda was busy 90% of the time or more during sequential write")),
+            "{one:#?}"
+        );
+    }
+
+    #[test]
+    fn a_survey_is_known_by_its_steps() {
+        let p = vec![step("seq-write", DiskRates::default(), 0.0), step("two-writers", DiskRates::default(), 0.0)];
+        assert!(is_survey(&p));
+        assert!(!is_survey(&[step("randwrite", DiskRates::default(), 0.0)]));
+        assert!(!is_survey(&[]));
+        assert_eq!(rows(&p)[1][0], "two concurrent writers");
+    }
+}
