@@ -161,7 +161,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     // A survey opens with the profile and findings the terminal showed.
     if let [r] = runs {
         if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases);
+            profile_section(&mut h, &r.result.phases, &r.result.plan.phases);
         }
     }
     runs_section(&mut h, runs);
@@ -185,7 +185,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
 
 /// The survey's one-page profile (step, result, system) and its findings, as the terminal
 /// prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult]) {
+fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
     h.push_str(
         "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
          <tr><th>step</th><th>result</th><th>system</th></tr>\n",
@@ -195,7 +195,7 @@ fn profile_section(h: &mut String, phases: &[PhaseResult]) {
             writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
     }
     h.push_str("</table></div>\n");
-    let findings = crate::survey::findings(phases);
+    let findings = crate::survey::findings(phases, plan);
     if !findings.is_empty() {
         h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
         for f in findings {
