@@ -91,10 +91,10 @@ pub const CACHED_SHARE: f64 = 0.2;
 pub fn cached_writes(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<String> {
     let (ours, device) = cached_write_rates(p, jobs)?;
     Some(format!(
-        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({:.1}%); {CACHED_ADVICE}",
+        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({}%); {CACHED_ADVICE}",
         fmt_decimal(ours),
         fmt_decimal(device),
-        100.0 * device / ours
+        num(100.0 * device / ours)
     ))
 }
 
@@ -211,7 +211,7 @@ mod tests {
         // Seed 000's trap: hundreds of MB/s reported while the disk was nearly idle.
         let f = cached_writes(&phase_of(500.0, 0.07), &job(|_| {})).expect("a finding");
         assert!(f.contains("stayed in the page cache") && f.contains("--end-fsync") && f.contains("--direct"), "{f}");
-        assert!(f.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0%)"), "{f}");
+        assert!(f.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0140%)"), "{f}");
     }
 
     #[test]
