@@ -345,7 +345,32 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
     h.push_str("</table></div>\n");
     other_classes(h, runs, opts);
+    findings_list(h, runs, opts);
     h.push_str("</section>\n");
+}
+
+/// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
+/// the report says what stands out too. A survey's are in its profile, folded, and not repeated.
+fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let mut items = Vec::new();
+    for r in runs.iter().filter(|r| !(r.kind == "survey" || crate::survey::is_survey(&r.result.phases))) {
+        for p in &r.result.phases {
+            let plan = r.result.plan.phases.iter().find(|ph| ph.name == p.name);
+            let mut found: Vec<String> = p.system.iter().flat_map(crate::system::findings).map(|f| f.text()).collect();
+            found.extend(crate::summary::cached_writes(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])));
+            for f in found {
+                items.push(format!(
+                    "<li>{}, phase {}: {}</li>",
+                    escape(&run_label(r, opts.by.as_deref())),
+                    escape(&p.name),
+                    escape(&f)
+                ));
+            }
+        }
+    }
+    if !items.is_empty() {
+        let _ = writeln!(h, "<h3>Findings</h3>\n<ul class=\"findings\">\n{}\n</ul>", items.join("\n"));
+    }
 }
 
 /// Operations other than reads, writes and flushes (creates, renames, ...), when any run has them.
