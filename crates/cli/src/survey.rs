@@ -184,7 +184,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         t.add_row(row);
     }
     println!("{t}");
-    for line in iolab_report::survey::findings(&result.phases) {
+    for line in iolab_report::survey::findings(&result.phases, &result.plan.phases) {
         println!("- {line}");
     }
     if let Some(e) = &result.error {

@@ -161,7 +161,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     // A survey opens with the profile and findings the terminal showed.
     if let [r] = runs {
         if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases);
+            profile_section(&mut h, &r.result.phases, &r.result.plan.phases);
         }
     }
     runs_section(&mut h, runs);
@@ -185,7 +185,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
 
 /// The survey's one-page profile (step, result, system) and its findings, as the terminal
 /// prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult]) {
+fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
     h.push_str(
         "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
          <tr><th>step</th><th>result</th><th>system</th></tr>\n",
@@ -195,7 +195,7 @@ fn profile_section(h: &mut String, phases: &[PhaseResult]) {
             writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
     }
     h.push_str("</table></div>\n");
-    let findings = crate::survey::findings(phases);
+    let findings = crate::survey::findings(phases, plan);
     if !findings.is_empty() {
         h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
         for f in findings {
@@ -345,7 +345,32 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
     h.push_str("</table></div>\n");
     other_classes(h, runs, opts);
+    findings_list(h, runs, opts);
     h.push_str("</section>\n");
+}
+
+/// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
+/// the report says what stands out too. A survey's are in its profile, folded, and not repeated.
+fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let mut items = Vec::new();
+    for r in runs.iter().filter(|r| !(r.kind == "survey" || crate::survey::is_survey(&r.result.phases))) {
+        for p in &r.result.phases {
+            let plan = r.result.plan.phases.iter().find(|ph| ph.name == p.name);
+            let mut found: Vec<String> = p.system.iter().flat_map(crate::system::findings).map(|f| f.text()).collect();
+            found.extend(crate::summary::cached_writes(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])));
+            for f in found {
+                items.push(format!(
+                    "<li>{}, phase {}: {}</li>",
+                    escape(&run_label(r, opts.by.as_deref())),
+                    escape(&p.name),
+                    escape(&f)
+                ));
+            }
+        }
+    }
+    if !items.is_empty() {
+        let _ = writeln!(h, "<h3>Findings</h3>\n<ul class=\"findings\">\n{}\n</ul>", items.join("\n"));
+    }
 }
 
 /// Operations other than reads, writes and flushes (creates, renames, ...), when any run has them.

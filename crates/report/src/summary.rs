@@ -89,6 +89,21 @@ pub const CACHED_SHARE: f64 = 0.2;
 /// (no `--direct`, no `--sync`/`--fsync-every`, no `--end-fsync`), iolab wrote at least
 /// [`CACHED_MIN_MBS`], and the target's devices wrote less than [`CACHED_SHARE`] of it.
 pub fn cached_writes(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<String> {
+    let (ours, device) = cached_write_rates(p, jobs)?;
+    Some(format!(
+        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({}%); {CACHED_ADVICE}",
+        fmt_decimal(ours),
+        fmt_decimal(device),
+        num(100.0 * device / ours)
+    ))
+}
+
+/// What [`cached_writes`] suggests.
+pub const CACHED_ADVICE: &str = "add --end-fsync (dd's conv=fsync) to count the flush, or --direct to bypass the cache";
+
+/// The figures behind [`cached_writes`] when it speaks: (iolab's write bytes/s, the target's
+/// devices' write bytes/s).
+pub fn cached_write_rates(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<(f64, f64)> {
     use iolab_spec::{SyncMode, Workload};
     let writers: Vec<&iolab_spec::Job> = jobs
         .iter()
@@ -110,12 +125,7 @@ pub fn cached_writes(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<String
     if ours / 1e6 < CACHED_MIN_MBS || device >= CACHED_SHARE * ours {
         return None;
     }
-    Some(format!(
-        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({:.1}%); add --end-fsync (dd's conv=fsync) to count the flush, or --direct to bypass the cache",
-        fmt_decimal(ours),
-        fmt_decimal(device),
-        100.0 * device / ours
-    ))
+    Some((ours, device))
 }
 
 fn row(job: &str, dir: &str, d: &ClassTotals) -> Vec<Cell> {
@@ -201,7 +211,7 @@ mod tests {
         // Seed 000's trap: hundreds of MB/s reported while the disk was nearly idle.
         let f = cached_writes(&phase_of(500.0, 0.07), &job(|_| {})).expect("a finding");
         assert!(f.contains("stayed in the page cache") && f.contains("--end-fsync") && f.contains("--direct"), "{f}");
-        assert!(f.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0%)"), "{f}");
+        assert!(f.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0140%)"), "{f}");
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! words. The terminal and the HTML report print the same rows and the same findings from here
 //! (the CLI builds the steps' jobs; this module only reads results, keyed by step name).
 
-use crate::fmt::{count, ms, rate};
+use crate::fmt::{count, fmt_decimal, ms, rate};
 use crate::system::{self, Finding};
 use iolab_model::PhaseResult;
+use iolab_spec::Phase;
 use std::collections::BTreeMap;
 
 /// How one step reads: its name in the table and its result in a line.
@@ -88,9 +89,27 @@ pub fn rows(phases: &[PhaseResult]) -> Vec<[String; 3]> {
 
 /// What stands out, in words: the survey's own comparisons between steps, then the system's
 /// findings, each kind folded into one line when several steps share it (a disk busy in every
-/// step is one line naming the steps, not nine lines).
-pub fn findings(phases: &[PhaseResult]) -> Vec<String> {
+/// step is one line naming the steps, not nine lines). `plan` is the run's planned phases (the
+/// steps' jobs): with them, buffered writes that stayed in the page cache are found too (a
+/// survey on a filesystem that refuses O_DIRECT writes buffered).
+pub fn findings(phases: &[PhaseResult], plan: &[Phase]) -> Vec<String> {
     let mut out = between_steps(phases);
+    // Buffered writes that stayed in the page cache, by step (`summary::cached_write_rates`).
+    let cached: Vec<String> = phases
+        .iter()
+        .filter_map(|p| {
+            let jobs = plan.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);
+            let (ours, device) = crate::summary::cached_write_rates(p, jobs)?;
+            Some(format!("{} (iolab {}/s, the device {}/s)", title_of(&p.name), fmt_decimal(ours), fmt_decimal(device)))
+        })
+        .collect();
+    if !cached.is_empty() {
+        out.push(format!(
+            "writes stayed in the page cache during: {}; {}",
+            cached.join(", "),
+            crate::summary::CACHED_ADVICE
+        ));
+    }
     // Busy devices, by device: each step with its %util, queue and await (the await the
     // table shows, `system::await_ms`).
     let mut busy: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -215,7 +234,7 @@ mod tests {
         let p = vec![step("seq-write", busy(3.0, 1.0, 2000.0, 0.415), 10.0)];
         let row = &rows(&p)[0];
         assert!(row[2].contains("await 0.415 ms"), "{row:?}");
-        let f = findings(&p).join("\n");
+        let f = findings(&p, &[]).join("\n");
         assert!(f.contains("await 0.415 ms") && !f.contains("1.0 ms") && !f.contains("1.00 ms"), "{f}");
         assert!(f.contains("sequential write 1 MiB (94%, queue 1.7"), "{f}");
     }
@@ -224,7 +243,7 @@ mod tests {
     fn findings_that_repeat_over_steps_fold_into_one_line() {
         let keys = ["seq-write", "seq-read", "rand-read-qd32", "one-writer", "two-writers"];
         let p: Vec<PhaseResult> = keys.iter().map(|k| step(k, busy(0.0, 0.0, 100.0, 0.3), 40.0)).collect();
-        let f = findings(&p);
+        let f = findings(&p, &[]);
         let disk: Vec<&String> = f.iter().filter(|l| l.contains("vda was busy")).collect();
         assert_eq!(disk.len(), 1, "one line for the busy disk: {f:#?}");
         assert!(disk[0].contains("in 5 steps") && disk[0].contains("two concurrent writers (94%"), "{}", disk[0]);
@@ -232,7 +251,7 @@ mod tests {
         assert_eq!(wait.len(), 1, "{f:#?}");
         assert!(wait[0].contains("sequential read 1 MiB (40%)"), "{}", wait[0]);
         // One busy step reads as one step.
-        let one = findings(&p[..1]);
+        let one = findings(&p[..1], &[]);
         assert!(
             one.iter().any(|l| l.starts_with("vda was busy 90% of the time or more during sequential write")),
             "{one:#?}"
@@ -246,5 +265,45 @@ mod tests {
         assert!(!is_survey(&[step("randwrite", DiskRates::default(), 0.0)]));
         assert!(!is_survey(&[]));
         assert_eq!(rows(&p)[1][0], "two concurrent writers");
+    }
+
+    /// A survey that ran buffered (the filesystem refused O_DIRECT): the writing steps whose
+    /// data stayed in the page cache are one finding naming them; the same steps written
+    /// direct, or with the device keeping up, are not in it.
+    #[test]
+    fn buffered_steps_whose_writes_stayed_in_the_page_cache_are_one_finding() {
+        use iolab_spec::{JobPatch, Rw};
+        let plan = |direct: bool| -> Vec<Phase> {
+            ["seq-write", "one-writer", "seq-read"]
+                .into_iter()
+                .map(|k| {
+                    let rw = if k == "seq-read" { Rw::Read } else { Rw::Write };
+                    let j = JobPatch {
+                        target: Some("/t".into()),
+                        rw: Some(rw),
+                        direct: Some(direct),
+                        ..Default::default()
+                    };
+                    Phase { name: k.into(), jobs: vec![j.resolve(k).expect("a valid job")] }
+                })
+                .collect()
+        };
+        // iolab wrote about 105 MB/s a step; the disk 0.1 MB/s in the first two, 100 MB/s in the third.
+        let idle = DiskRates { wkb_s: 100.0, ..Default::default() };
+        let kept_up = DiskRates { wkb_s: 100_000.0, ..Default::default() };
+        let p = vec![step("seq-write", idle, 0.0), step("one-writer", idle, 0.0), step("seq-read", kept_up, 0.0)];
+        let f = findings(&p, &plan(false));
+        let cached: Vec<&String> = f.iter().filter(|l| l.contains("page cache")).collect();
+        assert_eq!(cached.len(), 1, "{f:#?}");
+        assert!(
+            cached[0].starts_with(
+                "writes stayed in the page cache during: sequential write 1 MiB (iolab 104.9 MB/s, the device 102.4 kB/s), one writer, 1 MiB ("
+            ) && cached[0].ends_with("--direct to bypass the cache")
+                && !cached[0].contains("sequential read"),
+            "{}",
+            cached[0]
+        );
+        assert!(!findings(&p, &plan(true)).iter().any(|l| l.contains("page cache")), "direct steps");
+        assert!(!findings(&p, &[]).iter().any(|l| l.contains("page cache")), "no plan, no jobs to judge");
     }
 }

@@ -172,6 +172,27 @@ fn one_run_has_no_comparison_and_empty_phases_get_notes() {
     assert!(render(&[], &ReportOptions::default()).contains("No runs to report."));
 }
 
+/// The findings the terminal prints under a phase are in the report's summary, named by run
+/// and phase; a run with nothing standing out has no findings list.
+#[test]
+fn the_summary_lists_each_phases_findings() {
+    let mut run = runs()[0].clone();
+    for p in &mut run.result.phases {
+        p.system = None;
+    }
+    let opts = ReportOptions::default();
+    assert!(!render(std::slice::from_ref(&run), &opts).contains("<ul class=\"findings\">"));
+    let mut sys = iolab_sysstat::SystemResult::default();
+    sys.mean.cpu.all.iowait_pct = 40.0;
+    run.result.phases[1].system = Some(sys);
+    let html = render(std::slice::from_ref(&run), &opts);
+    let (summary, list) = (html.find("<section id=\"summary\">"), html.find("<ul class=\"findings\">"));
+    assert!(summary.is_some() && list > summary, "the list is in the summary");
+    assert!(html.contains(": CPU I/O wait 40%"), "the I/O-wait finding");
+    assert_eq!(count(&html, "<li>"), 1, "one finding, in one phase");
+    assert!(html.contains("phase rand read: CPU I/O wait 40%"), "named by its phase");
+}
+
 /// `/usr/bin/chromium`, else `chromium` on PATH; `IOLAB_CHROMIUM` overrides both (a path that
 /// does not exist, or an empty one, means none).
 fn chromium() -> Option<PathBuf> {
