@@ -29,8 +29,11 @@ max_len() {
   case "$1" in
     units) echo 64 ;;
     job_file) echo 2048 ;;
+    scenario_file) echo 2048 ;;
     procfs) echo 4096 ;;
     histogram) echo 8192 ;;
+    strace) echo 8192 ;;
+    cluster) echo 4096 ;;
     *) echo 4096 ;;
   esac
 }

@@ -32,9 +32,15 @@ pub enum Command {
     /// Run jobs from flags or a TOML job file.
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Serve a node for a coordinator (`iolab run --node ...`): over stdin/stdout for ssh.
+    #[command(after_help = AGENT_EXAMPLES)]
+    Agent(AgentArgs),
     /// Profile the storage under a directory in about a minute.
     #[command(after_help = SURVEY_EXAMPLES)]
     Survey(Box<SurveyArgs>),
+    /// Run a scenario (steps of jobs on several nodes at once) from a file, or a built-in: locking, scaling.
+    #[command(after_help = SCENARIO_EXAMPLES)]
+    Scenario(Box<ScenarioArgs>),
     /// Show CPU, disk and network figures for the storage under PATH, live, while something else runs.
     #[command(after_help = WATCH_EXAMPLES)]
     Watch(WatchArgs),
@@ -52,6 +58,12 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write a self-contained HTML report with charts.
     Report(ReportArgs),
+    /// Record an application's I/O with strace, import strace output, analyse or export a trace.
+    #[command(subcommand)]
+    Trace(TraceCommand),
+    /// Replay a recorded trace under a directory: same calls, same flags, per-thread order and timing.
+    #[command(after_help = REPLAY_EXAMPLES)]
+    Replay(Box<ReplayArgs>),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -71,6 +83,17 @@ Examples:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
   Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
+Application workloads in a directory (each works in iolab.JOB.THREAD, which it creates and removes):
+  PostMark with its configuration file (same seed, same operations as the real postmark):
+      iolab run --workload postmark --config pm.cfg --target /mnt/dir
+  Mail delivery like Postal: 12 threads, 19 minutes, messages per minute after the first one:
+      iolab run --workload maildir --threads 12 --runtime 19m --target /mnt/mail
+  The redo-log initialisation, sparse with an fsync per 32 KiB against a full sequential one:
+      iolab run --workload redolog --files 4 --size 256M --threads 4 --target /data
+  filebench's varmail (16 threads, 60 s):
+      iolab run --workload varmail --target /mnt/dir
+  bonnie++'s tests on a 1 GiB file, its CSV line into its HTML table:
+      iolab run --workload bonnie --target /mnt/dir --bonnie-size 1G --csv | bon_csv2html > b.html
 
 Exit status: 0 done, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
 
@@ -91,12 +114,16 @@ Examples:
       iolab compare config=ext4 config=drbd-A config=drbd-C --by config --baseline config=ext4
   Two runs, one metric, fail a CI job on a regression:
       iolab compare last~1 last --metric write-mbs --fail-on-regression
+  Each node of the last three runs of several nodes against the first run's first node:
+      iolab compare last~2 last~1 last --by node
 
 Verdicts need 2+ runs on both sides: Welch's t-test at 5% and a 95% confidence interval of the
 change wholly beyond --noise. Metrics are CLASS-STAT: STAT one of mbs, iops, p50, p99; CLASS an
 operation class (read, write, sync, open, create, close, unlink, rename, mkdir, rmdir, dirsync,
 truncate, fallocate, stat, readdir, seek). By default: read-mbs write-mbs read-iops write-iops
-read-p50 read-p99 write-p50 write-p99 sync-p99, and the iops and p99 of other classes present.";
+read-p50 read-p99 write-p50 write-p99 sync-p99, and the iops and p99 of other classes present.
+A personality's figure is a metric too (docs/json.md, Workload figures): messages_per_min,
+transactions_per_s, full_s, flowops_per_s, ...; its rates are compared by default.";
 
 /// Where results are kept.
 #[derive(Args, Debug, Clone)]
@@ -201,7 +228,8 @@ pub struct CompareArgs {
     /// The run (or, with --by, the configuration of the run) the others are measured against.
     #[arg(long)]
     pub baseline: Option<String>,
-    /// Group runs by this label (repeated runs of one configuration).
+    /// Group runs by this label (repeated runs of one configuration); `--by node` makes each
+    /// node of runs of several nodes a configuration (its share of each phase).
     #[arg(long)]
     pub by: Option<String>,
     /// Only these metrics (repeatable).
@@ -307,14 +335,64 @@ pub struct RunArgs {
     /// The job's options (each defined once, on `JobPatch`, with its job-file key).
     #[command(flatten)]
     pub job: JobPatch,
+    /// Run the jobs on these nodes at once (each node runs every job) instead of here.
+    #[command(flatten)]
+    pub nodes: NodeArgs,
     /// Remove the files this run created (only those) when it ends.
     #[arg(long)]
     pub cleanup: bool,
+    /// With --workload bonnie: print bonnie++'s CSV line (what its -q prints; bon_csv2html and
+    /// bon_csv2txt read it) instead of the summary.
+    #[arg(long)]
+    pub csv: bool,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]
     pub save: SaveArgs,
 }
+
+#[derive(Args, Debug)]
+pub struct AgentArgs {
+    /// Serve one coordinator over stdin/stdout (how `ssh host iolab agent --stdio` is used).
+    #[arg(long)]
+    pub stdio: bool,
+    /// Serve as a daemon on HOST:PORT, over TLS (needs --token-file).
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "stdio")]
+    pub listen: Option<String>,
+    /// The shared token every request must carry (the file's first line; refused if empty).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Where the daemon keeps its certificate [default: $XDG_STATE_HOME/iolab/agent or
+    /// ~/.local/state/iolab/agent].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Serve this certificate (PEM, for example one your CA signed) instead of the one made
+    /// on first start.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// How long a client has to finish its TLS handshake.
+    #[arg(long, value_parser = parse_dur, default_value = "10s", hide = true)]
+    pub handshake_timeout: Duration,
+    /// Do I/O only under these directories (repeatable); without one, the agent does none.
+    #[arg(long, value_name = "DIR")]
+    pub allow: Vec<PathBuf>,
+}
+
+const AGENT_EXAMPLES: &str = "\
+Examples:
+  What a coordinator runs over ssh (nothing listens):
+      iolab agent --stdio --allow /mnt/shared
+  A daemon over TLS; the coordinator gives the same token and pins the printed fingerprint:
+      head -c 32 /dev/urandom | base64 > ~/.iolab-token
+      iolab agent --listen 0.0.0.0:7878 --token-file ~/.iolab-token --allow /mnt/shared
+      iolab run --node n1=host1:7878,dir=/mnt/shared --token-file ~/.iolab-token --target f --rw write --size 1G
+  Try several nodes on one machine:
+      iolab run --node a=exec://$(command -v iolab),dir=/tmp/a --node b=exec://$(command -v iolab),dir=/tmp/b \\
+          --target f --rw write --size 64M
+";
 
 #[derive(Args, Debug)]
 pub struct OutArgs {
@@ -363,8 +441,329 @@ pub struct SurveyArgs {
     /// Keep the survey's files afterwards (to rerun faster).
     #[arg(long)]
     pub keep: bool,
+    /// Add seed 000's locking check on these nodes to the profile (node A and B: the first two,
+    /// each writing under its dir=, one step of --step-time each): see `iolab scenario locking`.
+    #[command(flatten)]
+    pub nodes: NodeArgs,
+    /// The link speed the locking check's verdict reads the nodes' throughput against.
+    #[arg(long, value_name = "SPEED", value_parser = parse_link_speed)]
+    pub link_speed: Option<f64>,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+/// The nodes a run or a scenario uses, and how strictly their clocks are checked.
+#[derive(Args, Debug, Clone, Default)]
+pub struct NodeArgs {
+    /// A node, NAME=ADDR[,dir=PATH] (repeatable, in order: a scenario's node A is the first).
+    /// ADDR is ssh://[user@]host (the system ssh runs `iolab agent --stdio` there), HOST:PORT
+    /// (an `iolab agent --listen` daemon) or exec://PATH (a local agent, for trying); dir= is where that node's relative targets live, as
+    /// each node may mount the shared filesystem at its own path.
+    #[arg(long = "node", value_name = "NAME=ADDR[,dir=PATH]")]
+    pub node: Vec<String>,
+    /// A TOML file of nodes (name, address, dir), read before the --node flags.
+    #[arg(long = "nodes", value_name = "FILE")]
+    pub nodes_file: Option<PathBuf>,
+    /// Run even when a node's clock is more than 1 s off the coordinator's (the start skew
+    /// and the per-node timelines are then only as good as the clocks).
+    #[arg(long)]
+    pub ignore_clock: bool,
+    /// The shared token of HOST:PORT agents (the file's first line).
+    #[arg(long, value_name = "FILE", env = "IOLAB_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Check HOST:PORT agents' certificates against this CA (PEM) instead of pinning them
+    /// (trust on first use, kept in `known_agents` beside the results database).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+}
+
+const SCENARIO_EXAMPLES: &str = "\
+Built-ins:
+  locking   seed 000's four checks on a shared directory: node A alone, node B alone, two writers
+            on A at once, A and B at once (a dd-like 1M write of 1G with a final fsync unless the
+            job flags say otherwise), then a verdict: the baseline range, the cost of disk-internal
+            concurrency, the cost of the cluster filesystem, and whether a link is the limit.
+            A and B are the first two nodes given. --shared-file writes one file, as seed 000 did.
+  scaling   the same job on 1, 2, ..., N nodes at once (--clients N stops earlier), each node in
+            its own subdirectory, with the aggregate, per-client share and efficiency per count.
+
+Examples:
+  Seed 000's locking check on two OCFS2 nodes over SSH, on one shared file, 100 Mbit link:
+      iolab scenario locking --node n1=ssh://root@er-40021,dir=/var/lib/mysql \\
+          --node n2=ssh://root@er-20026,dir=/var/lib/mysql --shared-file --size 1000M --bs 100M \\
+          --link-speed 100mbit
+  Seed 003's PostMark on one to four clients at once, each in its own directory:
+      iolab scenario scaling --nodes clients.toml --workload postmark --clients 4
+  Three rounds of the locking check, direct I/O, JSON with the verdict for a script:
+      iolab scenario locking --node a=10.0.0.1:7700 --node b=10.0.0.2:7700 --direct --repeat 3 \\
+          --output json
+  Your own steps (docs/scenarios.md), with the job flags over every job:
+      iolab scenario my-steps.toml --node a=ssh://a --node b=ssh://b --size 256M
+
+Targets in a scenario are relative to each node's dir= (an absolute target stays as it is);
+--target names the built-ins' working directory (default iolab-locking, iolab-scaling).";
+
+#[derive(Args, Debug)]
+pub struct ScenarioArgs {
+    /// A scenario file (TOML, see docs/scenarios.md) or a built-in's name: locking, scaling.
+    #[arg(value_name = "FILE|NAME")]
+    pub scenario: String,
+    #[command(flatten)]
+    pub nodes: NodeArgs,
+    /// locking: every writer writes one file, iolab-locking/shared.dat (seed 000 wrote one
+    /// file from both nodes); without it each writer writes its own.
+    #[arg(long)]
+    pub shared_file: bool,
+    /// The speed of the network link each node reaches the storage over, for the verdict: 100mbit,
+    /// 1gbit, 10gbit, or a number of Mb/s. Wins over what the interface reports (a veth, a
+    /// shaped link or an sshfs/FUSE path may report none or the wrong one).
+    #[arg(long, value_name = "SPEED", value_parser = parse_link_speed)]
+    pub link_speed: Option<f64>,
+    /// scaling: stop at this many nodes at once (default: every node given).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub clients: Option<u32>,
+    /// Run the whole sequence of steps this many times (steps are named `A alone #2`...); with a
+    /// file, over its `repeat` (default: the file's, else 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=iolab_spec::scenario::MAX_REPEAT as i64))]
+    pub repeat: Option<u32>,
+    /// The job's options, over every job of the scenario (each defined once, on `JobPatch`).
+    #[command(flatten)]
+    pub job: JobPatch,
+    /// Remove the files this run created (only those) when it ends.
+    #[arg(long)]
+    pub cleanup: bool,
+    #[command(flatten)]
+    pub out: OutArgs,
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+// ---- trace (issue 11): `iolab trace record|import|show|export` ----
+
+const TRACE_EXAMPLES: &str = "\
+Examples:
+  Record a program's I/O (strace -f with timestamps, durations and fd paths):
+      iolab trace record -o app.trace -- ./redo /data 4 16
+  Attach to a running process until Ctrl-C:
+      iolab trace record -o db.trace -p 4242
+  Convert strace output made elsewhere (one -f file, or the per-thread files of -ff):
+      iolab trace import -o app.trace ndbd.strace
+      iolab trace import -o app.trace t.8877 t.8878 t.8879
+  What it did, and what it would take at 50 MB/s and 5 ms per I/O:
+      iolab trace show app.trace --rate 50MB --latency 5ms
+  A fio iolog v3 for fio's read_iolog=:
+      iolab trace export --fio app.trace -o app.iolog";
+
+#[derive(Subcommand, Debug)]
+#[command(after_help = TRACE_EXAMPLES)]
+pub enum TraceCommand {
+    /// Run a command (or attach to a process) under strace and write its I/O as a trace.
+    #[command(after_help = TRACE_EXAMPLES)]
+    Record(TraceRecordArgs),
+    /// Convert strace output (-f into one file, or the per-thread files of -ff) into a trace.
+    #[command(after_help = TRACE_EXAMPLES)]
+    Import(TraceImportArgs),
+    /// Per thread and per file: counts, bytes, sizes, access pattern, flushes, O_DIRECT, time.
+    #[command(after_help = TRACE_EXAMPLES)]
+    Show(TraceShowArgs),
+    /// Export a trace for other tools (fio iolog v3).
+    #[command(after_help = TRACE_EXAMPLES)]
+    Export(TraceExportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TraceRecordArgs {
+    /// Where the trace goes.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+    /// Attach to this running process (and its threads) instead of running a command; Ctrl-C ends the recording.
+    #[arg(short = 'p', long = "pid", conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// Keep strace's own output beside the trace (FILE.strace).
+    #[arg(long)]
+    pub keep_strace: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+    /// human: a summary; json: the import summary.
+    #[arg(long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceImportArgs {
+    /// Where the trace goes.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: PathBuf,
+    /// strace output: one file, or the per-thread files of `strace -ff` (NAME.TID).
+    #[arg(required = true, value_name = "FILES")]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceShowArgs {
+    pub trace: PathBuf,
+    /// Device rate for the time model (bytes per second: 50MB is 50,000,000, 50M is 50 MiB).
+    #[arg(long, value_parser = parse_bytes)]
+    pub rate: Option<Bytes>,
+    /// Device latency per I/O and per flush for the time model.
+    #[arg(long, value_parser = parse_dur)]
+    pub latency: Option<Duration>,
+    #[arg(long, value_enum, default_value_t = Output::Human)]
+    pub output: Output,
+}
+
+#[derive(Args, Debug)]
+pub struct TraceExportArgs {
+    /// Write a fio iolog version 3 (replay with `fio --read_iolog=FILE`).
+    #[arg(long, required = true)]
+    pub fio: bool,
+    pub trace: PathBuf,
+    /// Where the log goes (stdout if not given).
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+const REPLAY_EXAMPLES: &str = "\
+Examples:
+  Replay a recorded program's I/O under /mnt/test, creating the files it needs first:
+      iolab trace record -o redo.trace -- ./redo /data 4 16
+      iolab replay redo.trace --target /mnt/test --prepare
+  As fast as possible, or with the think time halved, labelled for `iolab compare`:
+      iolab replay redo.trace --target /mnt/test --timing afap -l config=ssd
+      iolab replay redo.trace --target /mnt/test --timing scale:2
+
+The traced files under the common directory of those the program writes (or --strip PREFIX)
+are replayed under --target; other files (libraries, /proc, sockets) are skipped and counted.
+Exit status: 0 done and faithful (replayed counts equal the recorded ones), 1 counts differ,
+2 bad input or an I/O error.";
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace (from `iolab trace record` or `iolab trace import`).
+    pub trace: PathBuf,
+    /// The directory the traced files are replayed under.
+    #[arg(long)]
+    pub target: PathBuf,
+    /// think: keep each thread's gaps between calls; recorded: each call at its recorded instant;
+    /// afap: no waits; scale:X: gaps divided by X.
+    #[arg(long, default_value = "think", value_parser = |s: &str| s.parse::<iolab_spec::Timing>())]
+    pub timing: iolab_spec::Timing,
+    /// Create the files the trace reads or expects to exist, with data up to the extent it reads.
+    #[arg(long)]
+    pub prepare: bool,
+    /// The traced directory that --target stands for (default: the common directory of the files the trace writes).
+    #[arg(long, value_name = "PREFIX")]
+    pub strip: Option<PathBuf>,
+    /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
+    #[arg(long, default_value = "psync")]
+    pub engine: String,
+    /// Allow the replay to write files under --target that iolab did not create.
+    #[arg(long)]
+    pub overwrite: bool,
+    #[command(flatten)]
+    pub out: OutArgs,
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+impl ScenarioArgs {
+    /// The built-ins' options these flags give.
+    pub fn builtin_options(&self) -> iolab_spec::BuiltinOptions {
+        iolab_spec::BuiltinOptions {
+            shared_file: self.shared_file,
+            clients: self.clients,
+            repeat: self.repeat.unwrap_or(1),
+        }
+    }
+}
+
+/// A link speed in Mb/s: `100mbit`, `1gbit`, `10Gbit/s`, `100mbps`, `2.5gbit` or a bare number of
+/// Mb/s.
+pub fn parse_link_speed(s: &str) -> Result<f64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.strip_suffix("/s").unwrap_or(&t);
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "m" | "mbit" | "mbps" | "mb" => 1.0,
+        "g" | "gbit" | "gbps" | "gb" => 1000.0,
+        "k" | "kbit" | "kbps" | "kb" => 0.001,
+        "t" | "tbit" | "tbps" => 1e6,
+        other => {
+            return Err(format!("`{s}`: unknown unit `{other}`; write 100mbit, 1gbit, 10gbit or a number of Mb/s"))
+        }
+    };
+    let v: f64 =
+        num.parse().map_err(|_| format!("`{s}` is not a link speed; write 100mbit, 1gbit or a number of Mb/s"))?;
+    let mbps = v * scale;
+    if !(mbps.is_finite() && mbps > 0.0) {
+        return Err(format!("`{s}`: a link speed must be above 0"));
+    }
+    Ok(mbps)
+}
+
+#[cfg(test)]
+mod scenario_args_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn link_speeds_read_as_mbit_per_second() {
+        assert_eq!(parse_link_speed("100mbit"), Ok(100.0));
+        assert_eq!(parse_link_speed("1gbit"), Ok(1000.0));
+        assert_eq!(parse_link_speed("10Gbit/s"), Ok(10_000.0));
+        assert_eq!(parse_link_speed("2.5gbit"), Ok(2500.0));
+        assert_eq!(parse_link_speed("100"), Ok(100.0));
+        assert!(parse_link_speed("0").unwrap_err().contains("above 0"));
+        assert!(parse_link_speed("fast").is_err());
+        assert!(parse_link_speed("100 furlongs").unwrap_err().contains("furlongs"));
+        assert!(parse_link_speed("").is_err());
+    }
+
+    #[test]
+    fn scenario_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "iolab",
+            "scenario",
+            "locking",
+            "--node",
+            "n1=ssh://root@a,dir=/var/lib/mysql",
+            "--node",
+            "n2=10.0.0.2:7700",
+            "--shared-file",
+            "--link-speed",
+            "100mbit",
+            "--repeat",
+            "3",
+            "--size",
+            "1000M",
+            "--bs",
+            "100M",
+            "--ignore-clock",
+            "--output",
+            "json",
+        ])
+        .unwrap();
+        let Command::Scenario(a) = cli.command else { panic!("not a scenario") };
+        assert_eq!(a.scenario, "locking");
+        assert_eq!(a.nodes.node.len(), 2);
+        assert!(a.shared_file && a.nodes.ignore_clock);
+        assert_eq!(a.link_speed, Some(100.0));
+        assert_eq!(a.builtin_options().repeat, 3);
+        assert_eq!(a.job.size, Some(iolab_spec::Bytes::mib(1000)));
+        assert!(Cli::try_parse_from(["iolab", "scenario", "scaling", "--clients", "0"]).is_err());
+        assert!(Cli::try_parse_from(["iolab", "scenario", "scaling", "--repeat", "0"]).is_err());
+
+        let cli =
+            Cli::try_parse_from(["iolab", "run", "--node", "a=ssh://a", "--nodes", "n.toml", "--target", "f"]).unwrap();
+        let Command::Run(r) = cli.command else { panic!("not a run") };
+        assert_eq!(r.nodes.node, ["a=ssh://a"]);
+        assert_eq!(r.nodes.nodes_file, Some(PathBuf::from("n.toml")));
+        assert!(!r.nodes.ignore_clock);
+    }
 }

@@ -3,12 +3,16 @@
 
 #![forbid(unsafe_code)]
 
+mod agent_cmd;
 mod args;
+mod cluster_cmd;
 mod progress;
 mod record;
+mod replay_cmd;
 mod run_cmd;
 mod stored;
 mod survey;
+mod trace_cmd;
 mod watch;
 
 use args::{Cli, Command};
@@ -21,14 +25,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
+        Command::Agent(a) => agent_cmd::run(a),
         Command::Survey(a) => survey::run(*a, stop_on_ctrl_c()),
         Command::Watch(a) => watch::run(a, stop_on_ctrl_c()),
+        Command::Scenario(a) => cluster_cmd::scenario(*a, stop_on_ctrl_c()),
         Command::Runs(a) => stored::runs(a),
         Command::Show(a) => stored::show(a),
         Command::Rm(a) => stored::rm(a),
         Command::Export(a) => stored::export(a),
         Command::Compare(a) => stored::compare(a),
         Command::Report(a) => stored::report(a),
+        Command::Trace(c) => trace_cmd::run(c),
+        Command::Replay(a) => replay_cmd::run(*a, stop_on_ctrl_c()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

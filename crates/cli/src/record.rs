@@ -95,6 +95,40 @@ impl Recorder {
         }
     }
 
+    /// Save what follows under another node's name (a run of several nodes: each node's rows,
+    /// and the aggregate's under `*`).
+    pub fn set_node(&mut self, node: &str) {
+        if self.node != node {
+            self.flush(None);
+            self.node = node.to_string();
+        }
+    }
+
+    /// Save a finished phase under a node's name.
+    pub fn add_phase(&mut self, index: usize, node: &str, result: &PhaseResult) {
+        self.set_node(node);
+        if !self.broken {
+            let res = self.store.add_phase(self.run, index, node, result);
+            self.keep(res);
+        }
+    }
+
+    /// Save a run of several nodes' nodes and, for a scenario, its verdict.
+    pub fn set_nodes(
+        &mut self,
+        nodes: &[iolab_workload::model::NodeInfo],
+        verdict: Option<&iolab_workload::model::Verdict>,
+    ) {
+        if self.broken {
+            return;
+        }
+        let mut res = self.store.set_nodes(self.run, nodes);
+        if let (Ok(()), Some(v)) = (&res, verdict) {
+            res = self.store.set_verdict(self.run, v);
+        }
+        self.keep(res);
+    }
+
     /// Put the saved seconds and samples back into the result's phases, for printing it.
     pub fn fill(&self, r: &mut RunResult) -> iolab_store::Result<()> {
         for (i, p) in r.phases.iter_mut().enumerate() {

@@ -5,7 +5,7 @@ use crate::progress::Progress;
 use crate::record::{Recorder, Tee};
 use anyhow::{Context, Result};
 use iolab_report::export::{self, Exporter, Input};
-use iolab_spec::{parse_job_file, Phase, Plan};
+use iolab_spec::{parse_job_file, Phase, Plan, Workload};
 use iolab_workload::{layout, run_plan, Control, Keep, RunResult, Status};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -14,6 +14,9 @@ use std::sync::Arc;
 
 pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     args.out.check()?;
+    if args.csv && args.out.output == Output::Json {
+        anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output json");
+    }
     let overrides = args.job.clone();
     let plan = match &args.job_file {
         Some(path) => {
@@ -31,11 +34,27 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Some(p) => p.display().to_string(),
         None => plan.phases.iter().flat_map(|p| &p.jobs).map(|j| j.describe()).next().unwrap_or_default(),
     };
+    if args.csv && !plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Bonnie(_))) {
+        anyhow::bail!("--csv prints bonnie++'s CSV line: it needs --workload bonnie");
+    }
+    if !args.nodes.node.is_empty() || args.nodes.nodes_file.is_some() {
+        return crate::cluster_cmd::run(&args, &plan, &name, stop);
+    }
     let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
     if args.cleanup {
         cleanup(&plan, args.out.output == Output::Json);
     }
-    emit(&result, &args.out)?;
+    if args.csv {
+        for (phase, r) in plan.phases.iter().zip(&result.phases) {
+            for j in &phase.jobs {
+                if let Workload::Bonnie(b) = &j.workload {
+                    println!("{}", iolab_workload::source::bonnie::csv_line(b, &j.name, j.seed, &r.workload));
+                }
+            }
+        }
+    } else {
+        emit(&result, &args.out)?;
+    }
     Ok(exit_code(&result))
 }
 
@@ -94,6 +113,8 @@ pub fn execute(
 
 fn failed(plan: &Plan, error: &str) -> RunResult {
     RunResult {
+        nodes: Vec::new(),
+        verdict: None,
         schema_version: iolab_workload::results::SCHEMA_VERSION,
         iolab_version: env!("CARGO_PKG_VERSION").into(),
         node: String::new(),

@@ -134,6 +134,19 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
                 h.fstype, h.mount_options, h.device, h.device_model, h.scheduler
             )?;
         }
+        for n in &r.result.nodes {
+            let dir = n.dir.as_deref().map(|d| format!(", dir {d}")).unwrap_or_default();
+            writeln!(
+                out,
+                "  node {}: {} ({}, iolab {}), clock offset {} ms, rtt {} ms{dir}",
+                n.name,
+                n.address,
+                n.hostname,
+                n.iolab_version,
+                iolab_report::fmt::num(n.clock_offset_ns as f64 / 1e6),
+                iolab_report::fmt::num(n.rtt_ns as f64 / 1e6)
+            )?;
+        }
         export::Summary.export(&Input::Run(&r.result), &mut out)?;
     }
     Ok(ExitCode::SUCCESS)

@@ -17,6 +17,8 @@ use std::time::Duration;
 
 /// What every step may use.
 pub struct Ctx {
+    /// The directory surveyed (the personalities' steps work in directories of their own in it).
+    pub dir: PathBuf,
     pub data: PathBuf,
     pub log: PathBuf,
     pub writer: [PathBuf; 2],
@@ -92,6 +94,35 @@ pub fn steps() -> Vec<Step> {
                 ]
             },
         },
+        Step {
+            key: "small-files",
+            jobs: |c| {
+                // PostMark on its defaults (500 files of 500 B to 10 KB), its transactions
+                // going on until twice the step's time is up; then it removes its files.
+                vec![JobPatch {
+                    name: Some("smallfiles".into()),
+                    workload: Some(iolab_spec::WorkloadKind::Postmark),
+                    target: Some(c.dir.clone()),
+                    transactions: Some(100_000_000),
+                    runtime: Some(c.time * 2),
+                    ..Default::default()
+                }]
+            },
+        },
+        Step {
+            key: "mail-delivery",
+            jobs: |c| {
+                // Four delivering threads into 100 mailboxes each: tmp/, fsync, rename, new/ fsync.
+                vec![JobPatch {
+                    name: Some("mail".into()),
+                    workload: Some(iolab_spec::WorkloadKind::Maildir),
+                    target: Some(c.dir.clone()),
+                    threads: Some(4),
+                    runtime: Some(c.time),
+                    ..Default::default()
+                }]
+            },
+        },
     ]
 }
 
@@ -114,6 +145,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         );
     }
     let ctx = Ctx {
+        dir: a.dir.clone(),
         data: a.dir.join("iolab-survey.data"),
         log: a.dir.join("iolab-survey.log"),
         writer: [a.dir.join("iolab-survey.w1"), a.dir.join("iolab-survey.w2")],
@@ -154,7 +186,20 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if ctx.uring { "" } else { "; io_uring unavailable, queue depth 32 uses 32 threads" }
         );
     }
-    let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop)?;
+    let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop.clone())?;
+    // With nodes, seed 000's locking check beside the profile, each check one step long.
+    let locking = if a.nodes.node.is_empty() && a.nodes.nodes_file.is_none() {
+        None
+    } else {
+        let nodes: Vec<String> = crate::cluster_cmd::node_names(&a.nodes)?;
+        let patch =
+            JobPatch { runtime: Some(a.step_time), size: Some(size.min(Bytes::mib(256))), ..Default::default() };
+        let sc = iolab_spec::builtin("locking", &nodes, &patch, &Default::default())?;
+        if !json {
+            eprintln!("iolab survey: seed 000's locking check on {}", nodes.join(" and "));
+        }
+        Some(crate::cluster_cmd::run_scenario(&sc, &a.nodes, &a.out, &a.save, a.link_speed, false, stop)?)
+    };
     // The report reads the stored run, as every report does.
     let report = match run {
         Some(id) => {
@@ -171,7 +216,17 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
     }
     if json {
-        emit(&result, &a.out)?;
+        match &locking {
+            Some(l) => {
+                #[derive(serde::Serialize)]
+                struct Out<'a> {
+                    survey: &'a iolab_workload::RunResult,
+                    locking: &'a iolab_workload::RunResult,
+                }
+                println!("{}", serde_json::to_string_pretty(&Out { survey: &result, locking: l })?);
+            }
+            None => emit(&result, &a.out)?,
+        }
         if let Some(r) = &report {
             eprintln!("iolab: report: {}", r.display());
         }
@@ -189,6 +244,26 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     if let Some(e) = &result.error {
         println!("stopped early: {e}");
+    }
+    if let Some(l) = &locking {
+        println!("seed 000's locking check:");
+        for p in &l.phases {
+            let per: Vec<String> = p
+                .nodes
+                .iter()
+                .map(|n| format!("{} {}", n.name, iolab_report::fmt::rate(n.total.write().bw_bytes)))
+                .collect();
+            println!("  {:<10} {} ({})", p.name, iolab_report::fmt::rate(p.total.write().bw_bytes), per.join(", "));
+        }
+        match &l.verdict {
+            Some(v) => {
+                println!("  limit: {}", v.limit.as_str());
+                for r in &v.reasons {
+                    println!("  - {r}");
+                }
+            }
+            None => println!("  no verdict: {}", l.error.as_deref().unwrap_or("the check did not complete")),
+        }
     }
     match &report {
         Some(r) => println!("report: {} (open it in a browser; `iolab report` makes others)", r.display()),

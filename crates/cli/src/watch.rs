@@ -91,6 +91,10 @@ impl Saver {
 /// The watch's one phase: no I/O of iolab's own, only the system beside it.
 fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> PhaseResult {
     PhaseResult {
+        workload: Default::default(),
+        nodes: Vec::new(),
+        first_done_s: None,
+        last_done_s: None,
         name: PHASE.into(),
         elapsed_s,
         interrupted,

@@ -35,6 +35,8 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
                     "<name>".to_string()
                 } else if prefix.ends_with(".net") {
                     "<iface>".to_string()
+                } else if prefix == "verdict.figures" {
+                    "<figure>".to_string()
                 } else if prefix.ends_with(".classes") || prefix.ends_with("timeline[].ops") {
                     "<class>".to_string()
                 } else {
@@ -56,33 +58,44 @@ fn paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-#[test]
-fn json_matches_docs() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("f");
-    let v = run_json(&[
-        "run",
-        "--target",
-        f.to_str().unwrap(),
-        "--size",
-        "4M",
-        "--rw",
-        "randrw",
-        "--runtime",
-        "1.2s",
-        "--fsync-every",
-        "64",
-        "--histograms",
-    ]);
+/// Fields only a run of several nodes has; `json_of_a_run_of_several_nodes_matches_docs`
+/// checks them.
+fn is_multi_node(d: &str) -> bool {
+    d.starts_with("nodes")
+        || d.starts_with("verdict")
+        || d.starts_with("phases[].nodes")
+        || d == "phases[].jobs[].node"
+        || d == "phases[].first_done_s"
+        || d == "phases[].last_done_s"
+}
+
+/// (documented but absent, present but undocumented) paths of a run's JSON; `skip` names
+/// documented paths this output need not have.
+fn against_docs(v: &Value, skip: impl Fn(&str) -> bool) -> (Vec<String>, Vec<String>) {
     let docs = documented();
     let mut seen = BTreeSet::new();
-    paths(&v, "", &mut seen);
+    paths(v, "", &mut seen);
     // The totals of jobs have the shape documented for the phase's totals.
-    let norm = |p: &str| p.replace("phases[].jobs[].total", "phases[].total");
+    let norm = |p: &str| {
+        p.replace("phases[].jobs[].total", "phases[].total")
+            .replace("phases[].nodes[].total", "phases[].total")
+            .replace("phases[].nodes[].system", "phases[].system")
+    };
     let (mut missing, mut undocumented) = (Vec::new(), Vec::new());
     for d in &docs {
+        if d.starts_with("phases[].workload") {
+            continue; // a personality's figures; checked against a real run in tests/apps.rs
+        }
         if d == "error" || d == "phases[].jobs[].error" || d == "phases[].jobs[].per_thread[].error" {
             continue; // only present on failure; checked in safety.rs
+        }
+        if d == "nodes"
+            || d.starts_with("nodes[]")
+            || d.starts_with("phases[].nodes")
+            || d == "phases[].jobs[].node"
+            || d.ends_with("_done_s")
+        {
+            continue; // present only on several nodes; checked in tests/cluster.rs
         }
         if d.contains(".net.<iface>")
             || d.contains("io_pressure")
@@ -90,6 +103,9 @@ fn json_matches_docs() {
             || d.starts_with("phases[].system.target.interfaces")
         {
             continue; // present only with network traffic, PSI or a load figure; checked in tests/system.rs
+        }
+        if skip(d) {
+            continue;
         }
         if !seen.iter().any(|s| s == d || norm(s) == *d) {
             missing.push(d.clone());
@@ -113,6 +129,28 @@ fn json_matches_docs() {
             undocumented.push(s.clone());
         }
     }
+    (missing, undocumented)
+}
+
+#[test]
+fn json_matches_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "4M",
+        "--rw",
+        "randrw",
+        "--runtime",
+        "1.2s",
+        "--fsync-every",
+        "64",
+        "--histograms",
+    ]);
+    let (missing, undocumented) = against_docs(&v, is_multi_node);
     assert!(missing.is_empty(), "documented but absent: {missing:?}");
     assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
     assert_eq!(v["schema_version"], 1);
@@ -235,7 +273,9 @@ fn survey_runs_every_step_and_cleans_up() {
             "rand-write-qd32",
             "append-fsync",
             "one-writer",
-            "two-writers"
+            "two-writers",
+            "small-files",
+            "mail-delivery"
         ]
     );
     assert_eq!(v["status"], "complete");
@@ -245,6 +285,8 @@ fn survey_runs_every_step_and_cleans_up() {
     }
     assert!(u(&v["phases"][6]["total"]["sync"]["ops"]) > 0, "append-fsync flushes");
     assert_eq!(v["phases"][8]["jobs"].as_array().unwrap().len(), 2);
+    assert!(v["phases"][9]["workload"]["transactions"].as_f64().unwrap() > 0.0, "PostMark's transactions");
+    assert!(v["phases"][10]["workload"]["messages"].as_f64().unwrap() > 0.0, "messages delivered");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the survey removes its files");
     // The human form prints the one-page profile.
     let out = iolab()
@@ -296,4 +338,104 @@ fn stored_run_json_matches_docs() {
     assert_eq!(present, stored, "fields of a stored run against docs/json.md's Stored runs table");
     assert_eq!(run["labels"]["k"], "v");
     assert_eq!(run["result"]["status"], "complete");
+}
+
+/// A run of several nodes, as the coordinator stores it (each node's rows, the aggregate under
+/// `*`, the nodes and a verdict), built from a real run and printed by `iolab export --format
+/// json --histograms`: every field docs/json.md lists for several nodes is there, and nothing
+/// undocumented.
+#[test]
+fn json_of_a_run_of_several_nodes_matches_docs() {
+    use iolab_workload::model::{JobResult, Limit, NodeInfo, NodeResult, Verdict};
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let db = dir.path().join("r.db");
+    let (f, dbs) = (f.to_str().unwrap(), db.to_str().unwrap());
+    iolab()
+        .args(["run", "--target", f, "--size", "4M", "--rw", "randrw", "--runtime", "1.2s", "--fsync-every", "64"])
+        .args(["--db", dbs, "--output", "json"])
+        .assert()
+        .success();
+    let store = iolab_store::Store::open(&db).unwrap();
+    let one = store.load(1).unwrap();
+    let p = one.result.phases[0].clone();
+    let id = store.begin_run("scenario", "locking", &Default::default(), &one.host, &one.result.plan, 1.0).unwrap();
+    let share = |name: &str, error: Option<String>| NodeResult {
+        name: name.into(),
+        start_skew_ns: -42_000,
+        elapsed_s: p.elapsed_s,
+        interrupted: error.is_some(),
+        error,
+        total: p.total.clone(),
+        cpu: p.cpu,
+        system: p.system.clone(),
+    };
+    for n in ["a", "b"] {
+        store.add_phase(id, 0, n, &p).unwrap();
+    }
+    let aggregate = iolab_workload::PhaseResult {
+        nodes: vec![share("a", None), share("b", Some("node b became unreachable".into()))],
+        jobs: ["a", "b"].map(|n| JobResult { node: Some(n.into()), ..p.jobs[0].clone() }).to_vec(),
+        first_done_s: Some(p.elapsed_s - 0.1),
+        last_done_s: Some(p.elapsed_s),
+        ..p.clone()
+    };
+    store.add_phase(id, 0, iolab_store::AGGREGATE, &aggregate).unwrap();
+    let node = |name: &str| NodeInfo {
+        name: name.into(),
+        address: format!("ssh://root@{name}"),
+        hostname: name.into(),
+        iolab_version: "0.1.0".into(),
+        clock_offset_ns: 1000,
+        rtt_ns: 50_000,
+        dir: Some("/mnt/shared".into()),
+    };
+    store.set_nodes(id, &[node("a"), node("b")]).unwrap();
+    let verdict = Verdict {
+        scenario: "locking".into(),
+        limit: Limit::Network,
+        reasons: vec!["the link is full".into()],
+        figures: [("link_mbs".to_string(), 12.5)].into(),
+    };
+    store.set_verdict(id, &verdict).unwrap();
+    store.finish_run(id, iolab_workload::Status::Complete, None, 2.0).unwrap();
+    drop(store);
+    let out =
+        iolab().args(["export", &id.to_string(), "--db", dbs, "--format", "json", "--histograms"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &all[0]["result"];
+    let (missing, undocumented) = against_docs(v, |d| !is_multi_node(d) && d.contains("error"));
+    assert!(missing.is_empty(), "documented but absent: {missing:?}");
+    assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
+    // Values as stored: both jobs of the same name, each node's histograms, the verdict.
+    let ph = &v["phases"][0];
+    assert_eq!(ph["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(ph["jobs"][1]["node"], "b");
+    assert_eq!(ph["nodes"][1]["error"], "node b became unreachable");
+    let ops = u(&ph["nodes"][0]["total"]["classes"]["read"]["ops"]);
+    assert_eq!(u(&ph["nodes"][0]["total"]["classes"]["read"]["histogram"]["count"]), ops);
+    assert_eq!(v["verdict"]["limit"], "network");
+    assert_eq!(v["nodes"][1]["dir"], "/mnt/shared");
+    // The CSV names the nodes.
+    let csv = iolab().args(["export", &id.to_string(), "--db", dbs, "--format", "csv"]).output().unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let node_col: BTreeSet<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(5).unwrap()).collect();
+    assert_eq!(node_col, BTreeSet::from(["*", "a", "b"]), "{csv}");
+    // `show` names the nodes, prints each node's share and the verdict; `compare --by node`
+    // makes each node a configuration.
+    let show = iolab().args(["show", &id.to_string(), "--db", dbs]).output().unwrap();
+    let show = String::from_utf8(show.stdout).unwrap();
+    assert!(
+        show.contains("node a: ssh://root@a (a, iolab 0.1.0), clock offset 0.00100 ms, rtt 0.0500 ms, dir /mnt/shared"),
+        "{show}"
+    );
+    assert!(show.contains("skew ms") && show.contains("node b failed: node b became unreachable"), "{show}");
+    assert!(
+        show.contains("verdict of locking: limited by the network (limit: network)\n  - the link is full"),
+        "{show}"
+    );
+    let cmp = iolab().args(["compare", &id.to_string(), "--db", dbs, "--by", "node"]).output().unwrap();
+    let cmp = String::from_utf8(cmp.stdout).unwrap();
+    assert!(cmp.contains("a (baseline)") && cmp.contains("(100.0%)"), "{cmp}");
 }

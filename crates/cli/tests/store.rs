@@ -70,7 +70,7 @@ fn runs_are_saved_listed_shown_exported_and_removed() {
     let out = iolab().args(["export", "--db", &db, "node=a", "--format", "csv"]).output().unwrap();
     let csv = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<&str> = csv.lines().collect();
-    assert!(rows[0].starts_with("run_id,kind,started_unix_s,labels,phase,job,dir,ops"));
+    assert!(rows[0].starts_with("run_id,kind,started_unix_s,labels,phase,node,job,dir,ops"));
     assert_eq!(rows.len(), 1 + 2 * 2 * 2, "2 runs x (total + job) x (read, write):\n{csv}");
     let out = iolab().args(["rm", "--db", &db, "last"]).output().unwrap();
     assert!(out.status.success());

@@ -15,7 +15,7 @@ pub mod stats;
 pub use class::{ClassCounts, OpClass};
 pub use recorder::Recorder;
 pub use results::{
-    ClassTotals, CpuTime, JobResult, LatNs, PhaseResult, RunResult, Status, ThreadResult, TimelinePoint, Totals,
-    SCHEMA_VERSION,
+    ClassTotals, CpuTime, JobResult, LatNs, Limit, NodeInfo, NodeResult, PhaseResult, RunResult, Status, ThreadResult,
+    TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};

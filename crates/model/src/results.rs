@@ -282,8 +282,11 @@ impl ThreadResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JobResult {
+    /// The node that ran the job, in a run of several nodes (absent on one machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     pub name: String,
     pub engine: String,
     pub rw: String,
@@ -298,7 +301,7 @@ pub struct JobResult {
     pub per_thread: Vec<ThreadResult>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PhaseResult {
     pub name: String,
     pub elapsed_s: f64,
@@ -310,6 +313,93 @@ pub struct PhaseResult {
     /// The system beside the phase's measured window (CPU, disks, network), when sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<iolab_sysstat::SystemResult>,
+    /// Several nodes: each node's share of the phase (empty on one machine). `total` and
+    /// `timeline` are then the aggregate over the common window, first start to last end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeResult>,
+    /// Several nodes: seconds from the common start to the first node's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_done_s: Option<f64>,
+    /// Several nodes: seconds from the common start to the last node's end (the phase's
+    /// `elapsed_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_done_s: Option<f64>,
+    /// A personality's own figures under the original's names (PostMark's `transactions`,
+    /// `transactions_per_s`, `created`, ...; docs/json.md lists them), empty for block jobs.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub workload: std::collections::BTreeMap<String, f64>,
+}
+
+/// One node's share of a phase run on several nodes at once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NodeResult {
+    pub name: String,
+    /// How far this node's measured start was from the scheduled instant, in ns (positive:
+    /// late), as the node's own clock corrected by its measured offset saw it.
+    pub start_skew_ns: i64,
+    /// Seconds from the node's own start to its end.
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub total: Totals,
+    pub cpu: CpuTime,
+    /// The node's CPU, disks and network beside its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<iolab_sysstat::SystemResult>,
+}
+
+/// A node of a run of several: where it was reached and how its clock stood.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// The name given with `--node NAME=...`.
+    pub name: String,
+    /// How it was reached: `ssh://user@host`, `HOST:PORT` or `join` (connected out to us).
+    pub address: String,
+    /// The agent's host name, as it reports it.
+    pub hostname: String,
+    pub iolab_version: String,
+    /// The node's clock minus the coordinator's, in ns (measured at the least round trip).
+    pub clock_offset_ns: i64,
+    /// The round trip of that measurement, in ns.
+    pub rtt_ns: u64,
+    /// The directory the node's jobs ran under (`dir=`), when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+}
+
+/// What limits shared storage under several writers, as the `locking` and `scaling`
+/// scenarios judge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    Network,
+    Disk,
+    ClusterFs,
+    None,
+}
+
+impl Limit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Limit::Network => "network",
+            Limit::Disk => "disk",
+            Limit::ClusterFs => "cluster_fs",
+            Limit::None => "none",
+        }
+    }
+}
+
+/// A scenario's conclusion as data: the limit, the reasons in words, the figures behind them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The scenario that reached it (`locking`, `scaling`).
+    pub scenario: String,
+    pub limit: Limit,
+    pub reasons: Vec<String>,
+    /// The figures the reasons quote, by name (MB/s, ratios, link speeds).
+    #[serde(default)]
+    pub figures: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -324,6 +414,12 @@ pub struct RunResult {
     pub error: Option<String>,
     pub plan: Plan,
     pub phases: Vec<PhaseResult>,
+    /// Several nodes: the nodes, their addresses and clocks (empty on one machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeInfo>,
+    /// A scenario's verdict (`iolab scenario locking`, `scaling`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
 }
 
 #[cfg(test)]

@@ -381,6 +381,88 @@ pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
     Ok(tidy_svg(svg))
 }
 
+/// One bar of a [`bar_chart`].
+#[derive(Debug, Clone)]
+pub struct Bar {
+    /// Under the bar (short: `1`, `4 a`).
+    pub label: String,
+    pub value: f64,
+    /// Index into the palette.
+    pub color: usize,
+}
+
+/// Bars side by side on a linear y axis from 0, each with its value above it; the legend
+/// column explains the colours (`legend`: label and palette index).
+pub fn bar_chart(
+    title: &str,
+    y_desc: &str,
+    bars: &[Bar],
+    legend_entries: &[(String, usize)],
+) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
+        let y_max = bars.iter().map(|b| b.value).fold(0.0f64, f64::max);
+        let y_hi = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+        let n = bars.len().max(1) as i32;
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, (FONT, 20).into_font().color(&INK))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(58)
+            .build_cartesian_2d((0i32..n).into_segmented(), 0f64..y_hi)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(y_desc)
+            .x_labels(bars.len() + 1)
+            .y_labels(6)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    bars.get(*i as usize).map(|b| b.label.clone()).unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .y_label_formatter(&|v| axis_num(*v))
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .bold_line_style(GRID_BOLD)
+            .light_line_style(GRID)
+            .axis_style(INK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let i = i as i32;
+                let mut r = Rectangle::new(
+                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.value)],
+                    color(b.color).filled(),
+                );
+                r.set_margin(0, 0, 6, 6);
+                r
+            }))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                Text::new(
+                    axis_num(b.value),
+                    (SegmentValue::CenterOf(i as i32), b.value + y_hi * 0.02),
+                    (FONT, 13).into_font().color(&INK).pos(plotters::style::text_anchor::Pos::new(
+                        plotters::style::text_anchor::HPos::Center,
+                        plotters::style::text_anchor::VPos::Bottom,
+                    )),
+                )
+            }))
+            .map_err(|e| e.to_string())?;
+        legend(&side, &legend_entries.iter().map(|(l, c)| (l.clone(), color(*c), Dash::Solid)).collect::<Vec<_>>())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(tidy_svg(svg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,16 +51,82 @@ impl Stat {
 pub struct Metric {
     pub class: OpClass,
     pub stat: Stat,
+    /// A personality's figure from `phases[].workload` (`messages_per_min`,
+    /// `transactions_per_s`, ...) instead of the class and statistic.
+    pub figure: Option<&'static str>,
 }
 
 impl Serialize for Metric {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}_{}", self.class.as_str(), self.stat.json()))
+        match self.figure {
+            Some(f) => s.serialize_str(f),
+            None => s.serialize_str(&format!("{}_{}", self.class.as_str(), self.stat.json())),
+        }
     }
 }
 
 const fn m(class: OpClass, stat: Stat) -> Metric {
-    Metric { class, stat }
+    Metric { class, stat, figure: None }
+}
+
+/// The personalities' figures `--metric` takes (docs/json.md, Workload figures).
+pub const FIGURES: &[&str] = &[
+    "transactions",
+    "transactions_per_s",
+    "transactions_s",
+    "creation_s",
+    "deletion_s",
+    "elapsed_s",
+    "created",
+    "created_per_s",
+    "created_alone",
+    "created_alone_per_s",
+    "created_mixed",
+    "created_mixed_per_s",
+    "read",
+    "read_per_s",
+    "appended",
+    "appended_per_s",
+    "deleted",
+    "deleted_per_s",
+    "deleted_alone",
+    "deleted_alone_per_s",
+    "deleted_mixed",
+    "deleted_mixed_per_s",
+    "bytes_read",
+    "bytes_read_per_s",
+    "bytes_written",
+    "bytes_written_per_s",
+    "messages",
+    "messages_per_min",
+    "messages_after_discard",
+    "messages_per_s",
+    "bytes_delivered",
+    "discard_s",
+    "measured_s",
+    "files",
+    "sparse_s",
+    "sparse_bytes",
+    "sparse_fsyncs",
+    "sparse_bytes_per_s",
+    "sparse_expected_s",
+    "full_s",
+    "full_bytes",
+    "full_fsyncs",
+    "full_bytes_per_s",
+    "full_speedup",
+    "flowops",
+    "flowops_per_s",
+    "loops",
+    "loops_per_s",
+];
+
+impl Metric {
+    /// A workload figure as a metric, if `name` is one.
+    pub fn figure(name: &str) -> Option<Metric> {
+        let f = FIGURES.iter().find(|f| **f == name)?;
+        Some(Metric { class: OpClass::Read, stat: Stat::MbS, figure: Some(f) })
+    }
 }
 
 /// The nine metrics of read, write and sync by their earlier names.
@@ -103,30 +169,52 @@ impl Metric {
     }
 
     pub fn name(self) -> String {
+        if let Some(f) = self.figure {
+            return f.to_string();
+        }
         let class = if self.class == OpClass::Sync { "fsync" } else { self.class.as_str() };
         format!("{class} {}", self.stat.label())
     }
 
     /// The spelling `--metric` takes.
     pub fn key(self) -> String {
+        if let Some(f) = self.figure {
+            return f.to_string();
+        }
         format!("{}-{}", self.class.as_str(), self.stat.key())
     }
 
     pub fn parse(s: &str) -> Result<Metric, String> {
+        if let Some(m) = Metric::figure(s) {
+            return Ok(m);
+        }
         let bad = || {
             format!(
-                "unknown metric `{s}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {} (for example write-mbs, sync-p99, create-iops)",
+                "unknown metric `{s}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {} (for example write-mbs, sync-p99, create-iops), or a workload figure such as messages_per_min or transactions_per_s (docs/json.md lists them)",
                 OpClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
             )
         };
         let (class, stat) = s.rsplit_once('-').ok_or_else(bad)?;
         let class: OpClass = class.parse().map_err(|_| bad())?;
         let stat = Stat::ALL.into_iter().find(|x| x.key() == stat).ok_or_else(bad)?;
-        Ok(Metric { class, stat })
+        Ok(Metric { class, stat, figure: None })
     }
 
     pub fn higher_is_better(self) -> bool {
+        if let Some(f) = self.figure {
+            // Seconds are better shorter; counts and rates better higher.
+            return !f.ends_with("_s") || f.ends_with("_per_s");
+        }
         matches!(self.stat, Stat::MbS | Stat::Iops)
+    }
+
+    /// The metric's value in a phase: its figure, or its class's statistic (`None` when the
+    /// phase did no such operation).
+    pub fn value_in(self, p: &iolab_model::PhaseResult) -> Option<f64> {
+        match self.figure {
+            Some(f) => p.workload.get(f).copied(),
+            None => self.value(&p.total),
+        }
     }
 
     /// The metric's value in a phase, or `None` when the phase did no such operation.
@@ -285,6 +373,52 @@ fn change_interval(b: &[f64], g: &[f64], alpha: f64) -> Option<(f64, f64)> {
     Some(((log_ratio - half).exp() - 1.0, (log_ratio + half).exp() - 1.0))
 }
 
+/// `--by node` (the value of [`BY_NODE`]) on runs of several nodes: each node is a
+/// configuration. On runs of one machine it is the label `node`, as any other.
+pub const BY_NODE: &str = "node";
+
+fn by_node(runs: &[StoredRun], opts: &CompareOptions) -> bool {
+    opts.by.as_deref() == Some(BY_NODE) && runs.iter().any(|r| !node_names(r).is_empty())
+}
+
+/// The nodes of a run's phases, in the order they first appear.
+fn node_names(r: &StoredRun) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in r.result.phases.iter().flat_map(|p| &p.nodes) {
+        if !out.contains(&n.name) {
+            out.push(n.name.clone());
+        }
+    }
+    out
+}
+
+/// One member of a configuration: a run, or one node of it.
+struct Member<'a> {
+    run: &'a StoredRun,
+    node: Option<String>,
+}
+
+impl Member<'_> {
+    /// The member's totals of a phase: the run's, or its node's share (with its histograms).
+    fn totals(&self, ph: &str) -> Option<&Totals> {
+        let p = phase(self.run, ph)?;
+        match &self.node {
+            None => Some(&p.total),
+            Some(n) => p.nodes.iter().find(|x| &x.name == n).map(|x| &x.total),
+        }
+    }
+
+    /// The member's value of a metric in a phase. A workload figure is the run's (a node's share
+    /// carries no figures of its own).
+    fn value(&self, ph: &str, m: Metric) -> Option<f64> {
+        match (&self.node, m.figure) {
+            (None, Some(_)) => m.value_in(phase(self.run, ph)?),
+            (Some(_), Some(_)) => None,
+            (_, None) => m.value(self.totals(ph)?),
+        }
+    }
+}
+
 /// Phase names in the order the baseline ran them, then any only other groups ran.
 fn phase_names(base: &[&StoredRun], all: &[StoredRun]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
@@ -302,40 +436,67 @@ fn phase_names(base: &[&StoredRun], all: &[StoredRun]) -> Vec<String> {
 /// ran; a metric has a row when any group has it, and a group that lacks it shows as absent
 /// (so the table is the same whichever configuration is the baseline).
 pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
-    let key_of = |r: &StoredRun| match &opts.by {
-        Some(l) => r.labels.get(l).cloned().unwrap_or_else(|| format!("({l} unset)")),
-        None => format!("#{}", r.id),
-    };
+    // Each group's members: a run, or with `--by node` one node of a run.
+    let by_node = by_node(runs, opts);
     let mut groups: Vec<Group> = Vec::new();
+    let mut members: Vec<Vec<Member>> = Vec::new();
+    let mut first_group_of_run: Vec<Option<usize>> = Vec::new();
     for r in runs {
-        let k = key_of(r);
-        match groups.iter_mut().find(|g| g.key == k) {
-            Some(g) => g.run_ids.push(r.id),
-            None => groups.push(Group { key: k, run_ids: vec![r.id] }),
+        let keys: Vec<(String, Option<String>)> = if by_node {
+            node_names(r).into_iter().map(|n| (n.clone(), Some(n))).collect()
+        } else {
+            let k = match &opts.by {
+                Some(l) => r.labels.get(l).cloned().unwrap_or_else(|| format!("({l} unset)")),
+                None => format!("#{}", r.id),
+            };
+            vec![(k, None)]
+        };
+        let mut first = None;
+        for (k, node) in keys {
+            let gi = match groups.iter().position(|g| g.key == k) {
+                Some(i) => {
+                    if !groups[i].run_ids.contains(&r.id) {
+                        groups[i].run_ids.push(r.id);
+                    }
+                    i
+                }
+                None => {
+                    groups.push(Group { key: k, run_ids: vec![r.id] });
+                    members.push(Vec::new());
+                    groups.len() - 1
+                }
+            };
+            members[gi].push(Member { run: r, node });
+            first.get_or_insert(gi);
         }
+        first_group_of_run.push(first);
     }
-    let baseline = opts
-        .baseline
-        .and_then(|i| runs.get(i))
-        .and_then(|r| groups.iter().position(|g| g.key == key_of(r)))
-        .unwrap_or(0);
-    let members = |g: &Group| -> Vec<&StoredRun> { runs.iter().filter(|r| g.run_ids.contains(&r.id)).collect() };
+    let baseline = opts.baseline.and_then(|i| first_group_of_run.get(i).copied().flatten()).unwrap_or(0);
     let mut rows = Vec::new();
-    let Some(bg) = groups.get(baseline) else { return Comparison { groups, baseline, rows } };
-    let base_runs = members(bg);
-    let metrics: Vec<Metric> = if opts.metrics.is_empty() { Metric::defaults() } else { opts.metrics.clone() };
+    let Some(base_members) = members.get(baseline) else { return Comparison { groups, baseline, rows } };
+    let base_runs: Vec<&StoredRun> = base_members.iter().map(|m| m.run).collect();
+    let metrics: Vec<Metric> = if opts.metrics.is_empty() {
+        // The class metrics, then the rates of any personality the baseline ran.
+        let mut v = Metric::defaults();
+        for f in FIGURES.iter().filter(|f| f.ends_with("_per_s") || f.ends_with("_per_min")) {
+            if base_runs.iter().any(|r| r.result.phases.iter().any(|p| p.workload.contains_key(*f))) {
+                v.extend(Metric::figure(f));
+            }
+        }
+        v
+    } else {
+        opts.metrics.clone()
+    };
     for ph in &phase_names(&base_runs, runs) {
         for &m in &metrics {
-            let values = |rs: &[&StoredRun]| -> Vec<f64> {
-                rs.iter().filter_map(|r| phase(r, ph)).filter_map(|p| m.value(&p.total)).collect()
-            };
-            let bvals = values(&base_runs);
+            let values = |ms: &[Member]| -> Vec<f64> { ms.iter().filter_map(|x| x.value(ph, m)).collect() };
+            let bvals = values(base_members);
             let bmean = (!bvals.is_empty()).then(|| mean_var(&bvals).0);
             let cells: Vec<Option<Cell>> = groups
                 .iter()
                 .enumerate()
-                .map(|(i, g)| {
-                    let vals = values(&members(g));
+                .map(|(i, _)| {
+                    let vals = values(&members[i]);
                     if vals.is_empty() {
                         return None;
                     }
@@ -443,6 +604,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn workload_figures_are_metrics() {
+        let m = Metric::parse("messages_per_min").unwrap();
+        assert_eq!(
+            (m.figure, m.key(), m.higher_is_better()),
+            (Some("messages_per_min"), "messages_per_min".to_string(), true)
+        );
+        assert!(!Metric::parse("sparse_s").unwrap().higher_is_better());
+        assert!(Metric::parse("transactions_per_s").unwrap().higher_is_better());
+        assert_eq!(serde_json::to_string(&m).unwrap(), "\"messages_per_min\"");
+        let mut p = PhaseResult::default();
+        assert_eq!(m.value_in(&p), None);
+        p.workload.insert("messages_per_min".into(), 1234.0);
+        assert_eq!(m.value_in(&p), Some(1234.0));
+        assert!(Metric::parse("messages_per_hour").unwrap_err().contains("workload figure"));
+    }
+
+    #[test]
     fn metrics_are_class_and_statistic_with_the_earlier_spellings() {
         for (key, name) in [("read-mbs", "read MB/s"), ("write-iops", "write IOPS"), ("sync-p99", "fsync p99 ms")] {
             let m = Metric::parse(key).unwrap();
@@ -501,6 +679,8 @@ mod tests {
             pid: 1,
             ended_unix_s: None,
             result: iolab_model::RunResult {
+                nodes: Vec::new(),
+                verdict: None,
                 schema_version: iolab_model::SCHEMA_VERSION,
                 iolab_version: "0".into(),
                 node: "n".into(),
@@ -509,6 +689,10 @@ mod tests {
                 error: None,
                 plan: iolab_spec::Plan { phases: Vec::new() },
                 phases: vec![PhaseResult {
+                    workload: Default::default(),
+                    nodes: Vec::new(),
+                    first_done_s: None,
+                    last_done_s: None,
                     name: phase.into(),
                     elapsed_s: 1.0,
                     interrupted: false,

@@ -51,7 +51,7 @@ impl Exporter for Json {
 }
 
 /// The documented JSON with each operation class's latency histogram beside its figures
-/// (`--histograms`): `total.classes.<class>.histogram` of every phase and job, as
+/// (`--histograms`): `total.classes.<class>.histogram` of every phase, node and job, as
 /// [`Exported`] (V2 deflate, base64). Runs only: a comparison has no histograms.
 pub struct JsonHistograms;
 
@@ -84,12 +84,20 @@ impl Exporter for JsonHistograms {
     }
 }
 
-/// Put each phase's and each job's histograms into the run's JSON, which mirrors `r`.
+/// Put each phase's, each node's and each job's histograms into the run's JSON, which
+/// mirrors `r`.
 fn add_run_histograms(r: &RunResult, v: &mut Value) {
     let Some(phases) = v.get_mut("phases").and_then(Value::as_array_mut) else { return };
     for (p, pv) in r.phases.iter().zip(phases) {
         if let Some(t) = pv.get_mut("total") {
             add_histograms(&p.total, t);
+        }
+        if let Some(nodes) = pv.get_mut("nodes").and_then(Value::as_array_mut) {
+            for (n, nv) in p.nodes.iter().zip(nodes) {
+                if let Some(t) = nv.get_mut("total") {
+                    add_histograms(&n.total, t);
+                }
+            }
         }
         let Some(jobs) = pv.get_mut("jobs").and_then(Value::as_array_mut) else { continue };
         for (j, jv) in p.jobs.iter().zip(jobs) {
@@ -204,6 +212,7 @@ mod tests {
         a.record(OpClass::Sync, 0, 2_000_000);
         let total = Totals::from_acc(&a, 1.0);
         let job = JobResult {
+            node: None,
             name: "job1".into(),
             engine: "psync".into(),
             rw: "write".into(),
@@ -215,6 +224,10 @@ mod tests {
             per_thread: Vec::new(),
         };
         let phase = PhaseResult {
+            workload: Default::default(),
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: "write".into(),
             elapsed_s: 1.0,
             interrupted: false,
@@ -225,6 +238,8 @@ mod tests {
             system: None,
         };
         RunResult {
+            nodes: Vec::new(),
+            verdict: None,
             schema_version: iolab_model::SCHEMA_VERSION,
             iolab_version: "0".into(),
             node: "n".into(),

@@ -120,6 +120,8 @@ td.base { background: #fafbfc; }
 figure.chart { margin: 0; border: 1px solid var(--rule); padding: 6px; break-inside: avoid; page-break-inside: avoid; }
 figure.chart figcaption { font-size: 12px; color: var(--muted); padding: 2px 4px 0; }
 svg.plot { display: block; width: 100%; height: auto; }
+div.locking { display: contents; }
+div.scenario-verdict { border-left: 3px solid var(--rule); padding: 2px 10px; font-size: 13px; min-width: 0; overflow-wrap: anywhere; }
 footer { margin-top: 36px; font-size: 12px; color: var(--muted); }
 @page { size: A4; margin: 12mm; }
 @media print {
@@ -166,6 +168,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     }
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
+    crate::html_nodes::section(&mut h, runs);
     if runs.len() >= 2 {
         let c = compare(
             runs,
@@ -325,7 +328,13 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 "<tr><td>{}</td><td>{}{}</td><td class=\"n\">{:.1}</td>",
                 escape(&run_label(r, opts.by.as_deref())),
                 escape(&p.name),
-                if p.interrupted { " <span class=\"error\">(interrupted)</span>" } else { "" },
+                match (p.nodes.len(), p.interrupted) {
+                    (0, false) => String::new(),
+                    (0, true) => " <span class=\"error\">(interrupted)</span>".to_string(),
+                    (n, false) => format!(" <span class=\"muted\">({n} nodes)</span>"),
+                    (n, true) =>
+                        format!(" <span class=\"muted\">({n} nodes)</span> <span class=\"error\">(interrupted)</span>"),
+                },
                 p.elapsed_s
             );
             dir_cells(h, p.total.read());
@@ -486,7 +495,7 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
 }
 
 /// A chart in its figure, or a note saying why there is none.
-fn figure(h: &mut String, marker: &str, result: Option<Result<String, String>>, caption: &str, empty: &str) {
+pub(crate) fn figure(h: &mut String, marker: &str, result: Option<Result<String, String>>, caption: &str, empty: &str) {
     match result {
         Some(Ok(svg)) => {
             let _ = write!(
@@ -780,6 +789,10 @@ mod tests {
     fn the_last_partial_second_is_scaled_or_left_out() {
         let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
         let mut p = PhaseResult {
+            workload: Default::default(),
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: "p".into(),
             elapsed_s: 2.5,
             interrupted: false,

@@ -15,6 +15,9 @@ pub fn render(r: &RunResult) -> String {
             let _ = writeln!(s, "  - {f}");
         }
     }
+    if let Some(v) = &r.verdict {
+        s.push_str(&crate::nodes::verdict_text(v));
+    }
     match r.status {
         Status::Interrupted => {
             if let Some(e) = &r.error {
@@ -31,25 +34,51 @@ pub fn render(r: &RunResult) -> String {
     s
 }
 
+/// A personality's own figures (phases[].workload), under the original's names, a few a line.
+fn workload_lines(s: &mut String, p: &PhaseResult) {
+    let items: Vec<String> = p
+        .workload
+        .iter()
+        .map(|(k, v)| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{k} {v:.0}")
+            } else {
+                format!("{k} {}", crate::fmt::num(*v))
+            }
+        })
+        .collect();
+    for chunk in items.chunks(5) {
+        let _ = writeln!(s, "  {}", chunk.join(", "));
+    }
+}
+
 pub fn phase(p: &PhaseResult) -> String {
     let mut s = String::new();
     let mark = if p.interrupted { " (interrupted)" } else { "" };
-    let _ = writeln!(s, "phase {}{mark}: {} job(s), {}", p.name, p.jobs.len(), secs(p.elapsed_s));
+    let on = if p.nodes.is_empty() { String::new() } else { format!(" on {} node(s)", p.nodes.len()) };
+    let _ = writeln!(s, "phase {}{mark}: {} job(s){on}, {}", p.name, p.jobs.len(), secs(p.elapsed_s));
     dd_lines(&mut s, &p.total, p.elapsed_s, "  ");
+    s.push_str(&crate::nodes::terminal(p));
     let _ = writeln!(s, "  iolab cpu: user {:.2} s, system {:.2} s", p.cpu.user_s, p.cpu.system_s);
+    workload_lines(&mut s, p);
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY);
     t.set_header(["job", "dir", "ops", "MB/s", "MiB/s", "IOPS", "lat ms mean", "p50", "p90", "p99", "p99.9", "max"]);
     for j in &p.jobs {
         // Every operation class the job used: reads and writes with their throughput, the
         // others (flushes, creates, renames...) with their count and latency.
+        // On several nodes a job's name repeats: `node:job`.
+        let name = match &j.node {
+            Some(n) => format!("{n}:{}", j.name),
+            None => j.name.clone(),
+        };
         for (class, d) in j.total.iter() {
             if class.moves_data() {
-                t.add_row(row(&j.name, class.as_str(), d));
+                t.add_row(row(&name, class.as_str(), d));
             } else {
                 let l = &d.lat_ns;
                 let mut r: Vec<Cell> =
-                    vec![Cell::new(&j.name), Cell::new(class.as_str()), Cell::new(count(d.ops as f64))];
+                    vec![Cell::new(&name), Cell::new(class.as_str()), Cell::new(count(d.ops as f64))];
                 r.extend(["", "", ""].map(Cell::new));
                 r.extend([l.mean, l.p50, l.p90, l.p99, l.p999, l.max].map(|v| Cell::new(ms(v))));
                 t.add_row(r);
@@ -104,18 +133,11 @@ pub const CACHED_ADVICE: &str = "add --end-fsync (dd's conv=fsync) to count the 
 /// The figures behind [`cached_writes`] when it speaks: (iolab's write bytes/s, the target's
 /// devices' write bytes/s).
 pub fn cached_write_rates(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<(f64, f64)> {
-    use iolab_spec::{SyncMode, Workload};
-    let writers: Vec<&iolab_spec::Job> = jobs
-        .iter()
-        .filter(|j| match &j.workload {
-            Workload::Block(b) => b.rw.writes(),
-        })
-        .collect();
+    use iolab_spec::SyncMode;
+    let writers: Vec<&iolab_spec::Job> =
+        jobs.iter().filter(|j| j.workload.block().is_some_and(|b| b.rw.writes())).collect();
     let buffered = |j: &&iolab_spec::Job| {
-        !j.direct
-            && match &j.workload {
-                Workload::Block(b) => b.sync == SyncMode::None && !b.end_fsync,
-            }
+        !j.direct && j.workload.block().is_some_and(|b| b.sync == SyncMode::None && !b.end_fsync)
     };
     if writers.is_empty() || !writers.iter().all(buffered) {
         return None;
@@ -189,6 +211,10 @@ mod tests {
         s.mean.disks.insert("vda".into(), DiskRates { wkb_s: disk_mbs * 1e6 / 1024.0, ..Default::default() });
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
+            workload: Default::default(),
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: "p".into(),
             elapsed_s: 1.0,
             interrupted: false,

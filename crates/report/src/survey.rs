@@ -43,6 +43,23 @@ fn writers_line(p: &PhaseResult) -> String {
     format!("{} total ({} MB/s each)", rate(p.total.write().bw_bytes), each.join(" + "))
 }
 
+fn small_files_line(p: &PhaseResult) -> String {
+    let f = |k: &str| p.workload.get(k).copied().unwrap_or(0.0);
+    let c = p.total.get(iolab_model::OpClass::Create);
+    format!(
+        "{} transactions/s ({} files created/s)   create p99 {} ms",
+        count(f("transactions_per_s")),
+        count(f("created_per_s")),
+        ms(c.lat_ns.p99)
+    )
+}
+
+fn mail_line(p: &PhaseResult) -> String {
+    let f = |k: &str| p.workload.get(k).copied().unwrap_or(0.0);
+    let s = p.total.sync();
+    format!("{} messages/min   fsync p99 {} ms", count(f("messages_per_min")), ms(s.lat_ns.p99))
+}
+
 /// The survey's steps as they read, in order.
 pub fn readings() -> Vec<Reading> {
     let r = |key, title, read| Reading { key, title, read };
@@ -56,6 +73,8 @@ pub fn readings() -> Vec<Reading> {
         r("append-fsync", "append 4 KiB + fsync", commits_line),
         r("one-writer", "one writer, 1 MiB", bw_line),
         r("two-writers", "two concurrent writers", writers_line),
+        r("small-files", "small files (PostMark)", small_files_line),
+        r("mail-delivery", "mail delivery (maildir, 4 threads)", mail_line),
     ]
 }
 
@@ -203,6 +222,10 @@ mod tests {
         s.mean.disks.insert("vda".into(), disk);
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
+            workload: Default::default(),
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: key.into(),
             elapsed_s: 1.0,
             interrupted: false,

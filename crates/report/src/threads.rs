@@ -106,6 +106,7 @@ mod tests {
         a.record(OpClass::Write, bytes, 1000);
         let elapsed = ends.iter().map(|e| e.0).fold(0.0, f64::max);
         JobResult {
+            node: None,
             name: name.into(),
             engine: "psync".into(),
             rw: "write".into(),
@@ -127,6 +128,10 @@ mod tests {
         a.record(OpClass::Write, jobs.iter().map(|j| j.total.write().bytes).sum(), 1000);
         let elapsed = jobs.iter().map(|j| j.elapsed_s).fold(0.0, f64::max);
         PhaseResult {
+            workload: Default::default(),
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: "p".into(),
             elapsed_s: elapsed,
             interrupted: false,

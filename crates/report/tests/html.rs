@@ -13,6 +13,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+mod multi;
+
 const EVIL: &str = "<script>alert(1)</script>";
 
 fn repo() -> PathBuf {
@@ -294,4 +296,98 @@ fn chromium_loads_and_draws_the_report() {
     assert!(png.len() > 50_000, "a screenshot of {} bytes is too small to show the report", png.len());
     // Kept beside the report for people to look at.
     std::fs::write(shot.with_extension("html"), report()).unwrap();
+}
+
+/// The report of runs of several nodes: seed 000's locking check and seed 003's scaling.
+fn node_report() -> String {
+    let mut locking = multi::locking(1);
+    locking.labels.insert("note".into(), EVIL.into());
+    render(&[locking, multi::scaling(2)], &ReportOptions::default())
+}
+
+/// Each phase gets its per-node table; the locking run its bars and verdict, the scaling run
+/// its chart of throughput against clients; nothing of a run on one machine changes.
+#[test]
+fn runs_of_several_nodes_get_their_tables_bars_and_scaling_chart() {
+    let html = node_report();
+    assert!(html.contains("<section id=\"nodes\">"));
+    assert!(html.contains("a and b <span class=\"muted\">(2 nodes)</span>"), "the summary's aggregate row");
+    assert_eq!(count(&html, "<table class=\"nodes\">"), 8, "four phases of each run");
+    assert!(html.contains("<th>skew ms</th>") && html.contains("<th>CPU us/sy/wa %</th>"));
+    assert!(html.contains("<td>veth0</td>"), "the busiest interface");
+    assert!(html.contains("first node done at 10.00 s, last at 10.10 s"));
+    assert!(html.contains("data-chart=\"locking-1\"") && html.contains("data-chart=\"scaling-2\""));
+    assert!(!html.contains("data-chart=\"scaling-1\""), "the locking check is no scaling sweep");
+    assert!(html.contains("Verdict of locking: limited by the network</strong> (limit: <code>network</code>)"));
+    assert!(html.contains("<li>two writers on node a reached 98% of one writer: the disk shares well</li>"));
+    assert!(html.contains("Verdict of scaling: limited by the disk"));
+    assert!(!html.contains(EVIL));
+    // The locking chart: four checks' aggregates and both nodes of the fourth, with values.
+    let from = html.find("data-chart=\"locking-1\"").unwrap();
+    let chart = &html[from..from + html[from..].find("</figure>").unwrap()];
+    let texts: Vec<&str> = chart.lines().map(str::trim).collect();
+    for t in ["1", "2", "3", "4", "4 a", "4 b", "21.6", "node a", "node b", "all nodes"] {
+        assert!(texts.contains(&t), "{t} in the locking chart: {chart}");
+    }
+    assert!(!runs().iter().any(|r| r.result.phases.iter().any(|p| !p.nodes.is_empty())));
+    assert!(!report().contains("id=\"nodes\""), "one machine: no nodes section");
+}
+
+/// The node charts drawn in the real browser: each SVG is laid out with a size, the locking
+/// chart has its six bars and the scaling chart its three lines, and the page logs nothing.
+#[test]
+fn chromium_draws_the_node_charts() {
+    const TEST: &str = "chromium_draws_the_node_charts";
+    let Some(bin) = chromium() else {
+        skip(TEST, "chromium not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("nodes.html");
+    std::fs::write(&page, node_report()).unwrap();
+    let (_, stderr) = run_chromium(&bin, &page, &["--dump-dom".into()]);
+    assert!(console_lines(&stderr).is_empty(), "console messages: {:#?}", console_lines(&stderr));
+    // Kept for people to look at, beside the other report's.
+    let shot = repo().join("target/report-artifacts/nodes.png");
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    run_chromium(&bin, &page, &[format!("--screenshot={}", shot.display()), "--window-size=1280,5200".into()]);
+    std::fs::write(shot.with_extension("html"), node_report()).unwrap();
+    // The same page with a script that measures what the browser drew into the DOM.
+    let probe = dir.path().join("probe.html");
+    let script = r#"<script>
+const out = [];
+for (const f of document.querySelectorAll('figure[data-chart^="locking-"], figure[data-chart^="scaling-"]')) {
+  const svg = f.querySelector('svg');
+  const box = svg.getBoundingClientRect();
+  const bars = [...svg.querySelectorAll('rect')].filter(r => {
+    const b = r.getBoundingClientRect();
+    const fill = (r.getAttribute('fill') || '').toUpperCase();
+    return b.width > 2 && b.height > 2 && fill !== '#FFFFFF' && fill !== 'WHITE';
+  }).length;
+  // The aggregate's line, solid in the first colour, laid out with a length.
+  const lines = [...svg.querySelectorAll('polyline')].filter(l =>
+    (l.getAttribute('stroke') || '').toUpperCase() === '#4E79A7' && l.getBoundingClientRect().width > 50).length;
+  out.push(`${f.dataset.chart} ${Math.round(box.width)}x${Math.round(box.height)} bars=${bars} lines=${lines}`);
+}
+const pre = document.createElement('pre');
+pre.id = 'probe';
+pre.textContent = out.join('\n');
+document.body.appendChild(pre);
+</script>"#;
+    std::fs::write(&probe, node_report().replace("</body>", &format!("{script}</body>"))).unwrap();
+    let (dom, _) = run_chromium(&bin, &probe, &["--dump-dom".into(), "--window-size=1280,4000".into()]);
+    let start = dom.find("<pre id=\"probe\">").expect("the probe ran") + "<pre id=\"probe\">".len();
+    let measured = &dom[start..start + dom[start..].find("</pre>").unwrap()];
+    let lines: Vec<&str> = measured.lines().collect();
+    assert_eq!(lines.len(), 2, "{measured}");
+    for l in &lines {
+        let size = l.split(' ').nth(1).unwrap();
+        let (w, h) = size.split_once('x').unwrap();
+        let (w, h): (u32, u32) = (w.parse().unwrap(), h.parse().unwrap());
+        assert!(w >= 300 && h >= 150, "{l}");
+    }
+    let locking = lines.iter().find(|l| l.starts_with("locking-1")).unwrap();
+    assert!(locking.contains("bars=6"), "four checks and the fourth's two nodes: {locking}");
+    let scaling = lines.iter().find(|l| l.starts_with("scaling-2")).unwrap();
+    assert!(scaling.contains("lines=1"), "the aggregate's line: {scaling}");
 }

@@ -7,6 +7,8 @@ use iolab_report::compare::{compare, render_table, CompareOptions, Metric, Verdi
 use iolab_spec::Plan;
 use iolab_store::StoredRun;
 
+mod multi;
+
 fn dir(ops: u64, bytes: u64, secs: f64, p50_us: u64, p99_us: u64) -> ClassTotals {
     ClassTotals {
         ops,
@@ -41,6 +43,10 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     let mut read = Totals::default();
     *read.get_mut(OpClass::Read) = dir(r_ops, r_ops * 65536, secs, 150, 700);
     let phase = |name: &str, t: Totals| PhaseResult {
+        workload: Default::default(),
+        nodes: Vec::new(),
+        first_done_s: None,
+        last_done_s: None,
         name: name.into(),
         elapsed_s: secs,
         interrupted: false,
@@ -60,6 +66,8 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
         pid: 1,
         ended_unix_s: Some(1_795_305_660.0 + id as f64),
         result: RunResult {
+            nodes: Vec::new(),
+            verdict: None,
             schema_version: SCHEMA_VERSION,
             iolab_version: "0.1.0".into(),
             node: "node1".into(),
@@ -148,6 +156,7 @@ fn every_operation_class_shows_in_every_output() {
         *t.get_mut(OpClass::Rename) = dir((5900.0 * speed) as u64, 0, 60.0, 100, 400);
         let total = t.clone();
         r.result.phases[0].jobs.push(iolab_model::JobResult {
+            node: None,
             name: "deliver".into(),
             engine: "psync".into(),
             rw: "write".into(),
@@ -167,7 +176,7 @@ fn every_operation_class_shows_in_every_output() {
     let create = c.rows.iter().find(|r| r.metric == Metric::parse("create-iops").unwrap()).unwrap();
     assert_eq!(create.cells[1].as_ref().unwrap().pct_of_baseline.map(|p| p.round()), Some(50.0));
     let csv = iolab_report::csv::to_csv(&runs);
-    assert!(csv.lines().any(|l| l.contains(",deliver,*,create,6000,")), "{csv}");
+    assert!(csv.lines().any(|l| l.contains(",deliver,node1,*,create,6000,")), "{csv}");
     let html = iolab_report::html::render(&runs, &Default::default());
     assert!(html.contains("<h3>Other operations</h3>") && html.contains("<td>rename</td>"));
     let summary = iolab_report::summary::render(&runs[0].result);
@@ -247,4 +256,65 @@ fn four_runs_get_four_styles_and_a_tenfold_spread_a_log_axis() {
         "35 against 1,266 MB/s"
     );
     assert_eq!(strokes(&chart).len(), 4);
+}
+
+/// A run on two nodes: the summary's per-node table under the aggregate, with when the first
+/// and last node were done; the CSV's rows per node and for all of them (`*`).
+#[test]
+fn a_run_of_two_nodes_in_the_summary_and_the_csv() {
+    let r = multi::two_nodes(11, 1.0);
+    let summary = iolab_report::summary::render(&r.result);
+    insta::assert_snapshot!("summary_two_nodes", summary);
+    assert!(summary.contains("first node done at 10.00 s, last at 10.40 s"), "{summary}");
+    assert!(summary.contains("a:dd") && summary.contains("b:dd"), "jobs named by node: {summary}");
+    let csv = iolab_report::csv::to_csv(std::slice::from_ref(&r));
+    insta::assert_snapshot!("csv_two_nodes", csv);
+    let nodes: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').nth(5).unwrap()).collect();
+    assert_eq!(nodes, ["*", "a", "a", "b", "b"], "{csv}");
+    // A run on one machine names its own node.
+    assert!(iolab_report::csv::to_csv(&seed_001()[..1]).lines().nth(1).unwrap().contains(",deliver,node1,*,write,"));
+}
+
+/// The locking check: four phases, each node's share, and the verdict at the end.
+#[test]
+fn the_locking_check_in_the_summary_and_the_csv() {
+    let r = multi::locking(12);
+    let summary = iolab_report::summary::render(&r.result);
+    insta::assert_snapshot!("summary_locking", summary);
+    assert!(summary.ends_with(
+        "verdict of locking: limited by the network (limit: network)\n  - each node alone wrote 11.3 to 11.4 MB/s, 91% of its 100 Mbit/s link (12.5 MB/s)\n  - two writers on node a reached 98% of one writer: the disk shares well\n  - a and b at once reached 191% of one node: the cluster filesystem costs little\n"
+    ), "{summary}");
+    insta::assert_snapshot!("csv_locking", iolab_report::csv::to_csv(std::slice::from_ref(&r)));
+}
+
+/// `compare --by node`: each node of three runs is a configuration, valued from its share of
+/// each phase (percentiles from its histograms), with verdicts against the first node.
+#[test]
+fn compare_by_node() {
+    let runs = vec![multi::two_nodes(21, 1.0), multi::two_nodes(22, 1.01), multi::two_nodes(23, 0.99)];
+    let c = compare(
+        &runs,
+        &CompareOptions {
+            by: Some(iolab_report::compare::BY_NODE.into()),
+            metrics: vec![Metric::WriteMbS, Metric::WriteIops, Metric::WriteP50Ms, Metric::WriteP99Ms],
+            ..Default::default()
+        },
+    );
+    insta::assert_snapshot!("compare_by_node", render_table(&c));
+    assert_eq!(c.groups.iter().map(|g| g.key.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(c.groups[1].run_ids, [21, 22, 23]);
+    let mbs = c.rows.iter().find(|r| r.metric == Metric::WriteMbS).unwrap();
+    let (a, b) = (mbs.cells[0].as_ref().unwrap(), mbs.cells[1].as_ref().unwrap());
+    assert_eq!(a.n, 3);
+    // b: 5.2 MB/s over 10.4 s against a's 5.6 over 10 s, counted in whole 1 MiB writes.
+    let want = |mbs: f64, secs: f64| (mbs * 1e6 * secs / 1048576.0).round() * 1048576.0 / secs / 1e6;
+    let wb = (want(5.2, 10.4) + want(5.2 * 1.01, 10.4) + want(5.2 * 0.99, 10.4)) / 3.0;
+    assert!((b.mean - wb).abs() < 1e-9, "{} against {wb}", b.mean);
+    assert_eq!(b.verdict, Some(Verdict::Regressed), "b writes 7% slower than a");
+    let p50 = c.rows.iter().find(|r| r.metric == Metric::WriteP50Ms).unwrap();
+    assert!(p50.cells[1].as_ref().unwrap().mean > p50.cells[0].as_ref().unwrap().mean, "b's latencies are higher");
+    // By a label, the same runs are one configuration of aggregates.
+    let by_label = compare(&runs, &CompareOptions { by: Some("fs".into()), ..Default::default() });
+    assert_eq!(by_label.groups.len(), 1);
+    assert_eq!(by_label.groups[0].run_ids, [21, 22, 23]);
 }

@@ -67,6 +67,11 @@ word_enum!(
     /// Which workload a job runs (`workload = "..."`, `--workload`).
     WorkloadKind {
         Block => "block",
+        Postmark => "postmark",
+        Maildir => "maildir",
+        Redolog => "redolog",
+        Varmail => "varmail",
+        Bonnie => "bonnie",
     }
 );
 
@@ -266,6 +271,18 @@ pub struct Job {
 pub enum Workload {
     /// Reads and writes where an access pattern says: dd-like streams, random and mixed I/O.
     Block(BlockJob),
+    /// The calls of a recorded trace, one worker per traced thread (`iolab replay`).
+    Replay(crate::replay::ReplayJob),
+    /// PostMark's small-file transactions (crate::postmark).
+    Postmark(crate::postmark::PostmarkJob),
+    /// Mail delivery into maildirs (crate::maildir).
+    Maildir(crate::maildir::MaildirJob),
+    /// A redo log's initialisation, sparse with an fsync per block against full (crate::redolog).
+    Redolog(crate::redolog::RedologJob),
+    /// filebench's varmail flow (crate::varmail).
+    Varmail(crate::varmail::VarmailJob),
+    /// bonnie++'s tests (crate::bonnie).
+    Bonnie(crate::bonnie::BonnieJob),
 }
 
 impl Job {
@@ -298,6 +315,42 @@ impl Job {
                     words.push(format!("at {r} IOPS"));
                 }
             }
+            Workload::Replay(_) => {}
+            Workload::Varmail(v) => {
+                words.push(format!("{} files of {} mean", v.nfiles, v.filesize));
+            }
+            Workload::Bonnie(b) => {
+                words.push(format!("{} file, {} chunks, {}×1024 files", b.file_size, b.chunk_size, b.num_files));
+            }
+            Workload::Redolog(r) => {
+                words.push(format!("{} files of {}, {} every {}", r.files, r.file_size, r.block, r.stride));
+            }
+            Workload::Maildir(m) => {
+                words.push(format!("{} mailboxes {}-{}", m.mailboxes, m.min_size, m.max_size));
+                if m.dir_fsync {
+                    words.push("dir fsync".into());
+                }
+                match m.discard_asked {
+                    Some(asked) => words.push(format!(
+                        "first {:.1}s discarded (shortened from {:.0}s: a quarter of the run)",
+                        m.discard.as_secs_f64(),
+                        asked.as_secs_f64()
+                    )),
+                    None if !m.discard.is_zero() => {
+                        words.push(format!("first {:.0}s discarded", m.discard.as_secs_f64()))
+                    }
+                    None => {}
+                }
+            }
+            Workload::Postmark(p) => {
+                words.push(format!(
+                    "{} files {} transactions {}-{} bytes",
+                    p.number, p.transactions, p.size_low, p.size_high
+                ));
+                if p.fsync {
+                    words.push("fsync".into());
+                }
+            }
         }
         if self.engine != EngineKind::Psync {
             words.push(self.engine.to_string());
@@ -317,24 +370,55 @@ impl Workload {
     pub fn label(&self) -> String {
         match self {
             Workload::Block(b) => b.rw.to_string(),
+            Workload::Replay(r) => r.describe(),
+            Workload::Postmark(_) => "postmark".to_string(),
+            Workload::Maildir(_) => "maildir".to_string(),
+            Workload::Redolog(_) => "redolog".to_string(),
+            Workload::Varmail(_) => "varmail".to_string(),
+            Workload::Bonnie(_) => "bonnie".to_string(),
         }
     }
     /// Whether it reads what is in its files (so they must hold data before the window).
     pub fn needs_data(&self) -> bool {
         match self {
             Workload::Block(b) => b.rw.reads() || b.rw.is_random(),
+            Workload::Replay(_) => false,
+            Workload::Postmark(_)
+            | Workload::Maildir(_)
+            | Workload::Redolog(_)
+            | Workload::Varmail(_)
+            | Workload::Bonnie(_) => false,
         }
     }
     /// Whether it writes into its files.
     pub fn writes(&self) -> bool {
         match self {
             Workload::Block(b) => b.rw.writes(),
+            Workload::Replay(_) => true,
+            Workload::Postmark(_)
+            | Workload::Maildir(_)
+            | Workload::Redolog(_)
+            | Workload::Varmail(_)
+            | Workload::Bonnie(_) => true,
         }
+    }
+    /// Whether it creates its own files in its own directory under a directory target (a
+    /// personality), rather than reading and writing the target's files.
+    pub fn makes_own_files(&self) -> bool {
+        matches!(
+            self,
+            Workload::Postmark(_)
+                | Workload::Maildir(_)
+                | Workload::Redolog(_)
+                | Workload::Varmail(_)
+                | Workload::Bonnie(_)
+        )
     }
     /// The block workload's options, if that is the workload.
     pub fn block(&self) -> Option<&BlockJob> {
         match self {
             Workload::Block(b) => Some(b),
+            _ => None,
         }
     }
 }
@@ -345,12 +429,30 @@ impl Workload {
 enum WorkloadOut<'a> {
     #[serde(rename = "block")]
     Block(&'a BlockJob),
+    #[serde(rename = "replay")]
+    Replay(&'a crate::replay::ReplayJob),
+    #[serde(rename = "postmark")]
+    Postmark(&'a crate::postmark::PostmarkJob),
+    #[serde(rename = "maildir")]
+    Maildir(&'a crate::maildir::MaildirJob),
+    #[serde(rename = "redolog")]
+    Redolog(&'a crate::redolog::RedologJob),
+    #[serde(rename = "varmail")]
+    Varmail(&'a crate::varmail::VarmailJob),
+    #[serde(rename = "bonnie")]
+    Bonnie(&'a crate::bonnie::BonnieJob),
 }
 
 impl Serialize for Workload {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Workload::Block(b) => WorkloadOut::Block(b).serialize(s),
+            Workload::Replay(r) => WorkloadOut::Replay(r).serialize(s),
+            Workload::Postmark(p) => WorkloadOut::Postmark(p).serialize(s),
+            Workload::Maildir(m) => WorkloadOut::Maildir(m).serialize(s),
+            Workload::Redolog(r) => WorkloadOut::Redolog(r).serialize(s),
+            Workload::Varmail(v) => WorkloadOut::Varmail(v).serialize(s),
+            Workload::Bonnie(b) => WorkloadOut::Bonnie(b).serialize(s),
         }
     }
 }
@@ -369,7 +471,27 @@ impl<'de> Deserialize<'de> for Workload {
             "block" => {
                 serde_json::from_value(serde_json::Value::Object(fields)).map(Workload::Block).map_err(D::Error::custom)
             }
-            other => Err(D::Error::custom(format!("unknown workload `{other}`; accepted: block"))),
+            "replay" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Replay)
+                .map_err(D::Error::custom),
+            "postmark" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Postmark)
+                .map_err(D::Error::custom),
+            "maildir" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Maildir)
+                .map_err(D::Error::custom),
+            "redolog" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Redolog)
+                .map_err(D::Error::custom),
+            "varmail" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Varmail)
+                .map_err(D::Error::custom),
+            "bonnie" => serde_json::from_value(serde_json::Value::Object(fields))
+                .map(Workload::Bonnie)
+                .map_err(D::Error::custom),
+            other => Err(D::Error::custom(format!(
+                "unknown workload `{other}`; accepted: block, replay, postmark, maildir, redolog, varmail, bonnie"
+            ))),
         }
     }
 }
@@ -413,6 +535,12 @@ impl Job {
         }
         match &self.workload {
             Workload::Block(b) => b.validate(self),
+            Workload::Replay(_) => Ok(()),
+            Workload::Postmark(p) => p.validate(self),
+            Workload::Maildir(m) => m.validate(self),
+            Workload::Redolog(r) => r.validate(self),
+            Workload::Varmail(v) => v.validate(self),
+            Workload::Bonnie(b) => b.validate(self),
         }
     }
 }

@@ -5,16 +5,30 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod bonnie;
 pub mod file;
 pub mod job;
+pub mod maildir;
 pub mod patch;
+pub mod postmark;
+pub mod redolog;
+pub mod replay;
+pub mod scenario;
 pub mod units;
+pub mod varmail;
 
 pub use block::BlockJob;
+pub use bonnie::BonnieJob;
 pub use file::parse_job_file;
 pub use job::{BlockSizes, Dist, EngineKind, Job, Phase, Plan, Rw, SyncMode, Workload, WorkloadKind};
+pub use maildir::MaildirJob;
 pub use patch::{JobPatch, DEFAULT_SEED};
+pub use postmark::PostmarkJob;
+pub use redolog::RedologJob;
+pub use replay::{ReplayJob, Timing};
+pub use scenario::{builtin, parse_scenario_file, BuiltinOptions, Part, Scenario, ScenarioFile, Step};
 pub use units::{parse_duration, parse_size, Bytes};
+pub use varmail::VarmailJob;
 
 /// A job or job file that cannot run, said in one line that names the field.
 #[derive(Debug, thiserror::Error)]

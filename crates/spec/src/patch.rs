@@ -23,7 +23,7 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// What the job does: block (reads and writes where --rw and --bs say; the default).
+    /// What the job does: block (reads and writes where --rw and --bs say; the default), postmark (PostMark's small-file transactions), maildir (mail delivery: tmp/, fsync, rename into new/), redolog (a block per stride with fsync, against a full sequential initialisation), varmail (filebench's), bonnie (bonnie++'s tests).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<WorkloadKind>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadKind>,
@@ -125,6 +125,119 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<bool>,
+
+    // PostMark (`--workload postmark`; its rules and defaults are in crate::postmark).
+    /// PostMark: its configuration file (`set size 1024 262144`, `set number 5000`, ...), read when the plan is made.
+    #[cfg_attr(feature = "clap", arg(long = "config", value_name = "FILE", value_parser = parse_postmark_config))]
+    #[serde(
+        rename = "config",
+        default,
+        deserialize_with = "crate::postmark::config_or_path",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub postmark_config: Option<crate::postmark::PostmarkConfig>,
+    /// PostMark: files in the pool (default 500).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u32>,
+    /// PostMark: transactions (default 500).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u32>,
+    /// PostMark: chance in 10 of a read over an append, -1 for neither (default 5).
+    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_read: Option<i8>,
+    /// PostMark: chance in 10 of a create over a delete, -1 for neither (default 5).
+    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_create: Option<i8>,
+    /// PostMark: subdirectories s0..s{N-1} (used when above 1; default 0).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subdirectories: Option<u32>,
+    /// PostMark: fsync each file after writing it, before close (not in the original).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postmark_fsync: Option<bool>,
+
+    // Mail delivery (`--workload maildir`; its rules and defaults are in crate::maildir).
+    /// maildir: mailboxes each delivering thread delivers to (default 100).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mailboxes: Option<u32>,
+    /// maildir: smallest message (Postal's -M; default 0).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<Bytes>,
+    /// maildir: largest message (Postal's -m; default 10k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<Bytes>,
+    /// maildir: fsync new/ after each delivery's rename (default true).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir_fsync: Option<bool>,
+    /// maildir: messages each thread delivers (default: until --runtime is up).
+    #[cfg_attr(feature = "clap", arg(long = "messages"))]
+    #[serde(rename = "messages", skip_serializing_if = "Option::is_none")]
+    pub maildir_messages: Option<u64>,
+    /// maildir: leave this first part out of messages_per_min (default 1m, a quarter of shorter runs).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub discard: Option<Duration>,
+    /// maildir: reader threads beside --threads that move new/ to cur/, read and delete, like a POP/IMAP server (default 0).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readers: Option<u32>,
+
+    // Redo-log initialisation (`--workload redolog`; crate::redolog). Its file size, block and
+    // stride are --size, --bs and --stride; its parallel creators --threads.
+    /// redolog: files in all, shared among the threads (default 4).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<u32>,
+
+    // filebench's varmail (`--workload varmail`; crate::varmail). 16 threads, 60 s unless told.
+    /// varmail: files in the set, shared among the threads (default 1000).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfiles: Option<u32>,
+    /// varmail: mean file size (gamma, shape 1.5; default 16k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filesize: Option<Bytes>,
+    /// varmail: appends are 1 byte to this less one (default 16k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meanappendsize: Option<Bytes>,
+    /// varmail: read call size (default 1m).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iosize: Option<Bytes>,
+
+    // bonnie++'s tests (`--workload bonnie`; crate::bonnie). One thread, no runtime.
+    /// bonnie: test file size (bonnie++'s -s; default twice the RAM).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_size: Option<Bytes>,
+    /// bonnie: the RAM to size for (bonnie++'s -r; default MemTotal).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_ram: Option<Bytes>,
+    /// bonnie: block size of the block tests (bonnie++'s -s size:chunk; default 8k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_chunk: Option<Bytes>,
+    /// bonnie: files of the create tests in multiples of 1024 (bonnie++'s -n; default 16, 0 skips).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_files: Option<u32>,
+}
+
+#[cfg(feature = "clap")]
+fn parse_postmark_config(s: &str) -> Result<crate::postmark::PostmarkConfig, String> {
+    crate::postmark::read_config(std::path::Path::new(s))
 }
 
 #[cfg(feature = "clap")]
@@ -162,6 +275,11 @@ impl JobPatch {
         })?;
         let workload = match self.workload.unwrap_or(WorkloadKind::Block) {
             WorkloadKind::Block => Workload::Block(BlockJob::from_patch(self, &name)?),
+            WorkloadKind::Postmark => Workload::Postmark(crate::postmark::PostmarkJob::from_patch(self, &name)?),
+            WorkloadKind::Maildir => Workload::Maildir(crate::maildir::MaildirJob::from_patch(self, &name)?),
+            WorkloadKind::Redolog => Workload::Redolog(crate::redolog::RedologJob::from_patch(self, &name)?),
+            WorkloadKind::Varmail => Workload::Varmail(crate::varmail::VarmailJob::from_patch(self, &name)?),
+            WorkloadKind::Bonnie => Workload::Bonnie(crate::bonnie::BonnieJob::from_patch(self, &name)?),
         };
         Ok(Job {
             target,
@@ -170,8 +288,16 @@ impl JobPatch {
             engine: self.engine.unwrap_or(EngineKind::Psync),
             iodepth: self.iodepth.unwrap_or(1),
             direct: self.direct.unwrap_or(false),
-            threads: self.threads.unwrap_or(1),
-            runtime: self.runtime,
+            threads: match &workload {
+                Workload::Varmail(_) => self.threads.unwrap_or(crate::varmail::DEFAULT_THREADS),
+                // The job's threads are the deliverers and the readers.
+                Workload::Maildir(m) => self.threads.unwrap_or(1) + m.readers,
+                _ => self.threads.unwrap_or(1),
+            },
+            runtime: self.runtime.or(match workload {
+                Workload::Varmail(_) => Some(Duration::from_secs(crate::varmail::DEFAULT_RUNTIME_S)),
+                _ => None,
+            }),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),

@@ -6,10 +6,13 @@
 
 #![forbid(unsafe_code)]
 
+mod multi;
 pub mod schema;
 mod select;
 
-use iolab_model::{OpClass, PhaseResult, RunResult, Status, ThreadResult, TimelinePoint, Totals, SCHEMA_VERSION};
+use iolab_model::{
+    NodeInfo, OpClass, PhaseResult, RunResult, Status, ThreadResult, TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
+};
 use iolab_spec::Plan;
 use iolab_sysstat::{HostFacts, Rates};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -18,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use multi::AGGREGATE;
 pub use select::parse_selector;
 
 #[derive(Debug, thiserror::Error)]
@@ -327,6 +331,28 @@ impl Store {
         Ok(())
     }
 
+    /// A run of several nodes: its nodes, where they were reached and how their clocks stood.
+    pub fn set_nodes(&self, run: i64, nodes: &[NodeInfo]) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET nodes_json = ?2 WHERE id = ?1",
+                params![run, serde_json::to_string(nodes).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the run's nodes"))?;
+        Ok(())
+    }
+
+    /// A scenario's verdict on the run.
+    pub fn set_verdict(&self, run: i64, verdict: &Verdict) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET verdict_json = ?2 WHERE id = ?1",
+                params![run, serde_json::to_string(verdict).unwrap_or_default()],
+            )
+            .map_err(self.err("saving the run's verdict"))?;
+        Ok(())
+    }
+
     /// Run ids a selector names: `42`, `last`, `last~2`, or `key=value[,key=value]`.
     pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {
         let ids = match parse_selector(selector).map_err(StoreError::BadSelector)? {
@@ -398,7 +424,7 @@ impl Store {
     pub fn list(&self, f: &ListFilter) -> Result<Vec<RunSummary>> {
         let mut st = self
             .conn
-            .prepare("SELECT r.id, r.kind, r.name, r.status, r.started_unix_s, r.node, r.pid, (SELECT count(*) FROM phases p WHERE p.run_id = r.id) FROM runs r ORDER BY r.id")
+            .prepare("SELECT r.id, r.kind, r.name, r.status, r.started_unix_s, r.node, r.pid, (SELECT count(DISTINCT p.idx) FROM phases p WHERE p.run_id = r.id) FROM runs r ORDER BY r.id")
             .map_err(self.err("listing runs"))?;
         type ListRow = (i64, String, String, String, f64, String, u32, u32);
         let rows: Vec<ListRow> = st
@@ -429,16 +455,21 @@ impl Store {
     pub fn load(&self, id: i64) -> Result<StoredRun> {
         let damaged = |msg: String| StoreError::Damaged { run: id, msg };
         type Row = (String, String, String, Option<String>, f64, Option<f64>, String, u32, String, String, String);
-        let row: Option<Row> = self
+        let row: Option<(Row, Option<String>, Option<String>)> = self
             .conn
             .query_row(
-                "SELECT kind, name, status, error, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json FROM runs WHERE id = ?1",
+                "SELECT kind, name, status, error, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json, nodes_json, verdict_json FROM runs WHERE id = ?1",
                 [id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?)),
+                |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?, r.get(10)?), r.get(11)?, r.get(12)?)),
             )
             .optional()
             .map_err(self.err("reading a run"))?;
-        let Some((kind, name, status, error, started, ended, node, pid, version, plan_json, host_json)) = row else {
+        let Some((
+            (kind, name, status, error, started, ended, node, pid, version, plan_json, host_json),
+            nodes_json,
+            verdict_json,
+        )) = row
+        else {
             return Err(StoreError::NotFound(format!(
                 "no run {id} in {}; `iolab runs` lists them",
                 self.path.display()
@@ -447,14 +478,27 @@ impl Store {
         let plan: Plan = serde_json::from_str(&plan_json).map_err(|e| damaged(format!("plan: {e}")))?;
         let host: HostFacts = serde_json::from_str(&host_json).map_err(|e| damaged(format!("host facts: {e}")))?;
         let (status, why) = live_status(status_of(&status), &node, pid);
-        // The run's own node; a run whose rows all carry one other name (a renamed host) reads
-        // from that one.
-        let nodes = self.nodes(id)?;
-        let rows_node = match nodes.as_slice() {
-            [only] if *only != node => only.clone(),
-            _ => node.clone(),
+        let infos: Vec<NodeInfo> = match nodes_json {
+            Some(j) => serde_json::from_str(&j).map_err(|e| damaged(format!("nodes: {e}")))?,
+            None => Vec::new(),
         };
-        let phases = self.phases_of(id, &rows_node, &plan)?;
+        let verdict: Option<Verdict> = match verdict_json {
+            Some(j) => Some(serde_json::from_str(&j).map_err(|e| damaged(format!("verdict: {e}")))?),
+            None => None,
+        };
+        let phases = if !infos.is_empty() || self.has_aggregate(id)? {
+            // A run of several nodes: the aggregate, each phase with its nodes' shares.
+            self.aggregate_phases(id, &plan)?
+        } else {
+            // The run's own node; a run whose rows all carry one other name (a renamed host)
+            // reads from that one.
+            let nodes = self.nodes(id)?;
+            let rows_node = match nodes.as_slice() {
+                [only] if *only != node => only.clone(),
+                _ => node.clone(),
+            };
+            self.phases_of(id, &rows_node, &plan)?
+        };
         Ok(StoredRun {
             id,
             kind,
@@ -463,6 +507,8 @@ impl Store {
             pid,
             ended_unix_s: ended,
             result: RunResult {
+                nodes: infos,
+                verdict,
                 schema_version: SCHEMA_VERSION,
                 iolab_version: version,
                 node,
@@ -477,11 +523,11 @@ impl Store {
     }
 
     /// The nodes that saved phases or seconds of a run (one for a run on one machine; one per
-    /// node for a run of several).
+    /// node for a run of several; never the aggregate's [`AGGREGATE`]).
     pub fn nodes(&self, id: i64) -> Result<Vec<String>> {
         let mut st = self
             .conn
-            .prepare("SELECT node FROM phases WHERE run_id = ?1 UNION SELECT node FROM timeline WHERE run_id = ?1 ORDER BY 1")
+            .prepare("SELECT node FROM phases WHERE run_id = ?1 AND node != '*' UNION SELECT node FROM timeline WHERE run_id = ?1 AND node != '*' ORDER BY 1")
             .map_err(self.err("reading a run's nodes"))?;
         let rows = st.query_map([id], |r| r.get::<_, String>(0)).map_err(self.err("reading a run's nodes"))?;
         Ok(rows.flatten().collect())
@@ -492,6 +538,12 @@ impl Store {
     /// row, `interrupted` set); one saved by an iolab before schema 3 (a timeline but no phase
     /// row) is rebuilt from its saved seconds.
     pub fn phases_of(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<PhaseResult>> {
+        Ok(self.indexed_phases(id, node, plan)?.into_iter().map(|x| x.phase).collect())
+    }
+
+    /// [`Store::phases_of`] with each phase's index and whether it had a phase row (or was
+    /// rebuilt from its seconds alone).
+    fn indexed_phases(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<multi::Indexed>> {
         let damaged = |msg: String| StoreError::Damaged { run: id, msg };
         let mut st = self
             .conn
@@ -516,7 +568,7 @@ impl Store {
             self.attach_hists(id, node, idx, &mut p)?;
             self.attach_threads(id, node, idx, &mut p)?;
             idxs.push(idx);
-            phases.push(p);
+            phases.push(multi::Indexed { idx, phase: p, row: true });
         }
         let mut st = self
             .conn
@@ -529,8 +581,13 @@ impl Store {
             .filter(|i| !idxs.contains(i))
             .collect();
         for idx in partial {
-            phases.push(partial_phase(plan, idx, self.timeline(id, node, idx)?));
+            phases.push(multi::Indexed {
+                idx,
+                phase: partial_phase(plan, idx, self.timeline(id, node, idx)?),
+                row: false,
+            });
         }
+        phases.sort_by_key(|x| x.idx);
         Ok(phases)
     }
 
@@ -572,10 +629,10 @@ impl Store {
             .flatten()
             .collect();
         for (job, dir, blob) in rows {
-            let t = if job.is_empty() {
-                Some(&mut p.total)
-            } else {
-                p.jobs.iter_mut().find(|j| j.name == job).map(|j| &mut j.total)
+            let t = match multi::split_key(&job) {
+                (None, "") => Some(&mut p.total),
+                (Some(node), "") => p.nodes.iter_mut().find(|n| n.name == node).map(|n| &mut n.total),
+                (node, name) => multi::job_mut(p, node, name).map(|j| &mut j.total),
             };
             let Some(t) = t else { continue };
             if let Ok(class) = dir.parse::<OpClass>() {
@@ -599,7 +656,8 @@ impl Store {
             .flatten()
             .collect();
         for (job, thread, elapsed_s, ops, bytes, error) in rows {
-            if let Some(j) = p.jobs.iter_mut().find(|j| j.name == job) {
+            let (node, name) = multi::split_key(&job);
+            if let Some(j) = multi::job_mut(p, node, name) {
                 j.per_thread.push(ThreadResult::new(thread, elapsed_s, ops.max(0) as u64, bytes.max(0) as u64, error));
             }
         }
@@ -637,6 +695,12 @@ fn put_phase(
     for j in &mut slim.jobs {
         j.per_thread.clear();
     }
+    // Each node's samples live in that node's own rows.
+    for n in &mut slim.nodes {
+        if let Some(s) = &mut n.system {
+            s.samples.clear();
+        }
+    }
     tx.execute(
         "INSERT OR REPLACE INTO phases (run_id, idx, node, name, elapsed_s, interrupted, result_json, final) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![run, idx as i64, node, p.name, p.elapsed_s, p.interrupted, serde_json::to_string(&slim).unwrap_or_default(), last],
@@ -651,12 +715,16 @@ fn put_phase(
         Ok(())
     };
     put("", &p.total)?;
+    for n in &p.nodes {
+        put(&multi::node_key(&n.name), &n.total)?;
+    }
     for j in &p.jobs {
-        put(&j.name, &j.total)?;
+        let key = multi::job_key(j);
+        put(&key, &j.total)?;
         for t in &j.per_thread {
             tx.execute(
                 "INSERT OR REPLACE INTO threads (run_id, phase_idx, node, job, thread, elapsed_s, ops, bytes, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![run, idx as i64, node, j.name, t.thread, t.elapsed_s, t.ops as i64, t.bytes as i64, t.error],
+                params![run, idx as i64, node, key, t.thread, t.elapsed_s, t.ops as i64, t.bytes as i64, t.error],
             )?;
         }
     }
@@ -734,6 +802,10 @@ fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseRe
         t.bw_bytes = per_s(t.bytes);
     }
     PhaseResult {
+        workload: Default::default(),
+        nodes: Vec::new(),
+        first_done_s: None,
+        last_done_s: None,
         name: plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),
         elapsed_s: elapsed,
         interrupted: true,

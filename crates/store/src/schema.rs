@@ -91,6 +91,13 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, phase_idx, node, job, thread)
     );
     "#,
+    // 4: a run of several nodes: its nodes (addresses, clocks) and a scenario's verdict, as JSON.
+    // Per-node rows carry the node's name; the aggregate of each phase is saved under the
+    // reserved node `*`, its jobs keyed `NODE\x1fJOB` and each node's total `NODE\x1f`.
+    r#"
+    ALTER TABLE runs ADD COLUMN nodes_json TEXT;
+    ALTER TABLE runs ADD COLUMN verdict_json TEXT;
+    "#,
 ];
 
 pub const VERSION: u32 = MIGRATIONS.len() as u32;

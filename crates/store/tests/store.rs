@@ -420,3 +420,210 @@ fn a_phase_saved_as_it_stands_reads_back_and_its_end_replaces_it() {
     assert_eq!(b.system.as_ref().unwrap().samples, *samples, "samples read back as the summary kept them");
     assert_eq!(store.list(&ListFilter::default()).unwrap()[0].phases, 1);
 }
+
+/// The aggregate of two nodes' totals, as the coordinator builds it: counts summed, histograms
+/// merged, rates over the longer node's time.
+fn merged(a: &iolab_model::Totals, b: &iolab_model::Totals, elapsed: f64) -> iolab_model::Totals {
+    let mut t = a.clone();
+    for (class, x) in b.iter() {
+        let m = t.get_mut(class);
+        m.ops += x.ops;
+        m.bytes += x.bytes;
+        match (&mut m.hist, &x.hist) {
+            (Some(h), Some(y)) => h.add(y).unwrap(),
+            (None, Some(y)) => m.hist = Some(y.clone()),
+            _ => {}
+        }
+        m.iops = m.ops as f64 / elapsed;
+        m.bw_bytes = m.bytes as f64 / elapsed;
+        m.lat_ns = m.hist.as_ref().map(iolab_model::LatNs::from_hist).unwrap_or_default();
+    }
+    t
+}
+
+fn node_result(name: &str, p: &iolab_model::PhaseResult, skew: i64) -> iolab_model::NodeResult {
+    iolab_model::NodeResult {
+        name: name.into(),
+        start_skew_ns: skew,
+        elapsed_s: p.elapsed_s,
+        interrupted: false,
+        error: None,
+        total: p.total.clone(),
+        cpu: p.cpu,
+        system: p.system.clone(),
+    }
+}
+
+/// A run of two nodes whose jobs share a name, recorded as the coordinator does: each node's
+/// own rows, the aggregate under `*`, the nodes and the verdict. It loads back as the aggregate
+/// with each node's total and every job (histograms included, nothing of one node lost under
+/// the other's job of the same name), while each node's phases stay readable on their own.
+#[test]
+fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
+    use iolab_model::{JobResult, Limit, NodeInfo, Verdict};
+    use iolab_store::AGGREGATE;
+    let dir = tempfile::tempdir().unwrap();
+    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&da).unwrap();
+    std::fs::create_dir_all(&db).unwrap();
+    let (ra, rb) = (real_run(&da), real_run(&db));
+    let (pa, pb) = (&ra.phases[0], &rb.phases[0]);
+    assert_eq!(pa.jobs[0].name, pb.jobs[0].name, "the jobs share a name");
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let id = store.begin_run("scenario", "locking", &labels(&[]), &host, &ra.plan, ra.started_unix_s).unwrap();
+    for (name, p) in [("a", pa), ("b", pb)] {
+        let samples = &p.system.as_ref().unwrap().samples;
+        store.add_second(id, 0, name, &p.timeline, samples, None).unwrap();
+        let mut slim = p.clone();
+        slim.timeline.clear();
+        slim.system.as_mut().unwrap().samples.clear();
+        store.add_phase(id, 0, name, &slim).unwrap();
+    }
+    let elapsed = pa.elapsed_s.max(pb.elapsed_s);
+    let seconds: Vec<iolab_model::TimelinePoint> = pa
+        .timeline
+        .iter()
+        .zip(&pb.timeline)
+        .map(|(x, y)| iolab_model::TimelinePoint { read_ops: x.read_ops + y.read_ops, ..x.clone() })
+        .collect();
+    let tag = |n: &str, j: &JobResult| JobResult { node: Some(n.into()), ..j.clone() };
+    let aggregate = iolab_model::PhaseResult {
+        workload: Default::default(),
+        name: pa.name.clone(),
+        elapsed_s: elapsed,
+        interrupted: false,
+        total: merged(&pa.total, &pb.total, elapsed),
+        jobs: vec![tag("a", &pa.jobs[0]), tag("b", &pb.jobs[0])],
+        timeline: Vec::new(),
+        cpu: pa.cpu,
+        system: None,
+        nodes: vec![node_result("a", pa, 120_000), node_result("b", pb, -80_000)],
+        first_done_s: Some(pa.elapsed_s.min(pb.elapsed_s)),
+        last_done_s: Some(elapsed),
+    };
+    store.add_second(id, 0, AGGREGATE, &seconds, &[], None).unwrap();
+    store.add_phase(id, 0, AGGREGATE, &aggregate).unwrap();
+    let infos = vec![
+        NodeInfo {
+            name: "a".into(),
+            address: "ssh://root@10.0.0.1".into(),
+            hostname: "ha".into(),
+            iolab_version: "0.1.0".into(),
+            clock_offset_ns: 1500,
+            rtt_ns: 90_000,
+            dir: Some("/mnt/shared".into()),
+        },
+        NodeInfo { name: "b".into(), address: "10.0.0.2:7070".into(), dir: None, ..Default::default() },
+    ];
+    store.set_nodes(id, &infos).unwrap();
+    let verdict = Verdict {
+        scenario: "locking".into(),
+        limit: Limit::Network,
+        reasons: vec!["the link ran at 95% of 100 Mbit/s".into()],
+        figures: [("link_mbs".to_string(), 12.5)].into(),
+    };
+    store.set_verdict(id, &verdict).unwrap();
+    store.finish_run(id, Status::Complete, None, ra.started_unix_s + 3.0).unwrap();
+
+    assert_eq!(store.nodes(id).unwrap(), ["a", "b"], "`*` is no node");
+    assert_eq!(store.list(&ListFilter::default()).unwrap()[0].phases, 1, "one phase, however many nodes");
+    let back = store.load(id).unwrap();
+    assert_eq!(back.result.nodes, infos);
+    assert_eq!(back.result.verdict.as_ref(), Some(&verdict));
+    let p = &back.result.phases[0];
+    assert_eq!((p.first_done_s, p.last_done_s), (aggregate.first_done_s, aggregate.last_done_s));
+    assert_eq!(p.total.read().ops, pa.total.read().ops + pb.total.read().ops);
+    assert_eq!(p.total.read().hist.as_ref().unwrap().len(), pa.total.read().ops + pb.total.read().ops);
+    assert_eq!(p.timeline.len(), seconds.len());
+    assert_eq!(p.timeline[0].read_ops, seconds[0].read_ops, "the aggregate's own seconds");
+    // Both jobs of the same name, each with its own node's figures, histograms and threads.
+    assert_eq!(p.jobs.len(), 2);
+    for (j, src, node) in [(&p.jobs[0], pa, "a"), (&p.jobs[1], pb, "b")] {
+        assert_eq!(j.node.as_deref(), Some(node));
+        assert_eq!(j.total.write().ops, src.jobs[0].total.write().ops);
+        assert_eq!(j.total.write().hist.as_ref().unwrap().len(), src.jobs[0].total.write().ops, "node {node}");
+        assert_eq!(j.per_thread, src.jobs[0].per_thread, "node {node}");
+    }
+    assert_ne!(pa.jobs[0].total.write().ops, 0);
+    // Each node's share, with its histograms and its samples from its own rows.
+    assert_eq!(p.nodes.len(), 2);
+    for (n, src, skew) in [(&p.nodes[0], pa, 120_000), (&p.nodes[1], pb, -80_000)] {
+        assert_eq!(n.start_skew_ns, skew);
+        assert_eq!(n.total.read().ops, src.total.read().ops);
+        let h = n.total.read().hist.as_ref().unwrap();
+        assert_eq!(h.value_at_quantile(0.99), src.total.read().hist.as_ref().unwrap().value_at_quantile(0.99));
+        assert_eq!(n.system.as_ref().unwrap().samples.len(), src.system.as_ref().unwrap().samples.len());
+    }
+    // Each node's own phases, apart.
+    let a = store.phases_of(id, "a", &ra.plan).unwrap();
+    assert_eq!(a[0].total.read().ops, pa.total.read().ops);
+    assert!(a[0].nodes.is_empty() && a[0].jobs[0].node.is_none());
+    assert_eq!(a[0].timeline.len(), pa.timeline.len());
+}
+
+/// A run of two nodes killed in its second phase, before the coordinator saved that phase's
+/// aggregate: the first phase reads as saved, the second is merged from the nodes' own rows
+/// (interrupted, each node's share and jobs, the nodes' seconds summed).
+#[test]
+fn a_run_of_two_nodes_killed_mid_phase_shows_each_node_partial_phase() {
+    use iolab_model::NodeInfo;
+    use iolab_store::AGGREGATE;
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run(dir.path());
+    let p = &r.phases[0];
+    let mut plan = r.plan.clone();
+    plan.phases.push(iolab_spec::Phase { name: "p2".into(), jobs: plan.phases[0].jobs.clone() });
+    let store = Store::open(&dir.path().join("results.db")).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let id = store.begin_run("run", "two", &labels(&[]), &host, &plan, r.started_unix_s).unwrap();
+    store
+        .set_nodes(
+            id,
+            &[NodeInfo { name: "a".into(), ..Default::default() }, NodeInfo { name: "b".into(), ..Default::default() }],
+        )
+        .unwrap();
+    for n in ["a", "b"] {
+        store.add_phase(id, 0, n, p).unwrap();
+    }
+    let whole = iolab_model::PhaseResult {
+        nodes: vec![node_result("a", p, 0), node_result("b", p, 0)],
+        total: merged(&p.total, &p.total, p.elapsed_s),
+        ..p.clone()
+    };
+    store.add_phase(id, 0, AGGREGATE, &whole).unwrap();
+    // Phase 2: node a saved a provisional row, node b only its first second.
+    let mut so_far = p.clone();
+    so_far.name = "p2".into();
+    so_far.interrupted = true;
+    so_far.timeline.clear();
+    store.add_second(id, 1, "a", &p.timeline[..1], &[], Some(&so_far)).unwrap();
+    store.add_second(id, 1, "b", &p.timeline[..1], &[], None).unwrap();
+    store.finish_run(id, Status::Interrupted, Some("node b unreachable"), r.started_unix_s + 3.0).unwrap();
+    let back = store.load(id).unwrap();
+    let ph = &back.result.phases;
+    assert_eq!(ph.len(), 2);
+    assert_eq!(ph[0].nodes.len(), 2);
+    assert!(!ph[0].interrupted);
+    let cut = &ph[1];
+    assert_eq!(cut.name, "p2");
+    assert!(cut.interrupted);
+    assert_eq!(cut.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    assert!(cut.nodes[0].interrupted && cut.nodes[1].interrupted);
+    assert_eq!(cut.nodes[0].total.read().ops, p.total.read().ops, "a's provisional totals");
+    assert_eq!(cut.nodes[1].total.read().ops, p.timeline[0].read_ops, "b's, from its one second");
+    assert_eq!(cut.total.read().ops, p.total.read().ops + p.timeline[0].read_ops);
+    assert_eq!(cut.jobs.len(), 1, "only a saved jobs");
+    assert_eq!(cut.jobs[0].node.as_deref(), Some("a"));
+    assert_eq!(cut.timeline.len(), 1);
+    assert_eq!(cut.timeline[0].read_ops, 2 * p.timeline[0].read_ops, "the nodes' seconds summed");
+    // Where the coordinator saved the aggregate's seconds (but no phase row), those are kept.
+    let mut sum = p.timeline[0].clone();
+    sum.read_ops = 7;
+    store.add_second(id, 1, AGGREGATE, &[sum], &[], None).unwrap();
+    let back = store.load(id).unwrap();
+    let cut = &back.result.phases[1];
+    assert_eq!(cut.timeline.iter().map(|t| t.read_ops).collect::<Vec<_>>(), [7]);
+    assert_eq!(cut.nodes.len(), 2, "still each node's share");
+    assert_eq!(store.nodes(id).unwrap(), ["a", "b"]);
+}

@@ -22,7 +22,16 @@ pub(crate) enum Msg {
     /// during the ramp).
     Interval { job: usize, worker: usize, sec: i64, acc: Acc },
     /// The worker is done: its last counts, when it ended, and why if early.
-    Done { job: usize, worker: usize, sec: i64, acc: Acc, end: Instant, error: Option<String> },
+    Done {
+        job: usize,
+        worker: usize,
+        sec: i64,
+        acc: Acc,
+        end: Instant,
+        error: Option<String>,
+        /// The source's own figures (see [`crate::source::Source::figures`]).
+        figures: Vec<(&'static str, f64)>,
+    },
 }
 
 struct Pending {
@@ -42,11 +51,25 @@ struct WorkerTally {
     error: Option<String>,
 }
 
+/// Merge a thread's (or a job's) figures: counts add up, seconds (`*_s`) take the longest.
+fn merge_figures<'a>(into: &mut BTreeMap<String, f64>, from: impl Iterator<Item = (&'a str, f64)>) {
+    for (k, v) in from {
+        let e = into.entry(k.to_string()).or_insert(0.0);
+        if k.ends_with("_s") {
+            *e = e.max(v);
+        } else {
+            *e += v;
+        }
+    }
+}
+
 pub(crate) struct Aggregator {
     t0: Instant,
     jobs: Vec<Acc>,
     job_end: Vec<Option<Instant>>,
     job_err: Vec<Option<String>>,
+    /// Each job's workload figures, merged over its threads.
+    job_figures: Vec<BTreeMap<String, f64>>,
     workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
@@ -74,6 +97,7 @@ impl Aggregator {
             jobs: vec![Acc::default(); threads.len()],
             job_end: vec![None; threads.len()],
             job_err: vec![None; threads.len()],
+            job_figures: vec![BTreeMap::new(); threads.len()],
             workers,
             worker_sec: vec![i64::MIN; n],
             worker_done: vec![false; n],
@@ -129,8 +153,9 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures } => {
                 self.merge(job, worker, sec, &acc);
+                merge_figures(&mut self.job_figures[job], figures.iter().map(|(k, v)| (*k, *v)));
                 if let Some(w) = self.workers.get_mut(worker) {
                     w.end = Some(end);
                     w.error.clone_from(&error);
@@ -216,6 +241,7 @@ impl Aggregator {
                 .map(|w| ThreadResult::new(w.thread, secs(w.end), w.ops, w.bytes, w.error.clone()))
                 .collect();
             jobs.push(JobResult {
+                node: None,
                 name: job.name.clone(),
                 engine: job.engine.to_string(),
                 rw: job.workload.label(),
@@ -227,7 +253,27 @@ impl Aggregator {
                 per_thread,
             });
         }
+        let mut workload = BTreeMap::new();
+        for f in &self.job_figures {
+            merge_figures(&mut workload, f.iter().map(|(k, v)| (k.as_str(), *v)));
+        }
+        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Postmark(_))) {
+            crate::source::postmark::derive_rates(&mut workload);
+        }
+        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Maildir(_))) {
+            crate::source::maildir::derive_rates(&mut workload);
+        }
+        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Redolog(_))) {
+            crate::source::redolog::derive_rates(&mut workload);
+        }
+        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Varmail(_))) {
+            crate::source::varmail::derive_rates(&mut workload);
+        }
         PhaseResult {
+            workload,
+            nodes: Vec::new(),
+            first_done_s: None,
+            last_done_s: None,
             name: phase.name.clone(),
             elapsed_s: elapsed,
             interrupted,
@@ -313,7 +359,15 @@ mod tests {
         let mut a = Aggregator::new(&[2], t0);
         a.take(Msg::Interval { job: 0, worker: 0, sec: 0, acc: acc(4) });
         a.take(Msg::Interval { job: 0, worker: 1, sec: 0, acc: acc(2) });
-        a.take(Msg::Done { job: 0, worker: 1, sec: 1, acc: acc(1), end: t0 + Duration::from_secs(2), error: None });
+        a.take(Msg::Done {
+            job: 0,
+            worker: 1,
+            sec: 1,
+            acc: acc(1),
+            end: t0 + Duration::from_secs(2),
+            error: None,
+            figures: Vec::new(),
+        });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
         let so_far = a.result(&ph, &targets, now, CpuTime::default(), true);
@@ -327,6 +381,7 @@ mod tests {
             acc: acc(1),
             end: t0 + Duration::from_secs(5),
             error: Some("EIO".into()),
+            figures: Vec::new(),
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;

@@ -12,6 +12,12 @@ use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::source::block::BlockSource;
+use crate::source::bonnie::Bonnie;
+use crate::source::maildir::{Maildir, MaildirReader};
+use crate::source::postmark::Postmark;
+use crate::source::redolog::Redolog;
+use crate::source::replay::ReplaySource;
+use crate::source::varmail::Varmail;
 use crate::source::{Names, Source};
 use crate::worker::{self, Window};
 use iolab_model::*;
@@ -87,7 +93,19 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
     for p in &plan.phases {
         let mut jobs = Vec::new();
         for j in &p.jobs {
-            if j.engine == EngineKind::Null {
+            if let Workload::Replay(_) = &j.workload {
+                // A replay names its own files, under the job's directory (checked by
+                // `source::replay::check`, which `iolab replay` runs with the plan).
+                if !j.target.is_dir() {
+                    return Err(iolab_spec::SpecError::field(
+                        &j.name,
+                        "target",
+                        format!("{} is not a directory; a replay runs in a directory", j.target.display()),
+                    )
+                    .into());
+                }
+                jobs.push(Vec::new());
+            } else if j.engine == EngineKind::Null {
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
@@ -107,6 +125,8 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     let targets = check_plan(plan)?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
+        nodes: Vec::new(),
+        verdict: None,
         schema_version: SCHEMA_VERSION,
         iolab_version: env!("CARGO_PKG_VERSION").to_string(),
         node: iolab_sysstat::hostname(),
@@ -158,7 +178,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
-        .filter(|j| j.engine != EngineKind::Null)
+        .filter(|j| j.engine != EngineKind::Null && !matches!(j.workload, Workload::Replay(_)))
         .map(|j| layout::check_job(j).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
@@ -306,6 +326,12 @@ fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     match &job.workload {
         Workload::Block(b) => b.budget_bytes(size),
+        Workload::Replay(_) => 0,
+        Workload::Postmark(_)
+        | Workload::Maildir(_)
+        | Workload::Redolog(_)
+        | Workload::Varmail(_)
+        | Workload::Bonnie(_) => 0,
     }
 }
 
@@ -325,16 +351,50 @@ fn worker_main(
     // Where it is refused (seccomp), the worker just shares the process's table.
     let _ = iolab_engine::private_fd_table();
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
-    let mut source = match &job.workload {
-        Workload::Block(b) => BlockSource::new(job, b, thread, target),
+    let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
+    match &job.workload {
+        Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+        Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
+        Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
+        Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
+        Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),
+        Workload::Bonnie(b) => drive(Ok(Bonnie::new(&job.name, b, job.seed, thread, w.root.clone())), w),
+        Workload::Maildir(m) if thread >= m.deliverers(job) => drive(
+            Ok(MaildirReader::new(&job.name, m, thread - m.deliverers(job), m.deliverers(job), w.root.clone())),
+            w,
+        ),
+        Workload::Maildir(m) => drive(Ok(Maildir::new(&job.name, m, job.seed, thread, w.root.clone())), w),
+    }
+}
+
+/// What a worker runs with, beside its source.
+struct Work<'a> {
+    job_idx: usize,
+    worker: usize,
+    job: &'a Job,
+    root: std::path::PathBuf,
+    ramp: Duration,
+    shared: &'a Shared,
+    stop: &'a AtomicBool,
+    tx: Sender<Msg>,
+}
+
+/// Set up, wait at the barriers, run the source, report.
+fn drive<S: Source>(source: Result<S, String>, w: Work) {
+    let Work { job_idx, worker, job, root, ramp, shared, stop, tx } = w;
+    let (mut source, setup) = match source {
+        Ok(mut s) => {
+            let setup = set_up(job, &mut s);
+            (Some(s), setup)
+        }
+        Err(e) => (None, Err(e)),
     };
-    let setup = set_up(job, &mut source);
     shared.ready.wait();
     shared.go.wait();
     let start = *shared.start.get().expect("start set before the go barrier");
     let clk = TscClock::new();
-    let (sec, acc, end, error) = match setup {
-        Ok(mut engine) => {
+    let (sec, acc, end, error) = match (setup, source.as_mut()) {
+        (Ok(mut engine), Some(source)) => {
             let w = Window {
                 start: clk.at(start),
                 t0: clk.at(start + ramp),
@@ -344,12 +404,14 @@ fn worker_main(
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(&mut source, e, &mut names, &clk, w, stop, &mut report));
+            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, &mut report));
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
-        Err(e) => (0, Acc::default(), start, Some(e)),
+        (Err(e), _) => (0, Acc::default(), start, Some(e)),
+        (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
     };
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error });
+    let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }
 
 /// Build the worker's engine and open the source's files, before the start barrier.

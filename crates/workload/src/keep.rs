@@ -110,6 +110,8 @@ mod tests {
         k.correct(0, &point(1.0, 5));
         k.correct(0, &point(0.5, 1)); // a second never ticked is added
         let mut r = RunResult {
+            nodes: Vec::new(),
+            verdict: None,
             schema_version: 1,
             iolab_version: String::new(),
             node: String::new(),
@@ -118,6 +120,10 @@ mod tests {
             error: None,
             plan: Plan { phases: Vec::new() },
             phases: vec![PhaseResult {
+                workload: Default::default(),
+                nodes: Vec::new(),
+                first_done_s: None,
+                last_done_s: None,
                 name: "p".into(),
                 elapsed_s: 2.0,
                 interrupted: false,

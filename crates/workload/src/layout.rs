@@ -64,11 +64,40 @@ pub fn job_paths(job: &Job) -> Vec<PathBuf> {
 
 /// Check a job's targets without writing anything: existence, ownership, devices, sizes.
 pub fn check_job(job: &Job) -> Result<Vec<Target>, LayoutError> {
+    if job.workload.makes_own_files() {
+        return check_own_dirs(job);
+    }
     let mut out = Vec::new();
     for path in job_paths(job) {
         out.push(check_target(job, &path)?);
     }
     Ok(out)
+}
+
+/// A personality (PostMark, ...) works in directories of its own, `iolab.<job>.<thread>`, that
+/// it creates under the target directory and removes at its end; it creates every file in them
+/// with O_EXCL, so nothing it writes, renames or deletes can be a file it did not create. Here:
+/// the target must be a directory and those names must be free.
+fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
+    if !job.target.is_dir() {
+        return Err(refuse(
+            &job.target,
+            format!(
+                "workload `{}` needs a directory to work in; give --target an existing directory",
+                job.workload.label()
+            ),
+        ));
+    }
+    (0..job.threads)
+        .map(|t| {
+            let path = job.target.join(format!("iolab.{}.{t}", job.name));
+            if path.symlink_metadata().is_ok() {
+                return Err(refuse(&path, "it exists already (left by an interrupted run?); this workload works only in a directory it creates: remove it or choose another job name".into()));
+            }
+            // `exists`: nothing for the layout step to create; the source makes the directory.
+            Ok(Target { path, kind: TargetKind::File, size: 0, existing: 0, exists: true, layout: false })
+        })
+        .collect()
 }
 
 fn refuse(path: &Path, why: String) -> LayoutError {

@@ -76,3 +76,6 @@ pub fn disk_tempdir() -> tempfile::TempDir {
 pub fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
 }
+
+/// The multi-node testbed (scripts/testbed.sh) for tests of several nodes at once.
+pub mod testbed;

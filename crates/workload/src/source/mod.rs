@@ -8,6 +8,12 @@
 
 pub mod append_log;
 pub mod block;
+pub mod bonnie;
+pub mod maildir;
+pub mod postmark;
+pub mod redolog;
+pub mod replay;
+pub mod varmail;
 
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
@@ -169,6 +175,12 @@ pub trait Source: Send {
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
     /// brought in), empty for namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
+    /// A personality's own figures at the end (PostMark's transactions, files created, ...),
+    /// under the original's names: counts are summed over threads, `*_s` seconds take the
+    /// longest thread's; they go to `phases[].workload` in the results.
+    fn figures(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
 }
 
 /// The worker's names: paths under the job's root directory. A source can name nothing outside
@@ -198,6 +210,25 @@ impl Names {
         }
         self.paths.push(self.root.join(rel));
         Ok(NameId(self.paths.len() as u32 - 1))
+    }
+    /// Point an existing id at another path (same rules as [`Names::add`]), so a source that
+    /// names a new file for every operation (a message per delivery) keeps its table small.
+    pub fn reuse(&mut self, id: NameId, rel: impl AsRef<Path>) -> Result<(), String> {
+        let rel = rel.as_ref();
+        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(format!(
+                "`{}` is not a path inside the job's directory (absolute paths and `..` are refused)",
+                rel.display()
+            ));
+        }
+        let path = self.root.join(rel);
+        match self.paths.get_mut(id.0 as usize) {
+            Some(p) => {
+                *p = path;
+                Ok(())
+            }
+            None => Err(format!("no name {}", id.0)),
+        }
     }
     /// The full path of a name. Unknown ids (a source's bug) resolve to the root's
     /// `.iolab-no-such-name`, which no call can succeed on.

@@ -1,0 +1,72 @@
+//! `iolab agent`: serve a node for a coordinator, over stdin/stdout (`--stdio`, how ssh runs
+//! it) or as a TLS daemon (`--listen`, with a token). It logs to stderr and does I/O only
+//! under its `--allow` directories.
+
+use crate::args::AgentArgs;
+use anyhow::{bail, Context, Result};
+use iolab_cluster::{agent, stdio, tls, AgentService, Allow};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The token of a token file: its first line, which must not be empty.
+pub fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading token file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or("").trim().to_string();
+    if token.is_empty() {
+        bail!(
+            "token file {} is empty; put a secret on its first line (head -c 32 /dev/urandom | base64)",
+            path.display()
+        );
+    }
+    Ok(token)
+}
+
+fn state_dir() -> PathBuf {
+    match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("iolab/agent"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| ".".into())).join(".local/state/iolab/agent"),
+    }
+}
+
+pub fn run(args: AgentArgs) -> Result<ExitCode> {
+    if !args.stdio && args.listen.is_none() {
+        bail!("say how to serve: --stdio (for ssh and exec:// nodes) or --listen HOST:PORT --token-file FILE");
+    }
+    let allow = Allow::new(&args.allow).context("the agent's --allow directories")?;
+    let dirs: Vec<String> = allow.dirs().iter().map(|d| d.display().to_string()).collect();
+    let dirs = if dirs.is_empty() { "nothing".to_string() } else { dirs.join(", ") };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the agent's runtime")?;
+    let service = AgentService::new(allow);
+    if let Some(addr) = &args.listen {
+        let Some(token_file) = &args.token_file else {
+            bail!("--listen needs --token-file FILE: an agent never listens without a shared token");
+        };
+        let token = read_token(token_file)?;
+        let dir = args.state_dir.clone().unwrap_or_else(state_dir);
+        let (cert, key) = match (&args.cert, &args.key) {
+            (Some(c), Some(k)) => tls::load(c, k)?,
+            _ => tls::load_or_make(&dir)?,
+        };
+        let fp = tls::fingerprint(&cert);
+        let served = rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+            let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.clone());
+            agent::log(&format!("listening on {local} (TLS), certificate {fp}, allowed under: {dirs}"));
+            tls::serve(listener, service, token, cert, key, args.handshake_timeout).await?;
+            Ok::<_, anyhow::Error>(())
+        });
+        rt.shutdown_background();
+        served?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    agent::log(&format!("serving over stdio, allowed under: {dirs}"));
+    let served = rt.block_on(stdio::serve_stdio(service));
+    // Reading stdin holds a blocking thread; don't wait for it.
+    rt.shutdown_background();
+    served.context("serving over stdio")?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,412 @@
+//! Several nodes at once, with real agent processes on this machine (`exec://` nodes run
+//! `iolab agent --stdio`, the transport ssh uses): files really written on each node, the
+//! results merged, the start skew reported; targets outside `--allow` refused; a lost agent
+//! and a lost coordinator noticed within 5 s.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn bin() -> String {
+    assert_cmd::cargo::cargo_bin("iolab").display().to_string()
+}
+
+fn node(name: &str, dir: &Path) -> String {
+    format!("{name}=exec://{},dir={}", bin(), dir.display())
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+        if after.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn two_nodes_write_their_files_start_together_and_merge() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let r = run_json(&[
+        "run",
+        "--node",
+        &node("a", &a),
+        "--node",
+        &node("b", &b),
+        "--target",
+        "f",
+        "--rw",
+        "write",
+        "--size",
+        "8M",
+        "--sample-interval",
+        "0",
+    ]);
+    for dir in [&a, &b] {
+        assert_eq!(std::fs::metadata(dir.join("f")).unwrap().len(), 8 << 20, "{}", dir.display());
+    }
+    assert_eq!(r["status"], "complete");
+    let names: Vec<&str> = r["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert!(r["nodes"][0]["rtt_ns"].as_u64().unwrap() > 0);
+    let p = &r["phases"][0];
+    let jobs = p["jobs"].as_array().unwrap();
+    assert_eq!(jobs.iter().map(|j| j["node"].as_str().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
+    let ops: u64 = jobs.iter().map(|j| u(&j["total"]["write"]["ops"])).sum();
+    assert_eq!(ops, 2 * 2048, "8 MiB of 4 KiB writes on each node");
+    assert_eq!(u(&p["total"]["write"]["ops"]), ops, "the aggregate is the nodes' sum");
+    assert_eq!(u(&p["total"]["write"]["bytes"]), 16 << 20);
+    let nodes = p["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for n in nodes {
+        let skew = n["start_skew_ns"].as_i64().unwrap();
+        assert!(skew.abs() < 1_000_000_000, "skew {skew} ns");
+        assert_eq!(u(&n["total"]["write"]["ops"]), 2048);
+    }
+    let (first, last) = (p["first_done_s"].as_f64().unwrap(), p["last_done_s"].as_f64().unwrap());
+    assert!(first <= last && last > 0.0, "{first} {last}");
+    // Every field is documented in docs/json.md.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let rows: Vec<&str> = doc.lines().filter_map(|l| l.strip_prefix("| `")?.split_once('`').map(|x| x.0)).collect();
+    for path in [
+        "nodes[].clock_offset_ns",
+        "nodes[].dir",
+        "phases[].jobs[].node",
+        "phases[].nodes[].start_skew_ns",
+        "phases[].last_done_s",
+    ] {
+        assert!(rows.contains(&path), "{path} is not in docs/json.md");
+    }
+    for (k, _) in r["nodes"][0].as_object().unwrap() {
+        assert!(rows.contains(&format!("nodes[].{k}").as_str()), "nodes[].{k} is not in docs/json.md");
+    }
+    for (k, _) in p["nodes"][0].as_object().unwrap() {
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("phases[].nodes[].{k}"))),
+            "phases[].nodes[].{k} undocumented"
+        );
+    }
+    // Saved as one run: each node's rows and the aggregate under `*`.
+    let db = rusqlite::Connection::open(db_path()).unwrap();
+    let mut q =
+        db.prepare("SELECT DISTINCT node FROM phases WHERE run_id = (SELECT MAX(id) FROM runs) ORDER BY node").unwrap();
+    let stored: Vec<String> = q.query_map([], |r| r.get(0)).unwrap().map(|x| x.unwrap()).collect();
+    assert_eq!(stored, ["*", "a", "b"]);
+}
+
+#[test]
+fn targets_outside_allow_are_refused_before_any_io() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, other) = (d.path().join("a"), d.path().join("other"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::symlink(&other, a.join("link")).unwrap();
+    let outside = other.join("f").display().to_string();
+    for (target, says) in [
+        ("../other/f", "`..` is not allowed"),
+        ("link/f", "outside the agent's --allow"),
+        (outside.as_str(), "outside"),
+    ] {
+        let out = iolab()
+            .args(["run", "--no-store", "--node", &node("a", &a), "--target", target, "--rw", "write", "--size", "1M"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{target}: {err}");
+        assert!(err.contains(says), "{target}: {err}");
+        assert!(!other.join("f").exists(), "{target}: nothing written outside");
+    }
+}
+
+/// A two-node run of `secs` seconds, started in the background.
+fn long_run(a: &Path, b: &Path, secs: &str) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    iolab_process()
+        .process_group(0)
+        .args(["run", "--no-store", "-o", "json", "--node", &node("a", a), "--node", &node("b", b)])
+        .args(["--target", "f", "--rw", "write", "--size", "1M", "--bs", "4k", "--rate-iops", "200"])
+        .args(["--runtime", secs, "--sample-interval", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn kill9(pid: u32) {
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+}
+
+#[test]
+fn a_killed_agent_is_reported_within_5_s_and_the_other_node_stops() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "30s");
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    let agents = children(run.id());
+    assert_eq!(agents.len(), 2, "two agents: {agents:?}");
+    kill9(agents[1]);
+    let t = Instant::now();
+    let out = loop {
+        if let Some(_s) = run.try_wait().unwrap() {
+            break run.wait_with_output().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "the coordinator still runs 10 s after an agent died");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(t.elapsed() < Duration::from_secs(6), "took {:?}", t.elapsed());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed");
+    // The agents connect at once, so which of the two processes is `b` is not known: the
+    // coordinator names the one that was killed, and the other was stopped with what it
+    // measured kept.
+    let err = r["error"].as_str().unwrap();
+    let (lost, kept) = if err.contains("node `b` lost") { ("b", "a") } else { ("a", "b") };
+    assert!(err.contains(&format!("node `{lost}` lost")), "{err}");
+    let nodes = r["phases"][0]["nodes"].as_array().unwrap();
+    let nk = nodes.iter().find(|n| n["name"] == kept).unwrap_or_else(|| panic!("node {kept} missing: {nodes:?}"));
+    assert!(nk["interrupted"].as_bool().unwrap() && u(&nk["total"]["write"]["ops"]) > 0, "{nk}");
+}
+
+#[test]
+fn agents_of_a_killed_coordinator_stop_within_5_s() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "30s");
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1000));
+    let agents = children(run.id());
+    assert_eq!(agents.len(), 2, "two agents: {agents:?}");
+    kill9(run.id());
+    let _ = run.wait();
+    wait_for("the agents to stop", Duration::from_secs(6), || agents.iter().all(|p| !alive(*p)));
+}
+
+/// An agent daemon on a free loopback port, its stderr (the agent's log) gathered.
+struct Daemon {
+    child: std::process::Child,
+    addr: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Daemon {
+    fn start(dir: &Path, token: &Path) -> Daemon {
+        let mut child = iolab_process()
+            .args(["agent", "--listen", "127.0.0.1:0", "--handshake-timeout", "1s", "--token-file"])
+            .arg(token)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--allow")
+            .arg(dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (log2, mut err) = (log.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut err, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                log2.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let mut d = Daemon { child, addr: String::new(), log };
+        wait_for("the agent to listen", Duration::from_secs(20), || d.log().contains("(TLS)"));
+        let log = d.log();
+        let at = log.split("listening on ").nth(1).unwrap();
+        d.addr = at.split_whitespace().next().unwrap().to_string();
+        d
+    }
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+    fn wait_log(&self, what: &str) {
+        wait_for(what, Duration::from_secs(10), || self.log().contains(what));
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let (token, bad) = (d.path().join("token"), d.path().join("bad"));
+    std::fs::write(&token, "s3cret\n").unwrap();
+    std::fs::write(&bad, "guess\n").unwrap();
+    let agent = Daemon::start(d.path(), &token);
+    let db = d.path().join("db/results.db");
+    let run = |tok: &Path| {
+        iolab()
+            .env("IOLAB_DB", &db)
+            .args(["run", "-o", "json", "--sample-interval", "0", "--rw", "write", "--size", "1M", "--target", "f"])
+            .args(["--node", &format!("n={},dir={}", agent.addr, d.path().display()), "--token-file"])
+            .arg(tok)
+            .output()
+            .unwrap()
+    };
+    let good = |why: &str| {
+        let out = run(&token);
+        assert!(out.status.success(), "{why}: {}", String::from_utf8_lossy(&out.stderr));
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(u(&r["phases"][0]["total"]["write"]["ops"]), 256, "{why}");
+    };
+    good("first run");
+    let known = std::fs::read_to_string(d.path().join("db/known_agents")).unwrap();
+    let fp = agent.log().split("certificate ").nth(1).unwrap().split(',').next().unwrap().to_string();
+    assert_eq!(known.trim(), format!("{} {fp}", agent.addr), "pinned on first use");
+
+    // A wrong token.
+    let out = run(&bad);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrong token"));
+    agent.wait_log("wrong token");
+    // Garbage bytes, then a client that says nothing (slow loris).
+    let mut g = std::net::TcpStream::connect(&agent.addr).unwrap();
+    g.write_all(b"GET / HTTP/1.0\r\n\r\n\x00\x01garbage").unwrap();
+    agent.wait_log("TLS handshake: ");
+    let _quiet = std::net::TcpStream::connect(&agent.addr).unwrap();
+    agent.wait_log("TLS handshake: nothing within 1 s");
+    good("after the bad clients");
+
+    // A changed certificate: the pinned fingerprint is not the agent's.
+    let other = format!("{} sha256:{}\n", agent.addr, "0".repeat(64));
+    std::fs::write(d.path().join("db/known_agents"), other).unwrap();
+    let out = run(&token);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("certificate changed") && err.contains("remove the line"), "{err}");
+    agent.wait_log("TLS handshake: ");
+    // Without a token file, no daemon.
+    let out = iolab().args(["agent", "--listen", "127.0.0.1:0", "--allow"]).arg(d.path()).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--token-file"));
+    std::fs::write(&bad, "\n").unwrap();
+    let out = iolab().args(["agent", "--listen", "127.0.0.1:0", "--token-file"]).arg(&bad).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("is empty"));
+}
+
+/// A throwaway sshd on a loopback port, with a key of its own, and the ssh config to reach it
+/// as `node1`. `None` (with a printed reason) where that cannot run.
+fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
+    if !Path::new("/usr/sbin/sshd").exists()
+        || !std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+    {
+        skip("needs root and sshd (openssh-server)");
+        return None;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for k in ["hostkey", "id"] {
+        let st = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(dir.join(k))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+    let d = dir.display();
+    std::fs::write(
+        dir.join("sshd_config"),
+        format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\nPasswordAuthentication no\nPidFile {d}/sshd.pid\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("ssh_config"),
+        format!(
+            "Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/id\n  \
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+        ),
+    )
+    .unwrap();
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let sshd =
+        std::process::Command::new("/usr/sbin/sshd").arg("-D").arg("-f").arg(dir.join("sshd_config")).spawn().unwrap();
+    wait_for("sshd to listen", Duration::from_secs(10), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    Some((sshd, dir.join("ssh_config")))
+}
+
+#[test]
+fn an_ssh_node_runs_over_the_system_ssh() {
+    let d = tempfile::tempdir().unwrap();
+    let Some((mut sshd, config)) = local_sshd(d.path()) else { return };
+    let work = d.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = iolab()
+        .env("IOLAB_SSH_CONFIG", &config)
+        .env("IOLAB_REMOTE_BIN", bin())
+        .args(["run", "-o", "json", "--no-store", "--sample-interval", "0", "--target", "f", "--rw", "write"])
+        .args(["--size", "2M", "--node", &format!("n1=ssh://node1,dir={}", work.display())])
+        .output()
+        .unwrap();
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["nodes"][0]["address"], "ssh://node1");
+    assert_eq!(u(&r["phases"][0]["total"]["write"]["bytes"]), 2 << 20);
+    assert_eq!(std::fs::metadata(work.join("f")).unwrap().len(), 2 << 20);
+}
+
+#[test]
+fn ctrl_c_on_the_coordinator_stops_every_agent() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let run = long_run(&a, &b, "30s");
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1200));
+    let agents = children(run.id());
+    // As a terminal's Ctrl-C does: SIGINT to the coordinator's whole process group.
+    std::process::Command::new("kill").args(["-INT", "--", &format!("-{}", run.id())]).status().unwrap();
+    let t = Instant::now();
+    let out = run.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "interrupted");
+    let nodes = r["phases"][0]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for n in nodes {
+        assert!(n["interrupted"].as_bool().unwrap() && u(&n["total"]["write"]["ops"]) > 0, "{n}");
+        assert!(n["elapsed_s"].as_f64().unwrap() < 10.0, "{n}");
+    }
+    wait_for("the agents to end", Duration::from_secs(5), || agents.iter().all(|p| !alive(*p)));
+}

@@ -1,0 +1,101 @@
+//! Where an agent may do I/O: only under its `--allow` directories. A target is resolved
+//! through its nearest existing ancestor (canonicalised, so a symlink cannot lead out), and a
+//! path with `..` is refused outright.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a target was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum AllowError {
+    #[error("target {0}: `..` is not allowed in an agent's targets")]
+    DotDot(PathBuf),
+    #[error("target {path} resolves to {resolved}, outside the agent's --allow directories ({allowed})")]
+    Outside { path: PathBuf, resolved: PathBuf, allowed: String },
+    #[error("target {0}: the agent was started without --allow, so it does no I/O anywhere")]
+    NoneAllowed(PathBuf),
+    #[error("--allow {0}: {1}")]
+    BadAllow(PathBuf, std::io::Error),
+}
+
+/// The directories an agent may work under, canonicalised.
+#[derive(Debug, Clone, Default)]
+pub struct Allow {
+    dirs: Vec<PathBuf>,
+}
+
+impl Allow {
+    pub fn new(dirs: &[PathBuf]) -> Result<Allow, AllowError> {
+        let dirs = dirs
+            .iter()
+            .map(|d| d.canonicalize().map_err(|e| AllowError::BadAllow(d.clone(), e)))
+            .collect::<Result<_, _>>()?;
+        Ok(Allow { dirs })
+    }
+
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// The path as it would really be reached, checked against the allowed directories.
+    pub fn check(&self, path: &Path) -> Result<PathBuf, AllowError> {
+        if path.components().any(|c| c == Component::ParentDir) {
+            return Err(AllowError::DotDot(path.to_path_buf()));
+        }
+        if self.dirs.is_empty() {
+            return Err(AllowError::NoneAllowed(path.to_path_buf()));
+        }
+        let resolved = resolve(path);
+        if self.dirs.iter().any(|d| resolved.starts_with(d)) {
+            Ok(resolved)
+        } else {
+            let allowed = self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
+            Err(AllowError::Outside { path: path.to_path_buf(), resolved, allowed })
+        }
+    }
+}
+
+/// Canonicalise the nearest existing ancestor and put the rest back on.
+fn resolve(path: &Path) -> PathBuf {
+    let abs =
+        if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
+    let mut rest = Vec::new();
+    let mut cur = abs.as_path();
+    loop {
+        if let Ok(c) = cur.canonicalize() {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inside_outside_dotdot_and_symlinks() {
+        let d = tempfile::tempdir().unwrap();
+        let allowed = d.path().join("ok");
+        let other = d.path().join("other");
+        std::fs::create_dir_all(&allowed).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(&other, allowed.join("link")).unwrap();
+        let a = Allow::new(std::slice::from_ref(&allowed)).unwrap();
+        assert!(a.check(&allowed.join("f")).is_ok());
+        assert!(a.check(&allowed.join("new/dir/f")).is_ok());
+        assert!(matches!(a.check(&allowed.join("../other/f")), Err(AllowError::DotDot(_))));
+        assert!(matches!(a.check(&allowed.join("link/f")), Err(AllowError::Outside { .. })));
+        assert!(matches!(a.check(&other.join("f")), Err(AllowError::Outside { .. })));
+        assert!(matches!(Allow::default().check(&allowed), Err(AllowError::NoneAllowed(_))));
+    }
+}

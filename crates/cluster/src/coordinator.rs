@@ -1,0 +1,846 @@
+//! The coordinator: connects every node, checks versions and clock offsets, then runs a plan
+//! on all of them: each phase starts on every node at one instant, after every node reported
+//! its phase ready (files laid out, engines built). It hands each node's seconds and progress
+//! to an [`Observer`] as they come, heartbeats every agent (their lease), stops everyone when
+//! a node is lost or the stop flag is set, and merges what the nodes measured into one
+//! aggregate phase per phase (histograms merged, the common window from first start to last
+//! end). Nothing here draws on a terminal.
+
+use crate::agent::{unix_ns, PROTOCOL_VERSION};
+use crate::connect::{self, Addr};
+use crate::proto::{self, agent_client::AgentClient, control, event, Control};
+use crate::wire;
+use iolab_model::class::OpClass;
+use iolab_model::{ClassAcc, NodeInfo, NodeResult, PhaseResult, RunResult, Status, TimelinePoint, Totals};
+use iolab_spec::Plan;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::mpsc;
+use tonic::transport::Channel;
+
+/// Past this clock offset a run warns; past [`CLOCK_REFUSE`] it refuses (unless told not to).
+pub const CLOCK_WARN: Duration = Duration::from_millis(50);
+pub const CLOCK_REFUSE: Duration = Duration::from_secs(1);
+/// A node silent this long while running is lost.
+pub const SILENCE: Duration = Duration::from_secs(5);
+/// Clock samples per node; the one with the least round trip counts.
+const CLOCK_SAMPLES: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("--node `{0}`: {1}")]
+    NodeArg(String, String),
+    #[error("{path}: {msg}")]
+    NodesFile { path: PathBuf, msg: String },
+    #[error("node `{node}` ({addr}): {msg}")]
+    Node { node: String, addr: String, msg: String },
+    #[error("node `{node}`: its clock is {offset_ms:.0} ms off this machine's (more than 1 s); sync the clocks (chrony, ntpd) or pass --ignore-clock")]
+    Clock { node: String, offset_ms: f64 },
+    #[error("two nodes are named `{0}`; each --node needs its own name")]
+    Duplicate(String),
+    #[error("starting the coordinator's runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// One node as the user named it: `NAME=ADDR[,dir=PATH]`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    #[serde(deserialize_with = "de_addr")]
+    pub addr: Addr,
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+fn de_addr<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Addr, D::Error> {
+    let s = <String as serde::Deserialize>::deserialize(d)?;
+    Addr::parse(&s).map_err(serde::de::Error::custom)
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty() && n != "*" && n.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+impl NodeSpec {
+    /// Parse `NAME=ADDR[,dir=PATH]`.
+    pub fn parse(s: &str) -> Result<NodeSpec, ClusterError> {
+        let err = |m: &str| ClusterError::NodeArg(s.into(), m.into());
+        let (name, rest) = s.split_once('=').ok_or_else(|| err("expected NAME=ADDR[,dir=PATH]"))?;
+        if !valid_name(name) {
+            return Err(err("a node's name is letters, digits, `-`, `_` and `.`"));
+        }
+        let (addr, opts) = match rest.split_once(",dir=") {
+            Some((a, d)) => (a, Some(d)),
+            None => (rest, None),
+        };
+        let addr = Addr::parse(addr).map_err(|m| err(&m))?;
+        let dir = match opts {
+            Some("") => return Err(err("dir= needs a path")),
+            Some(d) => Some(PathBuf::from(d)),
+            None => None,
+        };
+        Ok(NodeSpec { name: name.into(), addr, dir })
+    }
+
+    /// Parse a nodes file: `[[node]]` tables with `name`, `addr` and optionally `dir`.
+    pub fn parse_file(path: &Path, text: &str) -> Result<Vec<NodeSpec>, ClusterError> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            node: Vec<NodeSpec>,
+        }
+        let f: File =
+            toml::from_str(text).map_err(|e| ClusterError::NodesFile { path: path.into(), msg: e.to_string() })?;
+        for n in &f.node {
+            if !valid_name(&n.name) {
+                let msg = format!("node name `{}`: letters, digits, `-`, `_` and `.` only", n.name);
+                return Err(ClusterError::NodesFile { path: path.into(), msg });
+            }
+        }
+        Ok(f.node)
+    }
+
+    /// The plan as this node runs it: relative targets joined to its `dir`.
+    pub fn localize(&self, plan: &Plan) -> Plan {
+        let mut p = plan.clone();
+        for j in p.phases.iter_mut().flat_map(|ph| ph.jobs.iter_mut()) {
+            j.target = self.localize_path(&j.target);
+        }
+        p
+    }
+
+    /// A path as this node reaches it: a relative one joined to its `dir`.
+    pub fn localize_path(&self, path: &Path) -> PathBuf {
+        match &self.dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+}
+
+/// What one node does in a run: its plan, and the directories to make first (relative ones
+/// under its `dir`).
+#[derive(Debug, Clone)]
+pub struct Work {
+    pub plan: Plan,
+    pub mkdirs: Vec<PathBuf>,
+}
+
+/// How the coordinator behaves.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Run even with clocks more than 1 s apart.
+    pub ignore_clock: bool,
+    /// System sampling beside each phase, on every node.
+    pub sample_interval: Option<Duration>,
+    /// The shared token HOST:PORT agents want.
+    pub token: Option<String>,
+    /// Where HOST:PORT agents' certificate fingerprints are remembered (trust on first use).
+    pub known_agents: Option<PathBuf>,
+    /// Check HOST:PORT agents' certificates against these CA certificates instead of pinning.
+    pub ca: Option<PathBuf>,
+}
+
+/// Puts the token on every request (HOST:PORT agents check it; stdio agents ignore it).
+#[derive(Clone)]
+pub struct Token(Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>);
+
+impl tonic::service::Interceptor for Token {
+    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(v) = &self.0 {
+            req.metadata_mut().insert("authorization", v.clone());
+        }
+        Ok(req)
+    }
+}
+
+type Client = AgentClient<tonic::service::interceptor::InterceptedService<Channel, Token>>;
+
+/// What happens on the nodes, as it happens (the CLI shows and saves it).
+pub trait Observer {
+    fn message(&mut self, _node: &str, _text: &str) {}
+    fn tick(&mut self, _node: &str, _phase: usize, _point: &TimelinePoint, _bytes: u64) {}
+    fn correct(&mut self, _node: &str, _phase: usize, _point: &TimelinePoint) {}
+    fn sample(&mut self, _node: &str, _phase: usize, _rates: &iolab_sysstat::Rates) {}
+    fn progress(&mut self, _node: &str, _phase: usize, _so_far: &PhaseResult) {}
+    fn phase_end(&mut self, _node: &str, _phase: usize, _result: &PhaseResult) {}
+}
+
+struct Conn {
+    spec: NodeSpec,
+    client: Client,
+    info: NodeInfo,
+    _child: Option<tokio::process::Child>,
+}
+
+/// Connected nodes, ready to run plans.
+pub struct Cluster {
+    rt: tokio::runtime::Runtime,
+    conns: Vec<Conn>,
+    opts: Options,
+}
+
+/// A run on several nodes: each node's own, and the aggregate.
+#[derive(Debug, Clone)]
+pub struct ClusterResult {
+    /// Per node, in `--node` order: its phases (with their timelines) as it measured them.
+    pub nodes: Vec<RunResult>,
+    /// The merged run: aggregate phases with `jobs[].node` and `nodes[]`, top-level `nodes`.
+    pub aggregate: RunResult,
+}
+
+impl Cluster {
+    /// Connect every node at once, shake hands and measure clocks. `warn` hears warnings.
+    pub fn connect(specs: &[NodeSpec], opts: Options, warn: &mut dyn FnMut(&str)) -> Result<Cluster, ClusterError> {
+        let mut names = std::collections::HashSet::new();
+        for s in specs {
+            if !names.insert(&s.name) {
+                return Err(ClusterError::Duplicate(s.name.clone()));
+            }
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(ClusterError::Runtime)?;
+        let conns = rt.block_on(async {
+            let tasks: Vec<_> = specs.iter().cloned().map(|s| tokio::spawn(connect_one(s, opts.clone()))).collect();
+            let mut out = Vec::new();
+            for (t, s) in tasks.into_iter().zip(specs) {
+                let r = t.await.map_err(|e| node_err(s, format!("connecting: {e}")))?;
+                out.push(r?);
+            }
+            Ok::<_, ClusterError>(out)
+        })?;
+        for c in &conns {
+            let off = Duration::from_nanos(c.info.clock_offset_ns.unsigned_abs());
+            if off > CLOCK_REFUSE && !opts.ignore_clock {
+                return Err(ClusterError::Clock { node: c.spec.name.clone(), offset_ms: off.as_secs_f64() * 1e3 });
+            }
+            if off > CLOCK_WARN {
+                warn(&format!(
+                    "node `{}`: its clock is {:.0} ms off this machine's; start times are corrected for it",
+                    c.spec.name,
+                    off.as_secs_f64() * 1e3
+                ));
+            }
+        }
+        Ok(Cluster { rt, conns, opts })
+    }
+
+    /// The nodes as connected: addresses, host names, clock offsets.
+    pub fn infos(&self) -> Vec<NodeInfo> {
+        self.conns.iter().map(|c| c.info.clone()).collect()
+    }
+
+    /// Run `plan` on every node at once; a lost node stops the others and its failure is kept
+    /// with what was measured. Setting `stop` stops every agent.
+    pub fn run(&mut self, plan: &Plan, stop: Arc<AtomicBool>, obs: &mut dyn Observer) -> ClusterResult {
+        let work = vec![Some(Work { plan: plan.clone(), mkdirs: Vec::new() }); self.conns.len()];
+        self.run_each(plan, &work, stop, obs)
+    }
+
+    /// Run one plan per node at once (`None`: the node sits this one out), each node's phase i
+    /// starting at one instant with the others'. `plan` names the run as a whole (the
+    /// aggregate's `plan`); the per-node plans must have as many phases. Results come in node
+    /// order, for the nodes that took part.
+    pub fn run_each(
+        &mut self,
+        plan: &Plan,
+        plans: &[Option<Work>],
+        stop: Arc<AtomicBool>,
+        obs: &mut dyn Observer,
+    ) -> ClusterResult {
+        let started_unix_s = unix_ns(SystemTime::now()) as f64 / 1e9;
+        let opts = &self.opts;
+        let mut taking: Vec<(&mut Conn, &Work)> =
+            self.conns.iter_mut().zip(plans).filter_map(|(c, p)| p.as_ref().map(|p| (c, p))).collect();
+        let infos: Vec<NodeInfo> = taking.iter().map(|(c, _)| c.info.clone()).collect();
+        let mut states = self.rt.block_on(drive(&mut taking, opts, &stop, obs));
+        let aggregate = aggregate(plan, &infos, &mut states, started_unix_s, stop.load(Ordering::Relaxed));
+        let nodes = states.into_iter().map(|s| s.result).collect();
+        ClusterResult { nodes, aggregate }
+    }
+}
+
+fn node_err(s: &NodeSpec, msg: String) -> ClusterError {
+    ClusterError::Node { node: s.name.clone(), addr: s.addr.to_string(), msg }
+}
+
+async fn connect_one(spec: NodeSpec, opts: Options) -> Result<Conn, ClusterError> {
+    match &spec.addr {
+        Addr::Ssh(dest) => match try_connect(&spec, &opts, None).await {
+            Ok(c) => Ok(c),
+            Err(first) => {
+                // No iolab there, or another version: bring ours, and say so.
+                let path = connect::remote_copy_path();
+                eprintln!(
+                    "iolab: node `{}`: {first}; copying this iolab ({}) to {dest}:{path}",
+                    spec.name,
+                    env!("CARGO_PKG_VERSION")
+                );
+                let path = connect::copy_self(dest).await.map_err(|e| node_err(&spec, e.to_string()))?;
+                try_connect(&spec, &opts, Some(&path)).await
+            }
+        },
+        _ => try_connect(&spec, &opts, None).await,
+    }
+}
+
+async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) -> Result<Conn, ClusterError> {
+    let spec = spec.clone();
+    let allow = spec.dir.clone().unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| "/".into()));
+    let (channel, child) = match &spec.addr {
+        Addr::Exec(_) | Addr::Ssh(_) => {
+            let cmd = connect::agent_command(&spec.addr, &allow, remote_bin)
+                .ok_or_else(|| node_err(&spec, "no command for this address".into()))?;
+            let (ch, child) =
+                connect::over_child(cmd).await.map_err(|e| node_err(&spec, format!("starting the agent: {e}")))?;
+            (ch, Some(child))
+        }
+        Addr::Tcp(addr) => (tls_channel(&spec, addr, opts).await?, None),
+    };
+    let token = match &opts.token {
+        Some(t) => Some(
+            format!("Bearer {t}").parse().map_err(|_| node_err(&spec, "the token is not printable ASCII".into()))?,
+        ),
+        None => None,
+    };
+    let mut client = AgentClient::with_interceptor(channel, Token(token)).max_decoding_message_size(64 << 20);
+    let hello = client
+        .hello(proto::HelloRequest {
+            protocol_version: PROTOCOL_VERSION,
+            iolab_version: env!("CARGO_PKG_VERSION").into(),
+        })
+        .await
+        .map_err(|e| node_err(&spec, format!("handshake: {}", e.message())))?
+        .into_inner();
+    if matches!(spec.addr, Addr::Ssh(_)) && hello.iolab_version != env!("CARGO_PKG_VERSION") {
+        return Err(node_err(
+            &spec,
+            format!("the node runs iolab {}, this is {}", hello.iolab_version, env!("CARGO_PKG_VERSION")),
+        ));
+    }
+    // The clock: keep the sample with the least round trip.
+    let mut best: Option<(u64, i64)> = None;
+    for _ in 0..CLOCK_SAMPLES {
+        let t0 = SystemTime::now();
+        let i0 = Instant::now();
+        let r = client.clock(proto::Empty {}).await.map_err(|e| node_err(&spec, format!("clock: {}", e.message())))?;
+        let rtt = i0.elapsed();
+        let mid = unix_ns(t0) + (rtt.as_nanos() / 2) as i64;
+        let offset = r.into_inner().unix_ns - mid;
+        let rtt = rtt.as_nanos() as u64;
+        if best.is_none_or(|(b, _)| rtt < b) {
+            best = Some((rtt, offset));
+        }
+    }
+    let (rtt_ns, clock_offset_ns) = best.unwrap_or_default();
+    let info = NodeInfo {
+        name: spec.name.clone(),
+        address: spec.addr.to_string(),
+        hostname: hello.hostname,
+        iolab_version: hello.iolab_version,
+        clock_offset_ns,
+        rtt_ns,
+        dir: spec.dir.as_ref().map(|d| d.display().to_string()),
+    };
+    Ok(Conn { spec, client, info, _child: child })
+}
+
+/// A TLS channel to an agent daemon, its certificate pinned (remembered on first use).
+async fn tls_channel(spec: &NodeSpec, addr: &str, opts: &Options) -> Result<Channel, ClusterError> {
+    if opts.token.is_none() {
+        return Err(node_err(
+            spec,
+            "a HOST:PORT agent wants its token: give --token-file (or IOLAB_TOKEN_FILE)".into(),
+        ));
+    }
+    if let Some(ca) = &opts.ca {
+        let v = crate::tls::ca_verifier(ca).map_err(|e| node_err(spec, e.to_string()))?;
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+        return crate::tls::connect(addr, host, v).await.map_err(|e| node_err(spec, format!("TLS connection: {e}")));
+    }
+    let known = opts.known_agents.clone().map(|path| crate::tls::KnownAgents { path });
+    let expect = known.as_ref().and_then(|k| k.get(addr));
+    let pin = Arc::new(crate::tls::CertPin::new(expect.clone()));
+    let ch = crate::tls::connect(addr, crate::tls::CERT_NAME, pin.clone()).await;
+    let seen = pin.seen.lock().ok().and_then(|s| s.clone());
+    match (&expect, &seen) {
+        (Some(want), Some(got)) if want != got => {
+            let file = known.as_ref().map(|k| k.path.display().to_string()).unwrap_or_default();
+            return Err(node_err(
+                spec,
+                format!(
+                    "the agent's certificate changed: {got}, but {want} was pinned. If the agent was \
+                     reinstalled (check the fingerprint it prints at start), remove the line `{addr} {want}` from {file}"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    let ch = ch.map_err(|e| node_err(spec, format!("TLS connection: {e}")))?;
+    if let (None, Some(got), Some(k)) = (&expect, &seen, &known) {
+        k.add(addr, got)
+            .map_err(|e| node_err(spec, format!("remembering its fingerprint in {}: {e}", k.path.display())))?;
+    }
+    Ok(ch)
+}
+
+/// One node's run as the coordinator follows it.
+struct NodeState {
+    name: String,
+    offset_ns: i64,
+    tx: Option<mpsc::UnboundedSender<Control>>,
+    ready: Option<usize>,
+    done: bool,
+    last_heard: Instant,
+    /// Per phase: the node's measured start (coordinator clock, ns), its timeline.
+    started: Vec<Option<i64>>,
+    /// Per phase: the instant it was told to start at (coordinator clock, ns).
+    scheduled: Vec<Option<i64>>,
+    timelines: Vec<BTreeMap<u64, TimelinePoint>>,
+    result: RunResult,
+}
+
+impl NodeState {
+    fn send(&self, kind: control::Kind) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Control { kind: Some(kind) });
+        }
+    }
+    fn fail(&mut self, msg: String) {
+        if !self.done {
+            self.done = true;
+            self.result.status = Status::Failed;
+            self.result.error = Some(msg);
+            self.tx = None;
+        }
+    }
+    fn phase_slot(&mut self, i: usize) {
+        if self.started.len() <= i {
+            self.started.resize(i + 1, None);
+            self.scheduled.resize(i + 1, None);
+            self.timelines.resize(i + 1, BTreeMap::new());
+        }
+    }
+}
+
+enum Incoming {
+    Event(usize, proto::Event),
+    Lost(usize, String),
+}
+
+async fn drive(
+    conns: &mut [(&mut Conn, &Work)],
+    opts: &Options,
+    stop: &AtomicBool,
+    obs: &mut dyn Observer,
+) -> Vec<NodeState> {
+    let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Incoming>();
+    let mut states = Vec::new();
+    for (n, (c, work)) in conns.iter_mut().enumerate() {
+        let local = c.spec.localize(&work.plan);
+        let mkdirs = work.mkdirs.iter().map(|d| c.spec.localize_path(d).display().to_string()).collect();
+        let (tx, rx) = mpsc::unbounded_channel::<Control>();
+        let start = proto::Start {
+            plan_json: serde_json::to_vec(&local).unwrap_or_default(),
+            sample_interval_ns: opts.sample_interval.map_or(0, |d| d.as_nanos() as u64),
+            node: c.spec.name.clone(),
+            mkdirs,
+        };
+        let _ = tx.send(Control { kind: Some(control::Kind::Start(start)) });
+        let mut st = NodeState {
+            name: c.spec.name.clone(),
+            offset_ns: c.info.clock_offset_ns,
+            tx: Some(tx),
+            ready: None,
+            done: false,
+            last_heard: Instant::now(),
+            started: Vec::new(),
+            scheduled: Vec::new(),
+            timelines: Vec::new(),
+            result: RunResult {
+                schema_version: iolab_model::results::SCHEMA_VERSION,
+                iolab_version: c.info.iolab_version.clone(),
+                node: c.spec.name.clone(),
+                status: Status::Running,
+                plan: local,
+                ..empty_run()
+            },
+        };
+        match c.client.run(tokio_stream::wrappers::UnboundedReceiverStream::new(rx)).await {
+            Ok(resp) => {
+                let mut stream = resp.into_inner();
+                let in_tx = in_tx.clone();
+                tokio::spawn(async move {
+                    loop {
+                        match stream.message().await {
+                            Ok(Some(e)) => {
+                                if in_tx.send(Incoming::Event(n, e)).is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(None) => {
+                                let _ = in_tx.send(Incoming::Lost(n, "its stream ended".into()));
+                                return;
+                            }
+                            Err(e) => {
+                                let _ = in_tx.send(Incoming::Lost(n, e.message().to_string()));
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            Err(e) => st.fail(format!("node `{}`: {}", c.spec.name, e.message())),
+        }
+        states.push(st);
+    }
+    drop(in_tx);
+    let max_rtt = conns.iter().map(|(c, _)| c.info.rtt_ns).max().unwrap_or(0);
+    let mut phase = 0usize;
+    let mut stopping = false;
+    let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+    let mut poll = tokio::time::interval(Duration::from_millis(50));
+    // A refusal or failure before any phase started stops everyone at once.
+    let stop_all = |states: &mut [NodeState]| {
+        for s in states.iter() {
+            s.send(control::Kind::Stop(proto::Stop {}));
+        }
+    };
+    if states.iter().any(|s| s.done) {
+        stop_all(&mut states);
+        stopping = true;
+    }
+    while states.iter().any(|s| !s.done) {
+        tokio::select! {
+            m = in_rx.recv() => match m {
+                Some(Incoming::Event(n, e)) => {
+                    states[n].last_heard = Instant::now();
+                    if let Some(kind) = e.kind {
+                        on_event(&mut states[n], kind, obs);
+                    }
+                    if states[n].done && states[n].result.status == Status::Failed && !stopping {
+                        stop_all(&mut states);
+                        stopping = true;
+                    }
+                }
+                Some(Incoming::Lost(n, why)) => {
+                    if !states[n].done {
+                        let name = states[n].name.clone();
+                        states[n].fail(format!("node `{name}` lost: {why}"));
+                        obs.message(&name, &format!("lost: {why}; stopping the other nodes"));
+                        if !stopping {
+                            stop_all(&mut states);
+                            stopping = true;
+                        }
+                    }
+                }
+                None => break,
+            },
+            _ = heartbeat.tick() => {
+                for s in &states {
+                    s.send(control::Kind::Heartbeat(proto::Heartbeat {}));
+                }
+            }
+            _ = poll.tick() => {
+                for n in 0..states.len() {
+                    if !states[n].done && states[n].last_heard.elapsed() > SILENCE {
+                        let name = states[n].name.clone();
+                        states[n].fail(format!("node `{name}` lost: nothing heard for {} s", SILENCE.as_secs()));
+                        obs.message(&name, "silent for 5 s; stopping the other nodes");
+                        if !stopping {
+                            stop_all(&mut states);
+                            stopping = true;
+                        }
+                    }
+                }
+                if stop.load(Ordering::Relaxed) && !stopping {
+                    stop_all(&mut states);
+                    stopping = true;
+                }
+            }
+        }
+        // The barrier: once every live node is ready for this phase, one start for all.
+        let live: Vec<usize> = (0..states.len()).filter(|&n| !states[n].done).collect();
+        if !stopping && !live.is_empty() && live.iter().all(|&n| states[n].ready == Some(phase)) {
+            let lead = Duration::from_nanos(max_rtt.saturating_mul(2)) + Duration::from_millis(50);
+            let at = unix_ns(SystemTime::now() + lead);
+            for &n in &live {
+                let s = &mut states[n];
+                s.phase_slot(phase);
+                s.scheduled[phase] = Some(at);
+                s.send(control::Kind::Go(proto::Go { phase: phase as u32, at_unix_ns: at + s.offset_ns }));
+            }
+            phase += 1;
+        }
+    }
+    // Let the agents go: dropping the senders ends their request streams.
+    for s in &mut states {
+        s.tx = None;
+    }
+    states
+}
+
+fn on_event(st: &mut NodeState, kind: event::Kind, obs: &mut dyn Observer) {
+    let name = st.name.clone();
+    match kind {
+        event::Kind::Ready(r) => st.ready = Some(r.phase as usize),
+        event::Kind::PhaseStart(p) => {
+            let i = p.phase as usize;
+            st.phase_slot(i);
+            st.started[i] = Some(p.started_unix_ns - st.offset_ns);
+        }
+        event::Kind::Tick(t) | event::Kind::Correct(t) => {
+            let i = t.phase as usize;
+            if let Ok(point) = serde_json::from_slice::<TimelinePoint>(&t.point_json) {
+                st.phase_slot(i);
+                let key = (point.t_s * 1000.0).round() as u64;
+                let fresh = !st.timelines[i].contains_key(&key);
+                st.timelines[i].insert(key, point.clone());
+                if fresh {
+                    obs.tick(&name, i, &point, t.bytes_so_far);
+                } else {
+                    obs.correct(&name, i, &point);
+                }
+            }
+        }
+        event::Kind::Sample(s) => {
+            if let Ok(r) = serde_json::from_slice::<iolab_sysstat::Rates>(&s.rates_json) {
+                obs.sample(&name, s.phase as usize, &r);
+            }
+        }
+        event::Kind::Progress(p) => {
+            if let Some(Ok(r)) = p.result.as_ref().map(wire::unpack) {
+                obs.progress(&name, p.phase as usize, &r);
+            }
+        }
+        event::Kind::PhaseEnd(p) => {
+            let i = p.phase as usize;
+            match p.result.as_ref().map(wire::unpack) {
+                Some(Ok(mut r)) => {
+                    for j in &mut r.jobs {
+                        j.node = Some(name.clone());
+                    }
+                    obs.phase_end(&name, i, &r);
+                    st.phase_slot(i);
+                    if st.started[i].is_none() && p.started_unix_ns > 0 {
+                        st.started[i] = Some(p.started_unix_ns - st.offset_ns);
+                    }
+                    r.timeline = st.timelines[i].values().cloned().collect();
+                    if st.result.phases.len() == i {
+                        st.result.phases.push(r);
+                    }
+                }
+                Some(Err(e)) => st.fail(format!("node `{name}` sent a phase that did not unpack: {e}")),
+                None => {}
+            }
+        }
+        event::Kind::Done(d) => {
+            if !d.refused.is_empty() {
+                st.fail(format!("node `{name}` refused the run: {}", d.refused));
+            } else if let Ok(r) = serde_json::from_slice::<RunResult>(&d.result_json) {
+                st.result.status = r.status;
+                st.result.error = r.error;
+                st.result.started_unix_s = r.started_unix_s;
+                st.done = true;
+                st.tx = None;
+            } else {
+                st.fail(format!("node `{name}` ended with a result that is not iolab's JSON"));
+            }
+        }
+        event::Kind::Message(m) => obs.message(&name, &m.text),
+        event::Kind::Alive(_) => {}
+    }
+}
+
+fn empty_run() -> RunResult {
+    RunResult {
+        nodes: Vec::new(),
+        verdict: None,
+        schema_version: iolab_model::results::SCHEMA_VERSION,
+        iolab_version: env!("CARGO_PKG_VERSION").into(),
+        node: String::new(),
+        started_unix_s: 0.0,
+        status: Status::Running,
+        error: None,
+        plan: Plan { phases: Vec::new() },
+        phases: Vec::new(),
+    }
+}
+
+/// Merge the nodes' phases: the aggregate of phase i spans its common window.
+fn aggregate(
+    plan: &Plan,
+    infos: &[NodeInfo],
+    states: &mut [NodeState],
+    started_unix_s: f64,
+    stopped: bool,
+) -> RunResult {
+    let phases = states.iter().map(|s| s.result.phases.len()).max().unwrap_or(0);
+    let mut out = RunResult {
+        started_unix_s,
+        node: iolab_sysstat::hostname(),
+        plan: plan.clone(),
+        nodes: infos.to_vec(),
+        status: Status::Complete,
+        ..empty_run()
+    };
+    for i in 0..phases {
+        out.phases.push(merge_phase(i, states));
+    }
+    let errors: Vec<String> = states.iter().filter_map(|s| s.result.error.clone()).collect();
+    out.status = if !errors.is_empty() || states.iter().any(|s| s.result.status == Status::Failed) {
+        Status::Failed
+    } else if stopped || states.iter().any(|s| s.result.status == Status::Interrupted) {
+        Status::Interrupted
+    } else {
+        Status::Complete
+    };
+    if !errors.is_empty() {
+        out.error = Some(errors.join("; "));
+    }
+    out
+}
+
+fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
+    let with: Vec<(&NodeState, &PhaseResult)> =
+        states.iter().filter_map(|s| s.result.phases.get(i).map(|p| (s, p))).collect();
+    // Each node's window on the coordinator's clock.
+    let windows: Vec<(i64, i64)> = with
+        .iter()
+        .map(|(s, p)| {
+            let start = s.started.get(i).copied().flatten().unwrap_or(0);
+            (start, start + (p.elapsed_s * 1e9) as i64)
+        })
+        .collect();
+    let first_start = windows.iter().map(|w| w.0).min().unwrap_or(0);
+    let last_end = windows.iter().map(|w| w.1).max().unwrap_or(0);
+    let first_end = windows.iter().map(|w| w.1).min().unwrap_or(0);
+    let window_s =
+        ((last_end - first_start) as f64 / 1e9).max(with.iter().map(|(_, p)| p.elapsed_s).fold(0.0, f64::max));
+    let mut accs: Vec<ClassAcc> = OpClass::ALL.iter().map(|_| ClassAcc::default()).collect();
+    let mut out =
+        PhaseResult { name: with.first().map(|(_, p)| p.name.clone()).unwrap_or_default(), ..Default::default() };
+    let mut timeline: BTreeMap<u64, TimelinePoint> = BTreeMap::new();
+    for ((s, p), (start, _)) in with.iter().zip(&windows) {
+        for c in OpClass::ALL {
+            let t = p.total.get(*c);
+            accs[c.index()].merge(&ClassAcc { ops: t.ops, bytes: t.bytes, hist: t.hist.clone() });
+        }
+        for j in &p.jobs {
+            let mut j = j.clone();
+            j.node = Some(s.name.clone());
+            out.jobs.push(j);
+        }
+        // A personality's figures: counts and rates of clients running at once add up; a
+        // duration (`*_s`) is the longest node's.
+        for (k, v) in &p.workload {
+            let e = out.workload.entry(k.clone()).or_insert(0.0);
+            let rate = k.ends_with("_per_s") || k.ends_with("_per_min");
+            if k.ends_with("_s") && !rate {
+                *e = e.max(*v);
+            } else {
+                *e += v;
+            }
+        }
+        out.interrupted |= p.interrupted;
+        out.cpu.user_s += p.cpu.user_s;
+        out.cpu.system_s += p.cpu.system_s;
+        // The seconds, placed on the common window by the node's start.
+        let shift = ((start - first_start) as f64 / 1e9).round() as u64;
+        for pt in &p.timeline {
+            let sec = (pt.t_s.ceil() as u64).max(1) + shift;
+            let e = timeline.entry(sec).or_insert_with(|| TimelinePoint { t_s: sec as f64, ..Default::default() });
+            add_point(e, pt);
+        }
+        let skew = match (s.started.get(i).copied().flatten(), s.scheduled.get(i).copied().flatten()) {
+            (Some(a), Some(b)) => a - b,
+            _ => 0,
+        };
+        out.nodes.push(NodeResult {
+            name: s.name.clone(),
+            start_skew_ns: skew,
+            elapsed_s: p.elapsed_s,
+            interrupted: p.interrupted,
+            error: s.result.error.clone(),
+            total: p.total.clone(),
+            cpu: p.cpu,
+            system: p.system.clone(),
+        });
+    }
+    let mut acc = iolab_model::Acc::default();
+    for c in OpClass::ALL {
+        *acc.get_mut(*c) = std::mem::take(&mut accs[c.index()]);
+    }
+    out.total = Totals::from_acc(&acc, window_s);
+    out.elapsed_s = window_s;
+    out.timeline = timeline.into_values().collect();
+    if !with.is_empty() {
+        out.first_done_s = Some((first_end - first_start) as f64 / 1e9);
+        out.last_done_s = Some((last_end - first_start) as f64 / 1e9);
+    }
+    out
+}
+
+/// Sum a node's second into the aggregate's (the latency figures: the worst node's).
+fn add_point(into: &mut TimelinePoint, p: &TimelinePoint) {
+    into.read_ops += p.read_ops;
+    into.read_bytes += p.read_bytes;
+    into.write_ops += p.write_ops;
+    into.write_bytes += p.write_bytes;
+    into.sync_ops += p.sync_ops;
+    for c in OpClass::ALL {
+        into.ops.add(*c, p.ops.get(*c));
+    }
+    into.lat_p50_ns = into.lat_p50_ns.max(p.lat_p50_ns);
+    into.lat_p99_ns = into.lat_p99_ns.max(p.lat_p99_ns);
+    into.lat_max_ns = into.lat_max_ns.max(p.lat_max_ns);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_arguments_and_nodes_files() {
+        let n = NodeSpec::parse("a=ssh://me@h1,dir=/mnt/x").unwrap();
+        assert_eq!(
+            (n.name.as_str(), &n.addr, n.dir.as_deref()),
+            ("a", &Addr::Ssh("me@h1".into()), Some(Path::new("/mnt/x")))
+        );
+        assert_eq!(NodeSpec::parse("b=h2:7878").unwrap().addr, Addr::Tcp("h2:7878".into()));
+        for bad in ["a", "=h:1", "*=h:1", "a b=h:1", "a=h", "a=h:1,dir=", "a=ftp://x"] {
+            assert!(NodeSpec::parse(bad).is_err(), "{bad}");
+        }
+        let text =
+            "[[node]]\nname = \"a\"\naddr = \"ssh://h1\"\ndir = \"/m\"\n[[node]]\nname = \"b\"\naddr = \"h2:1\"\n";
+        let f = NodeSpec::parse_file(Path::new("n.toml"), text).unwrap();
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[1].dir, None);
+        let err =
+            NodeSpec::parse_file(Path::new("n.toml"), "[[node]]\nname = \"a\"\naddr = \"nowhere\"\n").unwrap_err();
+        assert!(err.to_string().contains("n.toml") && err.to_string().contains("nowhere"), "{err}");
+        assert!(NodeSpec::parse_file(Path::new("n.toml"), "[[node]]\nname = \"a\"\naddr = \"h:1\"\nuser = \"x\"\n")
+            .is_err());
+    }
+
+    #[test]
+    fn relative_targets_go_under_the_nodes_dir() {
+        let job = |t: &str| {
+            iolab_spec::JobPatch { target: Some(t.into()), size: Some(iolab_spec::Bytes::mib(1)), ..Default::default() }
+                .resolve("j")
+                .unwrap()
+        };
+        let plan = Plan { phases: vec![iolab_spec::Phase { name: "p".into(), jobs: vec![job("f"), job("/abs/g")] }] };
+        let n = NodeSpec::parse("a=exec:///bin/iolab,dir=/mnt/a").unwrap();
+        let p = n.localize(&plan);
+        assert_eq!(p.phases[0].jobs[0].target, Path::new("/mnt/a/f"));
+        assert_eq!(p.phases[0].jobs[1].target, Path::new("/abs/g"));
+    }
+}

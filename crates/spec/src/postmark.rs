@@ -1,0 +1,370 @@
+//! PostMark's options (Katcher, NetApp 1997; version 1.5x): its configuration-file syntax
+//! (`set size 1024 262144`, `set number 5000`, ..., `run`, `quit`), its defaults, and the rules
+//! a PostMark job follows. A configuration file is read and parsed when the plan is made, so a
+//! plan holding a PostMark job is plain data that can be shipped to another node.
+
+use crate::job::Job;
+use crate::patch::JobPatch;
+use crate::SpecError;
+use serde::{Deserialize, Serialize};
+
+/// PostMark's settings as a configuration file or the flags give them: each `None` is left to
+/// PostMark's default (or to a layer below).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostmarkConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_low: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_high: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_read: Option<i8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_create: Option<i8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subdirectories: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffering: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u32>,
+}
+
+/// A PostMark job, complete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostmarkJob {
+    /// Smallest file created (bytes; `set size L H`'s L, default 500).
+    pub size_low: u32,
+    /// Largest file (bytes; H, default 10000); appends grow a file up to it.
+    pub size_high: u32,
+    /// Files in the pool (`set number`, default 500).
+    pub number: u32,
+    /// Transactions (`set transactions`, default 500).
+    pub transactions: u32,
+    /// Read block size (`set read`, default 512).
+    pub read: u32,
+    /// Write block size (`set write`, default 512).
+    pub write: u32,
+    /// Chance in 10 of a read over an append (-1: neither; default 5).
+    pub bias_read: i8,
+    /// Chance in 10 of a create over a delete (-1: neither; default 5).
+    pub bias_create: i8,
+    /// Subdirectories `s0..s{D-1}` (used when above 1; default 0).
+    pub subdirectories: u32,
+    /// C library buffered I/O (4096-byte system calls) rather than one call per block.
+    pub buffering: bool,
+    /// PostMark's seed (`set seed`, default 42); thread t uses seed + t.
+    pub pm_seed: u32,
+    /// Beyond the original: fsync each file after it is created or appended to, before close.
+    pub fsync: bool,
+}
+
+/// The size of the C library's stdio buffer: what a buffered PostMark's system calls move.
+pub const STDIO_BUFFER: u32 = 4096;
+
+impl PostmarkJob {
+    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<PostmarkJob, SpecError> {
+        let c = p.postmark_config.clone().unwrap_or_default();
+        let seed = match c.seed {
+            Some(s) => s,
+            None => match p.seed {
+                None => 42,
+                Some(s) => u32::try_from(s).ok().filter(|s| *s > 0).ok_or_else(|| {
+                    SpecError::field(name, "seed", format!("PostMark's seed is 1 to {}, not {s}", u32::MAX))
+                })?,
+            },
+        };
+        let size_low = c.size_low.unwrap_or(500);
+        Ok(PostmarkJob {
+            size_low,
+            size_high: c.size_high.unwrap_or(if c.size_low.is_some() { size_low } else { 10000 }),
+            number: p.number.or(c.number).unwrap_or(500),
+            transactions: p.transactions.or(c.transactions).unwrap_or(500),
+            read: c.read.unwrap_or(512),
+            write: c.write.unwrap_or(512),
+            bias_read: p.bias_read.or(c.bias_read).unwrap_or(5),
+            bias_create: p.bias_create.or(c.bias_create).unwrap_or(5),
+            subdirectories: p.subdirectories.or(c.subdirectories).unwrap_or(0),
+            buffering: c.buffering.unwrap_or(true),
+            pm_seed: seed,
+            fsync: p.postmark_fsync.unwrap_or(false),
+        })
+    }
+
+    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
+        if self.size_low == 0 || self.size_high < self.size_low || self.size_high > 1 << 30 {
+            return err(
+                "size",
+                format!(
+                    "file sizes {} to {}: the low bound must be at least 1, the high at least the low and at most 1 GiB",
+                    self.size_low, self.size_high
+                ),
+            );
+        }
+        if self.number == 0 || self.number > 1 << 29 {
+            return err("number", format!("{} files: accepted 1 to {}", self.number, 1u32 << 29));
+        }
+        if self.transactions == 0 || self.transactions > i32::MAX as u32 {
+            return err("transactions", format!("{}: accepted 1 to {}", self.transactions, i32::MAX));
+        }
+        for (f, v) in [("read", self.read), ("write", self.write)] {
+            if v == 0 || v > 1 << 24 {
+                return err(f, format!("a {f} block of {v} bytes: accepted 1 to 16 MiB"));
+            }
+        }
+        for (f, v) in [("bias_read", self.bias_read), ("bias_create", self.bias_create)] {
+            if !(-1..=10).contains(&v) {
+                return err(f, format!("{v}: a bias is 0 to 10 (chances in 10), or -1 to disable"));
+            }
+        }
+        if self.subdirectories > 100_000 {
+            return err("subdirectories", format!("{}: accepted 0 to 100000", self.subdirectories));
+        }
+        if job.direct {
+            return err("direct", "PostMark's files have any size; direct I/O needs aligned sizes".into());
+        }
+        Ok(())
+    }
+
+    /// The size of each read call: unbuffered, the read block; buffered, what glibc's `fread`
+    /// does (a request of at least its 4096-byte buffer goes straight to read(2) in whole
+    /// buffers: `set read 8192` reads 8192 bytes a call, strace shows; smaller ones fill the
+    /// buffer 4096 bytes at a time).
+    pub fn read_call(&self) -> u32 {
+        match self.buffering {
+            false => self.read,
+            true if self.read >= STDIO_BUFFER => self.read / STDIO_BUFFER * STDIO_BUFFER,
+            true => STDIO_BUFFER,
+        }
+    }
+
+    /// The size of each write call: unbuffered, the write block; buffered, glibc's 4096-byte
+    /// buffer flushed as it fills.
+    pub fn write_call(&self) -> u32 {
+        if self.buffering {
+            STDIO_BUFFER
+        } else {
+            self.write
+        }
+    }
+
+    /// The largest system call's size (the engine's buffer).
+    pub fn chunk(&self) -> u32 {
+        self.read_call().max(self.write_call())
+    }
+}
+
+/// A configuration file that cannot be used, naming its line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct ConfigError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Parse a PostMark configuration file (one command a line, as PostMark's own prompt reads
+/// them; `run` and `quit` accepted, lines after `quit` ignored; blank lines and `#` comments
+/// skipped). Unknown commands and bad numbers are errors naming the line.
+pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
+    let mut c = PostmarkConfig::default();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let err = |message: String| ConfigError { line, message };
+        let words: Vec<&str> = raw.split_whitespace().collect();
+        let num = |w: Option<&&str>, what: &str| -> Result<u32, ConfigError> {
+            let w = w.ok_or_else(|| err(format!("`{}` needs {what}", raw.trim())))?;
+            match w.parse::<u32>() {
+                Ok(v) if v > 0 && v <= i32::MAX as u32 => Ok(v),
+                _ => Err(err(format!("`{w}` is not {what} (a whole number from 1 to {})", i32::MAX))),
+            }
+        };
+        let no_more = |n: usize| -> Result<(), ConfigError> {
+            match words.get(n) {
+                Some(extra) => Err(err(format!("unexpected `{extra}` after `{}`", words[..n].join(" ")))),
+                None => Ok(()),
+            }
+        };
+        match words.as_slice() {
+            [] => {}
+            [w, ..] if w.starts_with('#') => {}
+            ["run", ..] | ["show", ..] | ["help", ..] => {}
+            ["quit"] | ["exit"] => break,
+            ["set", "size", rest @ ..] => {
+                let low = num(rest.first(), "a file size in bytes")?;
+                let high = match rest.get(1) {
+                    Some(_) => num(rest.get(1), "a file size in bytes")?,
+                    None => low,
+                };
+                if high < low {
+                    return Err(err(format!("the high bound {high} is below the low bound {low}")));
+                }
+                no_more(4)?;
+                c.size_low = Some(low);
+                c.size_high = Some(high);
+            }
+            ["set", "bias", which @ ("read" | "create"), rest @ ..] => {
+                let v = rest.first().and_then(|w| w.parse::<i8>().ok()).filter(|v| (-1..=10).contains(v));
+                let Some(v) = v else {
+                    return Err(err(format!(
+                        "`set bias {which}` needs 0 to 10 (chances in 10), or -1 to disable, not `{}`",
+                        rest.first().unwrap_or(&"")
+                    )));
+                };
+                no_more(4)?;
+                if *which == "read" {
+                    c.bias_read = Some(v)
+                } else {
+                    c.bias_create = Some(v)
+                }
+            }
+            ["set", "buffering", rest @ ..] => {
+                c.buffering = Some(match rest.first() {
+                    Some(&"true") => true,
+                    Some(&"false") => false,
+                    other => {
+                        return Err(err(format!("`set buffering` needs true or false, not `{}`", other.unwrap_or(&""))))
+                    }
+                });
+                no_more(3)?;
+            }
+            ["set", "report", rest @ ..] => {
+                if !matches!(rest.first(), Some(&"verbose") | Some(&"terse")) {
+                    return Err(err("`set report` needs verbose or terse".into()));
+                }
+            }
+            ["set", "location", ..] => {
+                return Err(err("`set location` is iolab's --target (one directory per job); remove the line".into()))
+            }
+            ["set", what @ ("number" | "transactions" | "read" | "write" | "subdirectories" | "seed"), rest @ ..] => {
+                let v = num(rest.first(), &format!("a {what}"))?;
+                no_more(3)?;
+                let slot = match *what {
+                    "number" => &mut c.number,
+                    "transactions" => &mut c.transactions,
+                    "read" => &mut c.read,
+                    "write" => &mut c.write,
+                    "subdirectories" => &mut c.subdirectories,
+                    _ => &mut c.seed,
+                };
+                *slot = Some(v);
+            }
+            _ => {
+                return Err(err(format!(
+                    "unknown command `{}`; accepted: set size|number|transactions|read|write|bias read|bias create|subdirectories|buffering|seed|report, run, show, quit",
+                    raw.trim()
+                )))
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// A job file's `config`: a path to a configuration file (read now, at plan time) or the
+/// settings as a table (how a stored or shipped plan holds them).
+pub(crate) fn config_or_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PostmarkConfig>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Path(String),
+        Table(PostmarkConfig),
+    }
+    match Option::<Either>::deserialize(d)? {
+        None => Ok(None),
+        Some(Either::Table(c)) => Ok(Some(c)),
+        Some(Either::Path(p)) => read_config(std::path::Path::new(&p)).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// Read and parse a configuration file, the error naming the file and line.
+pub fn read_config(path: &std::path::Path) -> Result<PostmarkConfig, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("PostMark configuration {}: {e}", path.display()))?;
+    parse_config(&text).map_err(|e| format!("PostMark configuration {}, {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_003s_configuration_parses() {
+        let c = parse_config(
+            "set size 1024 262144\nset number 5000\nset transactions 10000\nset read 8192\nset write 8192\nset bias read 7\nset bias create 3\nrun\nquit\nnonsense after quit\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.size_low, c.size_high, c.number, c.transactions),
+            (Some(1024), Some(262144), Some(5000), Some(10000))
+        );
+        assert_eq!((c.read, c.write, c.bias_read, c.bias_create), (Some(8192), Some(8192), Some(7), Some(3)));
+        assert_eq!(parse_config("set size 700\n").unwrap().size_high, Some(700));
+        assert_eq!(
+            parse_config("set buffering false\nset subdirectories 10\nset seed 7").unwrap().buffering,
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = |t: &str| parse_config(t).unwrap_err().to_string();
+        assert!(
+            e("set number 5\nset nmber 5\n").starts_with("line 2: unknown command `set nmber 5`"),
+            "{}",
+            e("set nmber 5")
+        );
+        assert!(e("\nset number 5x").starts_with("line 2: `5x` is not a number"));
+        assert!(e("set number 0").contains("line 1"));
+        assert!(e("set size 10 5").contains("below the low bound"));
+        assert!(e("set bias read 11").contains("0 to 10"));
+        assert!(e("set buffering maybe").contains("true or false"));
+        assert!(e("set number 5 6").contains("unexpected `6`"));
+        assert!(e("set location /tmp").contains("--target"));
+        assert!(e("set transactions 99999999999").contains("not a transactions"));
+    }
+}
+
+#[cfg(test)]
+mod plan_data {
+    use crate::{JobPatch, Plan, WorkloadKind};
+
+    /// A plan with each personality is plain data: it goes to JSON and back unchanged (how it
+    /// is stored and shipped to other nodes), the PostMark settings inside it, not a path.
+    #[test]
+    fn every_personality_round_trips_as_plan_data() {
+        let cfg = super::parse_config("set number 70\nset size 100 900\nset seed 9\n").unwrap();
+        let jobs = [
+            WorkloadKind::Postmark,
+            WorkloadKind::Maildir,
+            WorkloadKind::Redolog,
+            WorkloadKind::Varmail,
+            WorkloadKind::Bonnie,
+        ]
+        .into_iter()
+        .map(|w| {
+            JobPatch {
+                name: Some(w.to_string()),
+                workload: Some(w),
+                target: Some("/data".into()),
+                postmark_config: Some(cfg.clone()),
+                runtime: Some(std::time::Duration::from_secs(10)),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        })
+        .collect();
+        let plan = Plan { phases: vec![crate::Phase { name: "p".into(), jobs }] };
+        plan.validate().unwrap();
+        let json = serde_json::to_string(&plan).unwrap();
+        assert!(json.contains("\"number\":70") && json.contains("\"pm_seed\":9"), "{json}");
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, plan);
+    }
+}

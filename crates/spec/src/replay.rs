@@ -1,0 +1,89 @@
+//! The replay workload's options (`iolab replay`): which trace, resolved how, with which timing.
+//! The plan carries a reference to the trace — its path, byte length and CRC-32 — not its
+//! content: a job shipped to another node resolves the same path there (the trace copied beside
+//! the job) and refuses a file that is not the one planned.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// When each replayed call is issued.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Keep each thread's gaps between calls (the recorded start of a call minus the recorded
+    /// end of the one before), measured from the replayed call's end (ROOT/ARTC's think time),
+    /// less the tracer's own cost between calls (the thread's smallest gap).
+    Think,
+    /// Issue each call at its recorded offset from the trace's start.
+    Recorded,
+    /// No waits: as fast as possible (order constraints still hold).
+    Afap,
+    /// Think time divided by this factor (`scale:2` replays the gaps twice as fast).
+    Scale(f64),
+}
+
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Timing::Think => f.write_str("think"),
+            Timing::Recorded => f.write_str("recorded"),
+            Timing::Afap => f.write_str("afap"),
+            Timing::Scale(x) => write!(f, "scale:{x}"),
+        }
+    }
+}
+
+impl FromStr for Timing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "think" => Ok(Timing::Think),
+            "recorded" => Ok(Timing::Recorded),
+            "afap" => Ok(Timing::Afap),
+            other => match other.strip_prefix("scale:").map(str::parse::<f64>) {
+                Some(Ok(x)) if x.is_finite() && x > 0.0 => Ok(Timing::Scale(x)),
+                _ => Err(format!(
+                    "`{other}` is not a timing; accepted: think, recorded, afap, scale:X (X > 0, 2 is twice as fast)"
+                )),
+            },
+        }
+    }
+}
+
+/// A replay job: the threads of the trace, one worker each (the job's `threads`), under the
+/// job's `target` directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayJob {
+    /// The trace file (iolab's trace format, docs/trace-format.md).
+    pub trace: PathBuf,
+    /// Its length in bytes, when planned.
+    pub trace_bytes: u64,
+    /// Its CRC-32, when planned.
+    pub trace_crc32: u32,
+    pub timing: Timing,
+    /// The traced path prefix replaced by the target directory (`/data` in `/data/redo0.log`).
+    pub strip: PathBuf,
+}
+
+impl ReplayJob {
+    pub fn describe(&self) -> String {
+        format!("replay {} ({})", self.trace.display(), self.timing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timings_parse() {
+        assert_eq!("think".parse::<Timing>(), Ok(Timing::Think));
+        assert_eq!("scale:2".parse::<Timing>(), Ok(Timing::Scale(2.0)));
+        for bad in ["scale:0", "scale:-1", "scale:x", "fast", ""] {
+            assert!(bad.parse::<Timing>().is_err(), "{bad}");
+        }
+        assert_eq!(Timing::Scale(0.5).to_string().parse::<Timing>(), Ok(Timing::Scale(0.5)));
+    }
+}

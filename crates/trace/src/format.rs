@@ -1,0 +1,456 @@
+//! The trace format (docs/trace-format.md): a magic line, then a gzip stream (flate2) of
+//! length-prefixed postcard records — threads, files (one id per opening) and per-thread chunks
+//! of operations — ending with a summary. Written and read as a stream: neither side holds the
+//! whole trace.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read, Write};
+
+/// The first bytes of every trace file.
+pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x01";
+/// The format version this crate writes and reads.
+pub const VERSION: u32 = 1;
+/// Operations per chunk: a chunk is written once a thread has this many.
+pub const CHUNK: usize = 1024;
+/// The largest record a reader accepts (a corrupt length must not allocate gigabytes).
+pub const MAX_RECORD: usize = 64 << 20;
+
+/// What an operation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum Kind {
+    Open,
+    Close,
+    Read,
+    Write,
+    Pread,
+    Pwrite,
+    Readv,
+    Writev,
+    Preadv,
+    Pwritev,
+    Lseek,
+    Fsync,
+    Fdatasync,
+    SyncFileRange,
+    Ftruncate,
+    Fallocate,
+    Unlink,
+    Rename,
+    Mkdir,
+    /// Any other call, by its index in the name table ([`Record::Name`]).
+    Other(u32),
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Open => "open",
+            Kind::Close => "close",
+            Kind::Read => "read",
+            Kind::Write => "write",
+            Kind::Pread => "pread64",
+            Kind::Pwrite => "pwrite64",
+            Kind::Readv => "readv",
+            Kind::Writev => "writev",
+            Kind::Preadv => "preadv",
+            Kind::Pwritev => "pwritev",
+            Kind::Lseek => "lseek",
+            Kind::Fsync => "fsync",
+            Kind::Fdatasync => "fdatasync",
+            Kind::SyncFileRange => "sync_file_range",
+            Kind::Ftruncate => "ftruncate",
+            Kind::Fallocate => "fallocate",
+            Kind::Unlink => "unlink",
+            Kind::Rename => "rename",
+            Kind::Mkdir => "mkdir",
+            Kind::Other(_) => "other",
+        }
+    }
+    pub fn reads(self) -> bool {
+        matches!(self, Kind::Read | Kind::Pread | Kind::Readv | Kind::Preadv)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, Kind::Write | Kind::Pwrite | Kind::Writev | Kind::Pwritev)
+    }
+    pub fn is_sync(self) -> bool {
+        matches!(self, Kind::Fsync | Kind::Fdatasync | Kind::SyncFileRange)
+    }
+}
+
+/// No file (namespace calls without a result fd, other calls).
+pub const NO_FILE: u32 = u32::MAX;
+
+/// One traced call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    /// Nanoseconds since the trace's first call.
+    pub start_ns: u64,
+    /// `-T`'s duration (0 if the trace has none).
+    pub dur_ns: u64,
+    pub kind: Kind,
+    /// The file id (an opening: [`Record::File`]) or, for unlink/rename/mkdir, a path id
+    /// ([`Record::Path`]); [`NO_FILE`] when none.
+    pub file: u32,
+    /// pread/pwrite/preadv/pwritev/sync_file_range/fallocate offset, lseek's offset argument,
+    /// ftruncate's length, rename's target path id.
+    pub offset: u64,
+    /// Bytes asked for (read/write count, sum of iov_len, sync_file_range/fallocate length).
+    pub size: u64,
+    /// The iovec count for readv/writev/preadv/pwritev; lseek's whence (0 SET, 1 CUR, 2 END).
+    pub count: u32,
+    /// open's flags (Linux O_* bits), fallocate's mode, sync_file_range's flags.
+    pub flags: u32,
+    /// The return value; -errno on failure; `i64::MIN` for a call that did not return.
+    pub result: i64,
+}
+
+/// One record of the stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Record {
+    /// First record: where the trace came from.
+    Header { version: u32, source: String, epoch_ns: u64 },
+    /// A thread (tid) and its thread group (the process, tgid).
+    Thread { tid: u32, tgid: u32 },
+    /// An opening: a file id, the path as traced, the open flags, whether it existed before the
+    /// trace (opened before strace attached) and whether it is a regular file's path (not a
+    /// socket, pipe, anon inode, /dev or /proc).
+    File { id: u32, path: String, flags: u32, before: bool, regular: bool },
+    /// A path named by unlink/rename/mkdir.
+    Path { id: u32, path: String },
+    /// A call name for [`Kind::Other`].
+    Name { id: u32, name: String },
+    /// Operations of one thread, in its program order.
+    Chunk { tid: u32, ops: Vec<Op> },
+    /// Last record.
+    End { ops: u64, bad_lines: u64, first_ns: u64, last_ns: u64 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("not an iolab trace (the file does not start with the trace magic)")]
+    NotATrace,
+    #[error("trace format version {0}; this iolab reads version {VERSION}")]
+    Version(u32),
+    #[error("corrupt trace: {0}")]
+    Corrupt(String),
+}
+
+/// Writes records; chunks operations per thread.
+pub struct Writer<W: Write> {
+    out: flate2::write::GzEncoder<W>,
+    pending: HashMap<u32, Vec<Op>>,
+    buf: Vec<u8>,
+    ops: u64,
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(mut w: W) -> io::Result<Self> {
+        w.write_all(MAGIC)?;
+        Ok(Writer {
+            out: flate2::write::GzEncoder::new(w, flate2::Compression::fast()),
+            pending: HashMap::new(),
+            buf: Vec::new(),
+            ops: 0,
+        })
+    }
+
+    pub fn record(&mut self, r: &Record) -> io::Result<()> {
+        self.buf.clear();
+        let bytes = postcard::to_extend(r, std::mem::take(&mut self.buf))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        self.out.write_all(&(bytes.len() as u32).to_le_bytes())?;
+        self.out.write_all(&bytes)?;
+        self.buf = bytes;
+        Ok(())
+    }
+
+    /// Queue an operation of `tid`; a full chunk is written.
+    pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
+        self.ops += 1;
+        let v = self.pending.entry(tid).or_default();
+        v.push(op);
+        if v.len() >= CHUNK {
+            let ops = std::mem::take(v);
+            self.record(&Record::Chunk { tid, ops })?;
+        }
+        Ok(())
+    }
+
+    /// Write what is queued (in tid order), the end record, and finish the gzip stream.
+    pub fn finish(mut self, bad_lines: u64, first_ns: u64, last_ns: u64) -> io::Result<W> {
+        let mut tids: Vec<u32> = self.pending.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            let ops = self.pending.remove(&tid).unwrap_or_default();
+            if !ops.is_empty() {
+                self.record(&Record::Chunk { tid, ops })?;
+            }
+        }
+        let ops = self.ops;
+        self.record(&Record::End { ops, bad_lines, first_ns, last_ns })?;
+        self.out.finish()
+    }
+}
+
+/// Reads records one at a time.
+pub struct Reader<R: Read> {
+    inp: flate2::read::GzDecoder<BufReader<R>>,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl<R: Read> Reader<R> {
+    pub fn new(r: R) -> Result<Self, FormatError> {
+        let mut r = BufReader::new(r);
+        let head = r.fill_buf()?;
+        if head.len() < MAGIC.len() || head[..MAGIC.len() - 1] != MAGIC[..MAGIC.len() - 1] {
+            return Err(FormatError::NotATrace);
+        }
+        let v = u32::from(head[MAGIC.len() - 1]);
+        if v != VERSION {
+            return Err(FormatError::Version(v));
+        }
+        r.consume(MAGIC.len());
+        Ok(Reader { inp: flate2::read::GzDecoder::new(r), buf: Vec::new(), done: false })
+    }
+
+    /// The next record, `None` after the end record.
+    pub fn next_record(&mut self) -> Result<Option<Record>, FormatError> {
+        if self.done {
+            return Ok(None);
+        }
+        let mut len = [0u8; 4];
+        match self.inp.read_exact(&mut len) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(FormatError::Corrupt("the trace ends before its end record (truncated?)".into()))
+            }
+            Err(e) => return Err(FormatError::Corrupt(e.to_string())),
+        }
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_RECORD {
+            return Err(FormatError::Corrupt(format!("a record of {len} bytes (more than {MAX_RECORD})")));
+        }
+        self.buf.resize(len, 0);
+        self.inp.read_exact(&mut self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+        let r: Record = postcard::from_bytes(&self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+        if matches!(r, Record::End { .. }) {
+            self.done = true;
+        }
+        Ok(Some(r))
+    }
+}
+
+/// A trace read whole: what `show`, `export` and replay work from.
+#[derive(Debug, Default, Clone)]
+pub struct Trace {
+    pub source: String,
+    pub epoch_ns: u64,
+    /// tid → tgid.
+    pub threads: Vec<(u32, u32)>,
+    pub files: HashMap<u32, FileInfo>,
+    pub paths: HashMap<u32, String>,
+    pub names: HashMap<u32, String>,
+    /// Each thread's operations in program order, threads by tid.
+    pub ops: Vec<(u32, Vec<Op>)>,
+    pub bad_lines: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    pub path: String,
+    pub flags: u32,
+    pub before: bool,
+    pub regular: bool,
+}
+
+impl Trace {
+    pub fn read(r: impl Read) -> Result<Trace, FormatError> {
+        let mut rd = Reader::new(r)?;
+        let mut t = Trace::default();
+        let mut by_tid: HashMap<u32, Vec<Op>> = HashMap::new();
+        let mut seen_header = false;
+        while let Some(rec) = rd.next_record()? {
+            match rec {
+                Record::Header { version, source, epoch_ns } => {
+                    if version != VERSION {
+                        return Err(FormatError::Version(version));
+                    }
+                    seen_header = true;
+                    t.source = source;
+                    t.epoch_ns = epoch_ns;
+                }
+                Record::Thread { tid, tgid } => t.threads.push((tid, tgid)),
+                Record::File { id, path, flags, before, regular } => {
+                    t.files.insert(id, FileInfo { path, flags, before, regular });
+                }
+                Record::Path { id, path } => {
+                    t.paths.insert(id, path);
+                }
+                Record::Name { id, name } => {
+                    t.names.insert(id, name);
+                }
+                Record::Chunk { tid, ops } => by_tid.entry(tid).or_default().extend(ops),
+                Record::End { bad_lines, first_ns, last_ns, .. } => {
+                    t.bad_lines = bad_lines;
+                    t.first_ns = first_ns;
+                    t.last_ns = last_ns;
+                }
+            }
+        }
+        if !seen_header {
+            return Err(FormatError::Corrupt("no header record".into()));
+        }
+        let mut ops: Vec<(u32, Vec<Op>)> = by_tid.into_iter().collect();
+        ops.sort_by_key(|(tid, _)| *tid);
+        t.ops = ops;
+        Ok(t)
+    }
+
+    /// The name of an operation (`Other` calls by their recorded name).
+    pub fn op_name(&self, k: Kind) -> &str {
+        match k {
+            Kind::Other(i) => self.names.get(&i).map(String::as_str).unwrap_or("other"),
+            k => k.as_str(),
+        }
+    }
+}
+
+/// Linux open(2) flag bits (x86-64/aarch64 generic values) and their names.
+pub mod oflags {
+    pub const O_WRONLY: u32 = 0o1;
+    pub const O_RDWR: u32 = 0o2;
+    pub const O_CREAT: u32 = 0o100;
+    pub const O_EXCL: u32 = 0o200;
+    pub const O_TRUNC: u32 = 0o1000;
+    pub const O_APPEND: u32 = 0o2000;
+    pub const O_NONBLOCK: u32 = 0o4000;
+    pub const O_DSYNC: u32 = 0o10000;
+    pub const O_DIRECT: u32 = 0o40000;
+    pub const O_LARGEFILE: u32 = 0o100000;
+    pub const O_DIRECTORY: u32 = 0o200000;
+    pub const O_NOFOLLOW: u32 = 0o400000;
+    pub const O_NOATIME: u32 = 0o1000000;
+    pub const O_CLOEXEC: u32 = 0o2000000;
+    /// O_SYNC includes O_DSYNC.
+    pub const O_SYNC: u32 = 0o4010000;
+    pub const O_PATH: u32 = 0o10000000;
+    pub const O_TMPFILE: u32 = 0o20200000;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("O_RDONLY", 0),
+        ("O_WRONLY", O_WRONLY),
+        ("O_RDWR", O_RDWR),
+        ("O_CREAT", O_CREAT),
+        ("O_EXCL", O_EXCL),
+        ("O_NOCTTY", 0o400),
+        ("O_TRUNC", O_TRUNC),
+        ("O_APPEND", O_APPEND),
+        ("O_NONBLOCK", O_NONBLOCK),
+        ("O_NDELAY", O_NONBLOCK),
+        ("O_DSYNC", O_DSYNC),
+        ("O_SYNC", O_SYNC),
+        ("O_ASYNC", 0o20000),
+        ("O_DIRECT", O_DIRECT),
+        ("O_LARGEFILE", O_LARGEFILE),
+        ("O_DIRECTORY", O_DIRECTORY),
+        ("O_NOFOLLOW", O_NOFOLLOW),
+        ("O_NOATIME", O_NOATIME),
+        ("O_CLOEXEC", O_CLOEXEC),
+        ("O_PATH", O_PATH),
+        ("O_TMPFILE", O_TMPFILE),
+        ("O_RSYNC", 0),
+    ];
+
+    /// `O_WRONLY|O_CREAT|O_DIRECT` (or a number) into bits; unknown names are ignored.
+    pub fn parse(s: &str) -> u32 {
+        let mut bits = 0;
+        for part in s.split('|') {
+            let part = part.trim();
+            if let Some(&(_, v)) = NAMES.iter().find(|(n, _)| *n == part) {
+                bits |= v;
+            } else if let Some(v) = crate::line::parse_int(part) {
+                bits |= v as u32;
+            }
+        }
+        bits
+    }
+
+    /// Bits back into names, as strace prints them.
+    pub fn show(bits: u32) -> String {
+        let mut out = vec![match bits & 3 {
+            1 => "O_WRONLY",
+            2 => "O_RDWR",
+            _ => "O_RDONLY",
+        }
+        .to_string()];
+        let mut rest = bits & !3;
+        if rest & O_SYNC == O_SYNC {
+            out.push("O_SYNC".into());
+            rest &= !O_SYNC;
+        }
+        if rest & O_TMPFILE == O_TMPFILE {
+            out.push("O_TMPFILE".into());
+            rest &= !O_TMPFILE;
+        }
+        for &(n, v) in NAMES {
+            if v != 0 && v.count_ones() == 1 && rest & v != 0 && n != "O_NDELAY" {
+                out.push(n.into());
+                rest &= !v;
+            }
+        }
+        if rest != 0 {
+            out.push(format!("{rest:#o}"));
+        }
+        out.join("|")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_truncation() {
+        let mut w = Writer::new(Vec::new()).unwrap();
+        w.record(&Record::Header { version: VERSION, source: "test".into(), epoch_ns: 5 }).unwrap();
+        w.record(&Record::Thread { tid: 7, tgid: 7 }).unwrap();
+        w.record(&Record::File { id: 0, path: "/a".into(), flags: oflags::O_DIRECT, before: false, regular: true })
+            .unwrap();
+        let op = Op {
+            start_ns: 1,
+            dur_ns: 2,
+            kind: Kind::Write,
+            file: 0,
+            offset: 0,
+            size: 4096,
+            count: 0,
+            flags: 0,
+            result: 4096,
+        };
+        for i in 0..3000 {
+            w.op(7, Op { start_ns: i, ..op }).unwrap();
+        }
+        let bytes = w.finish(0, 0, 3000).unwrap();
+        let t = Trace::read(&bytes[..]).unwrap();
+        assert_eq!(t.ops.len(), 1);
+        assert_eq!(t.ops[0].1.len(), 3000);
+        assert_eq!(t.ops[0].1[2999].start_ns, 2999);
+        assert_eq!(t.files[&0].path, "/a");
+        assert!(matches!(Trace::read(&bytes[..bytes.len() / 2]), Err(FormatError::Corrupt(_))));
+        assert!(matches!(Trace::read(&b"hello world, not a trace"[..]), Err(FormatError::NotATrace)));
+    }
+
+    #[test]
+    fn flags() {
+        let b = oflags::parse("O_WRONLY|O_CREAT|O_DIRECT");
+        assert_eq!(b, oflags::O_WRONLY | oflags::O_CREAT | oflags::O_DIRECT);
+        assert_eq!(oflags::show(b), "O_WRONLY|O_CREAT|O_DIRECT");
+        assert_eq!(oflags::show(oflags::parse("O_RDWR|O_SYNC")), "O_RDWR|O_SYNC");
+    }
+}

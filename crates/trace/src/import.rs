@@ -1,0 +1,670 @@
+//! strace text into the trace format, as a stream: lines are read one at a time (a line longer
+//! than [`MAX_LINE`] is cut and counted bad), `<unfinished ...>` halves wait per thread for their
+//! `<... resumed>`, fds resolve to per-opening file ids through per-process fd tables that follow
+//! dup/dup2/dup3/fcntl(F_DUPFD), clone/fork and close, and `-ff` per-thread files are merged by
+//! timestamp. Memory is bounded by the threads, open files and distinct names, not by the text.
+
+use crate::format::{oflags, Kind, Op, Record, Writer, NO_FILE, VERSION};
+use crate::line::{self, Body};
+use std::collections::{BinaryHeap, HashMap};
+use std::io::{self, BufRead, Write};
+
+/// Longest line kept; the rest of a longer line is skipped and the line counted bad.
+pub const MAX_LINE: usize = 1 << 20;
+/// Bad lines kept with their text (all are counted).
+pub const BAD_KEPT: usize = 50;
+
+/// A line that was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BadLine {
+    pub source: String,
+    pub line: u64,
+    pub reason: String,
+    /// The line's first 160 characters.
+    pub text: String,
+}
+
+/// What an import saw.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Summary {
+    pub lines: u64,
+    pub bytes: u64,
+    pub ops: u64,
+    pub threads: usize,
+    pub files: u32,
+    pub bad_lines: u64,
+    pub bad: Vec<BadLine>,
+    /// Calls by name (every call seen, traced kinds and others).
+    pub calls: Vec<(String, u64)>,
+}
+
+/// Reads lines of at most [`MAX_LINE`] bytes.
+pub struct Lines<R: BufRead> {
+    r: R,
+    buf: Vec<u8>,
+    pub line_no: u64,
+    pub bytes: u64,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(r: R) -> Self {
+        Lines { r, buf: Vec::with_capacity(512), line_no: 0, bytes: 0 }
+    }
+
+    /// The next line (without its newline) and whether it was cut; `None` at the end.
+    pub fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        self.buf.clear();
+        let mut cut = false;
+        let mut any = false;
+        loop {
+            let avail = match self.r.fill_buf() {
+                Ok(a) => a,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                break;
+            }
+            any = true;
+            let (take, done) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (i + 1, true),
+                None => (avail.len(), false),
+            };
+            let room = MAX_LINE.saturating_sub(self.buf.len());
+            if take > room {
+                cut = true;
+            }
+            self.buf.extend_from_slice(&avail[..take.min(room)]);
+            self.r.consume(take);
+            self.bytes += take as u64;
+            if done {
+                break;
+            }
+        }
+        if !any {
+            return Ok(None);
+        }
+        self.line_no += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        }
+        Ok(Some((&self.buf, cut)))
+    }
+}
+
+/// A line as text: borrowed when it is UTF-8 (strace escapes the rest), else with
+/// replacement characters.
+fn text_of(raw: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(raw),
+    }
+}
+
+struct Pending {
+    name: String,
+    args: String,
+    time_ns: Option<u64>,
+}
+
+#[derive(Clone)]
+struct FdEntry {
+    file: u32,
+    /// The raw `-y` path it was seen with (to notice an fd reused behind our back).
+    raw: Box<str>,
+}
+
+/// The conversion state.
+pub struct Importer<W: Write> {
+    w: Writer<W>,
+    pending: HashMap<u32, Pending>,
+    tgid: HashMap<u32, u32>,
+    fds: HashMap<u32, HashMap<i64, FdEntry>>,
+    refs: HashMap<u32, u32>,
+    cwd: HashMap<u32, String>,
+    next_file: u32,
+    path_ids: HashMap<String, u32>,
+    names: HashMap<Box<str>, u32>,
+    calls: HashMap<Box<str>, u64>,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    bad_lines: u64,
+    bad: Vec<BadLine>,
+    lines: u64,
+    bytes: u64,
+    ops: u64,
+}
+
+fn regular(path: &str) -> bool {
+    path.starts_with('/') && !["/dev/", "/proc/", "/sys/"].iter().any(|p| path.starts_with(p))
+}
+
+fn whence(s: &str) -> u32 {
+    match s.trim() {
+        "SEEK_SET" => 0,
+        "SEEK_CUR" => 1,
+        "SEEK_END" => 2,
+        "SEEK_DATA" => 3,
+        "SEEK_HOLE" => 4,
+        other => line::parse_int(other).unwrap_or(0) as u32,
+    }
+}
+
+fn symbolic(s: &str, table: &[(&str, u32)]) -> u32 {
+    s.split('|')
+        .map(|p| {
+            let p = p.trim();
+            table
+                .iter()
+                .find(|(n, _)| *n == p)
+                .map(|&(_, v)| v)
+                .or_else(|| line::parse_int(p).map(|v| v as u32))
+                .unwrap_or(0)
+        })
+        .fold(0, |a, b| a | b)
+}
+
+const FALLOC: &[(&str, u32)] = &[
+    ("FALLOC_FL_KEEP_SIZE", 1),
+    ("FALLOC_FL_PUNCH_HOLE", 2),
+    ("FALLOC_FL_NO_HIDE_STALE", 4),
+    ("FALLOC_FL_COLLAPSE_RANGE", 8),
+    ("FALLOC_FL_ZERO_RANGE", 0x10),
+    ("FALLOC_FL_INSERT_RANGE", 0x20),
+    ("FALLOC_FL_UNSHARE_RANGE", 0x40),
+];
+const SFR: &[(&str, u32)] =
+    &[("SYNC_FILE_RANGE_WAIT_BEFORE", 1), ("SYNC_FILE_RANGE_WRITE", 2), ("SYNC_FILE_RANGE_WAIT_AFTER", 4)];
+
+/// The sum of `iov_len=N` in an iovec argument.
+fn iov_bytes(s: &str) -> Option<u64> {
+    let mut total = 0u64;
+    let mut any = false;
+    let mut rest = s;
+    while let Some(i) = rest.find("iov_len=") {
+        rest = &rest[i + 8..];
+        let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+        total = total.saturating_add(rest[..n].parse::<u64>().ok()?);
+        any = true;
+    }
+    any.then_some(total)
+}
+
+impl<W: Write> Importer<W> {
+    pub fn new(out: W, source: &str) -> io::Result<Self> {
+        let mut w = Writer::new(out)?;
+        w.record(&Record::Header { version: VERSION, source: source.to_string(), epoch_ns: 0 })?;
+        Ok(Importer {
+            w,
+            pending: HashMap::new(),
+            tgid: HashMap::new(),
+            fds: HashMap::new(),
+            refs: HashMap::new(),
+            cwd: HashMap::new(),
+            next_file: 0,
+            path_ids: HashMap::new(),
+            names: HashMap::new(),
+            calls: HashMap::new(),
+            first_ns: None,
+            last_ns: 0,
+            bad_lines: 0,
+            bad: Vec::new(),
+            lines: 0,
+            bytes: 0,
+            ops: 0,
+        })
+    }
+
+    fn bad(&mut self, source: &str, line: u64, reason: &str, text: &str) {
+        self.bad_lines += 1;
+        if self.bad.len() < BAD_KEPT {
+            self.bad.push(BadLine {
+                source: source.to_string(),
+                line,
+                reason: reason.to_string(),
+                text: text.chars().take(160).collect(),
+            });
+        }
+    }
+
+    /// Import one whole strace output (`-f` into one file, or a single process). `tid` is the
+    /// thread of lines without a pid prefix (a `-ff` file's suffix), if known.
+    pub fn read_file<R: BufRead>(&mut self, r: R, source: &str, tid: Option<u32>) -> io::Result<()> {
+        let mut lines = Lines::new(r);
+        loop {
+            let n = lines.line_no + 1;
+            let Some((raw, cut)) = lines.next_line()? else { break };
+            let text = text_of(raw);
+            if cut {
+                self.bad(source, n, "a line longer than 1 MiB (cut)", &text);
+                continue;
+            }
+            self.line(&text, source, n, tid);
+        }
+        self.lines += lines.line_no;
+        self.bytes += lines.bytes;
+        Ok(())
+    }
+
+    /// Import `-ff` per-thread files, merged by timestamp. Each reader comes with its name and
+    /// the tid its lines belong to.
+    pub fn read_merged<R: BufRead>(&mut self, inputs: Vec<(R, String, Option<u32>)>) -> io::Result<()> {
+        struct In<R: BufRead> {
+            lines: Lines<R>,
+            name: String,
+            tid: Option<u32>,
+            cur: Option<(String, bool, u64)>,
+        }
+        let mut ins: Vec<In<R>> =
+            inputs.into_iter().map(|(r, name, tid)| In { lines: Lines::new(r), name, tid, cur: None }).collect();
+        // (Reverse(time), Reverse(index)): earliest first, then by file order.
+        let mut heap = BinaryHeap::new();
+        let advance = |i: &mut In<R>| -> io::Result<Option<u64>> {
+            match i.lines.next_line()? {
+                Some((raw, cut)) => {
+                    let s = text_of(raw).into_owned();
+                    let t = line::parse(&s).ok().and_then(|l| l.time_ns).unwrap_or(0);
+                    i.cur = Some((s, cut, i.lines.line_no));
+                    Ok(Some(t))
+                }
+                None => {
+                    i.cur = None;
+                    Ok(None)
+                }
+            }
+        };
+        for (k, i) in ins.iter_mut().enumerate() {
+            if let Some(t) = advance(i)? {
+                heap.push(std::cmp::Reverse((t, k)));
+            }
+        }
+        while let Some(std::cmp::Reverse((_, k))) = heap.pop() {
+            let Some(i) = ins.get_mut(k) else { continue };
+            if let Some((s, cut, n)) = i.cur.take() {
+                let (name, tid) = (i.name.clone(), i.tid);
+                if cut {
+                    self.bad(&name, n, "a line longer than 1 MiB (cut)", &s);
+                } else {
+                    self.line(&s, &name, n, tid);
+                }
+            }
+            let i = &mut ins[k];
+            if let Some(t) = advance(i)? {
+                heap.push(std::cmp::Reverse((t, k)));
+            }
+        }
+        for i in &ins {
+            self.lines += i.lines.line_no;
+            self.bytes += i.lines.bytes;
+        }
+        Ok(())
+    }
+
+    /// One line of text.
+    pub fn line(&mut self, text: &str, source: &str, n: u64, tid: Option<u32>) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let l = match line::parse(text) {
+            Ok(l) => l,
+            Err(why) => return self.bad(source, n, why, text),
+        };
+        let pid = l.pid.or(tid).unwrap_or(0);
+        match l.body {
+            Body::Exit | Body::Signal => {}
+            Body::Unfinished { name, args } => {
+                let old = self
+                    .pending
+                    .insert(pid, Pending { name: name.to_string(), args: args.to_string(), time_ns: l.time_ns });
+                if let Some(old) = old {
+                    self.bad(source, n, "a call began before the thread's unfinished call resumed", &old.name);
+                }
+            }
+            Body::Resumed { name, rest, ret } => {
+                let Some(p) = self.pending.remove(&pid) else {
+                    return self.bad(source, n, "a resumed call whose start is not in the trace", text);
+                };
+                if p.name != name {
+                    return self.bad(source, n, "a resumed call that is not the thread's unfinished one", text);
+                }
+                let mut args = p.args;
+                args.push_str(rest);
+                self.call(pid, p.time_ns, l.dur_ns, name, &args, ret, source, n, text);
+            }
+            Body::Call { name, args, ret } => self.call(pid, l.time_ns, l.dur_ns, name, args, ret, source, n, text),
+        }
+    }
+
+    fn tgid_of(&mut self, tid: u32) -> u32 {
+        *self.tgid.entry(tid).or_insert(tid)
+    }
+
+    fn name_id(&mut self, name: &str) -> io::Result<u32> {
+        if let Some(&id) = self.names.get(name) {
+            return Ok(id);
+        }
+        let id = self.names.len() as u32;
+        self.names.insert(name.into(), id);
+        self.w.record(&Record::Name { id, name: name.to_string() })?;
+        Ok(id)
+    }
+
+    fn path_id(&mut self, path: String) -> io::Result<u32> {
+        if let Some(&id) = self.path_ids.get(&path) {
+            return Ok(id);
+        }
+        let id = self.path_ids.len() as u32;
+        self.w.record(&Record::Path { id, path: path.clone() })?;
+        self.path_ids.insert(path, id);
+        Ok(id)
+    }
+
+    /// A path argument made absolute against its dirfd (or the cwd) where that is known.
+    fn resolve(&self, tgid: u32, dir: Option<&str>, quoted: &str) -> Option<String> {
+        let p = line::unquote(quoted)?;
+        if p.starts_with('/') {
+            return Some(p);
+        }
+        let base = match dir.and_then(line::parse_fd) {
+            Some(f) if f.fd.is_some() => f.path.map(line::unescape),
+            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd.get(&tgid).cloned()),
+            None => self.cwd.get(&tgid).cloned(),
+        };
+        Some(match base {
+            Some(b) => format!("{}/{}", b.trim_end_matches('/'), p),
+            None => p,
+        })
+    }
+
+    fn new_file(&mut self, path: String, flags: u32, before: bool) -> io::Result<u32> {
+        let id = self.next_file;
+        self.next_file += 1;
+        let reg = regular(&path);
+        self.w.record(&Record::File { id, path, flags, before, regular: reg })?;
+        Ok(id)
+    }
+
+    fn set_fd(&mut self, tgid: u32, fd: i64, e: FdEntry) {
+        *self.refs.entry(e.file).or_insert(0) += 1;
+        if let Some(old) = self.fds.entry(tgid).or_default().insert(fd, e) {
+            self.unref(old.file);
+        }
+    }
+
+    fn unref(&mut self, file: u32) -> u32 {
+        match self.refs.get_mut(&file) {
+            Some(r) if *r > 1 => {
+                *r -= 1;
+                *r
+            }
+            _ => {
+                self.refs.remove(&file);
+                0
+            }
+        }
+    }
+
+    /// The file id behind an fd argument, registering an opening made before the trace.
+    fn file_of(&mut self, tgid: u32, arg: &str) -> io::Result<u32> {
+        let Some(f) = line::parse_fd(arg) else { return Ok(NO_FILE) };
+        let Some(fd) = f.fd else { return Ok(NO_FILE) };
+        let raw = f.path.unwrap_or("");
+        if let Some(e) = self.fds.get(&tgid).and_then(|t| t.get(&fd)) {
+            if raw.is_empty() || *e.raw == *raw {
+                return Ok(e.file);
+            }
+        }
+        let path = if raw.is_empty() { format!("fd:{fd}") } else { line::unescape(raw) };
+        let id = self.new_file(path, 0, true)?;
+        self.set_fd(tgid, fd, FdEntry { file: id, raw: raw.into() });
+        Ok(id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        tid: u32,
+        time_ns: Option<u64>,
+        dur_ns: Option<u64>,
+        name: &str,
+        args: &str,
+        ret: &str,
+        source: &str,
+        n: u64,
+        text: &str,
+    ) {
+        if let Err(e) = self.call_inner(tid, time_ns, dur_ns, name, args, ret) {
+            self.bad(source, n, &format!("cannot write the trace: {e}"), text);
+        }
+    }
+
+    fn call_inner(
+        &mut self,
+        tid: u32,
+        time_ns: Option<u64>,
+        dur_ns: Option<u64>,
+        name: &str,
+        args: &str,
+        ret: &str,
+    ) -> io::Result<()> {
+        match self.calls.get_mut(name) {
+            Some(c) => *c += 1,
+            None => {
+                self.calls.insert(name.into(), 1);
+            }
+        }
+        let t = time_ns.unwrap_or(0);
+        let first = *self.first_ns.get_or_insert(t);
+        self.last_ns = self.last_ns.max(t.saturating_add(dur_ns.unwrap_or(0)));
+        let r = line::parse_ret(ret);
+        let result = r.value.unwrap_or(i64::MIN);
+        let ok = r.value.is_some_and(|v| v >= 0);
+        let a = line::split_args(args);
+        let arg = |i: usize| a.get(i).copied().unwrap_or("");
+        let num = |i: usize| line::parse_int(arg(i)).unwrap_or(0);
+        let tgid = self.tgid_of(tid);
+        // Remember the cwd that -y shows for AT_FDCWD.
+        if arg(0).starts_with("AT_FDCWD<") && !self.cwd.contains_key(&tgid) {
+            if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
+                self.cwd.insert(tgid, line::unescape(p));
+            }
+        }
+        let mut op = Op {
+            start_ns: t.saturating_sub(first),
+            dur_ns: dur_ns.unwrap_or(0),
+            kind: Kind::Other(0),
+            file: NO_FILE,
+            offset: 0,
+            size: 0,
+            count: 0,
+            flags: 0,
+            result,
+        };
+        match name {
+            "open" | "openat" | "creat" | "openat2" => {
+                let (dir, path, flags) = match name {
+                    "open" => (None, arg(0), oflags::parse(arg(1))),
+                    "creat" => (None, arg(0), oflags::O_CREAT | oflags::O_WRONLY | oflags::O_TRUNC),
+                    "openat2" => {
+                        let how = arg(2);
+                        let f = how
+                            .split_once("flags=")
+                            .map(|(_, r)| r.split([',', '}']).next().unwrap_or(""))
+                            .map(oflags::parse)
+                            .unwrap_or(0);
+                        (Some(arg(0)), arg(1), f)
+                    }
+                    _ => (Some(arg(0)), arg(1), oflags::parse(arg(2))),
+                };
+                op.kind = Kind::Open;
+                op.flags = flags;
+                let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
+                if ok {
+                    let p = r.path.map(line::unescape).unwrap_or(resolved);
+                    let id = self.new_file(p, flags, false)?;
+                    self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or("").into() });
+                    op.file = id;
+                } else {
+                    op.offset = u64::from(self.path_id(resolved)?);
+                }
+            }
+            "close" => {
+                op.kind = Kind::Close;
+                if let Some(fd) = line::parse_fd(arg(0)).and_then(|f| f.fd) {
+                    op.file = self.file_of(tgid, arg(0))?;
+                    if ok {
+                        if let Some(e) = self.fds.get_mut(&tgid).and_then(|t| t.remove(&fd)) {
+                            op.count = self.unref(e.file);
+                        }
+                    }
+                }
+            }
+            "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
+                op.kind = Kind::Other(self.name_id(name)?);
+                let dups = name != "fcntl" && name != "fcntl64" || matches!(arg(1), "F_DUPFD" | "F_DUPFD_CLOEXEC");
+                if dups && ok {
+                    let id = self.file_of(tgid, arg(0))?;
+                    op.file = id;
+                    if id != NO_FILE {
+                        let raw = line::parse_fd(arg(0)).and_then(|f| f.path).unwrap_or("");
+                        self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or(raw).into() });
+                    }
+                }
+            }
+            "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv" | "pwritev" | "preadv2"
+            | "pwritev2" => {
+                op.kind = match name {
+                    "read" => Kind::Read,
+                    "write" => Kind::Write,
+                    "pread64" => Kind::Pread,
+                    "pwrite64" => Kind::Pwrite,
+                    "readv" => Kind::Readv,
+                    "writev" => Kind::Writev,
+                    "preadv" | "preadv2" => Kind::Preadv,
+                    _ => Kind::Pwritev,
+                };
+                op.file = self.file_of(tgid, arg(0))?;
+                match op.kind {
+                    Kind::Read | Kind::Write | Kind::Pread | Kind::Pwrite => op.size = num(2) as u64,
+                    _ => {
+                        op.count = num(2) as u32;
+                        op.size = iov_bytes(arg(1)).unwrap_or(result.max(0) as u64);
+                    }
+                }
+                if matches!(op.kind, Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev) {
+                    op.offset = num(3) as u64;
+                }
+            }
+            "lseek" | "_llseek" => {
+                op.kind = Kind::Lseek;
+                op.file = self.file_of(tgid, arg(0))?;
+                op.offset = num(1) as u64;
+                op.count = whence(arg(2));
+            }
+            "fsync" | "fdatasync" => {
+                op.kind = if name == "fsync" { Kind::Fsync } else { Kind::Fdatasync };
+                op.file = self.file_of(tgid, arg(0))?;
+            }
+            "sync_file_range" | "sync_file_range2" => {
+                op.kind = Kind::SyncFileRange;
+                op.file = self.file_of(tgid, arg(0))?;
+                op.offset = num(1) as u64;
+                op.size = num(2) as u64;
+                op.flags = symbolic(arg(3), SFR);
+            }
+            "ftruncate" | "ftruncate64" => {
+                op.kind = Kind::Ftruncate;
+                op.file = self.file_of(tgid, arg(0))?;
+                op.offset = num(1) as u64;
+            }
+            "fallocate" => {
+                op.kind = Kind::Fallocate;
+                op.file = self.file_of(tgid, arg(0))?;
+                op.flags = symbolic(arg(1), FALLOC);
+                op.offset = num(2) as u64;
+                op.size = num(3) as u64;
+            }
+            "unlink" | "unlinkat" | "mkdir" | "mkdirat" => {
+                op.kind = if name.starts_with("unlink") { Kind::Unlink } else { Kind::Mkdir };
+                let p = if name.ends_with("at") {
+                    if name == "unlinkat" && arg(2).contains("AT_REMOVEDIR") {
+                        op.flags = 0x200;
+                    }
+                    self.resolve(tgid, Some(arg(0)), arg(1))
+                } else {
+                    self.resolve(tgid, None, arg(0))
+                };
+                op.file = self.path_id(p.unwrap_or_default())?;
+            }
+            "rename" | "renameat" | "renameat2" => {
+                op.kind = Kind::Rename;
+                let (from, to) = if name == "rename" {
+                    (self.resolve(tgid, None, arg(0)), self.resolve(tgid, None, arg(1)))
+                } else {
+                    (self.resolve(tgid, Some(arg(0)), arg(1)), self.resolve(tgid, Some(arg(2)), arg(3)))
+                };
+                op.file = self.path_id(from.unwrap_or_default())?;
+                op.offset = u64::from(self.path_id(to.unwrap_or_default())?);
+            }
+            "clone" | "clone3" | "fork" | "vfork" => {
+                op.kind = Kind::Other(self.name_id(name)?);
+                if ok && result > 0 {
+                    let child = result as u32;
+                    let thread = args.contains("CLONE_THREAD");
+                    if thread {
+                        self.tgid.insert(child, tgid);
+                    } else {
+                        self.tgid.insert(child, child);
+                        if let Some(t) = self.fds.get(&tgid).cloned() {
+                            for e in t.values() {
+                                *self.refs.entry(e.file).or_insert(0) += 1;
+                            }
+                            self.fds.insert(child, t);
+                        }
+                        if let Some(c) = self.cwd.get(&tgid).cloned() {
+                            self.cwd.insert(child, c);
+                        }
+                    }
+                }
+            }
+            "execve" | "execveat" => {
+                op.kind = Kind::Other(self.name_id(name)?);
+                if ok {
+                    // O_CLOEXEC fds close here; which ones is not in the trace, so keep all.
+                    self.cwd.remove(&tgid);
+                }
+            }
+            other => op.kind = Kind::Other(self.name_id(other)?),
+        }
+        self.ops += 1;
+        self.w.op(tid, op)
+    }
+
+    /// Finish the trace: thread records, the last chunks, the end record.
+    pub fn finish(mut self) -> io::Result<(W, Summary)> {
+        let left: Vec<(u32, String)> = self.pending.drain().map(|(p, c)| (p, c.name)).collect();
+        for (pid, name) in left {
+            self.bad("(end)", 0, "an unfinished call never resumed (the trace was cut?)", &format!("{pid} {name}"));
+        }
+        let mut tids: Vec<(u32, u32)> = self.tgid.iter().map(|(&t, &g)| (t, g)).collect();
+        tids.sort_unstable();
+        for &(tid, tgid) in &tids {
+            self.w.record(&Record::Thread { tid, tgid })?;
+        }
+        let first = self.first_ns.unwrap_or(0);
+        let mut calls: Vec<(String, u64)> = self.calls.iter().map(|(k, &v)| (k.to_string(), v)).collect();
+        calls.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let summary = Summary {
+            lines: self.lines,
+            bytes: self.bytes,
+            ops: self.ops,
+            threads: tids.len(),
+            files: self.next_file,
+            bad_lines: self.bad_lines,
+            bad: std::mem::take(&mut self.bad),
+            calls,
+        };
+        let w = self.w.finish(self.bad_lines, 0, self.last_ns.saturating_sub(first))?;
+        Ok((w, summary))
+    }
+}

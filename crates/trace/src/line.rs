@@ -1,0 +1,382 @@
+//! One line of strace text, taken apart without copying: the pid prefix (`PID  ` or
+//! `[pid N] `), the timestamp (`-t`, `-tt`, `-ttt`), the call with its arguments, its return
+//! value and its `-T` duration, or the `<unfinished ...>` / `<... resumed>` halves, exits and
+//! signals. Anything else is an error in words, never a panic.
+
+/// What a line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body<'a> {
+    /// A whole call: `name(args) = ret <dur>`.
+    Call { name: &'a str, args: &'a str, ret: &'a str },
+    /// `name(args <unfinished ...>`.
+    Unfinished { name: &'a str, args: &'a str },
+    /// `<... name resumed>rest) = ret <dur>`: `rest` is the tail of the arguments.
+    Resumed { name: &'a str, rest: &'a str, ret: &'a str },
+    /// `+++ exited with N +++` or `+++ killed by SIG +++`.
+    Exit,
+    /// `--- SIGCHLD {...} ---`.
+    Signal,
+}
+
+/// A parsed line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line<'a> {
+    pub pid: Option<u32>,
+    /// Nanoseconds: since the epoch (`-ttt`) or since midnight (`-t`, `-tt`).
+    pub time_ns: Option<u64>,
+    /// `-T`: the call's duration in nanoseconds.
+    pub dur_ns: Option<u64>,
+    pub body: Body<'a>,
+}
+
+/// Why a line was not understood.
+pub type LineError = &'static str;
+
+fn digits(s: &[u8]) -> usize {
+    s.iter().take_while(|b| b.is_ascii_digit()).count()
+}
+
+/// Parse `S.FFFFFF` (or `S`) into nanoseconds.
+pub fn parse_seconds(s: &str) -> Option<u64> {
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (s, ""),
+    };
+    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = int.parse().ok()?;
+    let mut ns: u64 = 0;
+    let mut scale = 100_000_000u64;
+    for b in frac.bytes().take(9) {
+        ns += u64::from(b - b'0') * scale;
+        scale /= 10;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+}
+
+/// `HH:MM:SS[.ffffff]` into nanoseconds since midnight.
+fn parse_clock(s: &str) -> Option<u64> {
+    let mut it = s.splitn(3, ':');
+    let h: u64 = it.next()?.parse().ok()?;
+    let m: u64 = it.next()?.parse().ok()?;
+    let rest = it.next()?;
+    let sec = parse_seconds(rest)?;
+    if h > 23 || m > 59 || sec >= 61_000_000_000 {
+        return None;
+    }
+    Some((h * 3600 + m * 60) * 1_000_000_000 + sec)
+}
+
+/// Take apart one line (without its newline).
+pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
+    let mut s = line.trim_end_matches(['\r', '\n']);
+    let mut pid = None;
+    // `[pid N] ` prefix (strace writing to its stderr).
+    if let Some(rest) = s.strip_prefix("[pid ") {
+        let rest = rest.trim_start();
+        let n = digits(rest.as_bytes());
+        let after = &rest[n..];
+        let Some(after) = after.strip_prefix(']') else { return Err("a `[pid N]` prefix without its `]`") };
+        pid = Some(rest[..n].parse().map_err(|_| "a pid that is not a number")?);
+        s = after.trim_start();
+    } else {
+        // `PID  ` prefix (-f with -o): digits then a space.
+        let n = digits(s.as_bytes());
+        if n > 0 && s.as_bytes().get(n) == Some(&b' ') {
+            pid = Some(s[..n].parse().map_err(|_| "a pid that is not a number")?);
+            s = s[n..].trim_start();
+        }
+    }
+    // Timestamp.
+    let mut time_ns = None;
+    if s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        let end = memchr::memchr(b' ', s.as_bytes()).ok_or("a timestamp with nothing after it")?;
+        let ts = &s[..end];
+        time_ns = Some(
+            if ts.contains(':') { parse_clock(ts) } else { parse_seconds(ts) }.ok_or("a timestamp that is not one")?,
+        );
+        s = s[end..].trim_start();
+    }
+    if s.starts_with("+++ ") {
+        return Ok(Line { pid, time_ns, dur_ns: None, body: Body::Exit });
+    }
+    if s.starts_with("--- ") {
+        return Ok(Line { pid, time_ns, dur_ns: None, body: Body::Signal });
+    }
+    if let Some(rest) = s.strip_prefix("<... ") {
+        let end = rest.find(" resumed>").ok_or("a `<...` without ` resumed>`")?;
+        let name = &rest[..end];
+        if !is_name(name) {
+            return Err("a resumed call whose name is not a syscall name");
+        }
+        let tail = &rest[end + " resumed>".len()..];
+        let (rest, ret, dur_ns) = split_result(tail)?;
+        return Ok(Line { pid, time_ns, dur_ns, body: Body::Resumed { name, rest, ret } });
+    }
+    let open = memchr::memchr(b'(', s.as_bytes()).ok_or("no call on the line")?;
+    let name = &s[..open];
+    if !is_name(name) {
+        return Err("a call whose name is not a syscall name");
+    }
+    let after = &s[open + 1..];
+    if let Some(args) = after.strip_suffix(" <unfinished ...>") {
+        return Ok(Line { pid, time_ns, dur_ns: None, body: Body::Unfinished { name, args } });
+    }
+    let (args, ret, dur_ns) = split_result(after)?;
+    Ok(Line { pid, time_ns, dur_ns, body: Body::Call { name, args, ret } })
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.len() < 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Split `args) = ret <dur>` into its parts.
+fn split_result(s: &str) -> Result<(&str, &str, Option<u64>), LineError> {
+    let eq = memchr::memmem::rfind(s.as_bytes(), b" = ").ok_or("a call without `) = ` (a truncated line?)")?;
+    let args = s[..eq].trim_end().strip_suffix(')').ok_or("a call without `) = ` (a truncated line?)")?;
+    let mut ret = s[eq + 3..].trim_end();
+    let mut dur_ns = None;
+    if ret.ends_with('>') {
+        if let Some(lt) =
+            memchr::memrchr(b'<', ret.as_bytes()).filter(|&i| i > 0 && ret.as_bytes()[i - 1] == b' ').map(|i| i - 1)
+        {
+            if let Some(d) = parse_seconds(&ret[lt + 2..ret.len() - 1]) {
+                dur_ns = Some(d);
+                ret = &ret[..lt];
+            }
+        }
+    }
+    if ret.is_empty() {
+        return Err("a call with an empty return value");
+    }
+    Ok((args, ret, dur_ns))
+}
+
+/// A return value: the number (decimal or hex) and, for a failure, the errno name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ret<'a> {
+    /// `None` for `?` (the call did not return, as exit).
+    pub value: Option<i64>,
+    pub errno: Option<&'a str>,
+    /// The `-y` path of a returned fd (`= 3</a/b>`), raw (still escaped).
+    pub path: Option<&'a str>,
+}
+
+pub fn parse_ret(s: &str) -> Ret<'_> {
+    let s = s.trim();
+    let (num, rest) = match s.find(' ') {
+        Some(i) => (&s[..i], s[i + 1..].trim_start()),
+        None => (s, ""),
+    };
+    let (num, path) = match num.find('<') {
+        Some(i) => {
+            let p = s[i + 1..].rfind('>').map(|e| &s[i + 1..i + 1 + e]);
+            (&num[..i], p)
+        }
+        None => (num, None),
+    };
+    let value = parse_int(num);
+    let errno = if value == Some(-1) { rest.split(' ').next().filter(|e| e.starts_with('E')) } else { None };
+    Ret { value, errno, path }
+}
+
+/// A decimal, hex (`0x`) or octal (`0NNN`) integer, possibly negative.
+pub fn parse_int(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (neg, s) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let v = if let Some(h) = s.strip_prefix("0x") {
+        u64::from_str_radix(h, 16).ok()? as i64
+    } else if s.len() > 1 && s.starts_with('0') && s.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        i64::from_str_radix(&s[1..], 8).ok()?
+    } else {
+        s.parse::<i64>().ok()?
+    };
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// Split arguments at top-level commas: commas inside quotes, `[]`, `{}` and `()` stay.
+pub fn split_args(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut quoted = false;
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if quoted {
+            if c == b'\\' {
+                i += 1;
+            } else if c == b'"' {
+                quoted = false;
+            }
+        } else {
+            match c {
+                b'"' => quoted = true,
+                b'[' | b'{' | b'(' => depth += 1,
+                b']' | b'}' | b')' => depth -= 1,
+                b',' if depth <= 0 => {
+                    out.push(s[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    let last = s.get(start..).unwrap_or("").trim();
+    if !last.is_empty() || !out.is_empty() {
+        out.push(last);
+    }
+    out
+}
+
+/// An fd argument under `-y`: `3</a/b>`, `3</a/b>(deleted)`, `AT_FDCWD</cwd>`, or plain `3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdArg<'a> {
+    /// `None` for AT_FDCWD.
+    pub fd: Option<i64>,
+    pub path: Option<&'a str>,
+    pub deleted: bool,
+}
+
+pub fn parse_fd(s: &str) -> Option<FdArg<'_>> {
+    let s = s.trim();
+    let (head, path, deleted) = match s.find('<') {
+        Some(i) => {
+            let tail = &s[i + 1..];
+            let end = tail.rfind('>')?;
+            (&s[..i], Some(&tail[..end]), tail[end + 1..].trim() == "(deleted)")
+        }
+        None => (s, None, false),
+    };
+    let fd = if head == "AT_FDCWD" { None } else { Some(parse_int(head)?) };
+    Some(FdArg { fd, path, deleted })
+}
+
+/// A quoted string argument, unescaped (`\76` is `>`, `\n`, `\"`, `\\`, `\xNN`). `None` if
+/// the argument is not a quoted string.
+pub fn unquote(s: &str) -> Option<String> {
+    let s = s.trim();
+    let s = s.strip_suffix("...").unwrap_or(s);
+    let inner = s.strip_prefix('"')?.strip_suffix('"')?;
+    Some(unescape(inner))
+}
+
+/// strace's escapes in a path: octal `\NNN`, `\xNN`, and the C letters.
+pub fn unescape(s: &str) -> String {
+    if !s.contains('\\') {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 >= b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let c = b[i + 1];
+        match c {
+            b'0'..=b'7' => {
+                let mut v: u32 = 0;
+                let mut j = i + 1;
+                while j < b.len() && j < i + 4 && (b'0'..=b'7').contains(&b[j]) {
+                    v = v * 8 + u32::from(b[j] - b'0');
+                    j += 1;
+                }
+                out.push((v & 0xff) as u8);
+                i = j;
+            }
+            b'x' => {
+                let h = s.get(i + 2..i + 4).and_then(|h| u8::from_str_radix(h, 16).ok());
+                match h {
+                    Some(v) => {
+                        out.push(v);
+                        i += 4;
+                    }
+                    None => {
+                        out.push(b'x');
+                        i += 2;
+                    }
+                }
+            }
+            _ => {
+                out.push(match c {
+                    b'n' => b'\n',
+                    b't' => b'\t',
+                    b'r' => b'\r',
+                    b'v' => 0x0b,
+                    b'f' => 0x0c,
+                    other => other,
+                });
+                i += 2;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_timestamps() {
+        let l = parse("9154  1795312728.229794 fsync(3</data/redo1.log> <unfinished ...>").unwrap();
+        assert_eq!(l.pid, Some(9154));
+        assert_eq!(l.time_ns, Some(1_795_312_728_229_794_000));
+        assert_eq!(l.body, Body::Unfinished { name: "fsync", args: "3</data/redo1.log>" });
+        let l = parse("[pid 13447] 10:45:01.500000 fsync(3) = 0 <0.003376>").unwrap();
+        assert_eq!(l.pid, Some(13447));
+        assert_eq!(l.time_ns, Some((10 * 3600 + 45 * 60 + 1) * 1_000_000_000 + 500_000_000));
+        assert_eq!(l.dur_ns, Some(3_376_000));
+        let l = parse("write(1, \"a) = b\", 6) = 6").unwrap();
+        assert_eq!(l.body, Body::Call { name: "write", args: "1, \"a) = b\", 6", ret: "6" });
+        let l = parse("9154  1795312728.233191 <... fsync resumed>) = 0 <0.003376>").unwrap();
+        assert_eq!(l.body, Body::Resumed { name: "fsync", rest: "", ret: "0" });
+        assert_eq!(parse("1795312721.182237 +++ exited with 0 +++").unwrap().body, Body::Exit);
+        assert_eq!(parse("--- SIGCHLD {si_signo=SIGCHLD} ---").unwrap().body, Body::Signal);
+    }
+
+    #[test]
+    fn bad_lines_are_errors() {
+        for bad in [
+            "",
+            "garbage",
+            "9154  1795312728.229794 write(3</x>, \"aaaa\"..., 32",
+            "[pid 12 fsync(3) = 0",
+            "12:99:00 fsync(3) = 0",
+            "<... fsync",
+            "(((",
+            "x() = ",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn values_fds_and_paths() {
+        let r = parse_ret("-1 ENOENT (No such file or directory)");
+        assert_eq!((r.value, r.errno), (Some(-1), Some("ENOENT")));
+        let r = parse_ret("3</data/tmp file\\76x>");
+        assert_eq!((r.value, r.path), (Some(3), Some("/data/tmp file\\76x")));
+        assert_eq!(parse_ret("?").value, None);
+        assert_eq!(parse_int("0x10"), Some(16));
+        assert_eq!(parse_int("0644"), Some(0o644));
+        let f = parse_fd("3</data/tmp file\\76x>(deleted)").unwrap();
+        assert_eq!((f.fd, f.path, f.deleted), (Some(3), Some("/data/tmp file\\76x"), true));
+        assert_eq!(parse_fd("AT_FDCWD</cwd>").unwrap().fd, None);
+        assert_eq!(unescape("/data/tmp file\\76x"), "/data/tmp file>x");
+        assert_eq!(unquote("\"a\\\"b\"").as_deref(), Some("a\"b"));
+        assert_eq!(
+            split_args("3, [{iov_base=\"a,b\", iov_len=1}, {iov_base=\"\", iov_len=2}], 2"),
+            vec!["3", "[{iov_base=\"a,b\", iov_len=1}, {iov_base=\"\", iov_len=2}]", "2"]
+        );
+    }
+}
