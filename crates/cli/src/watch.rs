@@ -91,6 +91,7 @@ impl Saver {
 /// The watch's one phase: no I/O of iolab's own, only the system beside it.
 fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> PhaseResult {
     PhaseResult {
+        verify: None,
         workload: Default::default(),
         nodes: Vec::new(),
         first_done_s: None,

@@ -374,6 +374,7 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
         store.add_phase(id, 0, n, &p).unwrap();
     }
     let aggregate = iolab_workload::PhaseResult {
+        verify: None,
         nodes: vec![share("a", None), share("b", Some("node b became unreachable".into()))],
         jobs: ["a", "b"].map(|n| JobResult { node: Some(n.into()), ..p.jobs[0].clone() }).to_vec(),
         first_done_s: Some(p.elapsed_s - 0.1),

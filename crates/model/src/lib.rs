@@ -2,7 +2,8 @@
 //! the report and the CLI read it; none of them needs the engine to do so. Operation classes
 //! ([`class`]), counters with HDR histograms that merge ([`stats`]), a worker's fast recording
 //! buffer ([`recorder`]) and the result tree that
-//! `--output json` prints ([`results`], the contract of docs/json.md).
+//! `--output json` prints ([`results`], the contract of docs/json.md), and data validation's
+//! findings ([`verify`]).
 
 #![forbid(unsafe_code)]
 
@@ -11,6 +12,7 @@ pub mod hist;
 pub mod recorder;
 pub mod results;
 pub mod stats;
+pub mod verify;
 
 pub use class::{ClassCounts, OpClass};
 pub use recorder::Recorder;
@@ -19,3 +21,4 @@ pub use results::{
     TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
+pub use verify::{BlockError, ErrorClass, ErrorCounts, VerifyResult};

@@ -328,6 +328,10 @@ pub struct PhaseResult {
     /// `transactions_per_s`, `created`, ...; docs/json.md lists them), empty for block jobs.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub workload: std::collections::BTreeMap<String, f64>,
+    /// Data validation (`--verify`): blocks stamped and checked, errors by class, the first
+    /// errors located. Absent when no job of the phase validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyResult>,
 }
 
 /// One node's share of a phase run on several nodes at once.

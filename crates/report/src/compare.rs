@@ -689,6 +689,7 @@ mod tests {
                 error: None,
                 plan: iolab_spec::Plan { phases: Vec::new() },
                 phases: vec![PhaseResult {
+                    verify: None,
                     workload: Default::default(),
                     nodes: Vec::new(),
                     first_done_s: None,

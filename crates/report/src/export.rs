@@ -224,6 +224,7 @@ mod tests {
             per_thread: Vec::new(),
         };
         let phase = PhaseResult {
+            verify: None,
             workload: Default::default(),
             nodes: Vec::new(),
             first_done_s: None,

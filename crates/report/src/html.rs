@@ -789,6 +789,7 @@ mod tests {
     fn the_last_partial_second_is_scaled_or_left_out() {
         let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
         let mut p = PhaseResult {
+            verify: None,
             workload: Default::default(),
             nodes: Vec::new(),
             first_done_s: None,

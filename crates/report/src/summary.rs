@@ -211,6 +211,7 @@ mod tests {
         s.mean.disks.insert("vda".into(), DiskRates { wkb_s: disk_mbs * 1e6 / 1024.0, ..Default::default() });
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
+            verify: None,
             workload: Default::default(),
             nodes: Vec::new(),
             first_done_s: None,

@@ -222,6 +222,7 @@ mod tests {
         s.mean.disks.insert("vda".into(), disk);
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
+            verify: None,
             workload: Default::default(),
             nodes: Vec::new(),
             first_done_s: None,

@@ -128,6 +128,7 @@ mod tests {
         a.record(OpClass::Write, jobs.iter().map(|j| j.total.write().bytes).sum(), 1000);
         let elapsed = jobs.iter().map(|j| j.elapsed_s).fold(0.0, f64::max);
         PhaseResult {
+            verify: None,
             workload: Default::default(),
             nodes: Vec::new(),
             first_done_s: None,

@@ -605,6 +605,7 @@ mod tests {
         let first = nodes.iter().map(|n| n.0.elapsed_s).fold(f64::INFINITY, f64::min);
         let last = nodes.iter().map(|n| n.0.elapsed_s).fold(0.0, f64::max);
         PhaseResult {
+            verify: None,
             name: name.into(),
             elapsed_s: last,
             total: totals(bytes, last),

@@ -43,6 +43,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     let mut read = Totals::default();
     *read.get_mut(OpClass::Read) = dir(r_ops, r_ops * 65536, secs, 150, 700);
     let phase = |name: &str, t: Totals| PhaseResult {
+        verify: None,
         workload: Default::default(),
         nodes: Vec::new(),
         first_done_s: None,

@@ -802,6 +802,7 @@ fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseRe
         t.bw_bytes = per_s(t.bytes);
     }
     PhaseResult {
+        verify: None,
         workload: Default::default(),
         nodes: Vec::new(),
         first_done_s: None,

@@ -138,6 +138,7 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
     }
     let timeline = if timeline.is_empty() { sum_seconds(parts) } else { timeline };
     PhaseResult {
+        verify: None,
         workload: Default::default(),
         name,
         elapsed_s: elapsed,

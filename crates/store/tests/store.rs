@@ -489,6 +489,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
         .collect();
     let tag = |n: &str, j: &JobResult| JobResult { node: Some(n.into()), ..j.clone() };
     let aggregate = iolab_model::PhaseResult {
+        verify: None,
         workload: Default::default(),
         name: pa.name.clone(),
         elapsed_s: elapsed,
@@ -587,6 +588,7 @@ fn a_run_of_two_nodes_killed_mid_phase_shows_each_node_partial_phase() {
         store.add_phase(id, 0, n, p).unwrap();
     }
     let whole = iolab_model::PhaseResult {
+        verify: None,
         nodes: vec![node_result("a", p, 0), node_result("b", p, 0)],
         total: merged(&p.total, &p.total, p.elapsed_s),
         ..p.clone()

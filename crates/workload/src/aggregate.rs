@@ -270,6 +270,7 @@ impl Aggregator {
             crate::source::varmail::derive_rates(&mut workload);
         }
         PhaseResult {
+            verify: None,
             workload,
             nodes: Vec::new(),
             first_done_s: None,

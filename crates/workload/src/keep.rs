@@ -120,6 +120,7 @@ mod tests {
             error: None,
             plan: Plan { phases: Vec::new() },
             phases: vec![PhaseResult {
+                verify: None,
                 workload: Default::default(),
                 nodes: Vec::new(),
                 first_done_s: None,

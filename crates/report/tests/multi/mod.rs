@@ -113,6 +113,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         })
         .collect();
     PhaseResult {
+        verify: None,
         workload: Default::default(),
         name: name.into(),
         elapsed_s: elapsed,
