@@ -13,6 +13,7 @@ mod run_cmd;
 mod stored;
 mod survey;
 mod trace_cmd;
+mod verify_cmd;
 mod watch;
 
 use args::{Cli, Command};
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         Command::Report(a) => stored::report(a),
         Command::Trace(c) => trace_cmd::run(c),
         Command::Replay(a) => replay_cmd::run(*a, stop_on_ctrl_c()),
+        Command::Verify(a) => verify_cmd::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

@@ -83,6 +83,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         ramp: Duration::ZERO,
         overwrite: a.overwrite,
         device: false,
+        verify: None,
         workload: Workload::Replay(ReplayJob {
             trace: trace_path,
             trace_bytes: bytes,

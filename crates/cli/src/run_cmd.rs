@@ -138,6 +138,12 @@ pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {
 
 pub fn exit_code(r: &RunResult) -> ExitCode {
     match r.status {
+        // Data validation found bad blocks: a finding.
+        Status::Complete | Status::Running
+            if r.phases.iter().any(|p| p.verify.as_ref().is_some_and(|v| v.errors.total() > 0)) =>
+        {
+            ExitCode::from(1)
+        }
         Status::Complete | Status::Running => ExitCode::SUCCESS,
         Status::Interrupted => ExitCode::from(130),
         Status::Failed => ExitCode::from(2),

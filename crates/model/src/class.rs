@@ -60,6 +60,7 @@ classes! {
     Stat => "stat", "stat of a path";
     Readdir => "readdir", "directory listings";
     Seek => "seek", "lseek";
+    Journal => "journal", "the validation journal's writes (--journal): a record before each data write, with the completions of those before it";
 }
 
 impl OpClass {

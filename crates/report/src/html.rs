@@ -354,6 +354,12 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
     h.push_str("</table></div>\n");
     other_classes(h, runs, opts);
+    let validated: Vec<(String, String, &iolab_model::VerifyResult)> = runs
+        .iter()
+        .flat_map(|r| r.result.phases.iter().map(move |p| (r, p)))
+        .filter_map(|(r, p)| p.verify.as_ref().map(|v| (run_label(r, opts.by.as_deref()), p.name.clone(), v)))
+        .collect();
+    crate::verify::html(h, &validated);
     findings_list(h, runs, opts);
     h.push_str("</section>\n");
 }

@@ -17,3 +17,4 @@ pub mod survey;
 pub mod system;
 pub mod threads;
 pub mod verdict;
+pub mod verify;

@@ -101,6 +101,9 @@ pub fn phase(p: &PhaseResult) -> String {
             let _ = writeln!(s, "  - {}", f.text());
         }
     }
+    if let Some(v) = &p.verify {
+        s.push_str(&crate::verify::terminal(v));
+    }
     for j in p.jobs.iter().filter(|j| j.error.is_some()) {
         let _ = writeln!(s, "  job {} stopped: {}", j.name, j.error.as_deref().unwrap_or(""));
     }

@@ -86,6 +86,16 @@ word_enum!(
 );
 
 word_enum!(
+    /// How the validation journal's records reach the disk (`--journal-sync`): `sync` makes the
+    /// record before each write durable before the write is issued, `async` leaves it in the
+    /// page cache.
+    JournalSync {
+        Sync => "sync",
+        Async => "async",
+    }
+);
+
+word_enum!(
     /// Durability of writes: dd's `oflag=dsync` is `dsync`, `oflag=sync` is `sync`,
     /// a flush after every N writes is `fsync` or `fdatasync` with `fsync_every`.
     SyncMode {
@@ -262,6 +272,9 @@ pub struct Job {
     pub overwrite: bool,
     /// Allow a block device as target.
     pub device: bool,
+    /// Data validation (`--verify`), when on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyJob>,
     #[serde(flatten)]
     pub workload: Workload,
 }
@@ -360,6 +373,9 @@ impl Job {
         }
         if self.threads > 1 {
             words.push(format!("{} threads", self.threads));
+        }
+        if let Some(v) = &self.verify {
+            words.push(v.describe());
         }
         words.join(" ")
     }
@@ -532,6 +548,9 @@ impl Job {
             if r.is_zero() {
                 return err("runtime", "a runtime of 0 measures nothing".into());
             }
+        }
+        if let Some(v) = &self.verify {
+            v.validate(self)?;
         }
         match &self.workload {
             Workload::Block(b) => b.validate(self),

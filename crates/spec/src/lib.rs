@@ -16,11 +16,12 @@ pub mod replay;
 pub mod scenario;
 pub mod units;
 pub mod varmail;
+pub mod verify;
 
 pub use block::BlockJob;
 pub use bonnie::BonnieJob;
 pub use file::parse_job_file;
-pub use job::{BlockSizes, Dist, EngineKind, Job, Phase, Plan, Rw, SyncMode, Workload, WorkloadKind};
+pub use job::{BlockSizes, Dist, EngineKind, Job, JournalSync, Phase, Plan, Rw, SyncMode, Workload, WorkloadKind};
 pub use maildir::MaildirJob;
 pub use patch::{JobPatch, DEFAULT_SEED};
 pub use postmark::PostmarkJob;
@@ -29,6 +30,7 @@ pub use replay::{ReplayJob, Timing};
 pub use scenario::{builtin, parse_scenario_file, BuiltinOptions, Part, Scenario, ScenarioFile, Step};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use varmail::VarmailJob;
+pub use verify::VerifyJob;
 
 /// A job or job file that cannot run, said in one line that names the field.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! Partial jobs: flags, a job file's `[defaults]` and each `[[phase.job]]` are all
 //! `JobPatch`es layered onto the built-in defaults, so every front end lands in one `Job`.
 
-use crate::job::{BlockJob, BlockSizes, Dist, EngineKind, Job, Rw, SyncMode, Workload, WorkloadKind};
+use crate::job::{BlockJob, BlockSizes, Dist, EngineKind, Job, JournalSync, Rw, SyncMode, Workload, WorkloadKind};
 use crate::units::{duration_serde, Bytes};
 #[cfg(feature = "clap")]
 use crate::units::{parse_duration, parse_size};
@@ -125,6 +125,32 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<bool>,
+
+    // Data validation (crate::verify; the block workload's writes and reads).
+    /// Stamp every written key block (the smallest block size) with its offset, file, a rotating key, writer and time in each 512-byte sector, and check what reads bring in; exit status 1 when any block is wrong.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
+    /// Validation: read and check a block written before just before rewriting it (Vdbench's pre-read; implies --verify).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_before_rewrite: Option<bool>,
+    /// Validation: re-read and check every written block when the job ends, untimed (implies --verify).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_after: Option<bool>,
+    /// Validation: keep the key map and a journal of every write in this directory, so `iolab verify --journal DIR` can check the files after a crash and a later run can go on from them (implies --verify).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal: Option<PathBuf>,
+    /// Validation: sync (each journal record durable before its write is issued: seed 004's cost) or async (records left in the page cache; the default).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<JournalSync>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_sync: Option<JournalSync>,
+    /// Validation: stop the job after this many bad blocks (default 50; 0 never stops).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_errors: Option<u64>,
 
     // PostMark (`--workload postmark`; its rules and defaults are in crate::postmark).
     /// PostMark: its configuration file (`set size 1024 262144`, `set number 5000`, ...), read when the plan is made.
@@ -301,6 +327,7 @@ impl JobPatch {
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
+            verify: crate::verify::VerifyJob::from_patch(self, &name)?,
             workload,
             name,
         })

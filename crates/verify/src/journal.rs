@@ -167,18 +167,18 @@ impl ThreadJournal {
     pub fn new(thread: u32) -> ThreadJournal {
         ThreadJournal { pending: Vec::with_capacity(4096), thread: thread as u16 }
     }
-    /// The record before a write: written (with the completions waiting) before it returns.
-    pub fn before(&mut self, j: &Journal, block: u64, key: u8) -> io::Result<usize> {
+    /// The record before a write; [`ThreadJournal::flush`] writes it (with the completions
+    /// waiting) before the write is issued.
+    pub fn push_before(&mut self, block: u64, key: u8) {
         self.pending.extend_from_slice(&Record { block, kind: Kind::Before, key, thread: self.thread }.encode());
-        self.flush(j)
     }
-    /// The record after a write completed: kept until the next write, or 4 KiB of them.
-    pub fn after(&mut self, j: &Journal, block: u64, key: u8) -> io::Result<usize> {
+    /// The record after a write completed: it waits for the next write's records.
+    pub fn push_after(&mut self, block: u64, key: u8) {
         self.pending.extend_from_slice(&Record { block, kind: Kind::After, key, thread: self.thread }.encode());
-        if self.pending.len() >= 4096 {
-            return self.flush(j);
-        }
-        Ok(0)
+    }
+    /// Bytes of records waiting.
+    pub fn waiting(&self) -> usize {
+        self.pending.len()
     }
     /// Every write this thread completed so far is durable (a flush of the data file returned).
     pub fn synced(&mut self, j: &Journal) -> io::Result<usize> {

@@ -62,6 +62,13 @@ impl KeyMap {
             k.store(key & !BUSY, Ordering::Release);
         }
     }
+    /// Set a block's key, leaving its busy bit as it is (a finding in a block an I/O holds).
+    pub fn mark(&self, block: u64, key: u8) {
+        if let Some(k) = self.keys.get(block as usize) {
+            k.fetch_and(BUSY, Ordering::AcqRel);
+            k.fetch_or(key & !BUSY, Ordering::AcqRel);
+        }
+    }
     /// The keys as they stand (busy bits dropped).
     pub fn snapshot(&self) -> Vec<u8> {
         self.keys.iter().map(|k| k.load(Ordering::Acquire) & !BUSY).collect()

@@ -179,12 +179,17 @@ fn recover_file(dir: &Path, map_path: &Path, reader: &str, max_errors: u64) -> R
     })
 }
 
-/// The key a block holds now, if all its sectors agree on one (a pending write's outcome).
+/// The key a block holds now, if all its sectors agree on one (a pending write's outcome); 0
+/// if none holds a stamp.
 fn found_key(file: &std::fs::File, block: u64, key_block: u32, file_id: u64) -> Option<u8> {
     let mut buf = vec![0u8; key_block as usize];
     let got = read_full(file, &mut buf, block * key_block as u64).ok()?;
     if got < buf.len() {
         return None;
+    }
+    let stamped = |s: &[u8]| Header::read(s).is_some_and(|h| h.magic_ok || h.file_id == file_id);
+    if !buf.chunks_exact(SECTOR).any(stamped) {
+        return Some(0); // a first write that never landed: still never written
     }
     let keys: Vec<u8> = buf
         .chunks_exact(SECTOR)

@@ -238,7 +238,7 @@ impl Tracked {
             }
         }
         // A block found bad is not checked again (its later reads would repeat the finding).
-        self.map.release(block, UNKNOWN);
+        self.map.mark(block, UNKNOWN);
         self.max_errors == 0 || n < self.max_errors
     }
 

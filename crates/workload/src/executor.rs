@@ -18,6 +18,7 @@ use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
 use crate::source::replay::ReplaySource;
 use crate::source::varmail::Varmail;
+use crate::source::verify::Validating;
 use crate::source::{Names, Source};
 use crate::worker::{self, Window};
 use iolab_model::*;
@@ -84,7 +85,12 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error("{0}")]
     Spec(#[from] iolab_spec::SpecError),
+    #[error("validation: {0}")]
+    Verify(#[from] iolab_verify::VerifyError),
 }
+
+/// The files under validation in a phase, by path (threads and jobs on one file share it).
+type Validated = std::collections::HashMap<std::path::PathBuf, Arc<iolab_verify::Tracked>>;
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
@@ -141,16 +147,31 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
             result.status = Status::Interrupted;
             break;
         }
-        if let Err(e) = prepare_phase(phase, &ctl.stop, sink) {
-            if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
-                return Err(e.into()); // nothing measured yet: a plain refusal
+        let created = match prepare_phase(phase, &ctl.stop, sink) {
+            Ok(c) => c,
+            Err(e) => {
+                if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
+                    return Err(e.into()); // nothing measured yet: a plain refusal
+                }
+                result.status =
+                    if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
+                result.error = Some(e.to_string());
+                break;
             }
-            result.status =
-                if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
-            result.error = Some(e.to_string());
-            break;
-        }
-        let pr = run_phase(i, phase, &targets, ctl, sink);
+        };
+        let validated = match open_validation(phase, &targets, &created) {
+            Ok(v) => v,
+            Err(e) => {
+                if result.phases.is_empty() {
+                    return Err(e);
+                }
+                result.status = Status::Failed;
+                result.error = Some(e.to_string());
+                break;
+            }
+        };
+        let mut pr = run_phase(i, phase, &targets, &validated, ctl, sink);
+        finish_validation(phase, &validated, &mut pr);
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -172,7 +193,95 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     Ok(result)
 }
 
-fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
+/// Open the files the phase's validating jobs use (`--verify`): their key maps and journals.
+fn open_validation(
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    created: &std::collections::HashSet<std::path::PathBuf>,
+) -> Result<Validated, RunError> {
+    let mut out = Validated::new();
+    let node = iolab_sysstat::hostname();
+    for (job, ts) in phase.jobs.iter().zip(targets) {
+        let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
+        let key_block = b.bs.min().0 as u32;
+        for t in ts {
+            if let Some(have) = out.get(&t.path) {
+                if have.key_block != key_block {
+                    return Err(iolab_spec::SpecError::field(
+                        &job.name,
+                        "bs",
+                        format!(
+                            "{} is validated by another job of the phase with key blocks of {} bytes, not {key_block}",
+                            t.path.display(),
+                            have.key_block
+                        ),
+                    )
+                    .into());
+                }
+                continue;
+            }
+            let opts = iolab_verify::Options {
+                journal: v.journal.clone(),
+                sync: v.journal_sync == iolab_spec::JournalSync::Sync,
+                max_errors: v.max_errors,
+                node: node.clone(),
+            };
+            let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path))?;
+            out.insert(t.path.clone(), Arc::new(tr));
+        }
+    }
+    Ok(out)
+}
+
+/// After the phase: `--verify-after`'s pass, the maps saved with their journals, and what
+/// validation found in `phases[].verify`. A failure to finish is the job's error.
+fn finish_validation(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
+    if validated.is_empty() {
+        return;
+    }
+    let mut total = VerifyResult::default();
+    let mut paths: Vec<_> = validated.keys().collect();
+    paths.sort();
+    for path in paths {
+        let t = &validated[path];
+        let job = phase.jobs.iter().position(|j| {
+            j.verify.is_some()
+                && crate::layout::job_paths(j)
+                    .iter()
+                    .any(|p| p == path || p.canonicalize().ok().as_ref() == Some(&t.path))
+        });
+        let after = job.and_then(|j| phase.jobs[j].verify.as_ref()).is_some_and(|v| v.after);
+        let keep = job.and_then(|j| phase.jobs[j].verify.as_ref()).map_or(50, |v| {
+            if v.max_errors == 0 {
+                1000
+            } else {
+                v.max_errors as usize
+            }
+        });
+        let mut fail = None;
+        if after && !t.stopped() {
+            fail = t.verify_after().err();
+        }
+        if let Err(e) = t.finish() {
+            fail.get_or_insert(e);
+        }
+        if let Some(e) = fail {
+            let j = job.unwrap_or(0);
+            if let Some(jr) = pr.jobs.get_mut(j) {
+                jr.error.get_or_insert(format!("validation: {e}"));
+            }
+        }
+        total.merge(&t.result(), keep);
+    }
+    pr.verify = Some(total);
+}
+
+/// Lay out the phase's files; returns those created now.
+fn prepare_phase(
+    phase: &Phase,
+    stop: &AtomicBool,
+    sink: &mut dyn Sink,
+) -> Result<std::collections::HashSet<std::path::PathBuf>, LayoutError> {
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
@@ -183,12 +292,16 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
     let mut seen = std::collections::HashSet::new();
+    let mut created = std::collections::HashSet::new();
     for (job, ts) in &fresh {
         for t in ts {
             if !seen.insert(t.path.clone()) {
                 continue;
             }
             let created_now = !t.exists;
+            if created_now {
+                created.insert(t.path.clone());
+            }
             layout::create_target(t)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
@@ -203,7 +316,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
             }
         }
     }
-    Ok(())
+    Ok(created)
 }
 
 struct Shared {
@@ -222,7 +335,14 @@ fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     }
 }
 
-fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control, sink: &mut dyn Sink) -> PhaseResult {
+fn run_phase(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    validated: &Validated,
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> PhaseResult {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -245,10 +365,13 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
                 let shared = &shared;
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
+                let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let worker = w;
                 std::thread::Builder::new()
                     .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx))
+                    .spawn_scoped(s, move || {
+                        worker_main(ji, worker, t, job, target, tracked, max_ramp, shared, stop, tx)
+                    })
                     .expect("spawning a worker thread");
                 w += 1;
             }
@@ -342,6 +465,7 @@ fn worker_main(
     thread: u32,
     job: &Job,
     target: Option<&Target>,
+    tracked: Option<Arc<iolab_verify::Tracked>>,
     ramp: Duration,
     shared: &Shared,
     stop: &AtomicBool,
@@ -353,7 +477,12 @@ fn worker_main(
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
     let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
     match &job.workload {
-        Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+        Workload::Block(b) => match (tracked, &job.verify) {
+            (Some(t), Some(v)) => {
+                drive(Ok(Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite)), w)
+            }
+            _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+        },
         Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
         Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
         Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),

@@ -84,6 +84,7 @@ where
     // The completion stamp of the synchronous call just made, if nothing came between.
     let mut chained: Option<Stamp> = None;
     let checks_reads = source.checks_reads();
+    let times_itself = source.times_itself();
     source.start(start);
 
     // Close the second if `now` passed its end.
@@ -117,6 +118,9 @@ where
                 Err(m) => {
                     error.get_or_insert(m);
                 }
+            }
+            if times_itself {
+                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
             }
         }};
     }
@@ -176,6 +180,13 @@ where
                     if kind.writes() {
                         source.fill(&call, engine.buffer(0));
                     }
+                    // A source's own timed work (a journal write) is its own class, not this call's.
+                    let t = if times_itself {
+                        source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
+                        clk.now()
+                    } else {
+                        t
+                    };
                     let begin = issue.due.unwrap_or(t);
                     match engine.perform_now(Op { kind, file, offset, len, slot: 0 }) {
                         Ok(c) => {
@@ -195,6 +206,12 @@ where
                 if kind.writes() {
                     source.fill(&call, engine.buffer(slot));
                 }
+                let t = if times_itself {
+                    source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
+                    clk.now()
+                } else {
+                    t
+                };
                 issued_at[slot as usize] = issue.due.unwrap_or(t);
                 meta[slot as usize] = (call, call.class());
                 if let Err(e) = engine.queue(Op { kind, file, offset, len, slot }) {

@@ -14,6 +14,7 @@ pub mod postmark;
 pub mod redolog;
 pub mod replay;
 pub mod varmail;
+pub mod verify;
 
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
@@ -175,6 +176,14 @@ pub trait Source: Send {
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
     /// brought in), empty for namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
+    /// Whether the source does work of its own that it times (a validator's journal writes):
+    /// the worker then hands it [`Source::take_timings`] after each call and takes a data call's
+    /// issue stamp after `next` and `fill`, so that work is not counted in the call's latency.
+    fn times_itself(&self) -> bool {
+        false
+    }
+    /// The source's own timed work since the last call, as (class, bytes, ns), into `out`.
+    fn take_timings(&mut self, _out: &mut dyn FnMut(OpClass, u64, u64)) {}
     /// A personality's own figures at the end (PostMark's transactions, files created, ...),
     /// under the original's names: counts are summed over threads, `*_s` seconds take the
     /// longest thread's; they go to `phases[].workload` in the results.

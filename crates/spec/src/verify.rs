@@ -1,0 +1,213 @@
+//! Data validation's options (`--verify`, `--verify-before-rewrite`, `--verify-after`,
+//! `--journal`, `--journal-sync`, `--max-errors`) with their rules and defaults. Validation
+//! applies to the block workload, whose reads and writes are whole key blocks (the job's
+//! smallest block size), each a multiple of the 512-byte sector a stamp is made of.
+
+use crate::job::{EngineKind, Job, JournalSync, Workload};
+use crate::patch::JobPatch;
+use crate::SpecError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Errors after which a validating job stops when `--max-errors` is not given (Vdbench's
+/// `data_errors` default).
+pub const DEFAULT_MAX_ERRORS: u64 = 50;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyJob {
+    /// Read and check a block written before just before rewriting it.
+    #[serde(default)]
+    pub before_rewrite: bool,
+    /// Re-read and check every written block when the job ends.
+    #[serde(default)]
+    pub after: bool,
+    /// Where the key map and the journal are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<PathBuf>,
+    pub journal_sync: JournalSync,
+    /// Stop after this many bad blocks (0: never).
+    pub max_errors: u64,
+}
+
+impl VerifyJob {
+    /// The validation a patch asks for: `None` unless one of its options turns it on.
+    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<Option<VerifyJob>, SpecError> {
+        let on = p.verify.unwrap_or(false)
+            || p.verify_before_rewrite.unwrap_or(false)
+            || p.verify_after.unwrap_or(false)
+            || p.journal.is_some();
+        if !on {
+            if p.journal_sync.is_some() {
+                return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
+            }
+            if p.max_errors.is_some() {
+                return Err(SpecError::field(name, "max_errors", "counts validation errors: add --verify"));
+            }
+            return Ok(None);
+        }
+        if p.journal_sync.is_some() && p.journal.is_none() {
+            return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
+        }
+        Ok(Some(VerifyJob {
+            before_rewrite: p.verify_before_rewrite.unwrap_or(false),
+            after: p.verify_after.unwrap_or(false),
+            journal: p.journal.clone(),
+            journal_sync: p.journal_sync.unwrap_or(JournalSync::Async),
+            max_errors: p.max_errors.unwrap_or(DEFAULT_MAX_ERRORS),
+        }))
+    }
+
+    /// Validation's rules for `job`.
+    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
+        let Workload::Block(b) = &job.workload else {
+            return err(
+                "verify",
+                format!(
+                    "validation applies to the block workload (whole key blocks at aligned offsets); `{}` writes files of its own sizes",
+                    job.workload.label()
+                ),
+            );
+        };
+        if job.engine == EngineKind::Null {
+            return err("verify", "the null engine moves no data to validate; pick psync, io_uring or mmap".into());
+        }
+        let key = b.bs.min().0;
+        if key % 512 != 0 || b.bs.0.iter().any(|(s, _)| s.0 % key != 0) {
+            return err(
+                "bs",
+                format!("`{}`: with --verify every block size must be a multiple of 512 bytes and of the smallest ({key} bytes, the key block)", b.bs),
+            );
+        }
+        if let Some(s) = b.stride.filter(|s| s.0 % key != 0) {
+            return err(
+                "stride",
+                format!("with --verify the stride {s} must be a multiple of the key block ({key} bytes)"),
+            );
+        }
+        if let Some(s) = job.size.filter(|s| s.0 % key != 0) {
+            return err(
+                "size",
+                format!("with --verify the size {s} must be a multiple of the key block ({key} bytes)"),
+            );
+        }
+        if let Some(s) = b.io_size.filter(|s| s.0 % key != 0) {
+            return err(
+                "io_size",
+                format!("with --verify io_size {s} must be a multiple of the key block ({key} bytes)"),
+            );
+        }
+        if !b.rw.writes() && self.journal.is_none() {
+            return err(
+                "verify",
+                format!("`{}` only reads: validating reads needs the key map of the run that wrote the file (--journal DIR)", b.rw),
+            );
+        }
+        if self.journal.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
+            return err("journal", "an empty journal directory name".into());
+        }
+        Ok(())
+    }
+
+    /// The options in a few words, for `Job::describe`.
+    pub fn describe(&self) -> String {
+        let mut w = vec!["verify"];
+        if self.before_rewrite {
+            w.push("before rewrite");
+        }
+        if self.after {
+            w.push("after");
+        }
+        if self.journal.is_some() {
+            w.push(match self.journal_sync {
+                JournalSync::Sync => "sync journal",
+                JournalSync::Async => "async journal",
+            });
+        }
+        w.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bytes, Plan, Rw};
+
+    fn job(f: impl FnOnce(&mut JobPatch)) -> Result<Job, SpecError> {
+        let mut p = JobPatch {
+            target: Some("/t/f".into()),
+            rw: Some(Rw::RandWrite),
+            size: Some(Bytes::mib(1)),
+            ..Default::default()
+        };
+        f(&mut p);
+        let j = p.resolve("j")?;
+        Plan { phases: vec![crate::Phase { name: "p".into(), jobs: vec![j.clone()] }] }.validate()?;
+        Ok(j)
+    }
+
+    #[test]
+    fn any_validation_option_turns_it_on_with_its_defaults() {
+        assert_eq!(job(|_| {}).unwrap().verify, None);
+        let v = job(|p| p.journal = Some("/j".into())).unwrap().verify.unwrap();
+        assert_eq!((v.journal_sync, v.max_errors, v.after), (JournalSync::Async, DEFAULT_MAX_ERRORS, false));
+        assert!(job(|p| p.verify_after = Some(true)).unwrap().verify.unwrap().after);
+        assert_eq!(job(|p| p.verify = Some(true)).unwrap().describe(), "randwrite 4k verify");
+    }
+
+    #[test]
+    fn validation_refuses_what_it_cannot_check() {
+        let msg = |f: fn(&mut JobPatch)| job(f).unwrap_err().to_string();
+        assert!(msg(|p| p.journal_sync = Some(JournalSync::Sync)).contains("--journal DIR"));
+        assert!(msg(|p| p.max_errors = Some(3)).contains("--verify"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.bs = Some("4k,6k".parse().unwrap());
+        })
+        .contains("multiple"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.bs = Some("1000".parse().unwrap());
+        })
+        .contains("512"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.rw = Some(Rw::RandRead);
+        })
+        .contains("--journal"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.size = Some(Bytes(3 * 4096));
+            p.bs = Some("8k".parse().unwrap());
+        })
+        .contains("size"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.workload = Some(crate::WorkloadKind::Postmark);
+        })
+        .contains("block workload"));
+        assert!(msg(|p| {
+            p.verify = Some(true);
+            p.engine = Some(EngineKind::Null);
+        })
+        .contains("null"));
+    }
+
+    #[test]
+    fn a_job_with_validation_reads_back_from_json() {
+        let j = job(|p| {
+            p.journal = Some("/j".into());
+            p.journal_sync = Some(JournalSync::Sync);
+        })
+        .unwrap();
+        let back: Job = serde_json::from_value(serde_json::to_value(&j).unwrap()).unwrap();
+        assert_eq!(back, j);
+        let old: Job = serde_json::from_value({
+            let mut v = serde_json::to_value(&j).unwrap();
+            v.as_object_mut().unwrap().remove("verify");
+            v
+        })
+        .unwrap();
+        assert_eq!(old.verify, None, "plans stored before validation read back without it");
+    }
+}

@@ -1,0 +1,327 @@
+//! Data validation as a source around another (`--verify`): every key block a write carries is
+//! stamped just before the write is queued (`fill`), every block a read brings in is checked
+//! on its completion (`completed`), and the key map and journal follow each write. An I/O
+//! claims its blocks in the shared map for as long as it is in flight, so two I/Os (of this
+//! thread or another) never overlap on a block: a colliding one waits (a drain, or 20 µs
+//! polls for another thread's). With `--verify-before-rewrite` a write to a block written
+//! before is preceded by a read of the same range, checked first. The journal's writes are
+//! timed in their own class (`journal`), not in the data write's latency.
+
+use super::{Call, Ctx, Issue, Next, SetupFile, Source};
+use crate::clock::Stamp;
+use iolab_engine::OpKind;
+use iolab_model::OpClass;
+use iolab_verify::journal::ThreadJournal;
+use iolab_verify::map::UNKNOWN;
+use iolab_verify::{check_block, next_key, now_ns, stamp_block, Expect, Stamp as Header, Tracked, When};
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The file index validated calls use (the block workload's one file).
+const FILE: u32 = 0;
+
+pub struct Validating<S> {
+    inner: S,
+    t: Arc<Tracked>,
+    kb: u64,
+    thread: u32,
+    before_rewrite: bool,
+    journal: Option<ThreadJournal>,
+    /// An access whose blocks another I/O holds, to issue once they are free.
+    held: Option<Issue>,
+    /// A write waiting for its pre-read (issued, not yet completed: `true` once done).
+    after_preread: Option<(Issue, bool)>,
+    /// Journal writes timed since the last `take_timings`: (bytes, ns).
+    timed: Vec<(u64, u64)>,
+    /// A journal write failed: the job ends with this.
+    failure: Option<String>,
+}
+
+impl<S: Source> Validating<S> {
+    pub fn new(inner: S, t: Arc<Tracked>, thread: u32, before_rewrite: bool) -> Self {
+        let kb = t.key_block as u64;
+        let journal = t.journal.as_ref().map(|_| ThreadJournal::new(thread));
+        Validating {
+            inner,
+            t,
+            kb,
+            thread,
+            before_rewrite,
+            journal,
+            held: None,
+            after_preread: None,
+            timed: Vec::new(),
+            failure: None,
+        }
+    }
+
+    fn blocks(&self, offset: u64, len: u32) -> std::ops::Range<u64> {
+        offset / self.kb..(offset + len as u64).div_ceil(self.kb)
+    }
+
+    /// Claim every block of the range, or none.
+    fn claim(&self, r: std::ops::Range<u64>) -> bool {
+        for b in r.clone() {
+            if self.t.map.try_claim(b).is_none() {
+                for c in r.start..b {
+                    self.t.map.release(c, self.t.map.key(c));
+                }
+                return false;
+            }
+        }
+        true
+    }
+
+    fn release(&self, r: std::ops::Range<u64>) {
+        for b in r {
+            self.t.map.release(b, self.t.map.key(b));
+        }
+    }
+
+    /// Write the journal's waiting records (timed).
+    fn journal_flush(
+        &mut self,
+        what: impl FnOnce(&mut ThreadJournal, &iolab_verify::journal::Journal) -> io::Result<usize>,
+    ) {
+        let (Some(tj), Some(j)) = (self.journal.as_mut(), self.t.journal.as_ref()) else { return };
+        let begin = Instant::now();
+        match what(tj, j) {
+            Ok(0) => {}
+            Ok(n) => self.timed.push((n as u64, begin.elapsed().as_nanos() as u64)),
+            Err(e) => {
+                self.failure.get_or_insert(format!("writing the validation journal of {}: {e}", self.t.display));
+            }
+        }
+    }
+
+    /// A write's blocks get their new keys, recorded in the journal before the write is issued.
+    fn begin_write(&mut self, r: std::ops::Range<u64>) {
+        for b in r.clone() {
+            let k = next_key(self.t.map.key(b));
+            self.t.map.set_busy(b, k);
+        }
+        if self.journal.is_some() {
+            let t = self.t.clone();
+            self.journal_flush(|tj, j| {
+                for b in r {
+                    tj.push_before(b, t.map.key(b));
+                }
+                tj.flush(j)
+            });
+        }
+    }
+
+    /// Check the blocks a read brought in against the keys the map holds for them.
+    fn check(&mut self, offset: u64, buf: &[u8], when: When) {
+        let kb = self.kb as usize;
+        let mut checked = 0;
+        for (i, data) in buf.chunks_exact(kb).enumerate() {
+            let b = offset / self.kb + i as u64;
+            let key = self.t.map.key(b);
+            if key == UNKNOWN {
+                continue;
+            }
+            checked += (key != 0) as u64;
+            let e = Expect { key, ..Default::default() };
+            if let Some(f) = check_block(data, b * self.kb, self.t.file_id, &e) {
+                // Marked not to be checked again; the I/O's end releases it as it is.
+                self.t.found(b, key, f, when);
+            }
+        }
+        self.t.checked(when, checked);
+    }
+
+    /// What a data call on the validated file needs before it is issued.
+    fn prepare(&mut self, issue: Issue, ctx: &Ctx) -> Next {
+        let Call::Data { kind, offset, len, .. } = issue.call else { return Next::Issue(issue) };
+        let r = self.blocks(offset, len);
+        if !self.claim(r.clone()) {
+            self.held = Some(issue);
+            return if ctx.inflight > 0 { Next::Drain } else { Next::WaitUntil(ctx.now + Duration::from_micros(20)) };
+        }
+        if kind.writes() {
+            let written_before = r.clone().any(|b| !matches!(self.t.map.key(b), 0 | UNKNOWN));
+            if self.before_rewrite && written_before {
+                self.after_preread = Some((issue, false));
+                return Next::Issue(Issue::now(Call::Data { kind: OpKind::Read, file: FILE, offset, len }));
+            }
+            self.begin_write(r);
+        }
+        Next::Issue(issue)
+    }
+}
+
+fn validated(call: &Call) -> Option<(OpKind, u64, u32)> {
+    match *call {
+        Call::Data { kind, file: FILE, offset, len } if kind.reads() || kind.writes() => Some((kind, offset, len)),
+        _ => None,
+    }
+}
+
+impl<S: Source> Source for Validating<S> {
+    fn buffer_len(&self) -> usize {
+        self.inner.buffer_len()
+    }
+    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+        self.inner.setup()
+    }
+    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
+        self.inner.prime(slot, buf)
+    }
+    fn start(&mut self, at: Stamp) {
+        self.inner.start(at)
+    }
+
+    fn next(&mut self, ctx: &mut Ctx) -> Next {
+        if self.failure.is_some() || self.t.stopped() {
+            if ctx.inflight > 0 {
+                return Next::Drain;
+            }
+            self.journal_flush(|tj, j| tj.flush(j));
+            return Next::Done;
+        }
+        if let Some((issue, done)) = self.after_preread.take() {
+            if !done {
+                self.after_preread = Some((issue, false));
+                return Next::Drain;
+            }
+            if let Call::Data { offset, len, .. } = issue.call {
+                let r = self.blocks(offset, len);
+                self.begin_write(r);
+            }
+            return Next::Issue(issue);
+        }
+        let next = match self.held.take() {
+            Some(i) => Next::Issue(i),
+            None => self.inner.next(ctx),
+        };
+        match next {
+            Next::Issue(i) if validated(&i.call).is_some() => {
+                let (offset, len) = validated(&i.call).map_or((0, 0), |(_, o, l)| (o, l));
+                if offset % self.kb != 0 || len as u64 % self.kb != 0 {
+                    self.failure = Some(format!(
+                        "validation needs whole key blocks of {} bytes; an I/O of {len} bytes at offset {offset} is not",
+                        self.kb
+                    ));
+                    return Next::Done;
+                }
+                self.prepare(i, ctx)
+            }
+            Next::Done => {
+                self.journal_flush(|tj, j| tj.flush(j));
+                Next::Done
+            }
+            other => other,
+        }
+    }
+
+    #[inline]
+    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
+        let Some((_, offset, len)) = validated(call) else {
+            return self.inner.fill(call, buf);
+        };
+        let kb = self.kb as usize;
+        let time_ns = now_ns();
+        let n = (len as usize).min(buf.len());
+        for (i, block) in buf[..n].chunks_exact_mut(kb).enumerate() {
+            let b = offset / self.kb + i as u64;
+            let h = Header {
+                file_id: self.t.file_id,
+                key: self.t.map.key(b),
+                time_ns,
+                node: self.t.node_id,
+                thread: self.thread,
+            };
+            stamp_block(block, b * self.kb, &h);
+        }
+    }
+
+    fn checks_reads(&self) -> bool {
+        true
+    }
+
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+        if let Some((kind, offset, len)) = validated(call) {
+            let r = self.blocks(offset, len);
+            let whole = matches!(result, Ok(n) if *n == len as usize);
+            let preread = kind.reads() && matches!(self.after_preread, Some((_, false)));
+            if kind.writes() {
+                if whole {
+                    self.t.wrote(r.end - r.start);
+                    if self.journal.is_some() {
+                        for b in r.clone() {
+                            let key = self.t.map.key(b);
+                            if let Some(tj) = self.journal.as_mut() {
+                                tj.push_after(b, key);
+                            }
+                        }
+                        if let (Some(tj), Some(j)) = (self.journal.as_mut(), self.t.journal.as_ref()) {
+                            if tj.waiting() >= 4096 {
+                                let begin = Instant::now();
+                                match tj.flush(j) {
+                                    Ok(n) => self.timed.push((n as u64, begin.elapsed().as_nanos() as u64)),
+                                    Err(e) => {
+                                        self.failure.get_or_insert(format!(
+                                            "writing the validation journal of {}: {e}",
+                                            self.t.display
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    self.release(r);
+                } else {
+                    // What a failed or short write left is unknown: never checked again.
+                    for b in r {
+                        self.t.map.release(b, UNKNOWN);
+                    }
+                }
+            } else if whole {
+                let when = if preread { When::BeforeRewrite } else { When::During };
+                self.check(offset, buf, when);
+                if preread {
+                    // The write that follows keeps the blocks.
+                    if let Some((_, done)) = self.after_preread.as_mut() {
+                        *done = true;
+                    }
+                    return Ok(());
+                }
+                self.release(r);
+            } else {
+                if preread {
+                    self.after_preread = None;
+                }
+                self.release(r);
+            }
+            if preread {
+                // A failed pre-read: its write is dropped, the failure ends the job.
+                return self.inner.completed(&Call::Data { kind, file: FILE, offset, len }, buf, result);
+            }
+        } else if let Call::Data { kind, file: FILE, .. } = *call {
+            if kind.is_sync() && result.is_ok() && self.journal.is_some() {
+                self.journal_flush(|tj, j| tj.synced(j));
+            }
+        }
+        let r = self.inner.completed(call, buf, result);
+        match self.failure.take() {
+            Some(f) => Err(f),
+            None => r,
+        }
+    }
+
+    fn figures(&self) -> Vec<(&'static str, f64)> {
+        self.inner.figures()
+    }
+
+    fn times_itself(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    fn take_timings(&mut self, out: &mut dyn FnMut(OpClass, u64, u64)) {
+        for (bytes, ns) in self.timed.drain(..) {
+            out(OpClass::Journal, bytes, ns);
+        }
+    }
+}
