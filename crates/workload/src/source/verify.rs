@@ -245,7 +245,9 @@ impl<S: Source> Source for Validating<S> {
         if let Some((kind, offset, len)) = validated(call) {
             let r = self.blocks(offset, len);
             let whole = matches!(result, Ok(n) if *n == len as usize);
-            let preread = kind.reads() && matches!(self.after_preread, Some((_, false)));
+            // The pre-read is the read of its write's range (no other I/O can hold those blocks).
+            let preread = kind.reads()
+                && matches!(self.after_preread, Some((Issue { call: Call::Data { offset: o, len: l, .. }, .. }, false)) if o == offset && l == len);
             if kind.writes() {
                 if whole {
                     self.t.wrote(r.end - r.start);
