@@ -73,25 +73,25 @@ impl VerifyJob {
             return err("verify", "the null engine moves no data to validate; pick psync, io_uring or mmap".into());
         }
         let key = b.bs.min().0;
-        if key % 512 != 0 || b.bs.0.iter().any(|(s, _)| s.0 % key != 0) {
+        if !key.is_multiple_of(512) || b.bs.0.iter().any(|(s, _)| !s.0.is_multiple_of(key)) {
             return err(
                 "bs",
                 format!("`{}`: with --verify every block size must be a multiple of 512 bytes and of the smallest ({key} bytes, the key block)", b.bs),
             );
         }
-        if let Some(s) = b.stride.filter(|s| s.0 % key != 0) {
+        if let Some(s) = b.stride.filter(|s| !s.0.is_multiple_of(key)) {
             return err(
                 "stride",
                 format!("with --verify the stride {s} must be a multiple of the key block ({key} bytes)"),
             );
         }
-        if let Some(s) = job.size.filter(|s| s.0 % key != 0) {
+        if let Some(s) = job.size.filter(|s| !s.0.is_multiple_of(key)) {
             return err(
                 "size",
                 format!("with --verify the size {s} must be a multiple of the key block ({key} bytes)"),
             );
         }
-        if let Some(s) = b.io_size.filter(|s| s.0 % key != 0) {
+        if let Some(s) = b.io_size.filter(|s| !s.0.is_multiple_of(key)) {
             return err(
                 "io_size",
                 format!("with --verify io_size {s} must be a multiple of the key block ({key} bytes)"),

@@ -169,7 +169,7 @@ impl MapFile {
         if crc32c::crc32c(body) != u32_at(b, 48) {
             return Err(FormatError::Checksum { what: "map" });
         }
-        if key_block == 0 || key_block % 512 != 0 {
+        if key_block == 0 || !key_block.is_multiple_of(512) {
             return Err(FormatError::Invalid {
                 what: "map",
                 why: format!("key block {key_block} is not a multiple of 512"),
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn claims_exclude_each_other() {
-        let m = KeyMap::new(4, Some(&[3, 0 | UNSYNCED, 0, 0]));
+        let m = KeyMap::new(4, Some(&[3, UNSYNCED, 0, 0]));
         assert_eq!(m.key(0), 3);
         assert_eq!(m.try_claim(0), Some(3));
         assert_eq!(m.try_claim(0), None);

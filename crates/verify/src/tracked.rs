@@ -113,7 +113,7 @@ impl Tracked {
         opts: &Options,
         created_now: bool,
     ) -> Result<Tracked, VerifyError> {
-        if key_block == 0 || key_block % 512 != 0 {
+        if key_block == 0 || !key_block.is_multiple_of(512) {
             return Err(VerifyError::Refused(format!(
                 "a key block of {key_block} bytes: validation needs a multiple of 512 (the sector its stamps are made of)"
             )));

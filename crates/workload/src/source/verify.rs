@@ -199,7 +199,7 @@ impl<S: Source> Source for Validating<S> {
         match next {
             Next::Issue(i) if validated(&i.call).is_some() => {
                 let (offset, len) = validated(&i.call).map_or((0, 0), |(_, o, l)| (o, l));
-                if offset % self.kb != 0 || len as u64 % self.kb != 0 {
+                if !offset.is_multiple_of(self.kb) || !(len as u64).is_multiple_of(self.kb) {
                     self.failure = Some(format!(
                         "validation needs whole key blocks of {} bytes; an I/O of {len} bytes at offset {offset} is not",
                         self.kb
