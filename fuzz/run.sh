@@ -34,6 +34,7 @@ max_len() {
     histogram) echo 8192 ;;
     strace) echo 8192 ;;
     cluster) echo 4096 ;;
+    journal) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }

@@ -363,6 +363,7 @@ const SURVEY_EXAMPLES: &str = "\
 Examples:
       iolab survey /mnt/scratch
       iolab survey /mnt/nfs --size 4G --step-time 10s
+      iolab survey /mnt/drbd --verify      # and a step that checks every block it reads
       iolab survey /tmp/x --output json > profile.json";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -484,6 +485,10 @@ pub struct SurveyArgs {
     /// Keep the survey's files afterwards (to rerun faster).
     #[arg(long)]
     pub keep: bool,
+    /// Add a validated step: 4 KiB random reads and writes with every block stamped and each read
+    /// checked, the file read back at the end (exit status 1 on a bad block).
+    #[arg(long)]
+    pub verify: bool,
     /// Add seed 000's locking check on these nodes to the profile (node A and B: the first two,
     /// each writing under its dir=, one step of --step-time each): see `iolab scenario locking`.
     #[command(flatten)]

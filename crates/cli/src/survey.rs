@@ -58,6 +58,19 @@ fn deep(c: &Ctx, mut j: JobPatch) -> JobPatch {
     j
 }
 
+/// The step `--verify` adds: random 4 KiB reads and writes with every block stamped and every
+/// read checked, the whole file read back at the end.
+pub fn verify_step() -> Step {
+    Step {
+        key: "verified-rw",
+        jobs: |c| {
+            let mut j = base(c, "verified", &c.data, Rw::RandRw, Bytes::kib(4));
+            j.verify_after = Some(true);
+            vec![j]
+        },
+    }
+}
+
 /// The survey's steps, in order.
 pub fn steps() -> Vec<Step> {
     vec![
@@ -156,7 +169,10 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     };
     // The log must start empty for its writes to be appends.
     let _ = layout::remove_owned(&ctx.log);
-    let steps = steps();
+    let mut steps = steps();
+    if a.verify {
+        steps.push(verify_step());
+    }
     let plan = Plan {
         phases: steps
             .iter()
@@ -278,7 +294,7 @@ mod tests {
     /// and the HTML never miss one.
     #[test]
     fn every_step_reads_in_the_report() {
-        let steps: Vec<&str> = super::steps().iter().map(|s| s.key).collect();
+        let steps: Vec<&str> = super::steps().iter().chain([&super::verify_step()]).map(|s| s.key).collect();
         let readings: Vec<&str> = iolab_report::survey::readings().iter().map(|r| r.key).collect();
         assert_eq!(steps, readings);
     }

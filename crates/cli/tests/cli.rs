@@ -86,6 +86,9 @@ fn against_docs(v: &Value, skip: impl Fn(&str) -> bool) -> (Vec<String>, Vec<Str
         if d.starts_with("phases[].workload") {
             continue; // a personality's figures; checked against a real run in tests/apps.rs
         }
+        if d.starts_with("phases[].verify") {
+            continue; // data validation; checked in json_of_validation_matches_docs
+        }
         if d == "error" || d == "phases[].jobs[].error" || d == "phases[].jobs[].per_thread[].error" {
             continue; // only present on failure; checked in safety.rs
         }
@@ -130,6 +133,54 @@ fn against_docs(v: &Value, skip: impl Fn(&str) -> bool) -> (Vec<String>, Vec<Str
         }
     }
     (missing, undocumented)
+}
+
+/// Every `phases[].verify` path docs/json.md lists is in the JSON of a validated run or of
+/// `iolab verify` on a damaged file, and every path they print is documented.
+#[test]
+fn json_of_validation_matches_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let j = dir.path().join("j");
+    let run = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "1M",
+        "--rw",
+        "randrw",
+        "--runtime",
+        "0.5s",
+        "--verify-before-rewrite",
+        "--verify-after",
+        "--journal",
+        j.to_str().unwrap(),
+        "--journal-sync",
+        "sync",
+    ]);
+    // Block 0 copied over block 1 (a misdirected write: an intact stamp, its key found), a bit
+    // flipped in every other block (no key found), then the check.
+    let mut data = std::fs::read(&f).unwrap();
+    let first = data[..4096].to_vec();
+    data[4096..8192].copy_from_slice(&first);
+    for b in (0..data.len() / 4096).filter(|b| *b != 1) {
+        data[b * 4096 + 100] ^= 1;
+    }
+    std::fs::write(&f, &data).unwrap();
+    let out = iolab().args(["verify", "--journal", j.to_str().unwrap(), "--output", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let check: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let docs: BTreeSet<String> = documented().into_iter().filter(|d| d.starts_with("phases[].verify")).collect();
+    let mut seen = BTreeSet::new();
+    paths(&run, "", &mut seen);
+    paths(&check, "", &mut seen);
+    let seen: BTreeSet<String> = seen.into_iter().filter(|s| s.starts_with("phases[].verify")).collect();
+    let missing: Vec<_> = docs.difference(&seen).collect();
+    let undocumented: Vec<_> = seen.difference(&docs).collect();
+    assert!(missing.is_empty(), "documented but absent: {missing:?}");
+    assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
+    assert!(u(&run["phases"][0]["total"]["classes"]["journal"]["ops"]) > 0, "the journal's writes are timed");
 }
 
 #[test]

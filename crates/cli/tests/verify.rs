@@ -409,3 +409,32 @@ fn a_run_killed_with_sigkill_recovers_with_an_async_journal() {
 fn a_run_killed_with_sigkill_recovers_with_a_sync_journal() {
     killed_run_recovers("sync");
 }
+
+/// A later phase's validated reads check what an earlier phase wrote (the map carried over
+/// without a journal); the run is stored with its validation, and `iolab show` prints it.
+#[test]
+fn phases_carry_the_map_and_the_store_keeps_validation() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let jobs = dir.path().join("jobs.toml");
+    std::fs::write(
+        &jobs,
+        format!(
+            "[defaults]\ntarget = \"{}\"\nsize = \"2M\"\nverify = true\n\n[[phase]]\nname = \"w\"\n[[phase.job]]\nrw = \"write\"\n\n[[phase]]\nname = \"r\"\n[[phase.job]]\nrw = \"randread\"\n",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let out = iolab().args(["run", jobs.to_str().unwrap(), "--output", "json", "--no-progress"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&v["phases"][0]["verify"]["blocks_written"]), 512);
+    let r = &v["phases"][1]["verify"];
+    assert_eq!(u(&r["checked_during"]), 512, "every block the reads brought in was checked: {r}");
+    let shown = iolab().args(["show", "last", "--output", "json"]).output().unwrap();
+    let s: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(s[0]["result"]["phases"][1]["verify"], *r, "stored and read back");
+    let text = iolab().args(["show", "last"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("verify: key blocks of 4.0 KiB, checked 512 by the workload's reads; no errors"), "{text}");
+}

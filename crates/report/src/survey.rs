@@ -60,6 +60,25 @@ fn mail_line(p: &PhaseResult) -> String {
     format!("{} messages/min   fsync p99 {} ms", count(f("messages_per_min")), ms(s.lat_ns.p99))
 }
 
+fn verified_line(p: &PhaseResult) -> String {
+    let t = &p.total;
+    match &p.verify {
+        Some(v) if v.errors.total() > 0 => format!(
+            "{} BAD BLOCK(S) of {} checked: {}",
+            count(v.errors.total() as f64),
+            count(v.checked() as f64),
+            crate::verify::errors_words(v)
+        ),
+        Some(v) => format!(
+            "{} blocks checked, none bad   write {} IOPS, read {} IOPS",
+            count(v.checked() as f64),
+            count(t.write().iops),
+            count(t.read().iops)
+        ),
+        None => String::new(),
+    }
+}
+
 /// The survey's steps as they read, in order.
 pub fn readings() -> Vec<Reading> {
     let r = |key, title, read| Reading { key, title, read };
@@ -75,6 +94,7 @@ pub fn readings() -> Vec<Reading> {
         r("two-writers", "two concurrent writers", writers_line),
         r("small-files", "small files (PostMark)", small_files_line),
         r("mail-delivery", "mail delivery (maildir, 4 threads)", mail_line),
+        r("verified-rw", "validated random read/write 4 KiB (--verify)", verified_line),
     ]
 }
 
@@ -113,6 +133,16 @@ pub fn rows(phases: &[PhaseResult]) -> Vec<[String; 3]> {
 /// survey on a filesystem that refuses O_DIRECT writes buffered).
 pub fn findings(phases: &[PhaseResult], plan: &[Phase]) -> Vec<String> {
     let mut out = between_steps(phases);
+    for p in phases {
+        if let Some(v) = p.verify.as_ref().filter(|v| v.errors.total() > 0) {
+            let first = v.first_errors.first().map(|e| format!("; the first: {e}")).unwrap_or_default();
+            out.push(format!(
+                "{}: the storage returned wrong data: {}{first}",
+                title_of(&p.name),
+                crate::verify::errors_words(v)
+            ));
+        }
+    }
     // Buffered writes that stayed in the page cache, by step (`summary::cached_write_rates`).
     let cached: Vec<String> = phases
         .iter()

@@ -598,6 +598,18 @@ impl Plan {
                     ));
                 }
                 j.validate()?;
+                // Validated reads check keys a journal or an earlier validated phase knows.
+                let reads_only = j.workload.block().is_some_and(|b| !b.rw.writes());
+                if j.verify.as_ref().is_some_and(|v| v.journal.is_none()) && reads_only {
+                    let mut earlier = self.phases.iter().take_while(|q| !std::ptr::eq(*q, p)).flat_map(|q| &q.jobs);
+                    if !earlier.any(|e| e.verify.is_some() && e.target == j.target) {
+                        return Err(SpecError::field(
+                            &j.name,
+                            "verify",
+                            "this job only reads: validating reads needs the key map of what wrote the file (--journal DIR, or an earlier phase validating the same target)",
+                        ));
+                    }
+                }
             }
         }
         Ok(())

@@ -63,3 +63,50 @@ pub fn writer_words(node: u32, thread: u32, names: &[&str]) -> String {
         None => format!("node {node:#010x}/{thread}"),
     }
 }
+
+#[cfg(test)]
+mod corpus {
+    //! `IOLAB_WRITE_CORPUS=1 cargo test -p iolab-verify corpus` writes the fuzz target
+    //! `journal`'s seed inputs (fuzz/corpus/journal): a map, a journal with records, a
+    //! stamped block, each behind the byte that picks its parser.
+    use crate::journal::{JournalHeader, Kind, Record};
+    use crate::map::MapFile;
+
+    #[test]
+    fn write_fuzz_corpus() {
+        if std::env::var_os("IOLAB_WRITE_CORPUS").is_none() {
+            return;
+        }
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/journal");
+        std::fs::create_dir_all(dir).unwrap();
+        let map = MapFile {
+            key_block: 4096,
+            file_id: 0xF11E,
+            epoch: 2,
+            node: "n1".into(),
+            path: "/d/f".into(),
+            keys: vec![0, 1, 2, 0x85, 0x7f, 126],
+        };
+        let mut m = vec![0u8];
+        m.extend(map.encode());
+        let mut j = vec![1u8];
+        j.extend(JournalHeader { key_block: 4096, file_id: 0xF11E, epoch: 2, blocks: 6 }.encode());
+        for (b, k, key) in [
+            (1, Kind::Before, 2),
+            (1, Kind::After, 2),
+            (0, Kind::Before, 1),
+            (0, Kind::Synced, 0),
+            (5, Kind::Before, 1),
+        ] {
+            j.extend(Record { block: b, kind: k, key, thread: 0 }.encode());
+        }
+        j.extend([7, 7, 7]);
+        let mut s = vec![2u8];
+        let mut block = vec![0u8; 4096];
+        crate::stamp_block(&mut block, 4096, &crate::Stamp { file_id: 0xF11E, key: 1, time_ns: 1, node: 2, thread: 0 });
+        s.extend(block);
+        for (name, bytes) in [("map", m), ("journal", j), ("block", s)] {
+            std::fs::write(format!("{dir}/{name}"), bytes).unwrap();
+        }
+    }
+}

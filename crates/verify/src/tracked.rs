@@ -106,12 +106,16 @@ impl Tracked {
     /// directory, a map kept there from an earlier run is taken up (the file must be the one it
     /// describes, and its journal must have been closed cleanly or recovered by `iolab verify`);
     /// `created_now` says the file was just created, so a map of written blocks cannot apply.
+    ///
+    /// Without a journal, `carry` (the same file validated by the run's previous phase) hands
+    /// its map on, so a phase that reads checks what an earlier one wrote.
     pub fn open(
         path: &Path,
         size: u64,
         key_block: u32,
         opts: &Options,
         created_now: bool,
+        carry: Option<&Tracked>,
     ) -> Result<Tracked, VerifyError> {
         if key_block == 0 || !key_block.is_multiple_of(512) {
             return Err(VerifyError::Refused(format!(
@@ -169,6 +173,8 @@ impl Tracked {
             }
             let header = JournalHeader { key_block, file_id: id, epoch, blocks };
             journal = Some(Journal::create(&jp, &header, opts.sync).map_err(|e| VerifyError::io(&jp, e))?);
+        } else if let Some(c) = carry.filter(|c| c.key_block == key_block && c.blocks() == blocks && !created_now) {
+            keys = Some(c.map.snapshot());
         }
         Ok(Tracked {
             path: canonical,

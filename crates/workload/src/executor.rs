@@ -142,6 +142,8 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
         plan: plan.clone(),
         phases: Vec::new(),
     };
+    // Validated files of the phase before, whose key maps a later phase takes on.
+    let mut carried = Validated::new();
     for (i, (phase, targets)) in plan.phases.iter().zip(targets).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
@@ -159,7 +161,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
                 break;
             }
         };
-        let validated = match open_validation(phase, &targets, &created) {
+        let validated = match open_validation(phase, &targets, &created, &carried) {
             Ok(v) => v,
             Err(e) => {
                 if result.phases.is_empty() {
@@ -172,6 +174,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
         };
         let mut pr = run_phase(i, phase, &targets, &validated, ctl, sink);
         finish_validation(phase, &validated, &mut pr);
+        carried = validated;
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -198,6 +201,7 @@ fn open_validation(
     phase: &Phase,
     targets: &[Vec<Target>],
     created: &std::collections::HashSet<std::path::PathBuf>,
+    carried: &Validated,
 ) -> Result<Validated, RunError> {
     let mut out = Validated::new();
     let node = iolab_sysstat::hostname();
@@ -226,7 +230,8 @@ fn open_validation(
                 max_errors: v.max_errors,
                 node: node.clone(),
             };
-            let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path))?;
+            let carry = carried.get(&t.path).map(|c| &**c);
+            let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
             out.insert(t.path.clone(), Arc::new(tr));
         }
     }
