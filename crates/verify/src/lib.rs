@@ -50,10 +50,12 @@ pub fn node_id(name: &str) -> u32 {
     crc32c::crc32c(name.as_bytes())
 }
 
-/// The time now, ns since the Unix epoch.
+/// The time now, ns since the Unix epoch, from the kernel's coarse clock (its tick, a few ms:
+/// enough to date a stamp, at a fifth of the cost of the precise clock on every write).
 #[inline]
 pub fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    (t.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(t.tv_nsec as u64)
 }
 
 /// `node/thread`, the node named when it is one of `names`, else its id in hex.
