@@ -152,6 +152,14 @@ mod tests {
         assert!(t.contains("1 BAD BLOCK(S): 1 torn block (mixed keys)"), "{t}");
         assert!(t.contains("at offset 8192 of /d/f (first bad sector at 10240): expected key 4, found key 3"), "{t}");
         assert!(t.contains("by n1/0"), "{t}");
+        let mut h = String::new();
+        html(&mut h, &[("run 3".into(), "randrw".into(), &v)]);
+        assert!(
+            h.contains("<h3>Data validation</h3>") && h.contains("<td class=\"n\">1,000</td><td class=\"n\">900</td>"),
+            "{h}"
+        );
+        assert!(h.contains("<span class=\"error\">1 torn block (mixed keys)</span>"), "{h}");
+        assert!(h.contains("<li>run 3, phase randrw: torn block (mixed keys) at offset 8192 of /d/f"), "{h}");
         let clean = terminal(&VerifyResult { errors: ErrorCounts::default(), first_errors: vec![], ..v });
         assert!(clean.contains("no errors"), "{clean}");
     }
