@@ -112,7 +112,7 @@ pub fn steps() -> Vec<Step> {
         Step {
             key: "mail-delivery",
             jobs: |c| {
-                // Four delivering threads into 100 mailboxes each: tmp/, fsync, rename, new/ fsync.
+                // Four delivering threads into one pool of 100 mailboxes: tmp/, fsync, rename, new/ fsync.
                 vec![JobPatch {
                     name: Some("mail".into()),
                     workload: Some(iolab_spec::WorkloadKind::Maildir),

@@ -11,6 +11,7 @@ use crate::aggregate::{Aggregator, Msg};
 use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
+use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
 use crate::source::bonnie::Bonnie;
 use crate::source::maildir::{Maildir, MaildirReader};
@@ -18,7 +19,7 @@ use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
 use crate::source::replay::ReplaySource;
 use crate::source::varmail::Varmail;
-use crate::source::{Names, Source};
+use crate::source::{JobShared, Names, Source};
 use crate::worker::{self, Window};
 use iolab_model::*;
 use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
@@ -236,6 +237,9 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
     sink.phase_start(index, phase, expect);
     let shared = Shared { start: OnceLock::new(), ready: Barrier::new(workers + 1), go: Barrier::new(workers + 1) };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // What each job's threads share: their barrier, and a personality's pool.
+    let per_job: Vec<(Rendezvous, Result<JobShared, String>)> =
+        phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
 
     std::thread::scope(|s| {
         let mut w = 0;
@@ -246,9 +250,12 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
+                let together = &per_job[ji];
                 std::thread::Builder::new()
                     .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx))
+                    .spawn_scoped(s, move || {
+                        worker_main(ji, worker, t, job, target, max_ramp, shared, together, stop, tx)
+                    })
                     .expect("spawning a worker thread");
                 w += 1;
             }
@@ -344,6 +351,7 @@ fn worker_main(
     target: Option<&Target>,
     ramp: Duration,
     shared: &Shared,
+    together: &(Rendezvous, Result<JobShared, String>),
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
@@ -351,19 +359,32 @@ fn worker_main(
     // Where it is refused (seccomp), the worker just shares the process's table.
     let _ = iolab_engine::private_fd_table();
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
-    let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
-    match &job.workload {
-        Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
-        Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
-        Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
-        Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
-        Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),
-        Workload::Bonnie(b) => drive(Ok(Bonnie::new(&job.name, b, job.seed, thread, w.root.clone())), w),
-        Workload::Maildir(m) if thread >= m.deliverers(job) => drive(
-            Ok(MaildirReader::new(&job.name, m, thread - m.deliverers(job), m.deliverers(job), w.root.clone())),
-            w,
-        ),
-        Workload::Maildir(m) => drive(Ok(Maildir::new(&job.name, m, job.seed, thread, w.root.clone())), w),
+    let (barrier, pool) = together;
+    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
+    let pool = match pool {
+        Ok(p) => p.clone(),
+        Err(e) => return drive(Err::<BlockSource, _>(e.clone()), w),
+    };
+    match (&job.workload, pool) {
+        (Workload::Block(b), _) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+        (Workload::Replay(r), _) => drive(ReplaySource::new(job, r, thread), w),
+        (Workload::Postmark(p), _) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
+        (Workload::Redolog(r), _) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
+        (Workload::Varmail(v), JobShared::Varmail(set)) => {
+            let root = w.root.clone();
+            drive(Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+        }
+        (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
+            drive(Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
+            drive(Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) => {
+            let root = w.root.clone();
+            drive(Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
+        }
+        _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
     }
 }
 
@@ -375,13 +396,15 @@ struct Work<'a> {
     root: std::path::PathBuf,
     ramp: Duration,
     shared: &'a Shared,
+    /// Where the job's threads line up ([`crate::source::Next::Barrier`]).
+    barrier: &'a Rendezvous,
     stop: &'a AtomicBool,
     tx: Sender<Msg>,
 }
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, String>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, shared, stop, tx } = w;
+    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
             let setup = set_up(job, &mut s);
@@ -404,12 +427,14 @@ fn drive<S: Source>(source: Result<S, String>, w: Work) {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, &mut report));
+            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, barrier, &mut report));
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
         (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
     };
+    // Done: the job's other threads wait for this one at no later barrier.
+    barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }

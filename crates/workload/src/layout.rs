@@ -74,10 +74,12 @@ pub fn check_job(job: &Job) -> Result<Vec<Target>, LayoutError> {
     Ok(out)
 }
 
-/// A personality (PostMark, ...) works in directories of its own, `iolab.<job>.<thread>`, that
-/// it creates under the target directory and removes at its end; it creates every file in them
-/// with O_EXCL, so nothing it writes, renames or deletes can be a file it did not create. Here:
-/// the target must be a directory and those names must be free.
+/// A personality (PostMark, ...) works in directories of its own ([`Job::own_dirs`]:
+/// `iolab.<job>.<thread>`, or `iolab.<job>` that its threads share) that it creates under the
+/// target directory and removes at its end; it creates every file in them with O_EXCL, so
+/// nothing it writes, renames or deletes can be a file it did not create. Here: the target
+/// must be a directory and those names must be free (a directory of that name with a user's
+/// file in it is refused before anything is written).
 fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
     if !job.target.is_dir() {
         return Err(refuse(
@@ -88,9 +90,10 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
             ),
         ));
     }
-    (0..job.threads)
-        .map(|t| {
-            let path = job.target.join(format!("iolab.{}.{t}", job.name));
+    job.own_dirs()
+        .into_iter()
+        .map(|d| {
+            let path = job.target.join(d);
             if path.symlink_metadata().is_ok() {
                 return Err(refuse(&path, "it exists already (left by an interrupted run?); this workload works only in a directory it creates: remove it or choose another job name".into()));
             }

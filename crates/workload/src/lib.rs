@@ -15,6 +15,7 @@ mod keep;
 pub mod layout;
 pub mod ns;
 pub mod pattern;
+pub mod rendezvous;
 pub mod source;
 pub mod worker;
 

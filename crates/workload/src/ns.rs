@@ -6,6 +6,8 @@
 use crate::source::{Call, Names};
 use iolab_engine::{open_target, Engine};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// Perform a namespace call. `Ok(n)`: what the call returns (0, or entries read by readdir).
 pub fn perform<E: Engine + ?Sized>(call: &Call, names: &Names, engine: &mut E) -> io::Result<usize> {
@@ -32,16 +34,25 @@ pub fn perform<E: Engine + ?Sized>(call: &Call, names: &Names, engine: &mut E) -
         Call::Rmdir { name } => std::fs::remove_dir(names.path(name)).map(|_| 0),
         Call::FsyncDir { name } => std::fs::File::open(names.path(name)).and_then(|d| d.sync_all()).map(|_| 0),
         Call::Stat { name } => std::fs::metadata(names.path(name)).map(|_| 0),
-        Call::Readdir { name } => {
-            let mut n = 0;
-            for e in std::fs::read_dir(names.path(name))? {
-                e?;
-                n += 1;
-            }
-            Ok(n)
-        }
+        Call::Readdir { name } => readdir(names.path(name), &mut Vec::new()),
+        Call::SyncFs { name } => std::fs::File::open(names.path(name))
+            .and_then(|f| rustix::fs::syncfs(&f).map_err(io::Error::from))
+            .map(|_| 0),
         Call::Data { .. } => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
+}
+
+/// readdir of a directory: every entry's name but `.` and `..`, each followed by a NUL byte,
+/// into `out` (cleared first), in the order the filesystem returns them. `Ok(n)`: the entries.
+pub fn readdir(path: &Path, out: &mut Vec<u8>) -> io::Result<usize> {
+    out.clear();
+    let mut n = 0;
+    for e in std::fs::read_dir(path)? {
+        out.extend_from_slice(e?.file_name().as_bytes());
+        out.push(0);
+        n += 1;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -71,6 +82,10 @@ mod tests {
         perform(&Call::Rename { from: f, to: g }, &names, &mut *e).unwrap();
         perform(&Call::FsyncDir { name: dir }, &names, &mut *e).unwrap();
         assert_eq!(perform(&Call::Readdir { name: dir }, &names, &mut *e).unwrap(), 1);
+        let mut listed = b"left over".to_vec();
+        assert_eq!(readdir(&d.path().join("new"), &mut listed).unwrap(), 1);
+        assert_eq!(listed, b"cur.1\0", "the names, each ended by a NUL");
+        perform(&Call::SyncFs { name: dir }, &names, &mut *e).unwrap();
         assert_eq!(std::fs::read(d.path().join("new/cur.1")).unwrap(), b"hello");
         perform(&Call::Stat { name: g }, &names, &mut *e).unwrap();
         perform(&Call::Unlink { name: g }, &names, &mut *e).unwrap();

@@ -83,6 +83,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 total: part,
                 error: None,
                 per_thread: Vec::new(),
+                workload: Default::default(),
             });
         }
         let net = s.mb_s * 1.04;
@@ -114,6 +115,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         .collect();
     PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         name: name.into(),
         elapsed_s: elapsed,
         interrupted: false,
