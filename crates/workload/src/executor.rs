@@ -195,7 +195,11 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
                 layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
-            } else if job.engine == EngineKind::Mmap && t.kind == TargetKind::File && t.existing < t.size {
+            } else if job.engine == EngineKind::Mmap
+                && t.kind == TargetKind::File
+                && t.existing < t.size
+                && !job.workload.makes_own_files()
+            {
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(&t.path)

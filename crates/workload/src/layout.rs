@@ -90,15 +90,24 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
             ),
         ));
     }
+    // What the big files will take, so a run that cannot fit is refused before it starts:
+    // bonnie++'s file (twice the RAM by default) and the redo log's files.
+    let space = match &job.workload {
+        iolab_spec::Workload::Bonnie(b) => b.file_size.0 + b.files() * b.max_size,
+        iolab_spec::Workload::Redolog(r) => r.files as u64 * r.file_size.0,
+        _ => 0,
+    };
     job.own_dirs()
         .into_iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(i, d)| {
             let path = job.target.join(d);
             if path.symlink_metadata().is_ok() {
                 return Err(refuse(&path, "it exists already (left by an interrupted run?); this workload works only in a directory it creates: remove it or choose another job name".into()));
             }
             // `exists`: nothing for the layout step to create; the source makes the directory.
-            Ok(Target { path, kind: TargetKind::File, size: 0, existing: 0, exists: true, layout: false })
+            let size = if i == 0 { space } else { 0 };
+            Ok(Target { path, kind: TargetKind::File, size, existing: 0, exists: true, layout: false })
         })
         .collect()
 }

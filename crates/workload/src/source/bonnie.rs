@@ -145,7 +145,6 @@ pub struct Bonnie {
     subdirs_exist: bool,
     open: bool,
     cleaning: bool,
-    current: String,
 }
 
 fn cpu_now() -> f64 {
@@ -184,7 +183,6 @@ impl Bonnie {
             subdirs_exist: false,
             open: false,
             cleaning: false,
-            current: String::new(),
         }
     }
 
@@ -216,17 +214,30 @@ impl Bonnie {
         let per_dir = n / self.b.dirs as usize;
         let (mut in_dir, mut dir) = (0usize, 0u32);
         let pid = std::process::id();
+        // The random set reuses the sequential set's name ids (its files are gone by then), and
+        // only the sequential tests look names up, so iolab's memory stays near bonnie++'s.
+        let ids: Vec<NameId> = self.files.iter().map(|f| f.id).collect();
         self.files.clear();
         self.by_name.clear();
+        self.by_name.shrink_to_fit();
         for i in 0..n {
             let len = self.rng.random_range(0..=12usize);
             let extra: String = (0..len).map(|_| CHARS[self.rng.random_range(0..CHARS.len())] as char).collect();
             let name = if random { format!("{extra}{i:010x}") } else { format!("{i:010x}{extra}") };
             let sub = if self.b.dirs > 1 { format!("{dir:05}/") } else { String::new() };
-            let id = ctx.names.add(format!("{}/Bonnie.{pid}/{sub}{name}", self.dir))?;
+            let path = format!("{}/Bonnie.{pid}/{sub}{name}", self.dir);
+            let id = match ids.get(i) {
+                Some(id) => {
+                    ctx.names.reuse(*id, path)?;
+                    *id
+                }
+                None => ctx.names.add(path)?,
+            };
             let range = self.b.max_size - self.b.min_size;
             let size = if range > 0 { self.b.min_size + self.rng.random_range(0..=range) } else { self.b.max_size };
-            self.by_name.insert(format!("{dir}/{name}"), i);
+            if !random {
+                self.by_name.insert(format!("{dir}/{name}"), i);
+            }
             self.files.push(FileRec { id, dir, size });
             in_dir += 1;
             if in_dir > per_dir {
@@ -675,16 +686,17 @@ impl Source for Bonnie {
             }
             _ => {}
         }
-        self.current = match call {
+        // Where, for an error (made only then: this runs after every 1-byte call).
+        let at = || match call {
             Call::Data { .. } => format!("{}/Bonnie.{}", self.dir, std::process::id()),
             _ => self.dir.clone(),
         };
         let failed = match (call, r) {
             (Call::Data { kind: OpKind::Seek, .. }, Ok(_)) => None,
             (Call::Data { len, offset, .. }, Ok(n)) if *n != *len as usize => {
-                Some(describe_failure(call, &self.current, *len, *offset, r))
+                Some(describe_failure(call, &at(), *len, *offset, r))
             }
-            (Call::Data { len, offset, .. }, Err(_)) => Some(describe_failure(call, &self.current, *len, *offset, r)),
+            (Call::Data { len, offset, .. }, Err(_)) => Some(describe_failure(call, &at(), *len, *offset, r)),
             (Call::Mkdir { name }, Err(e)) if e.kind() == io::ErrorKind::AlreadyExists && Some(*name) == self.top_id => {
                 Some(format!("{} exists (left by an interrupted run?); bonnie works only in a directory it creates: remove it or choose another job name", self.dir))
             }
@@ -693,7 +705,7 @@ impl Source for Bonnie {
             }
             // Cleaning up after an error: what is already gone is fine.
             (_, Err(e)) if self.cleaning && e.kind() == io::ErrorKind::NotFound => None,
-            (_, Err(_)) => Some(describe_failure(call, &self.current, 0, 0, r)),
+            (_, Err(_)) => Some(describe_failure(call, &at(), 0, 0, r)),
             _ => None,
         };
         match failed {
