@@ -636,11 +636,17 @@ Examples:
   As fast as possible, or with the think time halved, labelled for `iolab compare`:
       iolab replay redo.trace --target /mnt/test --timing afap -l config=ssd
       iolab replay redo.trace --target /mnt/test --timing scale:2
+  A trace with long idle gaps, or one large read, that the limits refuse:
+      iolab replay db.trace --target /mnt/test --max-wait 2h --max-buffer 256M
 
 The traced files under the common directory of those the program writes (or --strip PREFIX)
-are replayed under --target; other files (libraries, /proc, sockets) are skipped and counted.
-Exit status: 0 done and faithful (replayed counts equal the recorded ones), 1 counts differ,
-2 bad input or an I/O error.";
+are replayed under --target, every path resolved beneath it (no link is followed out of it);
+other files (libraries, /proc, sockets) are skipped and counted. The replay changes only files
+and directories iolab made (unless --overwrite) and marks what it makes as iolab's, so it can
+run again into the same target. A trace is untrusted: waits, buffers, threads and memory are
+bounded (--max-wait, --max-buffer, --max-threads, --max-memory).
+Exit status: 0 done and faithful (replayed counts and results equal the recorded ones), 1 they
+differ, 2 bad input or an I/O error, 130 interrupted.";
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -662,9 +668,24 @@ pub struct ReplayArgs {
     /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
     #[arg(long, default_value = "psync")]
     pub engine: String,
-    /// Allow the replay to write files under --target that iolab did not create.
+    /// Allow the replay to change (write, truncate, rename, remove) files and directories under
+    /// --target that iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
+    /// The longest wait before one call (think time, or a recorded offset) [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    pub max_wait: Option<Duration>,
+    /// The largest read or write one call may make; each replay thread has one buffer this
+    /// big at most [default: 64M].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_buffer: Option<Bytes>,
+    /// Replay threads, one per traced thread with calls to replay [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<u32>,
+    /// Memory the replay may hold: its calls (about 100 bytes each) and its threads' buffers
+    /// [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_memory: Option<Bytes>,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]
