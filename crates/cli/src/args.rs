@@ -553,8 +553,9 @@ Examples:
       iolab trace import -o app.trace t.8877 t.8878 t.8879
   What it did, and what it would take at 50 MB/s and 5 ms per I/O:
       iolab trace show app.trace --rate 50MB --latency 5ms
-  A fio iolog v3 for fio's read_iolog=:
-      iolab trace export --fio app.trace -o app.iolog";
+  A fio iolog v3 for fio's read_iolog=, the traced files remapped under /mnt/test:
+      iolab trace export --fio app.trace -o app.iolog --target /mnt/test
+      fio --name=replay --read_iolog=app.iolog";
 
 #[derive(Subcommand, Debug)]
 #[command(after_help = TRACE_EXAMPLES)]
@@ -626,6 +627,14 @@ pub struct TraceExportArgs {
     /// Where the log goes (stdout if not given).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Remap the traced files under this directory (as `iolab replay --target` does); files
+    /// outside the traced directory are left out.
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// The traced directory --target stands for (default: the common directory of the files
+    /// the trace writes).
+    #[arg(long, value_name = "PREFIX", requires = "target")]
+    pub strip: Option<PathBuf>,
 }
 
 const REPLAY_EXAMPLES: &str = "\
