@@ -135,13 +135,8 @@ fn print_fidelity(f: &ReplayFidelity) {
         println!("  ... and {} more", f.mismatched as usize - f.mismatches.len());
     }
     println!(
-        "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%), and {:.3} s estimated untraced ({:+.1}%: the span less {:.3} ms of tracer cost per call).",
-        f.replayed_s,
-        f.recorded_s,
-        f.elapsed_error_pct,
-        f.recorded_untraced_s,
-        f.untraced_error_pct,
-        f.tracer_gap_ms
+        "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
+        f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
     );
     for (why, calls) in &f.left_out {
         let s: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();

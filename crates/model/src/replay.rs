@@ -57,17 +57,18 @@ pub struct ReplayFidelity {
     pub threads: u32,
     /// The recorded span of the replayed calls (first start to last end), under strace, seconds.
     pub recorded_s: f64,
-    /// The same span less the tracer's estimated cost between calls (`tracer_gap_ms` per call
-    /// on the busiest thread): an estimate of the program's own time, untraced, seconds.
-    pub recorded_untraced_s: f64,
-    /// The smallest gap between two calls of a thread, ms (the least strace cost between them).
+    /// The thread with the most replayed calls: its time inside them (strace's `-T`, which
+    /// counts strace's own stops), seconds.
+    pub recorded_calls_s: f64,
+    /// Its time between them: the program's think time and strace's stops, seconds.
+    pub recorded_gaps_s: f64,
+    /// Its smallest gap between two calls, ms: the least strace costs there, which think timing
+    /// takes off every gap.
     pub tracer_gap_ms: f64,
     /// The replay's elapsed time, seconds.
     pub replayed_s: f64,
     /// `replayed_s / recorded_s - 1`, percent.
     pub elapsed_error_pct: f64,
-    /// `replayed_s / recorded_untraced_s - 1`, percent.
-    pub untraced_error_pct: f64,
     /// Recorded calls not replayed: why (`other calls`, `outside the target`, `not storage`,
     /// `failed when traced`, `never returned`) → call name → count.
     pub left_out: BTreeMap<String, BTreeMap<String, u64>>,
