@@ -169,7 +169,7 @@ fn record_show_export_and_replay_a_real_program() {
     assert_eq!(out["run"]["status"], "complete");
     // The replayed files are where the trace put them, remapped under the target.
     assert_eq!(std::fs::metadata(target.join("redo1.log")).unwrap().len(), 2 * (1 << 20) + 32768);
-    // A second replay finds its own files and runs again.
+    // A second replay finds its own files and runs again; this one is stored.
     let again = json(&[
         "replay".as_ref(),
         trace.as_os_str(),
@@ -177,10 +177,15 @@ fn record_show_export_and_replay_a_real_program() {
         target.as_os_str(),
         "--timing".as_ref(),
         "afap".as_ref(),
-        "--no-store".as_ref(),
+        "--label".as_ref(),
+        "replay=redo".as_ref(),
         "--output".as_ref(),
         "json".as_ref(),
     ]);
+    let stored = json(&["show".as_ref(), "replay=redo".as_ref(), "--output".as_ref(), "json".as_ref()]);
+    let stored_replay = &stored[0]["result"]["phases"][0]["jobs"][0]["replay"];
+    assert_eq!(stored_replay["counts_equal"], true, "the fidelity is in the store: {stored}");
+    assert_eq!(stored_replay["classes"], again["fidelity"]["classes"]);
     assert_eq!(again["fidelity"]["counts_equal"], true);
     assert_eq!(again["fidelity"]["results_equal"], true, "{}", again["fidelity"]);
     // The fidelity is stored with the run (in the job's result), not only printed, with the

@@ -72,7 +72,7 @@ pub struct ReplayFidelity {
     /// Recorded calls not replayed: why (`other calls`, `outside the target`, `not storage`,
     /// `failed when traced`, `never returned`) → call name → count.
     pub left_out: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Calls replayed other than recorded, and how (a read asking for more than `--max-buffer`
+    /// Calls replayed other than recorded, and how (a call asking for more than `--max-buffer`
     /// asks for the buffer's size) → count.
     pub adjusted: BTreeMap<String, u64>,
 }

@@ -66,7 +66,7 @@ pub struct ReplayLimits {
     #[serde(with = "crate::units::duration_serde")]
     pub max_wait: Duration,
     /// The largest read or write one call may make (each replay thread has one buffer this big
-    /// at most). A read asking for more that moved no more than this is replayed asking for this.
+    /// at most). A call asking for more that moved no more than this is replayed asking for this.
     pub max_buffer: Bytes,
     /// Replay threads (one per traced thread with calls to replay).
     pub max_threads: u32,

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 pub const ADOPT: u8 = 1;
 /// The thread's last use of an opening it did not close: let go of it after the call.
 pub const DROP_AFTER: u8 = 2;
-/// A read asking for more than `--max-buffer` that moved no more: replayed asking for the buffer.
+/// A call asking for more than `--max-buffer` that moved no more: replayed asking for the buffer.
 pub const CUT: u8 = 4;
 
 /// What the plan counts per replayed call for memory (the step, its share of waits, the merge
@@ -407,6 +407,8 @@ impl ReplayPlan {
         }
         let mut adjusted: BTreeMap<String, u64> = BTreeMap::new();
         let mut buffers = 0u64;
+        // Linux moves at most 0x7ffff000 bytes in one read or write.
+        let max_buffer = limits.max_buffer.0.min(0x7fff_f000);
         for th in &mut threads {
             th.tgid = b.tgids.get(&th.tid).copied().unwrap_or(th.tid);
             let mut max = 0u64;
@@ -416,31 +418,33 @@ impl ReplayPlan {
                     continue;
                 }
                 let moved = op.result.max(0) as u64;
-                if op.size > limits.max_buffer.0 {
-                    if op.kind.reads() && moved <= limits.max_buffer.0 {
+                if op.size > max_buffer {
+                    // A call asking for more than it moved (a read at the end of a file, a
+                    // count past Linux's cap) asks for the buffer's size when what it moved fits.
+                    if moved <= max_buffer {
                         s.flags |= CUT;
                         *adjusted
                             .entry(format!(
-                                "reads asking for more than --max-buffer ({}) ask for that",
-                                limits.max_buffer
+                                "calls asking for more than --max-buffer ({}) that moved no more ask for that",
+                                iolab_spec::Bytes(max_buffer)
                             ))
                             .or_default() += 1;
-                        max = max.max(limits.max_buffer.0);
+                        max = max.max(max_buffer);
                         continue;
                     }
                     return Err(format!(
-                        "traced thread {} {}s {} bytes in one call (its call {}); a replay buffer is at most --max-buffer ({}): pass --max-buffer {} to replay it",
+                        "traced thread {} {} {} bytes in one call (its call {}); a replay buffer is at most --max-buffer ({}): pass --max-buffer {} to replay it",
                         th.tid,
-                        if op.kind.reads() { "read" } else { "write" },
-                        op.size,
+                        if op.kind.reads() { "read" } else { "wrote" },
+                        moved,
                         i + 1,
-                        limits.max_buffer,
-                        size_arg(op.size)
+                        iolab_spec::Bytes(max_buffer),
+                        size_arg(moved)
                     ));
                 }
                 max = max.max(op.size);
             }
-            th.buffer_len = (max.max(4096).div_ceil(4096) * 4096) as usize;
+            th.buffer_len = max.max(4096).div_ceil(4096).saturating_mul(4096) as usize;
             buffers = buffers.saturating_add(th.buffer_len as u64);
             th.tracer_gap_ns = th
                 .steps
@@ -764,7 +768,7 @@ pub(crate) mod tests {
         let mut j = job("/d", Timing::Think);
         j.limits.max_buffer = iolab_spec::Bytes(1024);
         let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err();
-        assert!(e.contains("writes 4096 bytes") && e.contains("--max-buffer"), "{e}");
+        assert!(e.contains("wrote 4096 bytes") && e.contains("--max-buffer 1M"), "{e}");
         let mut j = job("/d", Timing::Think);
         j.limits.max_memory = iolab_spec::Bytes(10_000);
         let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err();

@@ -195,6 +195,9 @@ pub struct ReplaySource {
     next_slot: u32,
     names: HashMap<PathBuf, NameId>,
     changes: VecDeque<FileChange>,
+    /// Polls in a row that found the next call's turn not come: the wait between polls doubles
+    /// from 20 µs to 200 µs, so a thread waiting long on another does not spin.
+    polls: u32,
 }
 
 impl ReplaySource {
@@ -220,6 +223,7 @@ impl ReplaySource {
             next_slot: 0,
             names: HashMap::new(),
             changes: VecDeque::new(),
+            polls: 0,
         })
     }
 
@@ -464,8 +468,11 @@ impl Source for ReplaySource {
         }
         let step = self.steps()[i];
         if !self.ready(&step) {
-            return Next::WaitUntil(ctx.now + Duration::from_micros(20));
+            let wait = (20u64 << self.polls.min(4)).min(200);
+            self.polls += 1;
+            return Next::WaitUntil(ctx.now + Duration::from_micros(wait));
         }
+        self.polls = 0;
         if let Some(d) = self.due {
             if ctx.now < d {
                 return Next::WaitUntil(d);
