@@ -553,8 +553,9 @@ Examples:
       iolab trace import -o app.trace t.8877 t.8878 t.8879
   What it did, and what it would take at 50 MB/s and 5 ms per I/O:
       iolab trace show app.trace --rate 50MB --latency 5ms
-  A fio iolog v3 for fio's read_iolog=:
-      iolab trace export --fio app.trace -o app.iolog";
+  A fio iolog v3 for fio's read_iolog=, the traced files remapped under /mnt/test:
+      iolab trace export --fio app.trace -o app.iolog --target /mnt/test
+      fio --name=replay --read_iolog=app.iolog";
 
 #[derive(Subcommand, Debug)]
 #[command(after_help = TRACE_EXAMPLES)]
@@ -626,6 +627,14 @@ pub struct TraceExportArgs {
     /// Where the log goes (stdout if not given).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Remap the traced files under this directory (as `iolab replay --target` does); files
+    /// outside the traced directory are left out.
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// The traced directory --target stands for (default: the common directory of the files
+    /// the trace writes).
+    #[arg(long, value_name = "PREFIX", requires = "target")]
+    pub strip: Option<PathBuf>,
 }
 
 const REPLAY_EXAMPLES: &str = "\
@@ -636,11 +645,17 @@ Examples:
   As fast as possible, or with the think time halved, labelled for `iolab compare`:
       iolab replay redo.trace --target /mnt/test --timing afap -l config=ssd
       iolab replay redo.trace --target /mnt/test --timing scale:2
+  A trace with long idle gaps, or one large read, that the limits refuse:
+      iolab replay db.trace --target /mnt/test --max-wait 2h --max-buffer 256M
 
 The traced files under the common directory of those the program writes (or --strip PREFIX)
-are replayed under --target; other files (libraries, /proc, sockets) are skipped and counted.
-Exit status: 0 done and faithful (replayed counts equal the recorded ones), 1 counts differ,
-2 bad input or an I/O error.";
+are replayed under --target, every path resolved beneath it (no link is followed out of it);
+other files (libraries, /proc, sockets) are skipped and counted. The replay changes only files
+and directories iolab made (unless --overwrite) and marks what it makes as iolab's, so it can
+run again into the same target. A trace is untrusted: waits, buffers, threads and memory are
+bounded (--max-wait, --max-buffer, --max-threads, --max-memory).
+Exit status: 0 done and faithful (replayed counts and results equal the recorded ones), 1 they
+differ, 2 bad input or an I/O error, 130 interrupted.";
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
@@ -662,9 +677,24 @@ pub struct ReplayArgs {
     /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
     #[arg(long, default_value = "psync")]
     pub engine: String,
-    /// Allow the replay to write files under --target that iolab did not create.
+    /// Allow the replay to change (write, truncate, rename, remove) files and directories under
+    /// --target that iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
+    /// The longest wait before one call (think time, or a recorded offset) [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    pub max_wait: Option<Duration>,
+    /// The largest read or write one call may make; each replay thread has one buffer this
+    /// big at most [default: 64M].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_buffer: Option<Bytes>,
+    /// Replay threads, one per traced thread with calls to replay [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<u32>,
+    /// Memory the replay may hold: its calls (about 100 bytes each) and its threads' buffers
+    /// [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_memory: Option<Bytes>,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]

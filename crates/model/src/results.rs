@@ -299,6 +299,9 @@ pub struct JobResult {
     /// Each thread's end and volume (runs stored before these were kept have none).
     #[serde(default)]
     pub per_thread: Vec<ThreadResult>,
+    /// A replay job's fidelity: recorded against replayed (absent for other workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayFidelity>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

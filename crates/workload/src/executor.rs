@@ -16,7 +16,7 @@ use crate::source::bonnie::Bonnie;
 use crate::source::maildir::{Maildir, MaildirReader};
 use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
-use crate::source::replay::ReplaySource;
+use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::varmail::Varmail;
 use crate::source::{Names, Source};
 use crate::worker::{self, Window};
@@ -84,18 +84,32 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error("{0}")]
     Spec(#[from] iolab_spec::SpecError),
+    #[error("job `{job}`: {why}")]
+    Replay { job: String, why: String },
 }
 
+/// Per phase, per job: the replay job's checked plan (None for other workloads).
+type Replays = Vec<Vec<Option<Arc<Checked>>>>;
+/// Per phase, per job: its targets.
+type Targets = Vec<Vec<Vec<Target>>>;
+
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
-pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
+pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
+    check_all(plan).map(|(targets, _)| targets)
+}
+
+fn check_all(plan: &Plan) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
+    let mut replays = Vec::new();
     for p in &plan.phases {
         let mut jobs = Vec::new();
+        let mut rs = Vec::new();
         for j in &p.jobs {
-            if let Workload::Replay(_) = &j.workload {
-                // A replay names its own files, under the job's directory (checked by
-                // `source::replay::check`, which `iolab replay` runs with the plan).
+            if let Workload::Replay(r) = &j.workload {
+                // A replay names its own files, under the job's directory: the trace is read,
+                // planned within its limits and checked against the target here, wherever the
+                // job runs.
                 if !j.target.is_dir() {
                     return Err(iolab_spec::SpecError::field(
                         &j.name,
@@ -104,8 +118,13 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
                     )
                     .into());
                 }
+                let c = replay::check(j, r).map_err(|why| RunError::Replay { job: j.name.clone(), why })?;
+                rs.push(Some(c));
                 jobs.push(Vec::new());
-            } else if j.engine == EngineKind::Null {
+                continue;
+            }
+            rs.push(None);
+            if j.engine == EngineKind::Null {
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
@@ -115,14 +134,21 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
             }
         }
         out.push(jobs);
+        replays.push(rs);
     }
-    Ok(out)
+    Ok((out, replays))
 }
 
 /// Run a plan. Refusals return `Err` with nothing written; once I/O has begun, failures and
 /// interruptions come back inside the result, beside what was measured.
 pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let targets = check_plan(plan)?;
+    let r = run_checked(plan, ctl, sink);
+    replay::forget();
+    r
+}
+
+fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
+    let (targets, replays) = check_all(plan)?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
         nodes: Vec::new(),
@@ -136,21 +162,30 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
         plan: plan.clone(),
         phases: Vec::new(),
     };
-    for (i, (phase, targets)) in plan.phases.iter().zip(targets).enumerate() {
+    for (i, ((phase, targets), replays)) in plan.phases.iter().zip(targets).zip(replays).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
             break;
         }
-        if let Err(e) = prepare_phase(phase, &ctl.stop, sink) {
-            if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
-                return Err(e.into()); // nothing measured yet: a plain refusal
+        let runs = match prepare_phase(phase, &replays, &ctl.stop, sink) {
+            Ok(runs) => runs,
+            Err(e) => {
+                if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
+                    return Err(e.into()); // nothing measured yet: a plain refusal
+                }
+                result.status =
+                    if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
+                result.error = Some(e.to_string());
+                break;
             }
-            result.status =
-                if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
-            result.error = Some(e.to_string());
-            break;
+        };
+        let mut pr = run_phase(i, phase, &targets, &runs, ctl, sink);
+        // A replay marks what it made and judges its fidelity, into its job's result.
+        for (run, job) in runs.iter().zip(pr.jobs.iter_mut()) {
+            if let Some(run) = run {
+                run.finish(job);
+            }
         }
-        let pr = run_phase(i, phase, &targets, ctl, sink);
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -172,8 +207,29 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     Ok(result)
 }
 
-fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
+fn prepare_phase(
+    phase: &Phase,
+    replays: &[Option<Arc<Checked>>],
+    stop: &AtomicBool,
+    sink: &mut dyn Sink,
+) -> Result<Vec<Option<Arc<ReplayRun>>>, LayoutError> {
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
+    // Replays make their target what the trace expects (re-checked: an earlier phase may have
+    // changed it).
+    let mut runs = Vec::new();
+    for (job, checked) in phase.jobs.iter().zip(replays) {
+        runs.push(match (&job.workload, checked) {
+            (Workload::Replay(r), Some(c)) => {
+                if r.prepare {
+                    sink.message(&format!("preparing {} for the replay", job.target.display()));
+                }
+                let run = ReplayRun::prepare(c.clone(), job, r, stop)
+                    .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
+                Some(run)
+            }
+            _ => None,
+        });
+    }
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
@@ -203,7 +259,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
             }
         }
     }
-    Ok(())
+    Ok(runs)
 }
 
 struct Shared {
@@ -222,7 +278,14 @@ fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     }
 }
 
-fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control, sink: &mut dyn Sink) -> PhaseResult {
+fn run_phase(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    runs: &[Option<Arc<ReplayRun>>],
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> PhaseResult {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -246,9 +309,10 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
+                let run = runs.get(ji).cloned().flatten();
                 std::thread::Builder::new()
                     .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx))
+                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, run, max_ramp, shared, stop, tx))
                     .expect("spawning a worker thread");
                 w += 1;
             }
@@ -342,19 +406,27 @@ fn worker_main(
     thread: u32,
     job: &Job,
     target: Option<&Target>,
+    run: Option<Arc<ReplayRun>>,
     ramp: Duration,
     shared: &Shared,
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
-    // Where it is refused (seccomp), the worker just shares the process's table.
-    let _ = iolab_engine::private_fd_table();
+    // Where it is refused (seccomp), the worker just shares the process's table. A replay's
+    // threads keep the shared table, as the traced threads did: they hand descriptors to one
+    // another.
+    if run.is_none() {
+        let _ = iolab_engine::private_fd_table();
+    }
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
     let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
     match &job.workload {
         Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
-        Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
+        Workload::Replay(_) => drive(
+            run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
+            w,
+        ),
         Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
         Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
         Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),

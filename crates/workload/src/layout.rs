@@ -11,8 +11,8 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const XATTR: &str = "user.iolab";
-const MANIFEST: &str = ".iolab-owned";
+pub(crate) const XATTR: &str = "user.iolab";
+pub(crate) const MANIFEST: &str = ".iolab-owned";
 const LAYOUT_CHUNK: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
