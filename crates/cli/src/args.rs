@@ -459,8 +459,13 @@ pub struct SurveyArgs {
 pub struct NodeArgs {
     /// A node, NAME=ADDR[,dir=PATH] (repeatable, in order: a scenario's node A is the first).
     /// ADDR is ssh://[user@]host (the system ssh runs `iolab agent --stdio` there), HOST:PORT
-    /// (an `iolab agent --listen` daemon) or exec://PATH (a local agent, for trying); dir= is where that node's relative targets live, as
-    /// each node may mount the shared filesystem at its own path.
+    /// (an `iolab agent --listen` daemon), join:RANK (an `iolab agent --join` placed by a
+    /// launcher, see --listen) or exec://PATH (a local agent, for trying). dir= is where that
+    /// node's relative targets live, as each node may mount the shared filesystem at its own
+    /// path; ssh:// and exec:// nodes need it, as it is the one directory their agent may use
+    /// (its --allow). A node without iolab on its PATH, or with another version, gets a copy of
+    /// this one (same architecture) in its ~/.cache/iolab, and iolab says so; a refused ssh
+    /// login is reported and nothing is copied.
     #[arg(long = "node", value_name = "NAME=ADDR[,dir=PATH]")]
     pub node: Vec<String>,
     /// A TOML file of nodes (name, address, dir), read before the --node flags.
@@ -500,7 +505,7 @@ Examples:
       iolab scenario locking --node a=10.0.0.1:7700 --node b=10.0.0.2:7700 --direct --repeat 3 \\
           --output json
   Your own steps (docs/scenarios.md), with the job flags over every job:
-      iolab scenario my-steps.toml --node a=ssh://a --node b=ssh://b --size 256M
+      iolab scenario my-steps.toml --node a=ssh://a,dir=/mnt/x --node b=ssh://b,dir=/mnt/x --size 256M
 
 Targets in a scenario are relative to each node's dir= (an absolute target stays as it is);
 --target names the built-ins' working directory (default iolab-locking, iolab-scaling).";

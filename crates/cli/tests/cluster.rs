@@ -140,6 +140,23 @@ fn targets_outside_allow_are_refused_before_any_io() {
         assert!(err.contains(says), "{target}: {err}");
         assert!(!other.join("f").exists(), "{target}: nothing written outside");
     }
+    // A local or ssh node names the one directory its agent may use.
+    let out = iolab()
+        .args(["run", "--no-store", "--node", &format!("a=exec://{}", bin()), "--target", "f", "--size", "1M"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("needs dir=PATH"), "{err}");
+    // A personality on the null engine still makes directories and files: checked all the same.
+    let out = iolab()
+        .args(["run", "--no-store", "--node", &node("a", &a), "--workload", "varmail", "--engine", "null"])
+        .args(["--runtime", "1s", "--target"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("outside the agent's --allow"), "{err}");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "nothing made outside --allow: {err}");
 }
 
 /// A two-node run of `secs` seconds, started in the background.
@@ -338,12 +355,19 @@ fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
         assert!(st.success());
     }
     std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+    // A key the server does not know, for a refused login.
+    let st = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(dir.join("stranger"))
+        .status()
+        .unwrap();
+    assert!(st.success());
     let d = dir.display();
     std::fs::write(
         dir.join("sshd_config"),
         format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\n\
-             StrictModes no\nPasswordAuthentication no\nPidFile {d}/sshd.pid\n"
+             StrictModes no\nPasswordAuthentication no\nPidFile {d}/sshd.pid\nSetEnv XDG_CACHE_HOME={d}/cache\n"
         ),
     )
     .unwrap();
@@ -351,7 +375,9 @@ fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
         dir.join("ssh_config"),
         format!(
             "Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/id\n  \
-             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n\
+             Host stranger\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/stranger\n  \
+             IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
         ),
     )
     .unwrap();
@@ -385,6 +411,44 @@ fn an_ssh_node_runs_over_the_system_ssh() {
 }
 
 #[test]
+fn an_ssh_node_without_iolab_gets_this_one_and_a_refused_login_copies_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let Some((mut sshd, config)) = local_sshd(d.path()) else { return };
+    let work = d.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = |node: &str| {
+        iolab()
+            .env("IOLAB_SSH_CONFIG", &config)
+            .env("IOLAB_REMOTE_BIN", d.path().join("nowhere/iolab"))
+            .args(["run", "-o", "json", "--no-store", "--sample-interval", "0", "--target", "f", "--rw", "write"])
+            .args(["--size", "1M", "--node", &format!("n={node},dir={}", work.display())])
+            .output()
+            .unwrap()
+    };
+    // No iolab on the node: the coordinator brings its own, says so, and the run goes on.
+    let out = run("ssh://node1");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let copied = d.path().join(format!("cache/iolab/iolab-{}", env!("CARGO_PKG_VERSION")));
+    let copied_meta = std::fs::metadata(&copied);
+    // A refused login: said as it is, and nothing copied.
+    std::fs::remove_dir_all(d.path().join("cache")).unwrap();
+    let refused = run("ssh://stranger");
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no iolab on the node's PATH (exit 127)") && err.contains("copying this iolab"), "{err}");
+    let m = copied_meta.unwrap_or_else(|e| panic!("{} not copied: {e}", copied.display()));
+    assert_eq!(m.len(), std::fs::metadata(bin()).unwrap().len());
+    assert!(m.permissions().mode() & 0o111 != 0);
+    assert_eq!(std::fs::metadata(work.join("f")).unwrap().len(), 1 << 20);
+    let rerr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && rerr.contains("ssh failed (exit 255"), "{rerr}");
+    assert!(!rerr.contains("copying"), "{rerr}");
+    assert!(!d.path().join("cache").exists(), "nothing copied after a refused login");
+}
+
+#[test]
 fn ctrl_c_on_the_coordinator_stops_every_agent() {
     let d = tempfile::tempdir().unwrap();
     let (a, b) = (d.path().join("a"), d.path().join("b"));
@@ -409,4 +473,36 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
         assert!(n["elapsed_s"].as_f64().unwrap() < 10.0, "{n}");
     }
     wait_for("the agents to end", Duration::from_secs(5), || agents.iter().all(|p| !alive(*p)));
+}
+
+#[test]
+fn an_agent_whose_threads_cannot_start_fails_the_run_instead_of_hanging() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    // The agent under a 1.5 GB address-space limit: 4096 threads' stacks do not fit in it.
+    let wrapper = d.path().join("agent.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nulimit -v 1500000\nexport MALLOC_ARENA_MAX=1\nexec {} \"$@\"\n", bin()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = Instant::now();
+    let out = iolab()
+        .args(["run", "--no-store", "-o", "json", "--sample-interval", "0", "--node"])
+        .arg(format!("a=exec://{},dir={}", wrapper.display(), a.display()))
+        .args(["--target", "f", "--engine", "null", "--rw", "read", "--size", "1M", "--threads", "4096"])
+        .args(["--runtime", "30s"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(r["status"], "failed");
+    let err = r["error"].as_str().unwrap();
+    assert!(err.contains("could not start worker thread") && err.contains("ulimit"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
 }

@@ -52,12 +52,10 @@ impl AgentService {
         agent_server::AgentServer::new(self).max_decoding_message_size(64 << 20)
     }
 
-    /// Refuse any target outside the allowed directories, before anything is written.
+    /// Refuse any target outside the allowed directories, before anything is written, whatever
+    /// the engine: a personality on the null engine still makes its directories and files.
     fn check(&self, plan: &Plan) -> Result<(), String> {
         for job in plan.phases.iter().flat_map(|p| &p.jobs) {
-            if job.engine == iolab_spec::EngineKind::Null {
-                continue;
-            }
             self.allow.check(&job.target).map_err(|e| format!("job `{}`: {e}", job.name))?;
             for p in iolab_workload::layout::job_paths(job) {
                 self.allow.check(&p).map_err(|e| format!("job `{}`: {e}", job.name))?;
@@ -175,14 +173,32 @@ impl agent_server::Agent for AgentService {
             .name("iolab-agent-run".into())
             .spawn(move || {
                 let mut sink = Forward { tx: tx.clone(), started: Vec::new() };
-                let done = match run_plan(&plan, &ctl, &mut sink) {
-                    Ok(mut r) => {
+                // Whatever happens to the run, the coordinator hears how it ended: a panic
+                // is a failed run, not a node that stays "alive" and never finishes.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
+                let done = match ran {
+                    Ok(Ok(mut r)) => {
                         r.phases.clear();
                         proto::Done { result_json: serde_json::to_vec(&r).unwrap_or_default(), refused: String::new() }
                     }
-                    Err(e) => {
+                    Ok(Err(e)) => {
                         log(&format!("refused a run: {e}"));
                         proto::Done { result_json: Vec::new(), refused: e.to_string() }
+                    }
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".into());
+                        ctl.stop.store(true, Ordering::Relaxed);
+                        log(&format!("the run failed: it panicked ({what})"));
+                        let r = iolab_model::RunResult {
+                            status: iolab_model::Status::Failed,
+                            error: Some(format!("the agent's run panicked: {what}")),
+                            ..failed_run()
+                        };
+                        proto::Done { result_json: serde_json::to_vec(&r).unwrap_or_default(), refused: String::new() }
                     }
                 };
                 finished.store(true, Ordering::Relaxed);
@@ -191,6 +207,22 @@ impl agent_server::Agent for AgentService {
             })
             .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
         Ok(Response::new(UnboundedReceiverStream::new(rx)))
+    }
+}
+
+/// An empty run result, for a run that ended without one.
+fn failed_run() -> iolab_model::RunResult {
+    iolab_model::RunResult {
+        nodes: Vec::new(),
+        verdict: None,
+        schema_version: iolab_model::results::SCHEMA_VERSION,
+        iolab_version: env!("CARGO_PKG_VERSION").into(),
+        node: iolab_sysstat::hostname(),
+        started_unix_s: 0.0,
+        status: iolab_model::Status::Failed,
+        error: None,
+        plan: Plan { phases: Vec::new() },
+        phases: Vec::new(),
     }
 }
 

@@ -86,9 +86,10 @@ pub fn agent_command(addr: &Addr, allow: &Path, remote_bin: Option<&str>) -> Opt
     }
 }
 
-/// Where a copied binary goes on an ssh node (in the remote user's home).
+/// Where a copied binary goes on an ssh node: the remote user's cache directory, as the
+/// remote shell expands it (`$XDG_CACHE_HOME`, else `~/.cache`).
 pub fn remote_copy_path() -> String {
-    format!("~/.cache/iolab/iolab-{}", env!("CARGO_PKG_VERSION"))
+    format!("\"${{XDG_CACHE_HOME:-$HOME/.cache}}/iolab/iolab-{}\"", env!("CARGO_PKG_VERSION"))
 }
 
 /// Copy this very binary to an ssh node (same architecture only), streaming it through ssh's
@@ -98,9 +99,11 @@ pub async fn copy_self(dest: &str) -> std::io::Result<String> {
     let bytes = tokio::fs::read(&exe).await?;
     let path = remote_copy_path();
     let arch = std::env::consts::ARCH;
+    let dir = "\"${XDG_CACHE_HOME:-$HOME/.cache}/iolab\"";
+    let part = format!("{}.part\"", path.trim_end_matches('"'));
     let script = format!(
         "a=$(uname -m); [ \"$a\" = {arch} ] || {{ echo \"the node is $a, this iolab is {arch}\" >&2; exit 3; }}; \
-         mkdir -p ~/.cache/iolab && cat > {path}.part && chmod +x {path}.part && mv {path}.part {path}"
+         mkdir -p {dir} && cat > {part} && chmod 755 {part} && mv {part} {path}"
     );
     let mut c = Command::new("ssh");
     if let Some(cfg) = std::env::var_os("IOLAB_SSH_CONFIG") {

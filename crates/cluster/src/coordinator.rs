@@ -271,31 +271,88 @@ fn node_err(s: &NodeSpec, msg: String) -> ClusterError {
     ClusterError::Node { node: s.name.clone(), addr: s.addr.to_string(), msg }
 }
 
+/// Why a connection failed, and why bringing this iolab to the node would help (an ssh node
+/// without iolab, or with another version), if it would.
+struct Failed {
+    err: ClusterError,
+    bring: Option<String>,
+}
+
+impl From<ClusterError> for Failed {
+    fn from(err: ClusterError) -> Failed {
+        Failed { err, bring: None }
+    }
+}
+
 async fn connect_one(spec: NodeSpec, opts: Options) -> Result<Conn, ClusterError> {
     match &spec.addr {
         Addr::Ssh(dest) => match try_connect(&spec, &opts, None).await {
             Ok(c) => Ok(c),
-            Err(first) => {
-                // No iolab there, or another version: bring ours, and say so.
+            Err(Failed { bring: Some(why), .. }) => {
+                // No iolab there, or another version: bring ours, and say so. A login that
+                // failed, or anything else, is reported as it is and nothing is copied.
                 let path = connect::remote_copy_path();
                 eprintln!(
-                    "iolab: node `{}`: {first}; copying this iolab ({}) to {dest}:{path}",
+                    "iolab: node `{}`: {why}; copying this iolab ({}, {}) to {dest}:{path}",
                     spec.name,
-                    env!("CARGO_PKG_VERSION")
+                    env!("CARGO_PKG_VERSION"),
+                    std::env::consts::ARCH
                 );
                 let path = connect::copy_self(dest).await.map_err(|e| node_err(&spec, e.to_string()))?;
-                try_connect(&spec, &opts, Some(&path)).await
+                try_connect(&spec, &opts, Some(&path)).await.map_err(|f| f.err)
             }
+            Err(f) => Err(f.err),
         },
-        _ => try_connect(&spec, &opts, None).await,
+        _ => try_connect(&spec, &opts, None).await.map_err(|f| f.err),
     }
 }
 
-async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) -> Result<Conn, ClusterError> {
+/// How an agent's child process (or the ssh that runs it) ended, waiting a little for it.
+async fn exit_code(child: &mut Option<tokio::process::Child>) -> Option<i32> {
+    let c = child.as_mut()?;
+    match tokio::time::timeout(Duration::from_secs(3), c.wait()).await {
+        Ok(Ok(st)) => st.code(),
+        _ => None,
+    }
+}
+
+/// A failed handshake with an agent started over ssh or exec: what its exit says.
+async fn handshake_failed(spec: &NodeSpec, child: &mut Option<tokio::process::Child>, msg: String) -> Failed {
+    let ssh = matches!(spec.addr, Addr::Ssh(_));
+    match exit_code(child).await {
+        Some(127) if ssh => Failed {
+            err: node_err(spec, format!("{msg}: no iolab on the node's PATH")),
+            bring: Some("no iolab on the node's PATH (exit 127)".into()),
+        },
+        Some(126) if ssh => Failed {
+            err: node_err(spec, format!("{msg}: the node's iolab does not run")),
+            bring: Some("the node's iolab cannot be run (exit 126)".into()),
+        },
+        Some(255) if ssh => node_err(
+            spec,
+            "ssh failed (exit 255: the login was refused or the host is unreachable; ssh's own message is above). \
+             Check `ssh HOST true` works without a password (keys, ~/.ssh/config); nothing was copied"
+                .into(),
+        )
+        .into(),
+        Some(code) => node_err(spec, format!("{msg}; the agent exited with status {code}")).into(),
+        None => node_err(spec, msg).into(),
+    }
+}
+
+async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) -> Result<Conn, Failed> {
     let spec = spec.clone();
-    let allow = spec.dir.clone().unwrap_or_else(|| std::env::current_dir().unwrap_or_else(|_| "/".into()));
-    let (channel, child) = match &spec.addr {
+    let (channel, mut child) = match &spec.addr {
         Addr::Exec(_) | Addr::Ssh(_) => {
+            // The node's dir= is the agent's --allow there: the only place it does I/O.
+            let Some(allow) = spec.dir.clone() else {
+                return Err(node_err(
+                    &spec,
+                    "an ssh:// or exec:// node needs dir=PATH (NAME=ADDR,dir=PATH): the agent there does I/O only under it"
+                        .into(),
+                )
+                .into());
+            };
             let cmd = connect::agent_command(&spec.addr, &allow, remote_bin)
                 .ok_or_else(|| node_err(&spec, "no command for this address".into()))?;
             let (ch, child) =
@@ -311,19 +368,25 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         None => None,
     };
     let mut client = AgentClient::with_interceptor(channel, Token(token)).max_decoding_message_size(64 << 20);
-    let hello = client
+    let hello = match client
         .hello(proto::HelloRequest {
             protocol_version: PROTOCOL_VERSION,
             iolab_version: env!("CARGO_PKG_VERSION").into(),
         })
         .await
-        .map_err(|e| node_err(&spec, format!("handshake: {}", e.message())))?
-        .into_inner();
+    {
+        Ok(h) => h.into_inner(),
+        Err(e) if e.code() == tonic::Code::FailedPrecondition && matches!(spec.addr, Addr::Ssh(_)) => {
+            return Err(Failed {
+                err: node_err(&spec, format!("handshake: {}", e.message())),
+                bring: Some(format!("the node's iolab speaks another protocol ({})", e.message())),
+            })
+        }
+        Err(e) => return Err(handshake_failed(&spec, &mut child, format!("handshake: {}", e.message())).await),
+    };
     if matches!(spec.addr, Addr::Ssh(_)) && hello.iolab_version != env!("CARGO_PKG_VERSION") {
-        return Err(node_err(
-            &spec,
-            format!("the node runs iolab {}, this is {}", hello.iolab_version, env!("CARGO_PKG_VERSION")),
-        ));
+        let msg = format!("the node runs iolab {}, this is {}", hello.iolab_version, env!("CARGO_PKG_VERSION"));
+        return Err(Failed { err: node_err(&spec, msg.clone()), bring: Some(msg) });
     }
     // The clock: keep the sample with the least round trip.
     let mut best: Option<(u64, i64)> = None;
@@ -333,7 +396,9 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         let r = client.clock(proto::Empty {}).await.map_err(|e| node_err(&spec, format!("clock: {}", e.message())))?;
         let rtt = i0.elapsed();
         let mid = unix_ns(t0) + (rtt.as_nanos() / 2) as i64;
-        let offset = r.into_inner().unix_ns - mid;
+        let Some(offset) = r.into_inner().unix_ns.checked_sub(mid) else {
+            return Err(node_err(&spec, "its clock answered a time out of range".into()).into());
+        };
         let rtt = rtt.as_nanos() as u64;
         if best.is_none_or(|(b, _)| rtt < b) {
             best = Some((rtt, offset));
@@ -391,23 +456,47 @@ async fn tls_channel(spec: &NodeSpec, addr: &str, opts: &Options) -> Result<Chan
     Ok(ch)
 }
 
-/// One node's run as the coordinator follows it.
+/// The most seconds a node's timeline may hold in one phase (11 days): more is a broken agent.
+const MAX_TIMELINE: usize = 1_000_000;
+/// The longest a node may say a phase ran, in seconds (a year): more is a broken agent.
+const MAX_ELAPSED_S: f64 = 365.0 * 86_400.0;
+
+/// One node's run as the coordinator follows it. Everything an agent sends is checked against
+/// its plan before it is used: a phase the plan does not have, a time that overflows or a
+/// figure out of range makes the node failed, with a message that says what it sent.
 struct NodeState {
     name: String,
     offset_ns: i64,
     tx: Option<mpsc::UnboundedSender<Control>>,
+    /// Phases of the node's plan: every event must name one of them.
+    phases: usize,
     ready: Option<usize>,
     done: bool,
     last_heard: Instant,
-    /// Per phase: the node's measured start (coordinator clock, ns), its timeline.
+    /// Per phase: when its measured work began, on the node's own clock (ns).
     started: Vec<Option<i64>>,
-    /// Per phase: the instant it was told to start at (coordinator clock, ns).
+    /// Per phase: the instant it was told to start at, on the node's own clock (ns).
     scheduled: Vec<Option<i64>>,
     timelines: Vec<BTreeMap<u64, TimelinePoint>>,
     result: RunResult,
 }
 
 impl NodeState {
+    fn new(name: String, offset_ns: i64, phases: usize, result: RunResult) -> NodeState {
+        NodeState {
+            name,
+            offset_ns,
+            tx: None,
+            phases,
+            ready: None,
+            done: false,
+            last_heard: Instant::now(),
+            started: vec![None; phases],
+            scheduled: vec![None; phases],
+            timelines: vec![BTreeMap::new(); phases],
+            result,
+        }
+    }
     fn send(&self, kind: control::Kind) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Control { kind: Some(kind) });
@@ -421,11 +510,43 @@ impl NodeState {
             self.tx = None;
         }
     }
-    fn phase_slot(&mut self, i: usize) {
-        if self.started.len() <= i {
-            self.started.resize(i + 1, None);
-            self.scheduled.resize(i + 1, None);
-            self.timelines.resize(i + 1, BTreeMap::new());
+    /// A message that makes no sense: the node is failed, saying what it sent.
+    fn invalid(&mut self, what: String) {
+        let msg = format!("node `{}` sent an invalid message ({what}); it is taken for failed", self.name);
+        self.fail(msg);
+    }
+    /// The phase an event names, if the node's plan has it.
+    fn phase(&mut self, p: u32) -> Option<usize> {
+        let i = p as usize;
+        if i < self.phases {
+            Some(i)
+        } else {
+            self.invalid(format!("an event for phase {} of a plan of {} phase(s)", i + 1, self.phases));
+            None
+        }
+    }
+    /// A time of the node's clock (ns) on the coordinator's.
+    fn local(&self, node_ns: i64) -> Option<i64> {
+        node_ns.checked_sub(self.offset_ns)
+    }
+    /// Check a phase result's figures before they are merged.
+    fn sane(&mut self, r: &PhaseResult) -> bool {
+        let bad_s = |x: f64| !(0.0..=MAX_ELAPSED_S).contains(&x);
+        let why = if bad_s(r.elapsed_s) {
+            Some(format!("a phase of {} s", r.elapsed_s))
+        } else if let Some(j) = r.jobs.iter().find(|j| bad_s(j.elapsed_s)) {
+            Some(format!("a job of {} s", j.elapsed_s))
+        } else if r.timeline.len() > MAX_TIMELINE {
+            Some(format!("a timeline of {} seconds", r.timeline.len()))
+        } else {
+            r.timeline.iter().find(|p| bad_s(p.t_s)).map(|p| format!("a second at {} s", p.t_s))
+        };
+        match why {
+            Some(w) => {
+                self.invalid(w);
+                false
+            }
+            None => true,
         }
     }
 }
@@ -454,17 +575,12 @@ async fn drive(
             mkdirs,
         };
         let _ = tx.send(Control { kind: Some(control::Kind::Start(start)) });
-        let mut st = NodeState {
-            name: c.spec.name.clone(),
-            offset_ns: c.info.clock_offset_ns,
-            tx: Some(tx),
-            ready: None,
-            done: false,
-            last_heard: Instant::now(),
-            started: Vec::new(),
-            scheduled: Vec::new(),
-            timelines: Vec::new(),
-            result: RunResult {
+        let phases = local.phases.len();
+        let mut st = NodeState::new(
+            c.spec.name.clone(),
+            c.info.clock_offset_ns,
+            phases,
+            RunResult {
                 schema_version: iolab_model::results::SCHEMA_VERSION,
                 iolab_version: c.info.iolab_version.clone(),
                 node: c.spec.name.clone(),
@@ -472,7 +588,8 @@ async fn drive(
                 plan: local,
                 ..empty_run()
             },
-        };
+        );
+        st.tx = Some(tx);
         match c.client.run(tokio_stream::wrappers::UnboundedReceiverStream::new(rx)).await {
             Ok(resp) => {
                 let mut stream = resp.into_inner();
@@ -523,7 +640,7 @@ async fn drive(
                 Some(Incoming::Event(n, e)) => {
                     states[n].last_heard = Instant::now();
                     if let Some(kind) = e.kind {
-                        on_event(&mut states[n], kind, obs);
+                        on_event(&mut states[n], kind, phase, obs);
                     }
                     if states[n].done && states[n].result.status == Status::Failed && !stopping {
                         stop_all(&mut states);
@@ -573,9 +690,14 @@ async fn drive(
             let at = unix_ns(SystemTime::now() + lead);
             for &n in &live {
                 let s = &mut states[n];
-                s.phase_slot(phase);
-                s.scheduled[phase] = Some(at);
-                s.send(control::Kind::Go(proto::Go { phase: phase as u32, at_unix_ns: at + s.offset_ns }));
+                // The instant on the node's clock; the skew is measured there too.
+                match at.checked_add(s.offset_ns) {
+                    Some(node_at) if phase < s.phases => {
+                        s.scheduled[phase] = Some(node_at);
+                        s.send(control::Kind::Go(proto::Go { phase: phase as u32, at_unix_ns: node_at }));
+                    }
+                    _ => s.invalid(format!("a clock offset of {} ns", s.offset_ns)),
+                }
             }
             phase += 1;
         }
@@ -587,21 +709,35 @@ async fn drive(
     states
 }
 
-fn on_event(st: &mut NodeState, kind: event::Kind, obs: &mut dyn Observer) {
+/// One event of a node, checked against its plan; `next` is the phase the barrier waits for.
+fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Observer) {
     let name = st.name.clone();
     match kind {
-        event::Kind::Ready(r) => st.ready = Some(r.phase as usize),
+        event::Kind::Ready(r) => {
+            let Some(i) = st.phase(r.phase) else { return };
+            if i != next {
+                return st.invalid(format!("ready for phase {} while phase {} was next", i + 1, next + 1));
+            }
+            st.ready = Some(i);
+        }
         event::Kind::PhaseStart(p) => {
-            let i = p.phase as usize;
-            st.phase_slot(i);
-            st.started[i] = Some(p.started_unix_ns - st.offset_ns);
+            let Some(i) = st.phase(p.phase) else { return };
+            if st.local(p.started_unix_ns).is_none() {
+                return st.invalid(format!("a start at {} ns", p.started_unix_ns));
+            }
+            st.started[i] = Some(p.started_unix_ns);
         }
         event::Kind::Tick(t) | event::Kind::Correct(t) => {
-            let i = t.phase as usize;
+            let Some(i) = st.phase(t.phase) else { return };
             if let Ok(point) = serde_json::from_slice::<TimelinePoint>(&t.point_json) {
-                st.phase_slot(i);
+                if !(0.0..=MAX_ELAPSED_S).contains(&point.t_s) {
+                    return st.invalid(format!("a second at {} s", point.t_s));
+                }
                 let key = (point.t_s * 1000.0).round() as u64;
                 let fresh = !st.timelines[i].contains_key(&key);
+                if fresh && st.timelines[i].len() >= MAX_TIMELINE {
+                    return st.invalid(format!("more than {MAX_TIMELINE} seconds in phase {}", i + 1));
+                }
                 st.timelines[i].insert(key, point.clone());
                 if fresh {
                     obs.tick(&name, i, &point, t.bytes_so_far);
@@ -611,27 +747,36 @@ fn on_event(st: &mut NodeState, kind: event::Kind, obs: &mut dyn Observer) {
             }
         }
         event::Kind::Sample(s) => {
+            let Some(i) = st.phase(s.phase) else { return };
             if let Ok(r) = serde_json::from_slice::<iolab_sysstat::Rates>(&s.rates_json) {
-                obs.sample(&name, s.phase as usize, &r);
+                obs.sample(&name, i, &r);
             }
         }
         event::Kind::Progress(p) => {
+            let Some(i) = st.phase(p.phase) else { return };
             if let Some(Ok(r)) = p.result.as_ref().map(wire::unpack) {
-                obs.progress(&name, p.phase as usize, &r);
+                if st.sane(&r) {
+                    obs.progress(&name, i, &r);
+                }
             }
         }
         event::Kind::PhaseEnd(p) => {
-            let i = p.phase as usize;
+            let Some(i) = st.phase(p.phase) else { return };
             match p.result.as_ref().map(wire::unpack) {
                 Some(Ok(mut r)) => {
+                    if !st.sane(&r) {
+                        return;
+                    }
+                    if st.started[i].is_none() && p.started_unix_ns > 0 {
+                        if st.local(p.started_unix_ns).is_none() {
+                            return st.invalid(format!("a start at {} ns", p.started_unix_ns));
+                        }
+                        st.started[i] = Some(p.started_unix_ns);
+                    }
                     for j in &mut r.jobs {
                         j.node = Some(name.clone());
                     }
                     obs.phase_end(&name, i, &r);
-                    st.phase_slot(i);
-                    if st.started[i].is_none() && p.started_unix_ns > 0 {
-                        st.started[i] = Some(p.started_unix_ns - st.offset_ns);
-                    }
                     r.timeline = st.timelines[i].values().cloned().collect();
                     if st.result.phases.len() == i {
                         st.result.phases.push(r);
@@ -658,6 +803,33 @@ fn on_event(st: &mut NodeState, kind: event::Kind, obs: &mut dyn Observer) {
         event::Kind::Alive(_) => {}
     }
 }
+
+/// What the coordinator makes of one node's events, without a connection: each event checked
+/// and followed as a run would (a Go answers every Ready at once), then the phases merged. For
+/// the fuzz target and tests that feed hostile messages; nothing here may panic.
+pub fn follow_events(plan: &Plan, offset_ns: i64, events: Vec<proto::Event>) -> RunResult {
+    let mut st = NodeState::new("n".into(), offset_ns, plan.phases.len(), empty_run());
+    let mut next = 0usize;
+    let mut obs = NoObserver;
+    for e in events {
+        if st.done {
+            break;
+        }
+        if let Some(kind) = e.kind {
+            on_event(&mut st, kind, next, &mut obs);
+        }
+        if !st.done && st.ready == Some(next) {
+            let at = unix_ns(SystemTime::now());
+            st.scheduled[next] = at.checked_add(st.offset_ns);
+            next += 1;
+        }
+    }
+    let mut states = [st];
+    aggregate(plan, &[], &mut states, 0.0, false)
+}
+
+struct NoObserver;
+impl Observer for NoObserver {}
 
 fn empty_run() -> RunResult {
     RunResult {
@@ -711,12 +883,13 @@ fn aggregate(
 fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
     let with: Vec<(&NodeState, &PhaseResult)> =
         states.iter().filter_map(|s| s.result.phases.get(i).map(|p| (s, p))).collect();
-    // Each node's window on the coordinator's clock.
-    let windows: Vec<(i64, i64)> = with
+    // Each node's window on the coordinator's clock, in i128 ns: no sum of what a node sent
+    // can overflow (its times and durations were bounded on arrival).
+    let windows: Vec<(i128, i128)> = with
         .iter()
         .map(|(s, p)| {
-            let start = s.started.get(i).copied().flatten().unwrap_or(0);
-            (start, start + (p.elapsed_s * 1e9) as i64)
+            let start = s.started.get(i).copied().flatten().and_then(|t| s.local(t)).unwrap_or(0) as i128;
+            (start, start + (p.elapsed_s * 1e9) as i128)
         })
         .collect();
     let first_start = windows.iter().map(|w| w.0).min().unwrap_or(0);
@@ -755,12 +928,13 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
         // The seconds, placed on the common window by the node's start.
         let shift = ((start - first_start) as f64 / 1e9).round() as u64;
         for pt in &p.timeline {
-            let sec = (pt.t_s.ceil() as u64).max(1) + shift;
+            let sec = (pt.t_s.ceil() as u64).max(1).saturating_add(shift);
             let e = timeline.entry(sec).or_insert_with(|| TimelinePoint { t_s: sec as f64, ..Default::default() });
             add_point(e, pt);
         }
+        // Both on the node's own clock: the offset's error does not enter the skew.
         let skew = match (s.started.get(i).copied().flatten(), s.scheduled.get(i).copied().flatten()) {
-            (Some(a), Some(b)) => a - b,
+            (Some(a), Some(b)) => a.saturating_sub(b),
             _ => 0,
         };
         out.nodes.push(NodeResult {
@@ -790,11 +964,11 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
 
 /// Sum a node's second into the aggregate's (the latency figures: the worst node's).
 fn add_point(into: &mut TimelinePoint, p: &TimelinePoint) {
-    into.read_ops += p.read_ops;
-    into.read_bytes += p.read_bytes;
-    into.write_ops += p.write_ops;
-    into.write_bytes += p.write_bytes;
-    into.sync_ops += p.sync_ops;
+    into.read_ops = into.read_ops.saturating_add(p.read_ops);
+    into.read_bytes = into.read_bytes.saturating_add(p.read_bytes);
+    into.write_ops = into.write_ops.saturating_add(p.write_ops);
+    into.write_bytes = into.write_bytes.saturating_add(p.write_bytes);
+    into.sync_ops = into.sync_ops.saturating_add(p.sync_ops);
     for c in OpClass::ALL {
         into.ops.add(*c, p.ops.get(*c));
     }
@@ -828,6 +1002,67 @@ mod tests {
         assert!(err.to_string().contains("n.toml") && err.to_string().contains("nowhere"), "{err}");
         assert!(NodeSpec::parse_file(Path::new("n.toml"), "[[node]]\nname = \"a\"\naddr = \"h:1\"\nuser = \"x\"\n")
             .is_err());
+    }
+
+    fn two_phases() -> Plan {
+        let job = iolab_spec::JobPatch {
+            target: Some("/x/f".into()),
+            size: Some(iolab_spec::Bytes::mib(1)),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let phase = |n: &str| iolab_spec::Phase { name: n.into(), jobs: vec![job.clone()] };
+        Plan { phases: vec![phase("a"), phase("b")] }
+    }
+
+    fn e(kind: event::Kind) -> proto::Event {
+        proto::Event { kind: Some(kind) }
+    }
+
+    fn end(phase: u32, elapsed_s: f64, started_unix_ns: i64) -> proto::Event {
+        let r = PhaseResult { name: "a".into(), elapsed_s, ..Default::default() };
+        e(event::Kind::PhaseEnd(proto::Phase { phase, result: Some(wire::pack(&r)), started_unix_ns }))
+    }
+
+    #[test]
+    fn hostile_messages_fail_the_node_and_never_panic() {
+        let plan = two_phases();
+        let ready = |p: u32| e(event::Kind::Ready(proto::Ready { phase: p }));
+        let start = |p: u32, ns: i64| e(event::Kind::PhaseStart(proto::PhaseStart { phase: p, started_unix_ns: ns }));
+        let tick = |p: u32, t: &str| {
+            e(event::Kind::Tick(proto::Tick {
+                phase: p,
+                point_json: format!("{{\"t_s\":{t},\"read_ops\":18446744073709551615,\"read_bytes\":0,\"write_ops\":0,\"write_bytes\":0,\"sync_ops\":0,\"lat_p50_ns\":0,\"lat_p99_ns\":0,\"lat_max_ns\":0}}").into_bytes(),
+                bytes_so_far: 0,
+            }))
+        };
+        let cases: Vec<(&str, i64, Vec<proto::Event>, &str)> = vec![
+            ("a phase past the plan", 0, vec![ready(4_000_000_000)], "phase 4000000001 of a plan of 2"),
+            ("ready out of turn", 0, vec![ready(1)], "ready for phase 2 while phase 1 was next"),
+            ("a start before time began", 1, vec![ready(0), start(0, i64::MIN)], "a start at"),
+            ("a start past time's end", -1, vec![ready(0), start(0, i64::MAX)], "a start at"),
+            ("a second far away", 0, vec![ready(0), tick(0, "1e300")], "a second at"),
+            ("a phase of forever", 0, vec![ready(0), end(0, 1e300, 5)], "a phase of"),
+            ("a negative phase", 0, vec![ready(0), end(0, -1.0, 5)], "a phase of"),
+            ("a tick past the plan", 0, vec![tick(7, "1")], "phase 8 of a plan of 2"),
+        ];
+        for (what, offset, events, says) in cases {
+            let r = follow_events(&plan, offset, events);
+            assert_eq!(r.status, Status::Failed, "{what}");
+            let err = r.error.unwrap_or_default();
+            assert!(err.contains("invalid message") && err.contains(says), "{what}: {err}");
+        }
+        // Sums that would overflow saturate instead, and a late start far from the instant is
+        // a skew, not a crash.
+        let r = follow_events(
+            &plan,
+            i64::MAX / 2,
+            vec![ready(0), tick(0, "1"), tick(0, "2"), start(0, i64::MAX - 1), end(0, 2.0, 0)],
+        );
+        assert_ne!(r.status, Status::Failed, "{:?}", r.error);
+        assert_eq!(r.phases[0].timeline[1].read_ops, u64::MAX);
+        assert!(r.phases[0].nodes[0].start_skew_ns > 0);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
@@ -105,7 +105,9 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
                     .into());
                 }
                 jobs.push(Vec::new());
-            } else if j.engine == EngineKind::Null {
+            } else if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+                // A block job on the null engine opens no file. A personality does real
+                // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
@@ -150,7 +152,14 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
             result.error = Some(e.to_string());
             break;
         }
-        let pr = run_phase(i, phase, &targets, ctl, sink);
+        let pr = match run_phase(i, phase, &targets, ctl, sink) {
+            Ok(pr) => pr,
+            Err(e) => {
+                result.status = Status::Failed;
+                result.error = Some(format!("phase `{}`: {e}", phase.name));
+                break;
+            }
+        };
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -178,7 +187,9 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
-        .filter(|j| j.engine != EngineKind::Null && !matches!(j.workload, Workload::Replay(_)))
+        .filter(|j| {
+            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+        })
         .map(|j| layout::check_job(j).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
@@ -208,8 +219,33 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
+    /// the started ones leave without touching the barriers).
+    spawned: (Mutex<Option<bool>>, Condvar),
     ready: Barrier,
     go: Barrier,
+}
+
+impl Shared {
+    fn set_spawned(&self, all: bool) {
+        if let Ok(mut s) = self.spawned.0.lock() {
+            *s = Some(all);
+        }
+        self.spawned.1.notify_all();
+    }
+    /// Wait until every worker thread is started; `false` if one could not be.
+    fn all_spawned(&self) -> bool {
+        let Ok(mut s) = self.spawned.0.lock() else { return false };
+        loop {
+            match *s {
+                Some(all) => return all,
+                None => match self.spawned.1.wait(s) {
+                    Ok(g) => s = g,
+                    Err(_) => return false,
+                },
+            }
+        }
+    }
 }
 
 /// Sleep until a wall-clock instant (no-op if it has passed), waking to check for a stop.
@@ -222,7 +258,15 @@ fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     }
 }
 
-fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control, sink: &mut dyn Sink) -> PhaseResult {
+/// Run one phase. `Err` when its worker threads could not all be started (the system's limit
+/// on threads or memory): none of them did any I/O then.
+fn run_phase(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> Result<PhaseResult, String> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -234,7 +278,12 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         },
     };
     sink.phase_start(index, phase, expect);
-    let shared = Shared { start: OnceLock::new(), ready: Barrier::new(workers + 1), go: Barrier::new(workers + 1) };
+    let shared = Shared {
+        start: OnceLock::new(),
+        spawned: (Mutex::new(None), Condvar::new()),
+        ready: Barrier::new(workers + 1),
+        go: Barrier::new(workers + 1),
+    };
     let (tx, rx) = mpsc::channel::<Msg>();
 
     std::thread::scope(|s| {
@@ -246,13 +295,25 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
-                std::thread::Builder::new()
-                    .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx))
-                    .expect("spawning a worker thread");
+                let started =
+                    std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
+                        if shared.all_spawned() {
+                            worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx)
+                        }
+                    });
+                if let Err(e) = started {
+                    shared.set_spawned(false);
+                    return Err(format!(
+                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
+                        w + 1,
+                        job.name,
+                        job.threads
+                    ));
+                }
                 w += 1;
             }
         }
+        shared.set_spawned(true);
         drop(tx);
         shared.ready.wait();
         if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
@@ -317,7 +378,7 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         }
         let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
-        r
+        Ok(r)
     })
 }
 
@@ -479,6 +540,37 @@ mod tests {
         assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
+    }
+
+    #[test]
+    fn a_personality_on_the_null_engine_is_checked_like_any_other() {
+        let d = tempfile::tempdir().unwrap();
+        let job = |target: &std::path::Path| {
+            JobPatch {
+                target: Some(target.into()),
+                workload: Some(iolab_spec::WorkloadKind::Varmail),
+                engine: Some(EngineKind::Null),
+                threads: Some(1),
+                runtime: Some(Duration::from_millis(200)),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        };
+        let plan =
+            |target: &std::path::Path| Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job(target)] }] };
+        // A file is no directory to work in, whatever the engine.
+        let file = d.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = run_plan(&plan(&file), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("needs a directory"), "{err}");
+        // A directory of the job's name left there: refused, and nothing in it touched.
+        let work = d.path().join("work");
+        std::fs::create_dir_all(work.join("iolab.j.0")).unwrap();
+        std::fs::write(work.join("iolab.j.0/mine"), b"keep").unwrap();
+        let err = run_plan(&plan(&work), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("exists already"), "{err}");
+        assert_eq!(std::fs::read_dir(work.join("iolab.j.0")).unwrap().count(), 1);
     }
 
     #[derive(Default)]
