@@ -441,7 +441,7 @@ pub struct SurveyArgs {
     /// Keep the survey's files afterwards (to rerun faster).
     #[arg(long)]
     pub keep: bool,
-    /// Add seed 000's locking check on these nodes to the profile (node A and B: the first two,
+    /// Add the locking check on these nodes to the profile (node A and B: the first two,
     /// each writing under its dir=, one step of --step-time each): see `iolab scenario locking`.
     #[command(flatten)]
     pub nodes: NodeArgs,
@@ -486,20 +486,20 @@ pub struct NodeArgs {
 
 const SCENARIO_EXAMPLES: &str = "\
 Built-ins:
-  locking   seed 000's four checks on a shared directory: node A alone, node B alone, two writers
+  locking   the cluster filesystem's locking check on a shared directory: node A alone, node B alone, two writers
             on A at once, A and B at once (a dd-like 1M write of 1G with a final fsync unless the
             job flags say otherwise), then a verdict: the baseline range, the cost of disk-internal
             concurrency, the cost of the cluster filesystem, and whether a link is the limit.
-            A and B are the first two nodes given. --shared-file writes one file, as seed 000 did.
+            A and B are the first two nodes given. --shared-file makes every writer write one file.
   scaling   the same job on 1, 2, ..., N nodes at once (--clients N stops earlier), each node in
             its own subdirectory, with the aggregate, per-client share and efficiency per count.
 
 Examples:
-  Seed 000's locking check on two OCFS2 nodes over SSH, on one shared file, 100 Mbit link:
+  The locking check on two OCFS2 nodes over SSH, on one shared file, 100 Mbit link:
       iolab scenario locking --node n1=ssh://root@er-40021,dir=/var/lib/mysql \\
           --node n2=ssh://root@er-20026,dir=/var/lib/mysql --shared-file --size 1000M --bs 100M \\
           --link-speed 100mbit
-  Seed 003's PostMark on one to four clients at once, each in its own directory:
+  PostMark on one to four clients at once, each in its own directory:
       iolab scenario scaling --nodes clients.toml --workload postmark --clients 4
   Three rounds of the locking check, direct I/O, JSON with the verdict for a script:
       iolab scenario locking --node a=10.0.0.1:7700 --node b=10.0.0.2:7700 --direct --repeat 3 \\
@@ -517,8 +517,8 @@ pub struct ScenarioArgs {
     pub scenario: String,
     #[command(flatten)]
     pub nodes: NodeArgs,
-    /// locking: every writer writes one file, iolab-locking/shared.dat (seed 000 wrote one
-    /// file from both nodes); without it each writer writes its own.
+    /// locking: every writer writes one file, iolab-locking/shared.dat (both nodes on one file);
+    /// without it each writer writes its own.
     #[arg(long)]
     pub shared_file: bool,
     /// The speed of the network link each node reaches the storage over, for the verdict: 100mbit,

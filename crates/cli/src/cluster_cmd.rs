@@ -179,11 +179,10 @@ pub fn run_scenario(
         nodes: cluster.infos(),
         verdict: None,
     };
-    // Files an earlier step of this run wrote: a later step's node may write them too. A shared
-    // file is created and marked on one node; on a network filesystem another node may not see
-    // the mark (no user xattrs, and the manifest's inode numbers differ between mounts, as on
-    // sshfs), so the run vouches for the files it wrote itself, and for nothing else.
-    let mut written: std::collections::HashSet<std::path::PathBuf> = std::collections::HashSet::new();
+    // One mark for every step: a file a step created may be written by a later step, on any
+    // node that sees it in the same directory (a shared file seen through another mount, where
+    // the file's own mark may not show), and nothing else (layout::RunMark).
+    let run_mark = iolab_workload::layout::RunMark::new();
     for (i, step) in sc.steps.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             overall.status = Status::Interrupted;
@@ -196,17 +195,10 @@ pub fn run_scenario(
         let work: Vec<Option<Work>> = names
             .iter()
             .map(|n| {
-                step.parts.iter().find(|p| &p.node == n).map(|p| {
-                    let mut jobs = p.jobs.clone();
-                    for j in &mut jobs {
-                        if j.target.is_relative() && written.contains(&j.target) {
-                            j.overwrite = true;
-                        }
-                    }
-                    Work {
-                        plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs }] },
-                        mkdirs: p.mkdirs.clone(),
-                    }
+                step.parts.iter().find(|p| &p.node == n).map(|p| Work {
+                    plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs: p.jobs.clone() }] },
+                    mkdirs: p.mkdirs.clone(),
+                    run_mark: run_mark.clone(),
                 })
             })
             .collect();
@@ -223,11 +215,6 @@ pub fn run_scenario(
                 r.add_phase(i, iolab_store::AGGREGATE, &p);
             }
             overall.phases.push(p);
-        }
-        if agg.status == Status::Complete {
-            written.extend(
-                step.parts.iter().flat_map(|p| &p.jobs).filter(|j| j.workload.writes()).map(|j| j.target.clone()),
-            );
         }
         if agg.status != Status::Complete {
             overall.status = agg.status;

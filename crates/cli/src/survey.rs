@@ -196,7 +196,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             JobPatch { runtime: Some(a.step_time), size: Some(size.min(Bytes::mib(256))), ..Default::default() };
         let sc = iolab_spec::builtin("locking", &nodes, &patch, &Default::default())?;
         if !json {
-            eprintln!("iolab survey: seed 000's locking check on {}", nodes.join(" and "));
+            eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
         }
         Some(crate::cluster_cmd::run_scenario(&sc, &a.nodes, &a.out, &a.save, a.link_speed, false, stop)?)
     };
@@ -246,7 +246,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         println!("stopped early: {e}");
     }
     if let Some(l) = &locking {
-        println!("seed 000's locking check:");
+        println!("the locking check:");
         for p in &l.phases {
             let per: Vec<String> = p
                 .nodes

@@ -219,7 +219,7 @@ fn survey_with_nodes_adds_the_locking_check() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("seed 000's locking check:"), "{text}");
+    assert!(text.contains("the locking check:"), "{text}");
     for step in ["A alone", "B alone", "A twice", "A and B"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(step)), "no {step} row: {text}");
     }
@@ -228,4 +228,39 @@ fn survey_with_nodes_adds_the_locking_check() {
     let runs = iolab().args(["runs", "--db", db.to_str().unwrap()]).output().unwrap();
     let runs = String::from_utf8_lossy(&runs.stdout);
     assert!(runs.contains("survey") && runs.contains("scenario"), "{runs}");
+}
+
+/// A later step may write again only files this scenario created, as each node sees them: the
+/// same relative name in another node's directory is another file, and a foreign one there is
+/// refused.
+#[test]
+fn a_later_step_writes_only_what_this_scenario_created_on_that_node() {
+    let d = disk_tempdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(b.join("f"), b"someone else's file").unwrap();
+    let file = d.path().join("steps.toml");
+    std::fs::write(
+        &file,
+        "[defaults]\nrw = \"write\"\nsize = \"1M\"\n\
+         [[step]]\nname = \"a writes\"\nnodes = [\"a\"]\n[[step.job]]\ntarget = \"f\"\n\
+         [[step]]\nname = \"a again\"\nnodes = [\"a\"]\n[[step.job]]\ntarget = \"f\"\n\
+         [[step]]\nname = \"b writes\"\nnodes = [\"b\"]\n[[step.job]]\ntarget = \"f\"\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["scenario", file.to_str().unwrap(), "--no-store", "-o", "json", "--sample-interval", "0"])
+        .args(["--node", &format!("a=exec://{},dir={}", bin(), a.display())])
+        .args(["--node", &format!("b=exec://{},dir={}", bin(), b.display())])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = v["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a writes", "a again"], "a's own file written twice, then b refused");
+    assert_eq!(v["status"], "failed");
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("b writes") && err.contains("iolab did not create it"), "{err}");
+    assert_eq!(std::fs::read(b.join("f")).unwrap(), b"someone else's file");
+    assert_eq!(std::fs::metadata(a.join("f")).unwrap().len(), 1 << 20);
 }

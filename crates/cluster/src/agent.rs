@@ -8,6 +8,7 @@ use crate::allow::Allow;
 use crate::proto::{self, agent_server, control, event, Control, Event};
 use crate::wire;
 use iolab_spec::Plan;
+use iolab_workload::layout::RunMark;
 use iolab_workload::{run_plan, Control as RunControl, Expect, PhaseResult, Sink, StartGate};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,6 +109,12 @@ impl agent_server::Agent for AgentService {
         if let Err(e) = plan.validate() {
             return Err(Status::invalid_argument(format!("the plan: {e}")));
         }
+        let run_mark = match first.run_mark.as_str() {
+            "" => None,
+            m => Some(
+                RunMark::parse(m).ok_or_else(|| Status::invalid_argument("a run mark is 32 lowercase hex digits"))?,
+            ),
+        };
         for d in &first.mkdirs {
             let made = self
                 .allow
@@ -168,7 +175,7 @@ impl agent_server::Agent for AgentService {
         });
         let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
         let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
-        let ctl = RunControl { stop: stop.clone(), start_at: None, gate: Some(gate), sample_interval };
+        let ctl = RunControl { stop: stop.clone(), start_at: None, gate: Some(gate), sample_interval, run_mark };
         std::thread::Builder::new()
             .name("iolab-agent-run".into())
             .spawn(move || {

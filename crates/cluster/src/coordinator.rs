@@ -13,6 +13,7 @@ use crate::wire;
 use iolab_model::class::OpClass;
 use iolab_model::{ClassAcc, NodeInfo, NodeResult, PhaseResult, RunResult, Status, TimelinePoint, Totals};
 use iolab_spec::Plan;
+use iolab_workload::layout::RunMark;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -123,11 +124,13 @@ impl NodeSpec {
 }
 
 /// What one node does in a run: its plan, and the directories to make first (relative ones
-/// under its `dir`).
+/// under its `dir`), within a run of its own mark (a scenario passes the same mark to every
+/// step, so a later step may write the files an earlier one created: `layout::RunMark`).
 #[derive(Debug, Clone)]
 pub struct Work {
     pub plan: Plan,
     pub mkdirs: Vec<PathBuf>,
+    pub run_mark: RunMark,
 }
 
 /// How the coordinator behaves.
@@ -240,7 +243,8 @@ impl Cluster {
     /// Run `plan` on every node at once; a lost node stops the others and its failure is kept
     /// with what was measured. Setting `stop` stops every agent.
     pub fn run(&mut self, plan: &Plan, stop: Arc<AtomicBool>, obs: &mut dyn Observer) -> ClusterResult {
-        let work = vec![Some(Work { plan: plan.clone(), mkdirs: Vec::new() }); self.conns.len()];
+        let work =
+            vec![Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: RunMark::new() }); self.conns.len()];
         self.run_each(plan, &work, stop, obs)
     }
 
@@ -573,6 +577,7 @@ async fn drive(
             sample_interval_ns: opts.sample_interval.map_or(0, |d| d.as_nanos() as u64),
             node: c.spec.name.clone(),
             mkdirs,
+            run_mark: work.run_mark.as_str().to_string(),
         };
         let _ = tx.send(Control { kind: Some(control::Kind::Start(start)) });
         let phases = local.phases.len();

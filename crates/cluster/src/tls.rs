@@ -32,6 +32,8 @@ pub enum TlsError {
     File { what: &'static str, path: PathBuf, source: io::Error },
     #[error("making the agent's certificate: {0}")]
     Make(String),
+    #[error("serving: {0}")]
+    Serve(String),
     #[error("TLS setup: {0}")]
     Rustls(#[from] rustls::Error),
     #[error("{path}: no {what} in it")]
@@ -179,7 +181,7 @@ pub async fn serve(
         .add_service(svc)
         .serve_with_incoming(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|e| TlsError::Make(format!("serving: {e}")))
+        .map_err(|e| TlsError::Serve(e.to_string()))
 }
 
 /// Pins an agent's certificate: the fingerprint remembered for its address, or (first use)

@@ -46,6 +46,9 @@ pub struct Control {
     pub gate: Option<Arc<dyn StartGate>>,
     /// Sample CPU, disks and network this often beside each phase (None: don't).
     pub sample_interval: Option<Duration>,
+    /// The run's own mark (several steps on several nodes): files it creates are noted with
+    /// it, and files noted with it may be written again (see [`layout::RunMark`]).
+    pub run_mark: Option<layout::RunMark>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -88,6 +91,11 @@ pub enum RunError {
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
+    check_plan_in_run(plan, None)
+}
+
+/// [`check_plan`] within a run that has its own mark.
+pub fn check_plan_in_run(plan: &Plan, run: Option<&layout::RunMark>) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
     plan.validate()?;
     let mut out = Vec::new();
     for p in &plan.phases {
@@ -113,7 +121,7 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
                 }
                 jobs.push(Vec::new());
             } else {
-                jobs.push(layout::check_job(j)?);
+                jobs.push(layout::check_job_in_run(j, run)?);
             }
         }
         out.push(jobs);
@@ -124,7 +132,7 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
 /// Run a plan. Refusals return `Err` with nothing written; once I/O has begun, failures and
 /// interruptions come back inside the result, beside what was measured.
 pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let targets = check_plan(plan)?;
+    let targets = check_plan_in_run(plan, ctl.run_mark.as_ref())?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
         nodes: Vec::new(),
@@ -143,7 +151,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
             result.status = Status::Interrupted;
             break;
         }
-        if let Err(e) = prepare_phase(phase, &ctl.stop, sink) {
+        if let Err(e) = prepare_phase(phase, ctl, sink) {
             if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
                 return Err(e.into()); // nothing measured yet: a plain refusal
             }
@@ -181,7 +189,8 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     Ok(result)
 }
 
-fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
+fn prepare_phase(phase: &Phase, ctl: &Control, sink: &mut dyn Sink) -> Result<(), LayoutError> {
+    let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
@@ -190,7 +199,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
         .filter(|j| {
             (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
         })
-        .map(|j| layout::check_job(j).map(|ts| (j, ts)))
+        .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
     let mut seen = std::collections::HashSet::new();
@@ -200,7 +209,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
                 continue;
             }
             let created_now = !t.exists;
-            layout::create_target(t)?;
+            layout::create_target_in_run(t, run)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
