@@ -40,16 +40,49 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the agent's runtime")?;
+    let state = args.state_dir.clone().unwrap_or_else(state_dir);
     let service = AgentService::new(allow);
+    // Traces sent for replay jobs are kept in the state directory, never under --allow.
+    let service = match service.clone().with_trace_cache(&state.join("traces")) {
+        Ok(s) => s,
+        Err(e) => {
+            agent::log(&format!("{e}; replay jobs will be refused"));
+            service
+        }
+    };
+    let traces = service.trace_dir();
+    // Asked to end (SIGTERM, SIGINT: the coordinator closing, a daemon stopped): the traces
+    // this process was sent go with it.
+    let gone = traces.clone();
+    let _ = ctrlc::set_handler(move || {
+        if let Some(d) = &gone {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        agent::log("asked to end");
+        std::process::exit(143);
+    });
+    let result = serve(&args, rt, service, &dirs, &state);
+    if let Some(d) = traces {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    result
+}
+
+fn serve(
+    args: &AgentArgs,
+    rt: tokio::runtime::Runtime,
+    service: AgentService,
+    dirs: &str,
+    state: &std::path::Path,
+) -> Result<ExitCode> {
     if let Some(addr) = &args.listen {
         let Some(token_file) = &args.token_file else {
             bail!("--listen needs --token-file FILE: an agent never listens without a shared token");
         };
         let token = read_token(token_file)?;
-        let dir = args.state_dir.clone().unwrap_or_else(state_dir);
         let (cert, key) = match (&args.cert, &args.key) {
             (Some(c), Some(k)) => tls::load(c, k)?,
-            _ => tls::load_or_make(&dir)?,
+            _ => tls::load_or_make(state)?,
         };
         let fp = tls::fingerprint(&cert);
         let served = rt.block_on(async {

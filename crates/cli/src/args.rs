@@ -362,8 +362,9 @@ pub struct AgentArgs {
     /// The shared token every request must carry (the file's first line; refused if empty).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Where the daemon keeps its certificate [default: $XDG_STATE_HOME/iolab/agent or
-    /// ~/.local/state/iolab/agent].
+    /// Where the agent keeps its certificate (daemon) and the traces it is sent for replay
+    /// (each agent process in a directory of its own under traces/, removed when it ends)
+    /// [default: $XDG_STATE_HOME/iolab/agent or ~/.local/state/iolab/agent].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Serve this certificate (PEM, for example one your CA signed) instead of the one made
@@ -452,6 +453,13 @@ pub struct SurveyArgs {
     pub out: OutArgs,
     #[command(flatten)]
     pub save: SaveArgs,
+}
+
+impl NodeArgs {
+    /// Whether any node is named (the run goes to the nodes, not here).
+    pub fn given(&self) -> bool {
+        !self.node.is_empty() || self.nodes_file.is_some()
+    }
 }
 
 /// The nodes a run or a scenario uses, and how strictly their clocks are checked.
@@ -641,6 +649,16 @@ Examples:
   As fast as possible, or with the think time halved, labelled for `iolab compare`:
       iolab replay redo.trace --target /mnt/test --timing afap -l config=ssd
       iolab replay redo.trace --target /mnt/test --timing scale:2
+  The same trace on two nodes at one start, each under its own directory of the shared mount:
+      iolab replay redo.trace --target run1 --node a=ssh://n1,dir=/mnt/ocfs2/a --node b=ssh://n2,dir=/mnt/ocfs2/b
+  One trace per node (each node's own recording), at one start:
+      iolab replay --node-trace a=n1.trace --node-trace b=n2.trace --target run1 --node a=ssh://n1,dir=/mnt/x \\
+          --node b=ssh://n2,dir=/mnt/x
+
+With --node, iolab sends each node its trace (the agent checks its length and CRC and keeps it
+in its own state directory, never under its --allow directories); --target is relative to each
+node's dir=. --prepare needs the files here and is refused with --node: replay a trace that
+creates its files, or prepare them on each node.
 
 The traced files under the common directory of those the program writes (or --strip PREFIX)
 are replayed under --target; other files (libraries, /proc, sockets) are skipped and counted.
@@ -649,11 +667,21 @@ Exit status: 0 done and faithful (replayed counts equal the recorded ones), 1 co
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The trace (from `iolab trace record` or `iolab trace import`).
-    pub trace: PathBuf,
-    /// The directory the traced files are replayed under.
+    /// The trace (from `iolab trace record` or `iolab trace import`); with --node, every node
+    /// replays it.
+    #[arg(required_unless_present = "node_trace")]
+    pub trace: Option<PathBuf>,
+    /// The directory the traced files are replayed under (with --node: relative to each node's
+    /// dir=, or absolute).
     #[arg(long)]
     pub target: PathBuf,
+    /// With --node: this node replays this trace, NAME=FILE (repeatable; one per node, instead
+    /// of one trace for all).
+    #[arg(long, value_name = "NAME=FILE", conflicts_with = "trace")]
+    pub node_trace: Vec<String>,
+    /// Replay on these nodes at one start instead of here.
+    #[command(flatten)]
+    pub nodes: NodeArgs,
     /// think: keep each thread's gaps between calls; recorded: each call at its recorded instant;
     /// afap: no waits; scale:X: gaps divided by X.
     #[arg(long, default_value = "think", value_parser = |s: &str| s.parse::<iolab_spec::Timing>())]

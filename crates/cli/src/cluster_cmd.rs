@@ -72,12 +72,42 @@ fn connect(
 }
 
 pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let json = args.out.output == Output::Json;
-    let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
-    let mut rec = Recorder::begin(&args.save, "run", name, plan)?;
-    let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
+    let same = |names: &[String]| -> Result<Vec<Option<Work>>> {
+        let run_mark = iolab_workload::layout::RunMark::new();
+        Ok(names
+            .iter()
+            .map(|_| Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: run_mark.clone() }))
+            .collect())
+    };
+    let aggregate = run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)?;
+    if args.cleanup {
+        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
+    }
+    emit(&aggregate, &args.out)?;
+    Ok(exit_code(&aggregate))
+}
+
+/// Run one plan per node at one start (`work` makes them from the nodes' names; `None`: the
+/// node sits out), showing every node's progress and saving the run as one run of `kind`
+/// named `name`, its plan `plan`. Returns the aggregate; prints nothing but progress.
+#[allow(clippy::too_many_arguments)]
+pub fn run_each(
+    nodes: &NodeArgs,
+    out: &OutArgs,
+    save: &SaveArgs,
+    kind: &str,
+    name: &str,
+    plan: &Plan,
+    work: impl FnOnce(&[String]) -> Result<Vec<Option<Work>>>,
+    stop: Arc<AtomicBool>,
+) -> Result<RunResult> {
+    let json = out.output == Output::Json;
+    let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
+    let work = work(&names)?;
+    let mut rec = Recorder::begin(save, kind, name, plan)?;
+    let draw = !json && !out.no_progress && std::io::stderr().is_terminal();
     let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
-    let result = cluster.run(plan, stop, &mut obs);
+    let result = cluster.run_each(plan, &work, stop, &mut obs);
     if draw {
         eprintln!();
     }
@@ -93,11 +123,7 @@ pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Re
             eprintln!("iolab: {}", r.where_());
         }
     }
-    if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
-    }
-    emit(&aggregate, &args.out)?;
-    Ok(exit_code(&aggregate))
+    Ok(aggregate)
 }
 
 /// The scenario the arguments name: a file if one exists at that path, else a built-in.

@@ -51,13 +51,20 @@ pub struct Fidelity {
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check()?;
+    if a.nodes.given() {
+        return on_nodes(a, stop);
+    }
+    if !a.node_trace.is_empty() {
+        bail!("--node-trace names a node's trace: give the nodes with --node NAME=ADDR,dir=PATH");
+    }
+    let Some(trace_file) = a.trace.clone() else { bail!("name the trace to replay") };
     if !a.target.is_dir() {
         bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
     }
     let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-    let f = std::fs::File::open(&a.trace).with_context(|| format!("cannot open {}", a.trace.display()))?;
+    let f = std::fs::File::open(&trace_file).with_context(|| format!("cannot open {}", trace_file.display()))?;
     let trace =
-        Trace::read(std::io::BufReader::new(f)).with_context(|| format!("cannot read {}", a.trace.display()))?;
+        Trace::read(std::io::BufReader::new(f)).with_context(|| format!("cannot read {}", trace_file.display()))?;
     let strip = a.strip.clone().unwrap_or_else(|| replay::default_strip(&trace));
     let plan_r = ReplayPlan::build(&trace, &strip);
     if plan_r.threads.is_empty() {
@@ -68,8 +75,8 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
     prepare(&plan_r, &trace, &target, a.prepare, a.overwrite)?;
-    let (bytes, crc) = replay::fingerprint(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
-    let trace_path = a.trace.canonicalize().unwrap_or(a.trace.clone());
+    let (bytes, crc) = replay::fingerprint(&trace_file).with_context(|| format!("{}", trace_file.display()))?;
+    let trace_path = trace_file.canonicalize().unwrap_or(trace_file.clone());
     let job = Job {
         name: "replay".into(),
         target: target.clone(),
@@ -91,7 +98,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             strip: strip.clone(),
         }),
     };
-    let name = format!("replay {}", a.trace.display());
+    let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
     let fid = fidelity(&plan_r, &result);
@@ -201,9 +208,14 @@ fn prepare(p: &ReplayPlan, t: &Trace, target: &Path, fill: bool, overwrite: bool
 }
 
 fn fidelity(p: &ReplayPlan, r: &iolab_workload::RunResult) -> Fidelity {
-    let expected = p.expected();
     let total = r.phases.first().map(|ph| ph.total.clone()).unwrap_or_default();
     let replayed_s = r.phases.first().map(|ph| ph.elapsed_s).unwrap_or(0.0);
+    fidelity_of(p, &total, replayed_s)
+}
+
+/// The fidelity of one replay's totals (one node's, with --node) against its plan.
+fn fidelity_of(p: &ReplayPlan, total: &iolab_workload::Totals, replayed_s: f64) -> Fidelity {
+    let expected = p.expected();
     let mut rec_time: BTreeMap<OpClass, u64> = BTreeMap::new();
     for th in &p.threads {
         for s in &th.steps {
@@ -245,6 +257,148 @@ fn fidelity(p: &ReplayPlan, r: &iolab_workload::RunResult) -> Fidelity {
         threads: p.threads.len(),
         skipped: p.skipped.clone(),
     }
+}
+
+/// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
+/// at one start. The coordinator sends each node its trace with the run; the agent keeps it in
+/// its own state directory and replays from there. Fidelity is judged per node.
+fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    if a.prepare {
+        bail!(
+            "--prepare makes the files here, not on the nodes: with --node, replay a trace that creates its files, or prepare them on each node (iolab replay --prepare there)"
+        );
+    }
+    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let names = crate::cluster_cmd::node_names(&a.nodes)?;
+    // Which trace each node replays.
+    let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for nt in &a.node_trace {
+        let (n, f) = nt.split_once('=').with_context(|| format!("--node-trace `{nt}`: expected NAME=FILE"))?;
+        if !names.iter().any(|x| x == n) {
+            bail!("--node-trace `{nt}`: no node is named `{n}` (the nodes: {})", names.join(", "));
+        }
+        if chosen.insert(n.to_string(), PathBuf::from(f)).is_some() {
+            bail!("--node-trace: node `{n}` is given two traces");
+        }
+    }
+    if let Some(t) = &a.trace {
+        for n in &names {
+            chosen.insert(n.clone(), t.clone());
+        }
+    }
+    if let Some(n) = names.iter().find(|n| !chosen.contains_key(*n)) {
+        bail!("node `{n}` has no trace: give one with --node-trace {n}=FILE");
+    }
+    // Each distinct trace read, planned and fingerprinted once.
+    struct Planned {
+        plan: ReplayPlan,
+        job: ReplayJob,
+        threads: u32,
+    }
+    let mut planned: BTreeMap<PathBuf, Planned> = BTreeMap::new();
+    for path in chosen.values() {
+        if planned.contains_key(path) {
+            continue;
+        }
+        let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let trace =
+            Trace::read(std::io::BufReader::new(f)).with_context(|| format!("cannot read {}", path.display()))?;
+        let strip = a.strip.clone().unwrap_or_else(|| replay::default_strip(&trace));
+        let plan = ReplayPlan::build(&trace, &strip);
+        if plan.threads.is_empty() {
+            bail!(
+                "{}: nothing to replay: no call of the trace touches a file under {} (name the traced data directory with --strip)",
+                path.display(),
+                strip.display()
+            );
+        }
+        let (bytes, crc) = replay::fingerprint(path).with_context(|| format!("{}", path.display()))?;
+        let threads = plan.threads.len() as u32;
+        let job = ReplayJob {
+            trace: path.canonicalize().unwrap_or(path.clone()),
+            trace_bytes: bytes,
+            trace_crc32: crc,
+            timing: a.timing,
+            strip,
+        };
+        planned.insert(path.clone(), Planned { plan, job, threads });
+    }
+    let job_for = |node: &str| -> Job {
+        let p = &planned[&chosen[node]];
+        Job {
+            name: "replay".into(),
+            target: a.target.clone(),
+            size: None,
+            seed: iolab_spec::DEFAULT_SEED,
+            engine,
+            iodepth: 1,
+            direct: false,
+            threads: p.threads,
+            runtime: None,
+            ramp: Duration::ZERO,
+            overwrite: a.overwrite,
+            device: false,
+            workload: Workload::Replay(p.job.clone()),
+        }
+    };
+    // The run as a whole: one phase, every node's job named by its node.
+    let jobs = names
+        .iter()
+        .map(|n| {
+            let mut j = job_for(n);
+            j.name = format!("{n}:replay");
+            j
+        })
+        .collect();
+    let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs }] };
+    plan.validate()?;
+    let name = match &a.trace {
+        Some(t) => format!("replay {} on {} nodes", t.display(), names.len()),
+        None => format!("replay of {} traces on {} nodes", planned.len(), names.len()),
+    };
+    let work = |names: &[String]| -> Result<Vec<Option<iolab_cluster::Work>>> {
+        let run_mark = layout::RunMark::new();
+        Ok(names
+            .iter()
+            .map(|n| {
+                Some(iolab_cluster::Work {
+                    plan: Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }] },
+                    // The target directory, made on each node if missing (under its dir=).
+                    mkdirs: vec![a.target.clone()],
+                    run_mark: run_mark.clone(),
+                })
+            })
+            .collect())
+    };
+    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, "replay", &name, &plan, work, stop)?;
+    // Each node against its own trace's plan.
+    let mut fids: BTreeMap<String, Fidelity> = BTreeMap::new();
+    if let Some(ph) = result.phases.first() {
+        for nr in &ph.nodes {
+            if let Some(path) = chosen.get(&nr.name) {
+                fids.insert(nr.name.clone(), fidelity_of(&planned[path].plan, &nr.total, nr.elapsed_s));
+            }
+        }
+    }
+    if a.out.output == Output::Json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            fidelity_by_node: &'a BTreeMap<String, Fidelity>,
+            run: &'a iolab_workload::RunResult,
+        }
+        println!("{}", serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })?);
+    } else {
+        run_cmd::emit(&result, &a.out)?;
+        for (n, f) in &fids {
+            println!("\nNode {n}:");
+            print_fidelity(f);
+        }
+    }
+    let code = run_cmd::exit_code(&result);
+    if code == ExitCode::SUCCESS && (fids.len() < names.len() || fids.values().any(|f| !f.counts_equal)) {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
 }
 
 fn expected_class(k: Kind, flags: u32) -> OpClass {

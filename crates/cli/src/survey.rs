@@ -188,7 +188,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop.clone())?;
     // With nodes, seed 000's locking check beside the profile, each check one step long.
-    let locking = if a.nodes.node.is_empty() && a.nodes.nodes_file.is_none() {
+    let locking = if !a.nodes.given() {
         None
     } else {
         let nodes: Vec<String> = crate::cluster_cmd::node_names(&a.nodes)?;

@@ -6,11 +6,12 @@
 
 use crate::allow::Allow;
 use crate::proto::{self, agent_server, control, event, Control, Event};
+use crate::traces::{TraceCache, TraceError};
 use crate::wire;
-use iolab_spec::Plan;
+use iolab_spec::{Plan, Workload};
 use iolab_workload::layout::RunMark;
 use iolab_workload::{run_plan, Control as RunControl, Expect, PhaseResult, Sink, StartGate};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as smpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,11 +43,26 @@ pub fn log(text: &str) {
 #[derive(Clone)]
 pub struct AgentService {
     allow: Arc<Allow>,
+    /// Where traces sent for replay jobs are kept (none: replay jobs are refused).
+    traces: Option<Arc<TraceCache>>,
 }
 
 impl AgentService {
     pub fn new(allow: Allow) -> AgentService {
-        AgentService { allow: Arc::new(allow) }
+        AgentService { allow: Arc::new(allow), traces: None }
+    }
+
+    /// Keep traces sent for replay jobs in a directory of this process's own under `dir`,
+    /// which must lie outside the `--allow` directories.
+    pub fn with_trace_cache(mut self, dir: &Path) -> Result<AgentService, TraceError> {
+        self.traces = Some(Arc::new(TraceCache::new(dir, &self.allow)?));
+        Ok(self)
+    }
+
+    /// The directory of this process's copies of traces, removed by the caller when it ends
+    /// (tasks a runtime shuts down in the background may never drop the cache).
+    pub fn trace_dir(&self) -> Option<PathBuf> {
+        self.traces.as_ref().map(|t| t.dir().to_path_buf())
     }
 
     pub fn server(self) -> agent_server::AgentServer<AgentService> {
@@ -94,6 +110,25 @@ impl agent_server::Agent for AgentService {
         Ok(Response::new(proto::ClockReply { unix_ns: unix_ns(SystemTime::now()) }))
     }
 
+    async fn put_trace(&self, req: Request<Streaming<proto::TraceChunk>>) -> Result<Response<proto::Empty>, Status> {
+        let Some(cache) = self.traces.clone() else {
+            return Err(Status::failed_precondition("this agent keeps no traces"));
+        };
+        let mut input = req.into_inner();
+        let mut upload = None;
+        while let Some(c) = input.message().await? {
+            let u = match &mut upload {
+                Some(u) => u,
+                None => upload.insert(cache.begin(c.total_bytes, c.crc32).map_err(refuse_trace)?),
+            };
+            u.write(&c.data).map_err(refuse_trace)?;
+        }
+        let Some(u) = upload else { return Err(Status::invalid_argument("no trace was sent")) };
+        let path = u.finish().map_err(refuse_trace)?;
+        log(&format!("kept a trace for replay: {}", path.display()));
+        Ok(Response::new(proto::Empty {}))
+    }
+
     type RunStream = UnboundedReceiverStream<Result<Event, Status>>;
 
     async fn run(&self, req: Request<Streaming<Control>>) -> Result<Response<Self::RunStream>, Status> {
@@ -104,8 +139,21 @@ impl agent_server::Agent for AgentService {
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(Status::deadline_exceeded("no Start within 10 s")),
         };
-        let plan: Plan = serde_json::from_slice(&first.plan_json)
+        let mut plan: Plan = serde_json::from_slice(&first.plan_json)
             .map_err(|e| Status::invalid_argument(format!("the plan is not iolab's JSON: {e}")))?;
+        // A replay runs from the agent's copy of a trace it was sent, never from a path it is
+        // told: the path is the coordinator's, and reading it here would read anything.
+        let has_replay = plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Replay(_)));
+        if has_replay {
+            let rewritten = match &self.traces {
+                Some(t) => t.rewrite(&mut plan).map_err(|e| e.to_string()),
+                None => Err("this agent keeps no traces, so it runs no replay".to_string()),
+            };
+            if let Err(e) = rewritten {
+                log(&format!("refused a run: {e}"));
+                return Err(Status::permission_denied(e));
+            }
+        }
         if let Err(e) = plan.validate() {
             return Err(Status::invalid_argument(format!("the plan: {e}")));
         }
@@ -179,7 +227,7 @@ impl agent_server::Agent for AgentService {
         std::thread::Builder::new()
             .name("iolab-agent-run".into())
             .spawn(move || {
-                let mut sink = Forward { tx: tx.clone(), started: Vec::new() };
+                let mut sink = Forward { tx: tx.clone(), ramp: Duration::ZERO, started: Vec::new() };
                 // Whatever happens to the run, the coordinator hears how it ended: a panic
                 // is a failed run, not a node that stays "alive" and never finishes.
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
@@ -215,6 +263,11 @@ impl agent_server::Agent for AgentService {
             .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
         Ok(Response::new(UnboundedReceiverStream::new(rx)))
     }
+}
+
+fn refuse_trace(e: TraceError) -> Status {
+    log(&format!("refused a trace: {e}"));
+    Status::invalid_argument(e.to_string())
 }
 
 /// An empty run result, for a run that ended without one.
@@ -262,7 +315,9 @@ impl StartGate for Gate {
 /// The run's sink: everything it hears goes to the coordinator as an event.
 struct Forward {
     tx: mpsc::UnboundedSender<Result<Event, Status>>,
-    /// Each phase's measured start, agent clock: its first progress, less what it had run.
+    /// The current phase's ramp: its measured work begins that long after its start.
+    ramp: Duration,
+    /// Each phase's measured start, agent clock.
     started: Vec<Option<i64>>,
 }
 
@@ -283,7 +338,21 @@ impl Sink for Forward {
     fn message(&mut self, text: &str) {
         self.send(event::Kind::Message(proto::Message { text: text.into() }));
     }
-    fn phase_start(&mut self, _index: usize, _phase: &iolab_spec::Phase, _expect: Expect) {}
+    fn phase_start(&mut self, _index: usize, phase: &iolab_spec::Phase, _expect: Expect) {
+        self.ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
+    }
+    fn started(&mut self, index: usize, at: SystemTime) {
+        if self.started.len() <= index {
+            self.started.resize(index + 1, None);
+        }
+        let measured = unix_ns(at + self.ramp);
+        self.started[index] = Some(measured);
+        self.send(event::Kind::PhaseStart(proto::PhaseStart {
+            phase: index as u32,
+            started_unix_ns: measured,
+            actual_unix_ns: unix_ns(at),
+        }));
+    }
     fn tick(&mut self, index: usize, point: &iolab_model::TimelinePoint, bytes: u64) {
         let point_json = serde_json::to_vec(point).unwrap_or_default();
         self.send(event::Kind::Tick(proto::Tick { phase: index as u32, point_json, bytes_so_far: bytes }));
@@ -297,17 +366,6 @@ impl Sink for Forward {
         self.send(event::Kind::Sample(proto::Sample { phase: index as u32, rates_json }));
     }
     fn progress(&mut self, index: usize, so_far: &PhaseResult) {
-        if self.started.len() <= index {
-            self.started.resize(index + 1, None);
-        }
-        if self.started[index].is_none() {
-            // The executor hands out the phase's first progress right after its start, with
-            // the time run since (0 until a ramp is over: then this is the ramp's end).
-            let at = SystemTime::now() - Duration::from_secs_f64(so_far.elapsed_s.max(0.0));
-            let ns = unix_ns(at);
-            self.started[index] = Some(ns);
-            self.send(event::Kind::PhaseStart(proto::PhaseStart { phase: index as u32, started_unix_ns: ns }));
-        }
         self.send(event::Kind::Progress(self.phase(index, so_far)));
     }
     fn phase_end(&mut self, index: usize, result: &PhaseResult) {

@@ -12,9 +12,9 @@ use crate::proto::{self, agent_client::AgentClient, control, event, Control};
 use crate::wire;
 use iolab_model::class::OpClass;
 use iolab_model::{ClassAcc, NodeInfo, NodeResult, PhaseResult, RunResult, Status, TimelinePoint, Totals};
-use iolab_spec::Plan;
+use iolab_spec::{Plan, Workload};
 use iolab_workload::layout::RunMark;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -177,7 +177,7 @@ struct Conn {
     spec: NodeSpec,
     client: Client,
     info: NodeInfo,
-    _child: Option<tokio::process::Child>,
+    child: Option<tokio::process::Child>,
 }
 
 /// Connected nodes, ready to run plans.
@@ -268,6 +268,30 @@ impl Cluster {
         let aggregate = aggregate(plan, &infos, &mut states, started_unix_s, stop.load(Ordering::Relaxed));
         let nodes = states.into_iter().map(|s| s.result).collect();
         ClusterResult { nodes, aggregate }
+    }
+}
+
+/// How long agent processes (or the ssh running one) get to end once asked to (SIGTERM: a
+/// stdio agent then removes the traces it was sent) before they are killed.
+const AGENT_EXIT: Duration = Duration::from_secs(2);
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let mut children: Vec<tokio::process::Child> = self.conns.iter_mut().filter_map(|c| c.child.take()).collect();
+        self.conns.clear();
+        for c in &children {
+            if let Some(pid) = c.id().and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+        }
+        self.rt.block_on(async {
+            let deadline = tokio::time::Instant::now() + AGENT_EXIT;
+            for c in &mut children {
+                if tokio::time::timeout_at(deadline, c.wait()).await.is_err() {
+                    let _ = c.start_kill();
+                }
+            }
+        });
     }
 }
 
@@ -418,7 +442,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         rtt_ns,
         dir: spec.dir.as_ref().map(|d| d.display().to_string()),
     };
-    Ok(Conn { spec, client, info, _child: child })
+    Ok(Conn { spec, client, info, child })
 }
 
 /// A TLS channel to an agent daemon, its certificate pinned (remembered on first use).
@@ -479,6 +503,8 @@ struct NodeState {
     last_heard: Instant,
     /// Per phase: when its measured work began, on the node's own clock (ns).
     started: Vec<Option<i64>>,
+    /// Per phase: when its clock began and its workers were released, node clock (ns).
+    actual: Vec<Option<i64>>,
     /// Per phase: the instant it was told to start at, on the node's own clock (ns).
     scheduled: Vec<Option<i64>>,
     timelines: Vec<BTreeMap<u64, TimelinePoint>>,
@@ -496,6 +522,7 @@ impl NodeState {
             done: false,
             last_heard: Instant::now(),
             started: vec![None; phases],
+            actual: vec![None; phases],
             scheduled: vec![None; phases],
             timelines: vec![BTreeMap::new(); phases],
             result,
@@ -568,6 +595,7 @@ async fn drive(
 ) -> Vec<NodeState> {
     let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Incoming>();
     let mut states = Vec::new();
+    let mut traces = HashMap::new();
     for (n, (c, work)) in conns.iter_mut().enumerate() {
         let local = c.spec.localize(&work.plan);
         let mkdirs = work.mkdirs.iter().map(|d| c.spec.localize_path(d).display().to_string()).collect();
@@ -595,6 +623,11 @@ async fn drive(
             },
         );
         st.tx = Some(tx);
+        if let Err(e) = ship_traces(&mut c.client, &st.result.plan, &mut traces).await {
+            st.fail(format!("node `{}`: {e}", c.spec.name));
+            states.push(st);
+            continue;
+        }
         match c.client.run(tokio_stream::wrappers::UnboundedReceiverStream::new(rx)).await {
             Ok(resp) => {
                 let mut stream = resp.into_inner();
@@ -691,7 +724,11 @@ async fn drive(
         // The barrier: once every live node is ready for this phase, one start for all.
         let live: Vec<usize> = (0..states.len()).filter(|&n| !states[n].done).collect();
         if !stopping && !live.is_empty() && live.iter().all(|&n| states[n].ready == Some(phase)) {
-            let lead = Duration::from_nanos(max_rtt.saturating_mul(2)) + Duration::from_millis(50);
+            // Early enough that every node holds its Go before the instant: twice the worst
+            // round trip, 50 ms, and a millisecond for each node beyond 8 (the Go messages go
+            // out one after another; 64 agents on a loaded machine take their turns to read).
+            let extra = Duration::from_millis(live.len().saturating_sub(8) as u64);
+            let lead = Duration::from_nanos(max_rtt.saturating_mul(2)) + Duration::from_millis(50) + extra;
             let at = unix_ns(SystemTime::now() + lead);
             for &n in &live {
                 let s = &mut states[n];
@@ -714,6 +751,52 @@ async fn drive(
     states
 }
 
+/// The size of the pieces a trace travels in.
+const TRACE_CHUNK: usize = 1 << 20;
+
+/// Send a node the trace of each replay job of its plan (the agent runs a replay only from a
+/// trace it was sent). Each trace is read once, and must still be the file that was planned.
+async fn ship_traces(
+    client: &mut Client,
+    plan: &Plan,
+    read: &mut HashMap<PathBuf, Arc<Vec<u8>>>,
+) -> Result<(), String> {
+    let mut sent = std::collections::HashSet::new();
+    for job in plan.phases.iter().flat_map(|p| &p.jobs) {
+        let Workload::Replay(r) = &job.workload else { continue };
+        if !sent.insert((r.trace_bytes, r.trace_crc32)) {
+            continue;
+        }
+        let bytes = match read.get(&r.trace) {
+            Some(b) => b.clone(),
+            None => {
+                let b = tokio::fs::read(&r.trace)
+                    .await
+                    .map_err(|e| format!("reading the trace {}: {e}", r.trace.display()))?;
+                let mut crc = flate2::Crc::new();
+                crc.update(&b);
+                if (b.len() as u64, crc.sum()) != (r.trace_bytes, r.trace_crc32) {
+                    return Err(format!("the trace {} changed since the replay was planned", r.trace.display()));
+                }
+                let b = Arc::new(b);
+                read.insert(r.trace.clone(), b.clone());
+                b
+            }
+        };
+        let (total, crc32) = (r.trace_bytes, r.trace_crc32);
+        let n = bytes.len().div_ceil(TRACE_CHUNK).max(1);
+        let chunks = (0..n).map(move |i| {
+            let end = ((i + 1) * TRACE_CHUNK).min(bytes.len());
+            proto::TraceChunk { total_bytes: total, crc32, data: bytes[i * TRACE_CHUNK..end].to_vec() }
+        });
+        client
+            .put_trace(tokio_stream::iter(chunks))
+            .await
+            .map_err(|e| format!("sending the trace {}: {}", r.trace.display(), e.message()))?;
+    }
+    Ok(())
+}
+
 /// One event of a node, checked against its plan; `next` is the phase the barrier waits for.
 fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Observer) {
     let name = st.name.clone();
@@ -727,10 +810,13 @@ fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Ob
         }
         event::Kind::PhaseStart(p) => {
             let Some(i) = st.phase(p.phase) else { return };
-            if st.local(p.started_unix_ns).is_none() {
-                return st.invalid(format!("a start at {} ns", p.started_unix_ns));
+            for t in [p.started_unix_ns, p.actual_unix_ns] {
+                if st.local(t).is_none() {
+                    return st.invalid(format!("a start at {t} ns"));
+                }
             }
             st.started[i] = Some(p.started_unix_ns);
+            st.actual[i] = (p.actual_unix_ns != 0).then_some(p.actual_unix_ns);
         }
         event::Kind::Tick(t) | event::Kind::Correct(t) => {
             let Some(i) = st.phase(t.phase) else { return };
@@ -938,7 +1024,8 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             add_point(e, pt);
         }
         // Both on the node's own clock: the offset's error does not enter the skew.
-        let skew = match (s.started.get(i).copied().flatten(), s.scheduled.get(i).copied().flatten()) {
+        let actual = s.actual.get(i).copied().flatten().or(s.started.get(i).copied().flatten());
+        let skew = match (actual, s.scheduled.get(i).copied().flatten()) {
             (Some(a), Some(b)) => a.saturating_sub(b),
             _ => 0,
         };
@@ -1034,7 +1121,9 @@ mod tests {
     fn hostile_messages_fail_the_node_and_never_panic() {
         let plan = two_phases();
         let ready = |p: u32| e(event::Kind::Ready(proto::Ready { phase: p }));
-        let start = |p: u32, ns: i64| e(event::Kind::PhaseStart(proto::PhaseStart { phase: p, started_unix_ns: ns }));
+        let start = |p: u32, ns: i64| {
+            e(event::Kind::PhaseStart(proto::PhaseStart { phase: p, started_unix_ns: ns, actual_unix_ns: ns }))
+        };
         let tick = |p: u32, t: &str| {
             e(event::Kind::Tick(proto::Tick {
                 phase: p,

@@ -13,6 +13,7 @@ pub mod connect;
 pub mod coordinator;
 pub mod stdio;
 pub mod tls;
+pub mod traces;
 pub mod wire;
 
 /// The generated gRPC types and service stubs of `iolab.agent.v1`.
