@@ -4,7 +4,7 @@
 
 use crate::args::AgentArgs;
 use anyhow::{bail, Context, Result};
-use iolab_cluster::{agent, stdio, tls, AgentService, Allow};
+use iolab_cluster::{agent, join, stdio, tls, AgentService, Allow};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,8 +29,10 @@ fn state_dir() -> PathBuf {
 }
 
 pub fn run(args: AgentArgs) -> Result<ExitCode> {
-    if !args.stdio && args.listen.is_none() {
-        bail!("say how to serve: --stdio (for ssh and exec:// nodes) or --listen HOST:PORT --token-file FILE");
+    if !args.stdio && args.listen.is_none() && args.join.is_none() {
+        bail!(
+            "say how to serve: --stdio (for ssh and exec:// nodes), --listen HOST:PORT --token-file FILE, or --join ADDR --token-file FILE"
+        );
     }
     let allow = Allow::new(&args.allow).context("the agent's --allow directories")?;
     let dirs: Vec<String> = allow.dirs().iter().map(|d| d.display().to_string()).collect();
@@ -75,6 +77,21 @@ fn serve(
     dirs: &str,
     state: &std::path::Path,
 ) -> Result<ExitCode> {
+    if let Some(addr) = &args.join {
+        let Some(token_file) = &args.token_file else {
+            bail!("--join needs --token-file FILE: the coordinator and the agent prove the token to each other");
+        };
+        let token = read_token(token_file)?;
+        let (rank, from) = match args.rank {
+            Some(r) => (r, "--rank"),
+            None => join::rank_from(|k| std::env::var(k).ok())?,
+        };
+        agent::log(&format!("rank {rank} (from {from}), joining {addr}, allowed under: {dirs}"));
+        let served = rt.block_on(join::join(addr, service, &token, rank, args.join_timeout));
+        rt.shutdown_background();
+        served?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(addr) = &args.listen {
         let Some(token_file) = &args.token_file else {
             bail!("--listen needs --token-file FILE: an agent never listens without a shared token");

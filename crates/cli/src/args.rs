@@ -359,6 +359,17 @@ pub struct AgentArgs {
     /// Serve as a daemon on HOST:PORT, over TLS (needs --token-file).
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "stdio")]
     pub listen: Option<String>,
+    /// Connect out to a coordinator started with --listen ADDR and serve it (TLS, needs
+    /// --token-file): for agents a launcher places (srun, mpirun, a Kubernetes Indexed Job).
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "listen"])]
+    pub join: Option<String>,
+    /// With --join: this agent's rank [default: the launcher's SLURM_PROCID,
+    /// OMPI_COMM_WORLD_RANK, PMI_RANK or JOB_COMPLETION_INDEX].
+    #[arg(long, requires = "join")]
+    pub rank: Option<u32>,
+    /// With --join: how long to keep trying to reach the coordinator.
+    #[arg(long, value_parser = parse_dur, default_value = "120s", requires = "join")]
+    pub join_timeout: Duration,
     /// The shared token every request must carry (the file's first line; refused if empty).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
@@ -390,6 +401,9 @@ Examples:
       head -c 32 /dev/urandom | base64 > ~/.iolab-token
       iolab agent --listen 0.0.0.0:7878 --token-file ~/.iolab-token --allow /mnt/shared
       iolab run --node n1=host1:7878,dir=/mnt/shared --token-file ~/.iolab-token --target f --rw write --size 1G
+  Placed by a launcher (docs/launchers.md): each agent dials the coordinator with its rank:
+      iolab run --listen 0.0.0.0:7700 --expect 4 --token-file ~/.iolab-token --target f --size 1G &
+      srun -N4 iolab agent --join coordinator-host:7700 --token-file ~/.iolab-token --allow /scratch/$USER
   Try several nodes on one machine:
       iolab run --node a=exec://$(command -v iolab),dir=/tmp/a --node b=exec://$(command -v iolab),dir=/tmp/b \\
           --target f --rw write --size 64M
@@ -458,12 +472,12 @@ pub struct SurveyArgs {
 impl NodeArgs {
     /// Whether any node is named (the run goes to the nodes, not here).
     pub fn given(&self) -> bool {
-        !self.node.is_empty() || self.nodes_file.is_some()
+        !self.node.is_empty() || self.nodes_file.is_some() || self.expect.is_some()
     }
 }
 
 /// The nodes a run or a scenario uses, and how strictly their clocks are checked.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct NodeArgs {
     /// A node, NAME=ADDR[,dir=PATH] (repeatable, in order: a scenario's node A is the first).
     /// ADDR is ssh://[user@]host (the system ssh runs `iolab agent --stdio` there), HOST:PORT
@@ -490,6 +504,18 @@ pub struct NodeArgs {
     /// (trust on first use, kept in `known_agents` beside the results database).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// Wait on HOST:PORT for agents a launcher started with `iolab agent --join` (TLS; each
+    /// proves the --token-file token); they are the join:RANK nodes and those of --expect.
+    #[arg(long = "listen", value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Wait for N agents to join --listen, ranks 0 to N-1, named rank0, rank1, ...; a join:RANK
+    /// node given by name takes that rank's place. Relative targets go under each one's dir=,
+    /// else under its only --allow directory.
+    #[arg(long, value_name = "N", requires = "listen", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub expect: Option<u32>,
+    /// How long to wait for every agent to join.
+    #[arg(long, value_parser = parse_dur, default_value = "120s")]
+    pub join_timeout: Duration,
 }
 
 const SCENARIO_EXAMPLES: &str = "\

@@ -27,6 +27,13 @@ fn specs(nodes: &NodeArgs) -> Result<Vec<NodeSpec>> {
     for n in &nodes.node {
         specs.push(NodeSpec::parse(n)?);
     }
+    // --expect N: ranks 0 to N-1 join, those not named by a join:RANK node as rankR.
+    for r in 0..nodes.expect.unwrap_or(0) {
+        let addr = iolab_cluster::connect::Addr::Join(r);
+        if !specs.iter().any(|s| s.addr == addr) {
+            specs.push(NodeSpec { name: format!("rank{r}"), addr, dir: None });
+        }
+    }
     if specs.is_empty() {
         bail!("no node given: add --node NAME=ADDR[,dir=PATH] or [[node]] tables with name and addr to --nodes");
     }
@@ -54,7 +61,15 @@ fn connect(
     let sample_interval = (!sample_interval.is_zero()).then_some(sample_interval);
     let token = nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?;
     let known_agents = save.db.path().parent().map(|d| d.join("known_agents"));
-    let opts = Options { ignore_clock: nodes.ignore_clock, sample_interval, token, known_agents, ca: nodes.ca.clone() };
+    let opts = Options {
+        ignore_clock: nodes.ignore_clock,
+        sample_interval,
+        token,
+        known_agents,
+        ca: nodes.ca.clone(),
+        listen: nodes.listen.clone(),
+        join_patience: nodes.join_timeout,
+    };
     let cluster = Cluster::connect(&specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
     if !json {
         for i in cluster.infos() {

@@ -623,3 +623,83 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Agents a launcher would place: each started with its rank in one launcher's variable (set
+/// here by hand) and `--join`; the coordinator waits for the ranks of --expect on --listen,
+/// turns away a joiner without the token, and runs as usual.
+#[test]
+fn agents_join_the_coordinator_with_the_rank_their_launcher_gave_them() {
+    use std::io::BufRead;
+    let d = tempfile::tempdir().unwrap();
+    let (token, bad) = (d.path().join("token"), d.path().join("bad"));
+    std::fs::write(&token, "join-token\n").unwrap();
+    std::fs::write(&bad, "guess\n").unwrap();
+    let mut coord = iolab_process()
+        .args(["run", "--no-store", "-o", "json", "--sample-interval", "0", "--listen", "127.0.0.1:0"])
+        .args(["--expect", "4", "--join-timeout", "60s", "--target", "f", "--rw", "write", "--size", "1M"])
+        .arg("--token-file")
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line.split("join on ").nth(1).and_then(|r| r.split_whitespace().next()).expect(&line).to_string();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let log2 = log.clone();
+    std::thread::spawn(move || {
+        for l in err.lines().map_while(Result::ok) {
+            log2.lock().unwrap().push_str(&(l + "\n"));
+        }
+    });
+    let agent = |var: &str, rank: u32, tok: &Path| {
+        let dir = d.path().join(format!("w{rank}-{}", tok.file_name().unwrap().to_string_lossy()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = iolab_process();
+        for v in ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "JOB_COMPLETION_INDEX"] {
+            c.env_remove(v);
+        }
+        let child = c
+            .env(var, rank.to_string())
+            .args(["agent", "--join", &addr, "--token-file"])
+            .arg(tok)
+            .arg("--allow")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        (child, dir)
+    };
+    // One without the token first: turned away, and the wait goes on.
+    let (mut intruder, idir) = agent("SLURM_PROCID", 0, &bad);
+    wait_for("the intruder turned away", Duration::from_secs(30), || log.lock().unwrap().contains("turned away"));
+    let mut agents: Vec<_> =
+        [("SLURM_PROCID", 0), ("OMPI_COMM_WORLD_RANK", 1), ("PMI_RANK", 2), ("JOB_COMPLETION_INDEX", 3)]
+            .into_iter()
+            .map(|(v, r)| agent(v, r, &token))
+            .collect();
+    let out = coord.wait_with_output().unwrap();
+    let said = log.lock().unwrap().clone();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("did not prove it holds the token") || said.contains("not the coordinator's proof"),
+        "{said}"
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes: Vec<(&str, &str)> = r["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap(), n["address"].as_str().unwrap()))
+        .collect();
+    assert_eq!(nodes, [("rank0", "join:0"), ("rank1", "join:1"), ("rank2", "join:2"), ("rank3", "join:3")]);
+    for (a, dir) in &mut agents {
+        assert_eq!(std::fs::metadata(dir.join("f")).unwrap().len(), 1 << 20, "{}", dir.display());
+        let _ = a.wait();
+    }
+    assert!(!idir.join("f").exists(), "nothing ran on the intruder");
+    let _ = intruder.kill();
+    let _ = intruder.wait();
+}

@@ -45,11 +45,20 @@ pub struct AgentService {
     allow: Arc<Allow>,
     /// Where traces sent for replay jobs are kept (none: replay jobs are refused).
     traces: Option<Arc<TraceCache>>,
+    /// An agent that joined its coordinator: its rank and its proof of the token.
+    joined: Option<(u32, Vec<u8>)>,
 }
 
 impl AgentService {
     pub fn new(allow: Allow) -> AgentService {
-        AgentService { allow: Arc::new(allow), traces: None }
+        AgentService { allow: Arc::new(allow), traces: None, joined: None }
+    }
+
+    /// The service of an agent that joined its coordinator (one connection): the handshake
+    /// answers with its rank and its proof of the token (see [`crate::join`]).
+    pub fn joined(mut self, rank: u32, proof: Vec<u8>) -> AgentService {
+        self.joined = Some((rank, proof));
+        self
     }
 
     /// Keep traces sent for replay jobs in a directory of this process's own under `dir`,
@@ -103,6 +112,9 @@ impl agent_server::Agent for AgentService {
             hostname: iolab_sysstat::hostname(),
             arch: std::env::consts::ARCH.into(),
             unix_ns: unix_ns(SystemTime::now()),
+            rank: self.joined.as_ref().map_or(0, |j| j.0),
+            join_proof: self.joined.as_ref().map(|j| j.1.clone()).unwrap_or_default(),
+            allow: self.allow.dirs().iter().map(|d| d.display().to_string()).collect(),
         }))
     }
 

@@ -20,6 +20,9 @@ pub enum Addr {
     Ssh(String),
     /// `HOST:PORT`: an agent daemon (TLS).
     Tcp(String),
+    /// `join:RANK`: an agent that joins the coordinator's `--listen` address
+    /// (`iolab agent --join`), placed by a launcher that gave it this rank.
+    Join(u32),
 }
 
 impl Addr {
@@ -35,13 +38,17 @@ impl Addr {
                 return Err(format!("`{s}`: ssh:// needs a host, as ssh://[user@]host"));
             }
             Ok(Addr::Ssh(h.to_string()))
+        } else if let Some(r) = s.strip_prefix("join:") {
+            r.parse::<u32>()
+                .map(Addr::Join)
+                .map_err(|_| format!("`{s}`: join:RANK takes the agent's rank, a number from 0"))
         } else if let Some((host, port)) = s.rsplit_once(':') {
             if host.is_empty() || port.parse::<u16>().is_err() {
                 return Err(format!("`{s}`: not HOST:PORT (the port is a number up to 65535)"));
             }
             Ok(Addr::Tcp(s.to_string()))
         } else {
-            Err(format!("`{s}`: an address is ssh://[user@]host, HOST:PORT or exec://PATH"))
+            Err(format!("`{s}`: an address is ssh://[user@]host, HOST:PORT, join:RANK or exec://PATH"))
         }
     }
 }
@@ -52,6 +59,7 @@ impl std::fmt::Display for Addr {
             Addr::Exec(p) => write!(f, "exec://{}", p.display()),
             Addr::Ssh(h) => write!(f, "ssh://{h}"),
             Addr::Tcp(a) => f.write_str(a),
+            Addr::Join(r) => write!(f, "join:{r}"),
         }
     }
 }
@@ -82,7 +90,7 @@ pub fn agent_command(addr: &Addr, allow: &Path, remote_bin: Option<&str>) -> Opt
             c.arg(format!("{} agent --stdio --allow {}", bin, sh_quote(&allow.to_string_lossy())));
             Some(c)
         }
-        Addr::Tcp(_) => None,
+        Addr::Tcp(_) | Addr::Join(_) => None,
     }
 }
 
@@ -158,6 +166,9 @@ mod tests {
         assert_eq!(Addr::parse("exec:///bin/iolab").unwrap(), Addr::Exec("/bin/iolab".into()));
         assert_eq!(Addr::parse("ssh://me@host").unwrap(), Addr::Ssh("me@host".into()));
         assert_eq!(Addr::parse("10.0.0.1:7000").unwrap(), Addr::Tcp("10.0.0.1:7000".into()));
+        assert_eq!(Addr::parse("join:3").unwrap(), Addr::Join(3));
+        assert_eq!(Addr::Join(3).to_string(), "join:3");
+        assert!(Addr::parse("join:x").is_err() && Addr::parse("join:-1").is_err());
         for bad in ["ssh://", "ssh://-oProxyCommand=x", "host", "host:port", "exec://", ":80"] {
             assert!(Addr::parse(bad).is_err(), "{bad}");
         }

@@ -44,6 +44,8 @@ pub enum ClusterError {
     Duplicate(String),
     #[error("starting the coordinator's runtime: {0}")]
     Runtime(std::io::Error),
+    #[error("{0}")]
+    Join(String),
 }
 
 /// One node as the user named it: `NAME=ADDR[,dir=PATH]`.
@@ -134,7 +136,7 @@ pub struct Work {
 }
 
 /// How the coordinator behaves.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Run even with clocks more than 1 s apart.
     pub ignore_clock: bool,
@@ -146,6 +148,24 @@ pub struct Options {
     pub known_agents: Option<PathBuf>,
     /// Check HOST:PORT agents' certificates against these CA certificates instead of pinning.
     pub ca: Option<PathBuf>,
+    /// Where `join:RANK` nodes connect to (`iolab agent --join`), HOST:PORT.
+    pub listen: Option<String>,
+    /// How long to wait for every `join:RANK` node.
+    pub join_patience: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            ignore_clock: false,
+            sample_interval: None,
+            token: None,
+            known_agents: None,
+            ca: None,
+            listen: None,
+            join_patience: Duration::from_secs(120),
+        }
+    }
 }
 
 /// Puts the token on every request (HOST:PORT agents check it; stdio agents ignore it).
@@ -210,13 +230,25 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(ClusterError::Runtime)?;
+        let joining: Vec<NodeSpec> = specs.iter().filter(|s| matches!(s.addr, Addr::Join(_))).cloned().collect();
         let conns = rt.block_on(async {
-            let tasks: Vec<_> = specs.iter().cloned().map(|s| tokio::spawn(connect_one(s, opts.clone()))).collect();
+            let tasks: Vec<_> = specs
+                .iter()
+                .filter(|s| !matches!(s.addr, Addr::Join(_)))
+                .cloned()
+                .map(|s| tokio::spawn(connect_one(s, opts.clone())))
+                .collect();
+            let joins = (!joining.is_empty()).then(|| tokio::spawn(accept_joins(joining, opts.clone())));
             let mut out = Vec::new();
-            for (t, s) in tasks.into_iter().zip(specs) {
+            for (t, s) in tasks.into_iter().zip(specs.iter().filter(|s| !matches!(s.addr, Addr::Join(_)))) {
                 let r = t.await.map_err(|e| node_err(s, format!("connecting: {e}")))?;
                 out.push(r?);
             }
+            if let Some(j) = joins {
+                out.extend(j.await.map_err(|e| ClusterError::Join(format!("waiting for agents to join: {e}")))??);
+            }
+            // In the order the nodes were given.
+            out.sort_by_key(|c| specs.iter().position(|s| s.name == c.spec.name));
             Ok::<_, ClusterError>(out)
         })?;
         for c in &conns {
@@ -388,6 +420,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
             (ch, Some(child))
         }
         Addr::Tcp(addr) => (tls_channel(&spec, addr, opts).await?, None),
+        Addr::Join(_) => return Err(node_err(&spec, "a joining node is not dialled".into()).into()),
     };
     let token = match &opts.token {
         Some(t) => Some(
@@ -395,7 +428,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         ),
         None => None,
     };
-    let mut client = AgentClient::with_interceptor(channel, Token(token)).max_decoding_message_size(64 << 20);
+    let mut client = new_client(channel, token);
     let hello = match client
         .hello(proto::HelloRequest {
             protocol_version: PROTOCOL_VERSION,
@@ -416,7 +449,20 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         let msg = format!("the node runs iolab {}, this is {}", hello.iolab_version, env!("CARGO_PKG_VERSION"));
         return Err(Failed { err: node_err(&spec, msg.clone()), bring: Some(msg) });
     }
-    // The clock: keep the sample with the least round trip.
+    Ok(measure(spec, client, hello, child).await?)
+}
+
+fn new_client(channel: Channel, header: Option<tonic::metadata::MetadataValue<tonic::metadata::Ascii>>) -> Client {
+    AgentClient::with_interceptor(channel, Token(header)).max_decoding_message_size(64 << 20)
+}
+
+/// A connected node's clock, measured: the sample with the least round trip counts.
+async fn measure(
+    spec: NodeSpec,
+    mut client: Client,
+    hello: proto::HelloReply,
+    child: Option<tokio::process::Child>,
+) -> Result<Conn, ClusterError> {
     let mut best: Option<(u64, i64)> = None;
     for _ in 0..CLOCK_SAMPLES {
         let t0 = SystemTime::now();
@@ -425,7 +471,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         let rtt = i0.elapsed();
         let mid = unix_ns(t0) + (rtt.as_nanos() / 2) as i64;
         let Some(offset) = r.into_inner().unix_ns.checked_sub(mid) else {
-            return Err(node_err(&spec, "its clock answered a time out of range".into()).into());
+            return Err(node_err(&spec, "its clock answered a time out of range".into()));
         };
         let rtt = rtt.as_nanos() as u64;
         if best.is_none_or(|(b, _)| rtt < b) {
@@ -443,6 +489,82 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         dir: spec.dir.as_ref().map(|d| d.display().to_string()),
     };
     Ok(Conn { spec, client, info, child })
+}
+
+/// Wait for every `join:RANK` node to connect to `--listen` (within the patience), each
+/// proving it holds the token on its own connection; a joiner of a rank not wanted, or twice,
+/// or without the proof, is turned away and the wait goes on.
+async fn accept_joins(mut wanted: Vec<NodeSpec>, opts: Options) -> Result<Vec<Conn>, ClusterError> {
+    let Some(listen) = opts.listen.clone() else {
+        return Err(ClusterError::Join(format!(
+            "node `{}` joins (join:RANK): give --listen HOST:PORT for agents to join at",
+            wanted[0].name
+        )));
+    };
+    let Some(token) = opts.token.clone() else {
+        return Err(ClusterError::Join("agents that join need the shared token: give --token-file".into()));
+    };
+    let rv = crate::join::Rendezvous::bind(&listen, &token)
+        .await
+        .map_err(|e| ClusterError::Join(format!("listening on {listen} for agents to join: {e}")))?;
+    eprintln!(
+        "iolab: waiting for {} agent(s) to join on {} (iolab agent --join ADDR --token-file FILE --allow DIR)",
+        wanted.len(),
+        rv.local_addr()
+    );
+    let deadline = tokio::time::Instant::now() + opts.join_patience;
+    let mut out = Vec::new();
+    while !wanted.is_empty() {
+        let j = match tokio::time::timeout_at(deadline, rv.next(Duration::from_secs(10))).await {
+            Ok(Ok(j)) => j,
+            Ok(Err(e)) => return Err(ClusterError::Join(format!("accepting agents on {listen}: {e}"))),
+            Err(_) => {
+                let missing: Vec<String> = wanted.iter().map(|s| format!("{} ({})", s.name, s.addr)).collect();
+                return Err(ClusterError::Join(format!(
+                    "waited {} s on {} for agents to join; still missing: {}",
+                    opts.join_patience.as_secs(),
+                    rv.local_addr(),
+                    missing.join(", ")
+                )));
+            }
+        };
+        let header = j.header.parse().ok();
+        let mut client = new_client(j.channel.clone(), header);
+        let hello = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.hello(proto::HelloRequest {
+                protocol_version: PROTOCOL_VERSION,
+                iolab_version: env!("CARGO_PKG_VERSION").into(),
+            }),
+        )
+        .await;
+        let hello = match hello {
+            Ok(Ok(h)) => h.into_inner(),
+            Ok(Err(e)) => {
+                eprintln!("iolab: turned away a joiner at {}: {}", j.peer, e.message());
+                continue;
+            }
+            Err(_) => {
+                eprintln!("iolab: turned away a joiner at {}: no handshake within 10 s", j.peer);
+                continue;
+            }
+        };
+        if !rv.proven(&j, &hello) {
+            eprintln!("iolab: turned away a joiner at {}: it did not prove it holds the token", j.peer);
+            continue;
+        }
+        let Some(at) = wanted.iter().position(|s| s.addr == Addr::Join(hello.rank)) else {
+            eprintln!("iolab: turned away a joiner at {}: rank {} is not wanted or already joined", j.peer, hello.rank);
+            continue;
+        };
+        let mut spec = wanted.remove(at);
+        // Without dir=, a joined agent's relative targets go under its one --allow directory.
+        if spec.dir.is_none() && hello.allow.len() == 1 {
+            spec.dir = Some(PathBuf::from(&hello.allow[0]));
+        }
+        out.push(measure(spec, client, hello, None).await?);
+    }
+    Ok(out)
 }
 
 /// A TLS channel to an agent daemon, its certificate pinned (remembered on first use).

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod allow;
 pub mod connect;
 pub mod coordinator;
+pub mod join;
 pub mod stdio;
 pub mod tls;
 pub mod traces;

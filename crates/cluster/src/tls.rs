@@ -40,7 +40,7 @@ pub enum TlsError {
     Missing { what: &'static str, path: PathBuf },
 }
 
-fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
 }
 
@@ -118,7 +118,7 @@ impl AsyncWrite for TlsConn {
 }
 
 /// Compare two byte strings in time that depends on their lengths only.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
