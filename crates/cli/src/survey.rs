@@ -200,13 +200,17 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         Some(crate::cluster_cmd::run_scenario(&sc, &a.nodes, &a.out, &a.save, a.link_speed, false, stop)?)
     };
-    // The report reads the stored run, as every report does.
+    // The report reads the stored runs, as every report does: the survey's, and the locking
+    // check's for its profile.
     let report = match run {
         Some(id) => {
             let db = a.save.db.path();
-            let stored = iolab_store::Store::open_existing(&db).and_then(|s| s.load(id))?;
+            let store = iolab_store::Store::open_existing(&db)?;
+            let stored = store.load(id)?;
+            let locking_run = locking.as_ref().and_then(|_| crate::stored::survey_locking(&store, &stored));
             let out = db.parent().unwrap_or(Path::new(".")).join("reports").join(format!("survey-{id}.html"));
-            Some(crate::stored::write_report(&[stored], &out, Default::default())?)
+            let opts = iolab_report::html::ReportOptions { survey_locking: locking_run, ..Default::default() };
+            Some(crate::stored::write_report(&[stored], &out, opts)?)
         }
         None => None,
     };
@@ -247,22 +251,11 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     if let Some(l) = &locking {
         println!("the locking check:");
-        for p in &l.phases {
-            let per: Vec<String> = p
-                .nodes
-                .iter()
-                .map(|n| format!("{} {}", n.name, iolab_report::fmt::rate(n.total.write().bw_bytes)))
-                .collect();
-            println!("  {:<10} {} ({})", p.name, iolab_report::fmt::rate(p.total.write().bw_bytes), per.join(", "));
+        for [step, all, per] in iolab_report::survey::locking_rows(l) {
+            println!("  {step:<10} {all} ({per})");
         }
-        match &l.verdict {
-            Some(v) => {
-                println!("  limit: {}", v.limit.as_str());
-                for r in &v.reasons {
-                    println!("  - {r}");
-                }
-            }
-            None => println!("  no verdict: {}", l.error.as_deref().unwrap_or("the check did not complete")),
+        for (i, line) in iolab_report::survey::locking_verdict(l).iter().enumerate() {
+            println!("  {}{line}", if i == 0 { "" } else { "- " });
         }
     }
     match &report {

@@ -228,6 +228,34 @@ fn survey_with_nodes_adds_the_locking_check() {
     let runs = iolab().args(["runs", "--db", db.to_str().unwrap()]).output().unwrap();
     let runs = String::from_utf8_lossy(&runs.stdout);
     assert!(runs.contains("survey") && runs.contains("scenario"), "{runs}");
+    // The HTML report's profile has the same check: each row, the limit and every reason as the
+    // terminal printed them; `iolab report` of the survey later finds it too.
+    let esc = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;");
+    let report = text.lines().find_map(|l| l.strip_prefix("report: ")).expect("a report line");
+    let later = d.path().join("later.html");
+    iolab().args(["report", "1", "--db", db.to_str().unwrap(), "-o", later.to_str().unwrap()]).assert().success();
+    for file in [std::path::PathBuf::from(report.split(" (open").next().unwrap()), later] {
+        let html = std::fs::read_to_string(&file).unwrap();
+        let (lock, runs_at) = (html.find("id=\"locking\""), html.find("<section id=\"runs\">"));
+        assert!(lock.is_some() && lock < runs_at, "{}: the locking check is in the profile", file.display());
+        let block: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("the locking check:")).skip(1).collect();
+        for step in ["A alone", "B alone", "A twice", "A and B"] {
+            let row = block.iter().find(|l| l.trim_start().starts_with(step)).unwrap();
+            // `748.2 MB/s (713.6 MiB/s) (a 748.2 MB/s (713.6 MiB/s))`: all nodes, then each.
+            let rest = row.trim_start()[step.len()..].trim_start();
+            let all = &rest[..=rest.find(')').unwrap()];
+            assert!(
+                html.contains(&format!("<tr><td>{step}</td><td>{}</td>", esc(all))),
+                "{step} {all} in {}",
+                file.display()
+            );
+        }
+        for l in block.iter().filter_map(|l| {
+            l.trim_start().strip_prefix("- ").or(l.trim_start().strip_prefix("limit: ").map(|_| l.trim_start()))
+        }) {
+            assert!(html.contains(&format!("<li>{}</li>", esc(l))), "{l:?} missing from {}", file.display());
+        }
+    }
 }
 
 /// A later step may write again only files this scenario created, as each node sees them: the
