@@ -28,7 +28,8 @@ fn locking_with(tb: &Testbed, nodes: &[String], extra: &[&str]) -> Value {
     let db = tempfile::tempdir().unwrap();
     let dbp = db.path().join("r.db");
     let mut args = vec!["scenario", "locking", "--node", &nodes[0], "--node", &nodes[1]];
-    args.extend(["--size", "16M", "--link-speed", "100mbit", "--output", "json", "--db", dbp.to_str().unwrap()]);
+    // No --link-speed: the verdict reads the 100 Mbit/s from the tbf qdisc on each node's link.
+    args.extend(["--size", "16M", "--output", "json", "--db", dbp.to_str().unwrap()]);
     args.extend(extra);
     let out = iolab_process()
         .args(&args)
