@@ -211,6 +211,11 @@ fn a_killed_agent_is_reported_within_5_s_and_the_other_node_stops() {
     let nodes = r["phases"][0]["nodes"].as_array().unwrap();
     let nk = nodes.iter().find(|n| n["name"] == kept).unwrap_or_else(|| panic!("node {kept} missing: {nodes:?}"));
     assert!(nk["interrupted"].as_bool().unwrap() && u(&nk["total"]["write"]["ops"]) > 0, "{nk}");
+    // The lost node keeps what it had reported when it was lost (its last progress), with why
+    // it stopped.
+    let nl = nodes.iter().find(|n| n["name"] == lost).unwrap_or_else(|| panic!("node {lost} missing: {nodes:?}"));
+    assert!(nl["interrupted"].as_bool().unwrap(), "{nl}");
+    assert!(nl["error"].as_str().unwrap().contains("lost"), "{nl}");
 }
 
 #[test]
@@ -315,6 +320,23 @@ fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("wrong token"));
     agent.wait_log("wrong token");
+    // A coordinator of another protocol version: refused, said in the agent's log, and the
+    // agent goes on serving.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let e = rt.block_on(async {
+        use iolab_cluster::proto::{agent_client::AgentClient, HelloRequest};
+        let pin = std::sync::Arc::new(iolab_cluster::tls::CertPin::new(None));
+        let ch = iolab_cluster::tls::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
+        let token: tonic::metadata::MetadataValue<_> = "Bearer s3cret".parse().unwrap();
+        let mut c = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", token.clone());
+            Ok(r)
+        });
+        c.hello(HelloRequest { protocol_version: 999, iolab_version: "9.9.9".into() }).await.unwrap_err()
+    });
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{}", e.message());
+    agent.wait_log("protocol version 999 (iolab 9.9.9) is not this agent's");
+    good("after a coordinator of another protocol version");
     // Garbage bytes, then a client that says nothing (slow loris).
     let mut g = std::net::TcpStream::connect(&agent.addr).unwrap();
     g.write_all(b"GET / HTTP/1.0\r\n\r\n\x00\x01garbage").unwrap();
@@ -702,4 +724,103 @@ fn agents_join_the_coordinator_with_the_rank_their_launcher_gave_them() {
     assert!(!idir.join("f").exists(), "nothing ran on the intruder");
     let _ = intruder.kill();
     let _ = intruder.wait();
+}
+
+/// Lines of a child's stderr as they come, with when each came.
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<(Instant, String)>>>);
+
+impl Lines {
+    fn of(err: std::process::ChildStderr) -> Lines {
+        use std::io::BufRead;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let l2 = lines.clone();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                l2.lock().unwrap().push((Instant::now(), l));
+            }
+        });
+        Lines(lines)
+    }
+    /// When a line containing `what` came, waiting up to `limit` for it.
+    fn wait(&self, what: &str, limit: Duration) -> Instant {
+        let t = Instant::now();
+        loop {
+            if let Some((at, _)) = self.0.lock().unwrap().iter().find(|(_, l)| l.contains(what)) {
+                return *at;
+            }
+            let all: Vec<String> = self.0.lock().unwrap().iter().map(|(_, l)| l.clone()).collect();
+            assert!(t.elapsed() < limit, "no `{what}` within {limit:?}: {all:#?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn signal(sig: &str, pid: u32) {
+    std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+}
+
+fn mtime(p: &Path) -> std::time::SystemTime {
+    std::fs::metadata(p).unwrap().modified().unwrap()
+}
+
+/// A coordinator that is stopped (SIGSTOP) keeps its connections open but says nothing: each
+/// agent's lease runs out and it stops its I/O within 5 s.
+#[test]
+fn agents_of_a_silent_coordinator_stop_their_io_within_5_s() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "60s");
+    let lines = Lines::of(run.stderr.take().unwrap());
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = (mtime(&a.join("f")), mtime(&b.join("f")));
+    signal("-STOP", run.id());
+    let t0 = Instant::now();
+    let at = lines.wait("lost the coordinator", Duration::from_secs(10));
+    let took = at.saturating_duration_since(t0);
+    // Still writing until then; nothing written after (a write moves the file's mtime).
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = (mtime(&a.join("f")), mtime(&b.join("f")));
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = (mtime(&a.join("f")), mtime(&b.join("f")));
+    signal("-CONT", run.id());
+    let _ = run.kill();
+    let _ = run.wait();
+    assert!(took < Duration::from_secs(5), "the agents stopped {took:?} after the coordinator fell silent");
+    assert!(stopped.0 > before.0 && stopped.1 > before.1, "they wrote until the lease ran out");
+    assert_eq!(later, stopped, "no write after the lease ran out");
+}
+
+/// An agent that is stopped (SIGSTOP) keeps its connection open but says nothing: the
+/// coordinator declares it lost within 5 s and stops the other.
+#[test]
+fn a_silent_agent_is_declared_lost_within_5_s() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "60s");
+    let lines = Lines::of(run.stderr.take().unwrap());
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    let agents = children(run.id());
+    assert_eq!(agents.len(), 2, "two agents: {agents:?}");
+    signal("-STOP", agents[0]);
+    let t0 = Instant::now();
+    // The other agent hears the coordinator's Stop as soon as the silent one is declared lost.
+    let at = lines.wait("stop asked by the coordinator", Duration::from_secs(10));
+    let took = at.saturating_duration_since(t0);
+    let out = run.wait_with_output().unwrap();
+    signal("-CONT", agents[0]);
+    assert!(took < Duration::from_secs(5), "declared lost {took:?} after it fell silent");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed");
+    assert!(r["error"].as_str().unwrap().contains("nothing heard for 4.5 s"), "{}", r["error"]);
+    // The failed node's share says why, a documented field.
+    let nodes = r["phases"][0]["nodes"].as_array().unwrap();
+    assert!(nodes.iter().any(|n| n["error"].as_str().is_some_and(|e| e.contains("lost"))), "{nodes:?}");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    assert!(doc.contains("| `phases[].nodes[].error` |"));
 }

@@ -2,7 +2,7 @@
 //! the clock, and runs plans it is sent, only under its `--allow` directories, through the
 //! same `run_plan` (and so every safety rule) as `iolab run`. It runs no command of any kind.
 //! A run stops when the coordinator says so, or when it hears nothing from it for
-//! [`LEASE`] (the coordinator heartbeats every second), or when the request stream ends.
+//! [`LEASE`] (the coordinator heartbeats every [`BEAT`]), or when the request stream ends.
 
 use crate::allow::Allow;
 use crate::proto::{self, agent_server, control, event, Control, Event};
@@ -22,7 +22,11 @@ use tonic::{Request, Response, Status, Streaming};
 /// The protocol version this build speaks (see proto/agent.proto).
 pub const PROTOCOL_VERSION: u32 = 1;
 /// How long an agent runs on without hearing from its coordinator.
-pub const LEASE: Duration = Duration::from_secs(5);
+pub const LEASE: Duration = Duration::from_millis(4500);
+/// How often each side says it is there: the coordinator's heartbeat, the agent's Alive. Nine
+/// beats fit in a lease, so a few late ones (a loaded machine, a retransmission) lose nothing,
+/// and a silent peer is noticed within 5 s of its last word.
+pub const BEAT: Duration = Duration::from_millis(500);
 /// How long an agent waits for a run's first message.
 const START_WAIT: Duration = Duration::from_secs(10);
 
@@ -215,7 +219,10 @@ impl agent_server::Agent for AgentService {
                     Ok(Ok(Some(Control { kind: None }))) => {}
                     Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
                         if !finished2.load(Ordering::Relaxed) {
-                            log("lost the coordinator (stream ended or no heartbeat for 5 s): stopping I/O");
+                            log(&format!(
+                                "lost the coordinator (stream ended or no heartbeat for {} s): stopping I/O",
+                                LEASE.as_secs_f64()
+                            ));
                         }
                         stop2.store(true, Ordering::Relaxed);
                         return;
@@ -223,11 +230,11 @@ impl agent_server::Agent for AgentService {
                 }
             }
         });
-        // Alive every second, so the coordinator can tell a slow layout from a lost node.
+        // Alive every beat, so the coordinator can tell a slow layout from a lost node.
         let (alive_tx, finished3) = (tx.clone(), finished.clone());
         tokio::spawn(async move {
             while !finished3.load(Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(BEAT).await;
                 if alive_tx.send(Ok(ev(event::Kind::Alive(proto::Alive {})))).is_err() {
                     return;
                 }

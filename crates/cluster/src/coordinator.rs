@@ -26,7 +26,7 @@ use tonic::transport::Channel;
 pub const CLOCK_WARN: Duration = Duration::from_millis(50);
 pub const CLOCK_REFUSE: Duration = Duration::from_secs(1);
 /// A node silent this long while running is lost.
-pub const SILENCE: Duration = Duration::from_secs(5);
+pub const SILENCE: Duration = Duration::from_millis(4500);
 /// Clock samples per node; the one with the least round trip counts.
 const CLOCK_SAMPLES: usize = 8;
 
@@ -630,6 +630,9 @@ struct NodeState {
     /// Per phase: the instant it was told to start at, on the node's own clock (ns).
     scheduled: Vec<Option<i64>>,
     timelines: Vec<BTreeMap<u64, TimelinePoint>>,
+    /// Per phase: the node's latest progress (its phase as it stood), kept for a node lost
+    /// before it sent the phase's end: what it measured until then.
+    so_far: Vec<Option<PhaseResult>>,
     result: RunResult,
 }
 
@@ -647,6 +650,7 @@ impl NodeState {
             actual: vec![None; phases],
             scheduled: vec![None; phases],
             timelines: vec![BTreeMap::new(); phases],
+            so_far: vec![None; phases],
             result,
         }
     }
@@ -782,7 +786,7 @@ async fn drive(
     let max_rtt = conns.iter().map(|(c, _)| c.info.rtt_ns).max().unwrap_or(0);
     let mut phase = 0usize;
     let mut stopping = false;
-    let mut heartbeat = tokio::time::interval(Duration::from_secs(1));
+    let mut heartbeat = tokio::time::interval(crate::agent::BEAT);
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     // A refusal or failure before any phase started stops everyone at once.
     let stop_all = |states: &mut [NodeState]| {
@@ -829,8 +833,9 @@ async fn drive(
                 for n in 0..states.len() {
                     if !states[n].done && states[n].last_heard.elapsed() > SILENCE {
                         let name = states[n].name.clone();
-                        states[n].fail(format!("node `{name}` lost: nothing heard for {} s", SILENCE.as_secs()));
-                        obs.message(&name, "silent for 5 s; stopping the other nodes");
+                        let secs = SILENCE.as_secs_f64();
+                        states[n].fail(format!("node `{name}` lost: nothing heard for {secs} s"));
+                        obs.message(&name, &format!("silent for {secs} s; stopping the other nodes"));
                         if !stopping {
                             stop_all(&mut states);
                             stopping = true;
@@ -970,6 +975,7 @@ fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Ob
             if let Some(Ok(r)) = p.result.as_ref().map(wire::unpack) {
                 if st.sane(&r) {
                     obs.progress(&name, i, &r);
+                    st.so_far[i] = Some(r);
                 }
             }
         }
@@ -1059,6 +1065,23 @@ fn empty_run() -> RunResult {
     }
 }
 
+/// A node that failed mid-phase keeps what it measured until then: its latest progress, cut
+/// short, with the seconds it sent.
+fn keep_partial(st: &mut NodeState) {
+    if st.result.status != Status::Failed {
+        return;
+    }
+    let i = st.result.phases.len();
+    if let Some(mut r) = st.so_far.get_mut(i).and_then(Option::take) {
+        r.interrupted = true;
+        for j in &mut r.jobs {
+            j.node = Some(st.name.clone());
+        }
+        r.timeline = st.timelines[i].values().cloned().collect();
+        st.result.phases.push(r);
+    }
+}
+
 /// Merge the nodes' phases: the aggregate of phase i spans its common window.
 fn aggregate(
     plan: &Plan,
@@ -1067,6 +1090,7 @@ fn aggregate(
     started_unix_s: f64,
     stopped: bool,
 ) -> RunResult {
+    states.iter_mut().for_each(keep_partial);
     let phases = states.iter().map(|s| s.result.phases.len()).max().unwrap_or(0);
     let mut out = RunResult {
         started_unix_s,
