@@ -11,6 +11,8 @@ use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, ReplayLimits, Workload
 use iolab_workload::model::ReplayFidelity;
 use iolab_workload::source::replay;
 use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -18,33 +20,19 @@ use std::time::Duration;
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check()?;
+    if a.nodes.given() {
+        return on_nodes(a, stop);
+    }
+    if !a.node_trace.is_empty() {
+        bail!("--node-trace names a node's trace: give the nodes with --node NAME=ADDR,dir=PATH");
+    }
+    let Some(trace_file) = a.trace.clone() else { bail!("name the trace to replay") };
     if !a.target.is_dir() {
         bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
     }
     let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow!(e))?;
-    let strip = match &a.strip {
-        Some(s) => s.clone(),
-        None => replay::default_strip_of(&a.trace).map_err(|e| anyhow!(e))?,
-    };
     let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
-    let (bytes, crc) = replay::fingerprint(&a.trace).with_context(|| format!("cannot read {}", a.trace.display()))?;
-    let trace_path = a.trace.canonicalize().unwrap_or(a.trace.clone());
-    let d = ReplayLimits::default();
-    let r = ReplayJob {
-        trace: trace_path,
-        trace_bytes: bytes,
-        trace_crc32: crc,
-        timing: a.timing,
-        strip,
-        prepare: a.prepare,
-        limits: ReplayLimits {
-            max_wait: a.max_wait.unwrap_or(d.max_wait),
-            max_buffer: a.max_buffer.unwrap_or(d.max_buffer),
-            max_threads: a.max_threads.unwrap_or(d.max_threads),
-            max_memory: a.max_memory.unwrap_or(d.max_memory),
-        },
-    };
-    let threads = replay::plan_for(&r).map_err(|e| anyhow!(e))?.plan.threads.len() as u32;
+    let (r, threads) = replay_job(&a, &trace_file)?;
     let job = Job {
         name: "replay".into(),
         target,
@@ -60,7 +48,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         device: false,
         workload: Workload::Replay(r),
     };
-    let name = format!("replay {}", a.trace.display());
+    let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
     let fid = result.phases.first().and_then(|p| p.jobs.first()).and_then(|j| j.replay.clone());
@@ -80,6 +68,147 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let code = run_cmd::exit_code(&result);
     if code == ExitCode::SUCCESS && fid.as_ref().is_some_and(|f| !f.counts_equal || !f.results_equal) {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
+}
+
+/// The replay job of one trace as these arguments shape it, and its thread count (the trace
+/// read, planned and checked against its limits here, before anything runs).
+fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
+    let strip = match &a.strip {
+        Some(s) => s.clone(),
+        None => replay::default_strip_of(trace).map_err(|e| anyhow!(e))?,
+    };
+    let (bytes, crc) = replay::fingerprint(trace).with_context(|| format!("cannot read {}", trace.display()))?;
+    let d = ReplayLimits::default();
+    let r = ReplayJob {
+        trace: trace.canonicalize().unwrap_or(trace.to_path_buf()),
+        trace_bytes: bytes,
+        trace_crc32: crc,
+        timing: a.timing,
+        strip,
+        prepare: a.prepare,
+        limits: ReplayLimits {
+            max_wait: a.max_wait.unwrap_or(d.max_wait),
+            max_buffer: a.max_buffer.unwrap_or(d.max_buffer),
+            max_threads: a.max_threads.unwrap_or(d.max_threads),
+            max_memory: a.max_memory.unwrap_or(d.max_memory),
+        },
+    };
+    let threads =
+        replay::plan_for(&r).map_err(|e| anyhow!(trace.display().to_string() + ": " + &e))?.plan.threads.len() as u32;
+    Ok((r, threads))
+}
+
+/// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
+/// at one start. The coordinator sends each node its trace with the run; the agent keeps it in
+/// its own state directory and replays from there; its executor checks, prepares (`--prepare`)
+/// and judges the fidelity there, which comes back in its job's result.
+fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let names = crate::cluster_cmd::node_names(&a.nodes)?;
+    // Which trace each node replays.
+    let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for nt in &a.node_trace {
+        let (n, f) = nt.split_once('=').with_context(|| format!("--node-trace `{nt}`: expected NAME=FILE"))?;
+        if !names.iter().any(|x| x == n) {
+            bail!("--node-trace `{nt}`: no node is named `{n}` (the nodes: {})", names.join(", "));
+        }
+        if chosen.insert(n.to_string(), PathBuf::from(f)).is_some() {
+            bail!("--node-trace: node `{n}` is given two traces");
+        }
+    }
+    if let Some(t) = &a.trace {
+        for n in &names {
+            chosen.insert(n.clone(), t.clone());
+        }
+    }
+    if let Some(n) = names.iter().find(|n| !chosen.contains_key(*n)) {
+        bail!("node `{n}` has no trace: give one with --node-trace {n}=FILE");
+    }
+    // Each distinct trace read, planned and checked once.
+    let mut planned: BTreeMap<PathBuf, (ReplayJob, u32)> = BTreeMap::new();
+    for path in chosen.values() {
+        if !planned.contains_key(path) {
+            planned.insert(path.clone(), replay_job(&a, path)?);
+        }
+    }
+    let job_for = |node: &str| -> Job {
+        let (r, threads) = &planned[&chosen[node]];
+        Job {
+            name: "replay".into(),
+            target: a.target.clone(),
+            size: None,
+            seed: iolab_spec::DEFAULT_SEED,
+            engine,
+            iodepth: 1,
+            direct: false,
+            threads: *threads,
+            runtime: None,
+            ramp: Duration::ZERO,
+            overwrite: a.overwrite,
+            device: false,
+            workload: Workload::Replay(r.clone()),
+        }
+    };
+    // The run as a whole: one phase, every node's job named by its node.
+    let jobs = names
+        .iter()
+        .map(|n| {
+            let mut j = job_for(n);
+            j.name = format!("{n}:replay");
+            j
+        })
+        .collect();
+    let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs }] };
+    plan.validate()?;
+    let name = match &a.trace {
+        Some(t) => format!("replay {} on {} nodes", t.display(), names.len()),
+        None => format!("replay of {} traces on {} nodes", planned.len(), names.len()),
+    };
+    let work = |names: &[String]| -> Result<Vec<Option<iolab_cluster::Work>>> {
+        let run_mark = iolab_workload::layout::RunMark::new();
+        Ok(names
+            .iter()
+            .map(|n| {
+                Some(iolab_cluster::Work {
+                    plan: Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }] },
+                    // The target directory, made on each node if missing (under its dir=).
+                    mkdirs: vec![a.target.clone()],
+                    run_mark: run_mark.clone(),
+                })
+            })
+            .collect())
+    };
+    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, "replay", &name, &plan, work, stop)?;
+    // Each node's fidelity, judged by its agent against its own trace.
+    let mut fids: BTreeMap<String, ReplayFidelity> = BTreeMap::new();
+    if let Some(ph) = result.phases.first() {
+        for j in &ph.jobs {
+            if let (Some(n), Some(f)) = (&j.node, &j.replay) {
+                fids.insert(n.clone(), f.clone());
+            }
+        }
+    }
+    if a.out.output == Output::Json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            fidelity_by_node: &'a BTreeMap<String, ReplayFidelity>,
+            run: &'a iolab_workload::RunResult,
+        }
+        println!("{}", serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })?);
+    } else {
+        run_cmd::emit(&result, &a.out)?;
+        for (n, f) in &fids {
+            println!("\nNode {n}:");
+            print_fidelity(f);
+        }
+    }
+    let code = run_cmd::exit_code(&result);
+    if code == ExitCode::SUCCESS
+        && (fids.len() < names.len() || fids.values().any(|f| !f.counts_equal || !f.results_equal))
+    {
         return Ok(ExitCode::from(1));
     }
     Ok(code)

@@ -357,7 +357,8 @@ pub struct NodeResult {
 pub struct NodeInfo {
     /// The name given with `--node NAME=...`.
     pub name: String,
-    /// How it was reached: `ssh://user@host`, `HOST:PORT` or `join` (connected out to us).
+    /// How it was reached: `ssh://user@host`, `HOST:PORT`, `exec://PATH` or `join:RANK` (an
+    /// agent that connected out to the coordinator).
     pub address: String,
     /// The agent's host name, as it reports it.
     pub hostname: String,

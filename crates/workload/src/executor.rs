@@ -25,7 +25,7 @@ use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
@@ -46,6 +46,9 @@ pub struct Control {
     pub gate: Option<Arc<dyn StartGate>>,
     /// Sample CPU, disks and network this often beside each phase (None: don't).
     pub sample_interval: Option<Duration>,
+    /// The run's own mark (several steps on several nodes): files it creates are noted with
+    /// it, and files noted with it may be written again (see [`layout::RunMark`]).
+    pub run_mark: Option<layout::RunMark>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -66,6 +69,9 @@ pub trait Sink {
     fn tick(&mut self, _index: usize, _point: &TimelinePoint, _totals_bytes: u64) {}
     /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
     fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
+    /// The phase's clock began: its workers are released at this wall-clock instant (after
+    /// its start gate; the ramp, if any, is part of the phase from here).
+    fn started(&mut self, _index: usize, _at: SystemTime) {}
     /// A system sample, as it is taken (with `Control::sample_interval`).
     fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
     /// The phase as it stands, at its start and once a second while it runs: per-job and
@@ -95,10 +101,15 @@ type Targets = Vec<Vec<Vec<Target>>>;
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
-    check_all(plan).map(|(targets, _)| targets)
+    check_all(plan, None).map(|(targets, _)| targets)
 }
 
-fn check_all(plan: &Plan) -> Result<(Targets, Replays), RunError> {
+/// [`check_plan`] within a run that has its own mark.
+pub fn check_plan_in_run(plan: &Plan, run: Option<&layout::RunMark>) -> Result<Targets, RunError> {
+    check_all(plan, run).map(|(targets, _)| targets)
+}
+
+fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
     let mut replays = Vec::new();
@@ -124,13 +135,15 @@ fn check_all(plan: &Plan) -> Result<(Targets, Replays), RunError> {
                 continue;
             }
             rs.push(None);
-            if j.engine == EngineKind::Null {
+            if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+                // A block job on the null engine opens no file. A personality does real
+                // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
                 jobs.push(Vec::new());
             } else {
-                jobs.push(layout::check_job(j)?);
+                jobs.push(layout::check_job_in_run(j, run)?);
             }
         }
         out.push(jobs);
@@ -148,7 +161,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
 }
 
 fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let (targets, replays) = check_all(plan)?;
+    let (targets, replays) = check_all(plan, ctl.run_mark.as_ref())?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
         nodes: Vec::new(),
@@ -167,7 +180,7 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
             result.status = Status::Interrupted;
             break;
         }
-        let runs = match prepare_phase(phase, &replays, &ctl.stop, sink) {
+        let runs = match prepare_phase(phase, &replays, ctl, sink) {
             Ok(runs) => runs,
             Err(e) => {
                 if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
@@ -179,7 +192,14 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 break;
             }
         };
-        let mut pr = run_phase(i, phase, &targets, &runs, ctl, sink);
+        let mut pr = match run_phase(i, phase, &targets, &runs, ctl, sink) {
+            Ok(pr) => pr,
+            Err(e) => {
+                result.status = Status::Failed;
+                result.error = Some(format!("phase `{}`: {e}", phase.name));
+                break;
+            }
+        };
         // A replay marks what it made and judges its fidelity, into its job's result.
         for (run, job) in runs.iter().zip(pr.jobs.iter_mut()) {
             if let Some(run) = run {
@@ -210,9 +230,10 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
 fn prepare_phase(
     phase: &Phase,
     replays: &[Option<Arc<Checked>>],
-    stop: &AtomicBool,
+    ctl: &Control,
     sink: &mut dyn Sink,
 ) -> Result<Vec<Option<Arc<ReplayRun>>>, LayoutError> {
+    let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
     // Replays make their target what the trace expects (re-checked: an earlier phase may have
     // changed it).
@@ -223,9 +244,9 @@ fn prepare_phase(
                 if r.prepare {
                     sink.message(&format!("preparing {} for the replay", job.target.display()));
                 }
-                let run = ReplayRun::prepare(c.clone(), job, r, stop)
+                let replay = ReplayRun::prepare(c.clone(), job, r, stop)
                     .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
-                Some(run)
+                Some(replay)
             }
             _ => None,
         });
@@ -234,8 +255,10 @@ fn prepare_phase(
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
-        .filter(|j| j.engine != EngineKind::Null && !matches!(j.workload, Workload::Replay(_)))
-        .map(|j| layout::check_job(j).map(|ts| (j, ts)))
+        .filter(|j| {
+            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+        })
+        .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
     let mut seen = std::collections::HashSet::new();
@@ -245,7 +268,7 @@ fn prepare_phase(
                 continue;
             }
             let created_now = !t.exists;
-            layout::create_target(t)?;
+            layout::create_target_in_run(t, run)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
@@ -264,20 +287,58 @@ fn prepare_phase(
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
+    /// the started ones leave without touching the barriers).
+    spawned: (Mutex<Option<bool>>, Condvar),
     ready: Barrier,
     go: Barrier,
 }
 
-/// Sleep until a wall-clock instant (no-op if it has passed), waking to check for a stop.
+impl Shared {
+    fn set_spawned(&self, all: bool) {
+        if let Ok(mut s) = self.spawned.0.lock() {
+            *s = Some(all);
+        }
+        self.spawned.1.notify_all();
+    }
+    /// Wait until every worker thread is started; `false` if one could not be.
+    fn all_spawned(&self) -> bool {
+        let Ok(mut s) = self.spawned.0.lock() else { return false };
+        loop {
+            match *s {
+                Some(all) => return all,
+                None => match self.spawned.1.wait(s) {
+                    Ok(g) => s = g,
+                    Err(_) => return false,
+                },
+            }
+        }
+    }
+}
+
+/// How long before a start instant the coordinating thread stops sleeping and yields instead.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// Wait until a wall-clock instant (no-op if it has passed), waking to check for a stop. It
+/// sleeps until [`SPIN`] before the instant, then yields the CPU in a loop until it passes:
+/// when many processes start at one instant on few CPUs (64 agents on 2 cores), each is then
+/// awake and gets a turn every few microseconds, instead of 64 timer wake-ups at the instant
+/// queued one behind the other (each a few hundred microseconds of work: ~9 ms for the last).
 fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     while let Ok(left) = at.duration_since(SystemTime::now()) {
         if left.is_zero() || stop.load(Ordering::Relaxed) {
             break;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        if left > SPIN {
+            std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
+/// Run one phase. `Err` when its worker threads could not all be started (the system's limit
+/// on threads or memory): none of them did any I/O then.
 fn run_phase(
     index: usize,
     phase: &Phase,
@@ -285,7 +346,7 @@ fn run_phase(
     runs: &[Option<Arc<ReplayRun>>],
     ctl: &Control,
     sink: &mut dyn Sink,
-) -> PhaseResult {
+) -> Result<PhaseResult, String> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -297,7 +358,12 @@ fn run_phase(
         },
     };
     sink.phase_start(index, phase, expect);
-    let shared = Shared { start: OnceLock::new(), ready: Barrier::new(workers + 1), go: Barrier::new(workers + 1) };
+    let shared = Shared {
+        start: OnceLock::new(),
+        spawned: (Mutex::new(None), Condvar::new()),
+        ready: Barrier::new(workers + 1),
+        go: Barrier::new(workers + 1),
+    };
     let (tx, rx) = mpsc::channel::<Msg>();
 
     std::thread::scope(|s| {
@@ -310,13 +376,25 @@ fn run_phase(
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
                 let run = runs.get(ji).cloned().flatten();
-                std::thread::Builder::new()
-                    .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, run, max_ramp, shared, stop, tx))
-                    .expect("spawning a worker thread");
+                let started =
+                    std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
+                        if shared.all_spawned() {
+                            worker_main(ji, worker, t, job, target, run, max_ramp, shared, stop, tx)
+                        }
+                    });
+                if let Err(e) = started {
+                    shared.set_spawned(false);
+                    return Err(format!(
+                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
+                        w + 1,
+                        job.name,
+                        job.threads
+                    ));
+                }
                 w += 1;
             }
         }
+        shared.set_spawned(true);
         drop(tx);
         shared.ready.wait();
         if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
@@ -326,8 +404,10 @@ fn run_phase(
             sleep_until(at, &ctl.stop);
         }
         let phase_start = Instant::now();
+        let started_at = SystemTime::now();
         let _ = shared.start.set(phase_start);
         shared.go.wait();
+        sink.started(index, started_at);
         let t0 = phase_start + max_ramp;
         // Samples come over their own channel, so a sampler never keeps the workers' channel
         // open; the coordinating thread hands them on as they arrive.
@@ -381,7 +461,7 @@ fn run_phase(
         }
         let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
-        r
+        Ok(r)
     })
 }
 
@@ -551,6 +631,37 @@ mod tests {
         assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
+    }
+
+    #[test]
+    fn a_personality_on_the_null_engine_is_checked_like_any_other() {
+        let d = tempfile::tempdir().unwrap();
+        let job = |target: &std::path::Path| {
+            JobPatch {
+                target: Some(target.into()),
+                workload: Some(iolab_spec::WorkloadKind::Varmail),
+                engine: Some(EngineKind::Null),
+                threads: Some(1),
+                runtime: Some(Duration::from_millis(200)),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        };
+        let plan =
+            |target: &std::path::Path| Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job(target)] }] };
+        // A file is no directory to work in, whatever the engine.
+        let file = d.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = run_plan(&plan(&file), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("needs a directory"), "{err}");
+        // A directory of the job's name left there: refused, and nothing in it touched.
+        let work = d.path().join("work");
+        std::fs::create_dir_all(work.join("iolab.j.0")).unwrap();
+        std::fs::write(work.join("iolab.j.0/mine"), b"keep").unwrap();
+        let err = run_plan(&plan(&work), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("exists already"), "{err}");
+        assert_eq!(std::fs::read_dir(work.join("iolab.j.0")).unwrap().count(), 1);
     }
 
     #[derive(Default)]
