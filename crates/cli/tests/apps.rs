@@ -821,7 +821,10 @@ fn compare_gives_a_personality_s_figure_a_verdict() {
     let out = iolab().args(["report", "--db", db, "1", "-o", html.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let h = std::fs::read_to_string(&html).unwrap();
-    assert!(h.contains("Workload figures: maildir") && h.contains("<td>messages_per_min</td>"), "no figures in the report");
+    assert!(
+        h.contains("Workload figures: maildir") && h.contains("<td>messages_per_min</td>"),
+        "no figures in the report"
+    );
     assert!(h.contains("not the 60 s asked"), "the note on the shortened discard");
     // Another personality's figure is a metric too (bonnie++'s, the readers').
     for m in ["put_block", "messages_read"] {

@@ -303,6 +303,9 @@ pub struct JobResult {
     /// block jobs and runs stored before jobs kept their own.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub workload: crate::figures::Figures,
+    /// A replay job's fidelity: recorded against replayed (absent for other workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayFidelity>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -371,7 +374,8 @@ pub struct NodeResult {
 pub struct NodeInfo {
     /// The name given with `--node NAME=...`.
     pub name: String,
-    /// How it was reached: `ssh://user@host`, `HOST:PORT` or `join` (connected out to us).
+    /// How it was reached: `ssh://user@host`, `HOST:PORT`, `exec://PATH` or `join:RANK` (an
+    /// agent that connected out to the coordinator).
     pub address: String,
     /// The agent's host name, as it reports it.
     pub hostname: String,

@@ -223,6 +223,7 @@ mod tests {
             error: None,
             per_thread: Vec::new(),
             workload: Default::default(),
+            replay: None,
         };
         let phase = PhaseResult {
             workload: Default::default(),

@@ -121,6 +121,7 @@ mod tests {
                 .map(|(i, (e, b))| ThreadResult::new(i as u32, *e, 10, *b, None))
                 .collect(),
             workload: Default::default(),
+            replay: None,
         }
     }
 

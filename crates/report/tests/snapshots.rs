@@ -168,6 +168,7 @@ fn every_operation_class_shows_in_every_output() {
             error: None,
             per_thread: Vec::new(),
             workload: Default::default(),
+            replay: None,
         });
         r
     };

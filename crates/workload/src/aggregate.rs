@@ -246,6 +246,7 @@ impl Aggregator {
                 error: self.job_err[i].clone(),
                 per_thread,
                 workload,
+                replay: None,
             });
         }
         let mut r = PhaseResult {

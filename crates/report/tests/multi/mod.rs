@@ -84,6 +84,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 error: None,
                 per_thread: Vec::new(),
                 workload: Default::default(),
+                replay: None,
             });
         }
         let net = s.mb_s * 1.04;

@@ -15,7 +15,7 @@
 
 use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
 use crate::clock::Stamp;
-use iolab_engine::OpKind;
+use iolab_engine::{OpKind, Whence};
 use iolab_spec::BonnieJob;
 use rand::{Rng, RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -288,7 +288,7 @@ impl Bonnie {
             }
             REWRITE | GET_BLOCK => {
                 q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw })));
-                q.push_back(d(OpKind::Seek, 0, 0));
+                q.push_back(d(OpKind::Seek(Whence::Set), 0, 0));
             }
             GETC => q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw }))),
             SEEKS => {
@@ -346,7 +346,7 @@ impl Bonnie {
                 q.extend([
                     Item::UnitStart,
                     d(OpKind::ReadCur, 0, chunk),
-                    d(OpKind::Seek, u * chunk as u64, 0),
+                    d(OpKind::Seek(Whence::Set), u * chunk as u64, 0),
                     d(OpKind::WriteCur, 0, chunk),
                     Item::UnitEnd,
                 ]);
@@ -358,9 +358,9 @@ impl Bonnie {
                 }
                 let Some((at, update)) = self.tickets.take() else { return false };
                 let at = at * chunk as u64;
-                q.extend([Item::UnitStart, d(OpKind::Seek, at, 0), d(OpKind::ReadCur, 0, chunk)]);
+                q.extend([Item::UnitStart, d(OpKind::Seek(Whence::Set), at, 0), d(OpKind::ReadCur, 0, chunk)]);
                 if update {
-                    q.extend([d(OpKind::Seek, at, 0), d(OpKind::WriteCur, 0, chunk)]);
+                    q.extend([d(OpKind::Seek(Whence::Set), at, 0), d(OpKind::WriteCur, 0, chunk)]);
                     if self.b.sync {
                         q.push(d(OpKind::Fsync, 0, 0));
                     }
@@ -692,7 +692,7 @@ impl Source for Bonnie {
             _ => self.dir.clone(),
         };
         let failed = match (call, r) {
-            (Call::Data { kind: OpKind::Seek, .. }, Ok(_)) => None,
+            (Call::Data { kind: OpKind::Seek(Whence::Set), .. }, Ok(_)) => None,
             (Call::Data { len, offset, .. }, Ok(n)) if *n != *len as usize => {
                 Some(describe_failure(call, &at(), *len, *offset, r))
             }

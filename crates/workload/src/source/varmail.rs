@@ -294,7 +294,12 @@ impl Source for Varmail {
                         2 | 7 => {
                             let Some((_, size)) = self.open else { continue };
                             self.step = Step::Append { then: next };
-                            break Issue::now(Call::Data { kind: OpKind::Seek, file: FILE, offset: size, len: 0 });
+                            break Issue::now(Call::Data {
+                                kind: OpKind::Seek(iolab_engine::Whence::Set),
+                                file: FILE,
+                                offset: size,
+                                len: 0,
+                            });
                         }
                         3 | 8 => {
                             if self.open.is_none() {
@@ -325,7 +330,12 @@ impl Source for Varmail {
                             }
                             self.at_eof = false;
                             self.step = Step::Reading { then: next };
-                            break Issue::now(Call::Data { kind: OpKind::Seek, file: FILE, offset: 0, len: 0 });
+                            break Issue::now(Call::Data {
+                                kind: OpKind::Seek(iolab_engine::Whence::Set),
+                                file: FILE,
+                                offset: 0,
+                                len: 0,
+                            });
                         }
                         _ => continue,
                     }
