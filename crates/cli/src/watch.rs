@@ -93,6 +93,7 @@ fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> Pha
     PhaseResult {
         verify: None,
         workload: Default::default(),
+        notes: Vec::new(),
         nodes: Vec::new(),
         first_done_s: None,
         last_done_s: None,

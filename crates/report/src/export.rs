@@ -222,10 +222,13 @@ mod tests {
             total: total.clone(),
             error: None,
             per_thread: Vec::new(),
+            workload: Default::default(),
+            replay: None,
         };
         let phase = PhaseResult {
             verify: None,
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

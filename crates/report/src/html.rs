@@ -18,6 +18,9 @@ pub struct ReportOptions {
     pub by: Option<String>,
     /// The comparison's noise threshold as a fraction (`None`: compare's default, 2%).
     pub noise: Option<f64>,
+    /// A survey's locking check (`iolab survey --node`), a run of its own: its checks and
+    /// verdict go into the survey's profile, and its nodes section beside it.
+    pub survey_locking: Option<StoredRun>,
 }
 
 impl ReportOptions {
@@ -163,12 +166,15 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     // A survey opens with the profile and findings the terminal showed.
     if let [r] = runs {
         if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases, &r.result.plan.phases);
+            profile_section(&mut h, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
         }
     }
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     crate::html_nodes::section(&mut h, runs);
+    if let Some(l) = &opts.survey_locking {
+        crate::html_nodes::section(&mut h, std::slice::from_ref(l));
+    }
     if runs.len() >= 2 {
         let c = compare(
             runs,
@@ -186,9 +192,9 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     h
 }
 
-/// The survey's one-page profile (step, result, system) and its findings, as the terminal
-/// prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
+/// The survey's one-page profile (step, result, system), its findings and its locking check,
+/// as the terminal prints them.
+fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase], locking: Option<&StoredRun>) {
     h.push_str(
         "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
          <tr><th>step</th><th>result</th><th>system</th></tr>\n",
@@ -203,6 +209,23 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
         for f in findings {
             let _ = writeln!(h, "<li>{}</li>", escape(&f));
+        }
+        h.push_str("</ul>\n");
+    }
+    if let Some(l) = locking {
+        let _ = writeln!(
+            h,
+            "<h3 id=\"locking\">The locking check</h3>\n<p class=\"note\">Run #{}: node A alone, node B alone, two writers on A, A and B at once (each node's figures and the bars in Nodes below).</p>\n\
+             <div class=\"wide\"><table class=\"summary\">\n<tr><th>check</th><th>all nodes</th><th>each node</th></tr>",
+            l.id
+        );
+        for [step, all, per] in crate::survey::locking_rows(&l.result) {
+            let _ =
+                writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&all), escape(&per));
+        }
+        h.push_str("</table></div>\n<ul class=\"findings\">\n");
+        for line in crate::survey::locking_verdict(&l.result) {
+            let _ = writeln!(h, "<li>{}</li>", escape(&line));
         }
         h.push_str("</ul>\n");
     }
@@ -360,8 +383,73 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
         .filter_map(|(r, p)| p.verify.as_ref().map(|v| (run_label(r, opts.by.as_deref()), p.name.clone(), v)))
         .collect();
     crate::verify::html(h, &validated);
+    workload_figures(h, runs, opts);
     findings_list(h, runs, opts);
     h.push_str("</section>\n");
+}
+
+/// A personality's own figures (PostMark's transactions per second, maildir's messages per
+/// minute, bonnie++'s rates...), as `phases[].workload` has them: per phase, a row per figure
+/// and a column per run; where a phase mixes personalities, each job's, named `job: figure`.
+/// Then the phase's notes.
+fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let figures_of = |p: &PhaseResult| -> Vec<(String, f64)> {
+        if !p.workload.is_empty() {
+            return p.workload.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        }
+        p.jobs.iter().flat_map(|j| j.workload.iter().map(move |(k, v)| (format!("{}: {k}", j.name), *v))).collect()
+    };
+    let mut phases: Vec<&str> = Vec::new();
+    for r in runs {
+        for p in &r.result.phases {
+            if !figures_of(p).is_empty() && !phases.contains(&p.name.as_str()) {
+                phases.push(&p.name);
+            }
+        }
+    }
+    for name in phases {
+        let cols: Vec<(&StoredRun, &PhaseResult)> =
+            runs.iter().filter_map(|r| r.result.phases.iter().find(|p| p.name == name).map(|p| (r, p))).collect();
+        let values: Vec<Vec<(String, f64)>> = cols.iter().map(|(_, p)| figures_of(p)).collect();
+        let mut rows: Vec<&str> = Vec::new();
+        for v in &values {
+            for (k, _) in v {
+                if !rows.contains(&k.as_str()) {
+                    rows.push(k);
+                }
+            }
+        }
+        let _ = write!(
+            h,
+            "<h3>Workload figures: {}</h3>\n<div class=\"wide\"><table class=\"classes\">\n<tr><th>figure</th>",
+            escape(name)
+        );
+        for (r, _) in &cols {
+            let _ = write!(h, "<th>{}</th>", escape(&run_label(r, opts.by.as_deref())));
+        }
+        h.push_str("</tr>\n");
+        for k in rows {
+            let _ = write!(h, "<tr><td>{}</td>", escape(k));
+            for v in &values {
+                match v.iter().find(|(n, _)| n == k) {
+                    Some((_, x)) if x.fract() == 0.0 && x.abs() < 1e15 => {
+                        let _ = write!(h, "<td class=\"n\">{}</td>", count(*x));
+                    }
+                    Some((_, x)) => {
+                        let _ = write!(h, "<td class=\"n\">{}</td>", num(*x));
+                    }
+                    None => h.push_str("<td class=\"n muted\">-</td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table></div>\n");
+        for (_, p) in &cols {
+            for n in &p.notes {
+                let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(n));
+            }
+        }
+    }
 }
 
 /// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
@@ -797,6 +885,7 @@ mod tests {
         let mut p = PhaseResult {
             verify: None,
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

@@ -120,6 +120,8 @@ mod tests {
                 .enumerate()
                 .map(|(i, (e, b))| ThreadResult::new(i as u32, *e, 10, *b, None))
                 .collect(),
+            workload: Default::default(),
+            replay: None,
         }
     }
 
@@ -130,6 +132,7 @@ mod tests {
         PhaseResult {
             verify: None,
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

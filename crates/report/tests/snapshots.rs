@@ -45,6 +45,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     let phase = |name: &str, t: Totals| PhaseResult {
         verify: None,
         workload: Default::default(),
+        notes: Vec::new(),
         nodes: Vec::new(),
         first_done_s: None,
         last_done_s: None,
@@ -167,6 +168,8 @@ fn every_operation_class_shows_in_every_output() {
             total,
             error: None,
             per_thread: Vec::new(),
+            workload: Default::default(),
+            replay: None,
         });
         r
     };

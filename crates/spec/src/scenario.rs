@@ -57,7 +57,10 @@ impl Scenario {
 
 /// The built-in scenarios, with a line each for `--help` and errors.
 pub const BUILTINS: &[(&str, &str)] = &[
-    ("locking", "seed 000's four checks on a shared directory: A alone, B alone, two writers on A, A and B at once"),
+    (
+        "locking",
+        "the locking check's four steps on a shared directory: A alone, B alone, two writers on A, A and B at once",
+    ),
     ("scaling", "the same job on 1, 2, ..., N nodes at once, each node in its own subdirectory"),
 ];
 
@@ -527,7 +530,8 @@ impl ScenarioFile {
             let mut resolved = Vec::new();
             let mut mkdirs: Vec<PathBuf> = Vec::new();
             for (k, j) in jobs.iter().enumerate() {
-                let patch = for_node(&self.defaults.layered(j).layered(overrides), node);
+                let kind = self.defaults.layered(j).layered(overrides).kind();
+                let patch = for_node(&self.defaults.for_workload(kind).layered(j).layered(overrides), node);
                 let job = patch.resolve(&format!("job{}", k + 1)).map_err(|e| in_step(name, line, e))?;
                 if let Some(d) = needed_dir(&job.target) {
                     if !mkdirs.contains(&d) {

@@ -179,7 +179,7 @@ mod tests {
             p.verify = Some(true);
             p.workload = Some(crate::WorkloadKind::Postmark);
         })
-        .contains("block workload"));
+        .contains("does not apply to workload postmark"));
         assert!(msg(|p| {
             p.verify = Some(true);
             p.engine = Some(EngineKind::Null);

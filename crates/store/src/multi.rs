@@ -137,9 +137,10 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
         }
     }
     let timeline = if timeline.is_empty() { sum_seconds(parts) } else { timeline };
-    PhaseResult {
+    let mut merged = PhaseResult {
         verify: None,
         workload: Default::default(),
+        notes: Vec::new(),
         name,
         elapsed_s: elapsed,
         interrupted: true,
@@ -169,7 +170,9 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
             .collect(),
         first_done_s: None,
         last_done_s: None,
-    }
+    };
+    merged.roll_up_workload();
+    merged
 }
 
 /// The nodes' seconds added second by second (latencies: the worst node's).

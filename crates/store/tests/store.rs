@@ -491,6 +491,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
     let aggregate = iolab_model::PhaseResult {
         verify: None,
         workload: Default::default(),
+        notes: Vec::new(),
         name: pa.name.clone(),
         elapsed_s: elapsed,
         interrupted: false,

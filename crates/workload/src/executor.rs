@@ -11,22 +11,26 @@ use crate::aggregate::{Aggregator, Msg};
 use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
+use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
 use crate::source::bonnie::Bonnie;
 use crate::source::maildir::{Maildir, MaildirReader};
 use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
-use crate::source::replay::ReplaySource;
+use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::varmail::Varmail;
 use crate::source::verify::Validating;
-use crate::source::{Names, Source};
+use crate::source::{JobShared, Names, Source};
+use crate::validation;
 use crate::worker::{self, Window};
 use iolab_model::*;
 use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
@@ -47,6 +51,9 @@ pub struct Control {
     pub gate: Option<Arc<dyn StartGate>>,
     /// Sample CPU, disks and network this often beside each phase (None: don't).
     pub sample_interval: Option<Duration>,
+    /// The run's own mark (several steps on several nodes): files it creates are noted with
+    /// it, and files noted with it may be written again (see [`layout::RunMark`]).
+    pub run_mark: Option<layout::RunMark>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -67,6 +74,9 @@ pub trait Sink {
     fn tick(&mut self, _index: usize, _point: &TimelinePoint, _totals_bytes: u64) {}
     /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
     fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
+    /// The phase's clock began: its workers are released at this wall-clock instant (after
+    /// its start gate; the ramp, if any, is part of the phase from here).
+    fn started(&mut self, _index: usize, _at: SystemTime) {}
     /// A system sample, as it is taken (with `Control::sample_interval`).
     fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
     /// The phase as it stands, at its start and once a second while it runs: per-job and
@@ -85,23 +95,39 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error("{0}")]
     Spec(#[from] iolab_spec::SpecError),
-    #[error("validation: {0}")]
-    Verify(#[from] iolab_verify::VerifyError),
+    #[error("job `{job}`: {why}")]
+    Replay { job: String, why: String },
+    #[error("{0}")]
+    Validation(#[from] validation::ValidationError),
 }
 
-/// The files under validation in a phase, by path (threads and jobs on one file share it).
-type Validated = std::collections::HashMap<std::path::PathBuf, Arc<iolab_verify::Tracked>>;
+/// Per phase, per job: the replay job's checked plan (None for other workloads).
+type Replays = Vec<Vec<Option<Arc<Checked>>>>;
+/// Per phase, per job: its targets.
+type Targets = Vec<Vec<Vec<Target>>>;
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
-pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
+pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
+    check_all(plan, None).map(|(targets, _)| targets)
+}
+
+/// [`check_plan`] within a run that has its own mark.
+pub fn check_plan_in_run(plan: &Plan, run: Option<&layout::RunMark>) -> Result<Targets, RunError> {
+    check_all(plan, run).map(|(targets, _)| targets)
+}
+
+fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
+    let mut replays = Vec::new();
     for p in &plan.phases {
         let mut jobs = Vec::new();
+        let mut rs = Vec::new();
         for j in &p.jobs {
-            if let Workload::Replay(_) = &j.workload {
-                // A replay names its own files, under the job's directory (checked by
-                // `source::replay::check`, which `iolab replay` runs with the plan).
+            if let Workload::Replay(r) = &j.workload {
+                // A replay names its own files, under the job's directory: the trace is read,
+                // planned within its limits and checked against the target here, wherever the
+                // job runs.
                 if !j.target.is_dir() {
                     return Err(iolab_spec::SpecError::field(
                         &j.name,
@@ -110,25 +136,39 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
                     )
                     .into());
                 }
+                let c = replay::check(j, r).map_err(|why| RunError::Replay { job: j.name.clone(), why })?;
+                rs.push(Some(c));
                 jobs.push(Vec::new());
-            } else if j.engine == EngineKind::Null {
+                continue;
+            }
+            rs.push(None);
+            if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+                // A block job on the null engine opens no file. A personality does real
+                // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
                 jobs.push(Vec::new());
             } else {
-                jobs.push(layout::check_job(j)?);
+                jobs.push(layout::check_job_in_run(j, run)?);
             }
         }
         out.push(jobs);
+        replays.push(rs);
     }
-    Ok(out)
+    Ok((out, replays))
 }
 
 /// Run a plan. Refusals return `Err` with nothing written; once I/O has begun, failures and
 /// interruptions come back inside the result, beside what was measured.
 pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let targets = check_plan(plan)?;
+    let r = run_checked(plan, ctl, sink);
+    replay::forget();
+    r
+}
+
+fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
+    let (targets, replays) = check_all(plan, ctl.run_mark.as_ref())?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
         nodes: Vec::new(),
@@ -143,14 +183,14 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
         phases: Vec::new(),
     };
     // Validated files of the phase before, whose key maps a later phase takes on.
-    let mut carried = Validated::new();
-    for (i, (phase, targets)) in plan.phases.iter().zip(targets).enumerate() {
+    let mut carried = validation::Validated::new();
+    for (i, ((phase, targets), replays)) in plan.phases.iter().zip(targets).zip(replays).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
             break;
         }
-        let created = match prepare_phase(phase, &ctl.stop, sink) {
-            Ok(c) => c,
+        let (runs, created) = match prepare_phase(phase, &replays, ctl, sink) {
+            Ok(r) => r,
             Err(e) => {
                 if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
                     return Err(e.into()); // nothing measured yet: a plain refusal
@@ -161,20 +201,33 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
                 break;
             }
         };
-        let validated = match open_validation(phase, &targets, &created, &carried) {
+        let validated = match validation::open(phase, &targets, &created, &carried) {
             Ok(v) => v,
             Err(e) => {
                 if result.phases.is_empty() {
-                    return Err(e);
+                    return Err(e.into());
                 }
                 result.status = Status::Failed;
                 result.error = Some(e.to_string());
                 break;
             }
         };
-        let mut pr = run_phase(i, phase, &targets, &validated, ctl, sink);
-        finish_validation(phase, &validated, &mut pr);
+        let mut pr = match run_phase(i, phase, &targets, &runs, &validated, ctl, sink) {
+            Ok(pr) => pr,
+            Err(e) => {
+                result.status = Status::Failed;
+                result.error = Some(format!("phase `{}`: {e}", phase.name));
+                break;
+            }
+        };
+        validation::finish(phase, &validated, &mut pr);
         carried = validated;
+        // A replay marks what it made and judges its fidelity, into its job's result.
+        for (run, job) in runs.iter().zip(pr.jobs.iter_mut()) {
+            if let Some(run) = run {
+                run.finish(job);
+            }
+        }
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -196,108 +249,42 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     Ok(result)
 }
 
-/// Open the files the phase's validating jobs use (`--verify`): their key maps and journals.
-fn open_validation(
-    phase: &Phase,
-    targets: &[Vec<Target>],
-    created: &std::collections::HashSet<std::path::PathBuf>,
-    carried: &Validated,
-) -> Result<Validated, RunError> {
-    let mut out = Validated::new();
-    let node = iolab_sysstat::hostname();
-    for (job, ts) in phase.jobs.iter().zip(targets) {
-        let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
-        let key_block = b.bs.min().0 as u32;
-        for t in ts {
-            if let Some(have) = out.get(&t.path) {
-                if have.key_block != key_block {
-                    return Err(iolab_spec::SpecError::field(
-                        &job.name,
-                        "bs",
-                        format!(
-                            "{} is validated by another job of the phase with key blocks of {} bytes, not {key_block}",
-                            t.path.display(),
-                            have.key_block
-                        ),
-                    )
-                    .into());
-                }
-                continue;
-            }
-            let opts = iolab_verify::Options {
-                journal: v.journal.clone(),
-                sync: v.journal_sync == iolab_spec::JournalSync::Sync,
-                max_errors: v.max_errors,
-                node: node.clone(),
-            };
-            let carry = carried.get(&t.path).map(|c| &**c);
-            let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
-            out.insert(t.path.clone(), Arc::new(tr));
-        }
-    }
-    Ok(out)
-}
-
-/// After the phase: `--verify-after`'s pass, the maps saved with their journals, and what
-/// validation found in `phases[].verify`. A failure to finish is the job's error.
-fn finish_validation(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
-    if validated.is_empty() {
-        return;
-    }
-    let mut total = VerifyResult::default();
-    let mut paths: Vec<_> = validated.keys().collect();
-    paths.sort();
-    for path in paths {
-        let t = &validated[path];
-        let job = phase.jobs.iter().position(|j| {
-            j.verify.is_some()
-                && crate::layout::job_paths(j)
-                    .iter()
-                    .any(|p| p == path || p.canonicalize().ok().as_ref() == Some(&t.path))
-        });
-        let after = job.and_then(|j| phase.jobs[j].verify.as_ref()).is_some_and(|v| v.after);
-        let keep = job.and_then(|j| phase.jobs[j].verify.as_ref()).map_or(50, |v| {
-            if v.max_errors == 0 {
-                1000
-            } else {
-                v.max_errors as usize
-            }
-        });
-        let mut fail = None;
-        if after && !t.stopped() {
-            fail = t.verify_after().err();
-        }
-        if let Err(e) = t.finish() {
-            fail.get_or_insert(e);
-        }
-        if let Some(e) = fail {
-            let j = job.unwrap_or(0);
-            if let Some(jr) = pr.jobs.get_mut(j) {
-                jr.error.get_or_insert(format!("validation: {e}"));
-            }
-        }
-        total.merge(&t.result(), keep);
-    }
-    pr.verify = Some(total);
-}
-
-/// Lay out the phase's files; returns those created now.
 fn prepare_phase(
     phase: &Phase,
-    stop: &AtomicBool,
+    replays: &[Option<Arc<Checked>>],
+    ctl: &Control,
     sink: &mut dyn Sink,
-) -> Result<std::collections::HashSet<std::path::PathBuf>, LayoutError> {
+) -> Result<(Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>), LayoutError> {
+    let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
+    // Replays make their target what the trace expects (re-checked: an earlier phase may have
+    // changed it).
+    let mut runs = Vec::new();
+    for (job, checked) in phase.jobs.iter().zip(replays) {
+        runs.push(match (&job.workload, checked) {
+            (Workload::Replay(r), Some(c)) => {
+                if r.prepare {
+                    sink.message(&format!("preparing {} for the replay", job.target.display()));
+                }
+                let replay = ReplayRun::prepare(c.clone(), job, r, stop)
+                    .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
+                Some(replay)
+            }
+            _ => None,
+        });
+    }
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
-        .filter(|j| j.engine != EngineKind::Null && !matches!(j.workload, Workload::Replay(_)))
-        .map(|j| layout::check_job(j).map(|ts| (j, ts)))
+        .filter(|j| {
+            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+        })
+        .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
-    let mut seen = std::collections::HashSet::new();
-    let mut created = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
+    let mut created = HashSet::new();
     for (job, ts) in &fresh {
         for t in ts {
             if !seen.insert(t.path.clone()) {
@@ -307,12 +294,16 @@ fn prepare_phase(
             if created_now {
                 created.insert(t.path.clone());
             }
-            layout::create_target(t)?;
+            layout::create_target_in_run(t, run)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
                 layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
-            } else if job.engine == EngineKind::Mmap && t.kind == TargetKind::File && t.existing < t.size {
+            } else if job.engine == EngineKind::Mmap
+                && t.kind == TargetKind::File
+                && t.existing < t.size
+                && !job.workload.makes_own_files()
+            {
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(&t.path)
@@ -321,33 +312,72 @@ fn prepare_phase(
             }
         }
     }
-    Ok(created)
+    Ok((runs, created))
 }
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
+    /// the started ones leave without touching the barriers).
+    spawned: (Mutex<Option<bool>>, Condvar),
     ready: Barrier,
     go: Barrier,
 }
 
-/// Sleep until a wall-clock instant (no-op if it has passed), waking to check for a stop.
+impl Shared {
+    fn set_spawned(&self, all: bool) {
+        if let Ok(mut s) = self.spawned.0.lock() {
+            *s = Some(all);
+        }
+        self.spawned.1.notify_all();
+    }
+    /// Wait until every worker thread is started; `false` if one could not be.
+    fn all_spawned(&self) -> bool {
+        let Ok(mut s) = self.spawned.0.lock() else { return false };
+        loop {
+            match *s {
+                Some(all) => return all,
+                None => match self.spawned.1.wait(s) {
+                    Ok(g) => s = g,
+                    Err(_) => return false,
+                },
+            }
+        }
+    }
+}
+
+/// How long before a start instant the coordinating thread stops sleeping and yields instead.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// Wait until a wall-clock instant (no-op if it has passed), waking to check for a stop. It
+/// sleeps until [`SPIN`] before the instant, then yields the CPU in a loop until it passes:
+/// when many processes start at one instant on few CPUs (64 agents on 2 cores), each is then
+/// awake and gets a turn every few microseconds, instead of 64 timer wake-ups at the instant
+/// queued one behind the other (each a few hundred microseconds of work: ~9 ms for the last).
 fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     while let Ok(left) = at.duration_since(SystemTime::now()) {
         if left.is_zero() || stop.load(Ordering::Relaxed) {
             break;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        if left > SPIN {
+            std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
+/// Run one phase. `Err` when its worker threads could not all be started (the system's limit
+/// on threads or memory): none of them did any I/O then.
 fn run_phase(
     index: usize,
     phase: &Phase,
     targets: &[Vec<Target>],
-    validated: &Validated,
+    runs: &[Option<Arc<ReplayRun>>],
+    validated: &validation::Validated,
     ctl: &Control,
     sink: &mut dyn Sink,
-) -> PhaseResult {
+) -> Result<PhaseResult, String> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -359,8 +389,16 @@ fn run_phase(
         },
     };
     sink.phase_start(index, phase, expect);
-    let shared = Shared { start: OnceLock::new(), ready: Barrier::new(workers + 1), go: Barrier::new(workers + 1) };
+    let shared = Shared {
+        start: OnceLock::new(),
+        spawned: (Mutex::new(None), Condvar::new()),
+        ready: Barrier::new(workers + 1),
+        go: Barrier::new(workers + 1),
+    };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // What each job's threads share: their barrier, and a personality's pool.
+    let per_job: Vec<(Rendezvous, Result<JobShared, String>)> =
+        phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
 
     std::thread::scope(|s| {
         let mut w = 0;
@@ -370,17 +408,29 @@ fn run_phase(
                 let shared = &shared;
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
-                let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let worker = w;
-                std::thread::Builder::new()
-                    .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || {
-                        worker_main(ji, worker, t, job, target, tracked, max_ramp, shared, stop, tx)
-                    })
-                    .expect("spawning a worker thread");
+                let run = runs.get(ji).cloned().flatten();
+                let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
+                let together = &per_job[ji];
+                let started =
+                    std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
+                        if shared.all_spawned() {
+                            worker_main(ji, worker, t, job, target, run, tracked, max_ramp, shared, together, stop, tx)
+                        }
+                    });
+                if let Err(e) = started {
+                    shared.set_spawned(false);
+                    return Err(format!(
+                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
+                        w + 1,
+                        job.name,
+                        job.threads
+                    ));
+                }
                 w += 1;
             }
         }
+        shared.set_spawned(true);
         drop(tx);
         shared.ready.wait();
         if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
@@ -390,8 +440,10 @@ fn run_phase(
             sleep_until(at, &ctl.stop);
         }
         let phase_start = Instant::now();
+        let started_at = SystemTime::now();
         let _ = shared.start.set(phase_start);
         shared.go.wait();
+        sink.started(index, started_at);
         let t0 = phase_start + max_ramp;
         // Samples come over their own channel, so a sampler never keeps the workers' channel
         // open; the coordinating thread hands them on as they arrive.
@@ -445,7 +497,7 @@ fn run_phase(
         }
         let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
-        r
+        Ok(r)
     })
 }
 
@@ -470,34 +522,56 @@ fn worker_main(
     thread: u32,
     job: &Job,
     target: Option<&Target>,
+    run: Option<Arc<ReplayRun>>,
     tracked: Option<Arc<iolab_verify::Tracked>>,
     ramp: Duration,
     shared: &Shared,
+    together: &(Rendezvous, Result<JobShared, String>),
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
-    // Where it is refused (seccomp), the worker just shares the process's table.
-    let _ = iolab_engine::private_fd_table();
+    // Where it is refused (seccomp), the worker just shares the process's table. A replay's
+    // threads keep the shared table, as the traced threads did: they hand descriptors to one
+    // another.
+    if run.is_none() {
+        let _ = iolab_engine::private_fd_table();
+    }
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
-    let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
-    match &job.workload {
-        Workload::Block(b) => match (tracked, &job.verify) {
+    let (barrier, pool) = together;
+    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
+    let pool = match pool {
+        Ok(p) => p.clone(),
+        Err(e) => return drive(Err::<BlockSource, _>(e.clone()), w),
+    };
+    match (&job.workload, pool) {
+        (Workload::Block(b), _) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
                 drive(Ok(Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite)), w)
             }
             _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
         },
-        Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
-        Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
-        Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
-        Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),
-        Workload::Bonnie(b) => drive(Ok(Bonnie::new(&job.name, b, job.seed, thread, w.root.clone())), w),
-        Workload::Maildir(m) if thread >= m.deliverers(job) => drive(
-            Ok(MaildirReader::new(&job.name, m, thread - m.deliverers(job), m.deliverers(job), w.root.clone())),
+        (Workload::Replay(_), _) => drive(
+            run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
             w,
         ),
-        Workload::Maildir(m) => drive(Ok(Maildir::new(&job.name, m, job.seed, thread, w.root.clone())), w),
+        (Workload::Postmark(p), _) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
+        (Workload::Redolog(r), _) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
+        (Workload::Varmail(v), JobShared::Varmail(set)) => {
+            let root = w.root.clone();
+            drive(Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+        }
+        (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
+            drive(Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
+            drive(Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) => {
+            let root = w.root.clone();
+            drive(Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
+        }
+        _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
     }
 }
 
@@ -509,13 +583,15 @@ struct Work<'a> {
     root: std::path::PathBuf,
     ramp: Duration,
     shared: &'a Shared,
+    /// Where the job's threads line up ([`crate::source::Next::Barrier`]).
+    barrier: &'a Rendezvous,
     stop: &'a AtomicBool,
     tx: Sender<Msg>,
 }
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, String>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, shared, stop, tx } = w;
+    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
             let setup = set_up(job, &mut s);
@@ -538,12 +614,14 @@ fn drive<S: Source>(source: Result<S, String>, w: Work) {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, &mut report));
+            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, barrier, &mut report));
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
         (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
     };
+    // Done: the job's other threads wait for this one at no later barrier.
+    barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }
@@ -613,6 +691,37 @@ mod tests {
         assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
+    }
+
+    #[test]
+    fn a_personality_on_the_null_engine_is_checked_like_any_other() {
+        let d = tempfile::tempdir().unwrap();
+        let job = |target: &std::path::Path| {
+            JobPatch {
+                target: Some(target.into()),
+                workload: Some(iolab_spec::WorkloadKind::Varmail),
+                engine: Some(EngineKind::Null),
+                threads: Some(1),
+                runtime: Some(Duration::from_millis(200)),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        };
+        let plan =
+            |target: &std::path::Path| Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job(target)] }] };
+        // A file is no directory to work in, whatever the engine.
+        let file = d.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = run_plan(&plan(&file), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("needs a directory"), "{err}");
+        // A directory of the job's name left there: refused, and nothing in it touched.
+        let work = d.path().join("work");
+        std::fs::create_dir_all(work.join("iolab.j")).unwrap();
+        std::fs::write(work.join("iolab.j/mine"), b"keep").unwrap();
+        let err = run_plan(&plan(&work), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("exists already"), "{err}");
+        assert_eq!(std::fs::read_dir(work.join("iolab.j")).unwrap().count(), 1);
     }
 
     #[derive(Default)]

@@ -14,8 +14,11 @@ pub mod executor;
 mod keep;
 pub mod layout;
 pub mod ns;
+pub mod owned;
 pub mod pattern;
+pub mod rendezvous;
 pub mod source;
+mod validation;
 pub mod worker;
 
 pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink, StartGate};

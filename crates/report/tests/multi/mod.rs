@@ -83,6 +83,8 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 total: part,
                 error: None,
                 per_thread: Vec::new(),
+                workload: Default::default(),
+                replay: None,
             });
         }
         let net = s.mb_s * 1.04;
@@ -115,6 +117,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
     PhaseResult {
         verify: None,
         workload: Default::default(),
+        notes: Vec::new(),
         name: name.into(),
         elapsed_s: elapsed,
         interrupted: false,

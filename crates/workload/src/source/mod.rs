@@ -17,10 +17,38 @@ pub mod varmail;
 pub mod verify;
 
 use crate::clock::Stamp;
+use iolab_engine::beneath::Beneath;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
+use iolab_spec::{Job, Workload};
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// What the threads of one job share, made once per job before its threads start: the pool
+/// a personality's threads work on together.
+#[derive(Clone, Default)]
+pub enum JobShared {
+    #[default]
+    Nothing,
+    /// maildir: the mailboxes every deliverer and reader uses.
+    Maildir(Arc<maildir::Pool>),
+    /// varmail: filebench's file set.
+    Varmail(Arc<varmail::FileSet>),
+    /// bonnie: the seekers' tickets.
+    Bonnie(Arc<bonnie::Tickets>),
+}
+
+impl JobShared {
+    pub fn for_job(job: &Job) -> Result<JobShared, String> {
+        Ok(match &job.workload {
+            Workload::Maildir(m) => JobShared::Maildir(Arc::new(maildir::Pool::new(&job.name, m))),
+            Workload::Varmail(v) => JobShared::Varmail(Arc::new(varmail::FileSet::new(&job.name, v, job.seed)?)),
+            Workload::Bonnie(b) => JobShared::Bonnie(Arc::new(bonnie::Tickets::new(b, job.seed))),
+            _ => JobShared::Nothing,
+        })
+    }
+}
 
 /// A name in the worker's name table (see [`Names`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +98,13 @@ pub enum Call {
     Stat {
         name: NameId,
     },
+    /// List a directory: its entries' names reach the source's `completed` (see there).
     Readdir {
+        name: NameId,
+    },
+    /// syncfs(2) of the filesystem that holds `name`: its dirty data and metadata written out
+    /// (bonnie++'s sync() after its create and delete tests, for the target's filesystem only).
+    SyncFs {
         name: NameId,
     },
 }
@@ -81,12 +115,12 @@ impl Call {
     pub fn class(&self) -> OpClass {
         match self {
             Call::Data { kind, .. } => match kind {
-                OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) => OpClass::Read,
-                OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) => OpClass::Write,
-                OpKind::Fsync | OpKind::Fdatasync => OpClass::Sync,
-                OpKind::Seek => OpClass::Seek,
+                OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) | OpKind::ReadvCur(_) => OpClass::Read,
+                OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) | OpKind::WritevCur(_) => OpClass::Write,
+                OpKind::Fsync | OpKind::Fdatasync | OpKind::SyncRange { .. } => OpClass::Sync,
+                OpKind::Seek(_) => OpClass::Seek,
                 OpKind::Ftruncate => OpClass::Truncate,
-                OpKind::Fallocate => OpClass::Allocate,
+                OpKind::Fallocate { .. } => OpClass::Allocate,
             },
             Call::Open { flags, .. } if flags.create => OpClass::Create,
             Call::Open { .. } => OpClass::Open,
@@ -98,6 +132,7 @@ impl Call {
             Call::FsyncDir { .. } => OpClass::DirSync,
             Call::Stat { .. } => OpClass::Stat,
             Call::Readdir { .. } => OpClass::Readdir,
+            Call::SyncFs { .. } => OpClass::Sync,
         }
     }
 }
@@ -109,11 +144,19 @@ pub struct Issue {
     /// When it was due (open-loop pacing): latency is measured from here instead of from
     /// the moment it is issued, so a late start is counted against the storage.
     pub due: Option<Stamp>,
+    /// Whether the call counts in its class's statistics. A namespace call that is not part
+    /// of what the original measures (removing what is left at the end, the directories a
+    /// personality made for itself) is made but not counted. Data calls are always counted.
+    pub timed: bool,
 }
 
 impl Issue {
     pub fn now(call: Call) -> Issue {
-        Issue { call, due: None }
+        Issue { call, due: None, timed: true }
+    }
+    /// A namespace call made but not counted (cleanup the original does outside its timing).
+    pub fn untimed(call: Call) -> Issue {
+        Issue { call, due: None, timed: false }
     }
 }
 
@@ -126,6 +169,10 @@ pub enum Next {
     /// Wait until everything in flight has completed, then ask again (a barrier, such as a
     /// flush after N writes).
     Drain,
+    /// Wait until everything in flight has completed and every other thread of the job has
+    /// reached a barrier too (or ended), then ask again: the stages of a personality that all
+    /// its threads pass together (see [`crate::rendezvous`]). The wait is not an operation.
+    Barrier,
     /// The source has no more work.
     Done,
 }
@@ -152,6 +199,14 @@ pub struct SetupFile {
     pub path: String,
 }
 
+/// A change to a worker's file table that a source asks for between operations (untimed).
+pub enum FileChange {
+    /// Place this file at its index (an opening another thread made, shared with this one).
+    Place(SetupFile),
+    /// Take the file at this index out of the table and close it.
+    Drop(u32),
+}
+
 /// A generator of operations for one worker thread.
 pub trait Source: Send {
     /// Bytes the largest data operation moves: the size of each engine buffer.
@@ -174,7 +229,8 @@ pub trait Source: Send {
         false
     }
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
-    /// brought in), empty for namespace calls. An `Err` ends the job with that message.
+    /// brought in), for `Readdir` the names it listed (each followed by a NUL byte, `.` and
+    /// `..` left out), empty for other namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
     /// Whether the source does work of its own that it times (a validator's journal writes):
     /// the worker then hands it [`Source::take_timings`] after each call and takes a data call's
@@ -184,6 +240,14 @@ pub trait Source: Send {
     }
     /// The source's own timed work since the last call, as (class, bytes, ns), into `out`.
     fn take_timings(&mut self, _out: &mut dyn FnMut(OpClass, u64, u64)) {}
+    /// A file this source's `Open` just opened, before the engine takes it (a source sharing
+    /// the opening with other threads keeps a duplicate of it).
+    fn opened(&mut self, _file: u32, _f: &std::fs::File) {}
+    /// Changes to the file table, asked for until `None` after each `next` with nothing in
+    /// flight, before the operation it returned is issued.
+    fn file_change(&mut self) -> Option<FileChange> {
+        None
+    }
     /// A personality's own figures at the end (PostMark's transactions, files created, ...),
     /// under the original's names: counts are summed over threads, `*_s` seconds take the
     /// longest thread's; they go to `phases[].workload` in the results.
@@ -193,20 +257,29 @@ pub trait Source: Send {
 }
 
 /// The worker's names: paths under the job's root directory. A source can name nothing outside
-/// it: absolute paths and `..` are refused, so namespace calls stay in the directory the job was
-/// given.
+/// it: absolute paths and `..` are refused here, and the namespace layer ([`crate::ns`])
+/// resolves every name beneath the root ([`Beneath`]), so no symbolic link in the directory
+/// leads a call out of it either.
 #[derive(Debug, Default)]
 pub struct Names {
     root: PathBuf,
     paths: Vec<PathBuf>,
+    dir: std::cell::OnceCell<Result<Beneath, String>>,
 }
 
 impl Names {
     pub fn new(root: impl Into<PathBuf>) -> Names {
-        Names { root: root.into(), paths: Vec::new() }
+        Names { root: root.into(), ..Default::default() }
     }
     pub fn root(&self) -> &Path {
         &self.root
+    }
+    /// The root, opened once, to resolve names beneath.
+    pub fn beneath(&self) -> io::Result<&Beneath> {
+        self.dir
+            .get_or_init(|| Beneath::open(&self.root).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.clone()))
     }
     /// Register `rel` (relative to the root) and return its id.
     pub fn add(&mut self, rel: impl AsRef<Path>) -> Result<NameId, String> {
@@ -244,6 +317,13 @@ impl Names {
     pub fn path(&self, id: NameId) -> &Path {
         self.paths.get(id.0 as usize).map(PathBuf::as_path).unwrap_or(Path::new("/.iolab-no-such-name"))
     }
+    /// A name relative to the root (what the namespace layer resolves beneath it).
+    pub fn rel(&self, id: NameId) -> &Path {
+        match self.paths.get(id.0 as usize) {
+            Some(p) => p.strip_prefix(&self.root).unwrap_or(Path::new(".iolab-no-such-name")),
+            None => Path::new(".iolab-no-such-name"),
+        }
+    }
 }
 
 /// A failed or short operation in words, as job errors say it: what, where, why.
@@ -278,6 +358,7 @@ mod tests {
             assert!(n.add(bad).is_err(), "{bad}");
         }
         assert_eq!(n.path(NameId(99)), Path::new("/.iolab-no-such-name"));
+        assert_eq!(n.rel(a), Path::new("d1/f.0"));
     }
 
     #[test]

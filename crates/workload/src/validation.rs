@@ -1,0 +1,109 @@
+//! Data validation's part in running a phase (`--verify`): before it, the files its validating
+//! jobs use are opened with their key maps and journals (shared by the threads and jobs on one
+//! file, a later phase taking on an earlier one's map); after it, `--verify-after`'s pass, the
+//! maps saved with their journals and what was found in `phases[].verify`. The stamps, maps,
+//! journals and checks themselves are crates/verify's; the executor calls these two.
+
+use crate::layout::Target;
+use iolab_model::{PhaseResult, VerifyResult};
+use iolab_spec::Phase;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The files under validation in a phase, by path (threads and jobs on one file share it).
+pub type Validated = HashMap<PathBuf, Arc<iolab_verify::Tracked>>;
+
+/// Why a phase's validated files could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidationError {
+    #[error("{0}")]
+    Spec(#[from] iolab_spec::SpecError),
+    #[error("validation: {0}")]
+    Verify(#[from] iolab_verify::VerifyError),
+}
+
+/// Open the files the phase's validating jobs use (`--verify`): their key maps and journals.
+pub fn open(
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    created: &HashSet<PathBuf>,
+    carried: &Validated,
+) -> Result<Validated, ValidationError> {
+    let mut out = Validated::new();
+    let node = iolab_sysstat::hostname();
+    for (job, ts) in phase.jobs.iter().zip(targets) {
+        let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
+        let key_block = b.bs.min().0 as u32;
+        for t in ts {
+            if let Some(have) = out.get(&t.path) {
+                if have.key_block != key_block {
+                    return Err(iolab_spec::SpecError::field(
+                        &job.name,
+                        "bs",
+                        format!(
+                            "{} is validated by another job of the phase with key blocks of {} bytes, not {key_block}",
+                            t.path.display(),
+                            have.key_block
+                        ),
+                    )
+                    .into());
+                }
+                continue;
+            }
+            let opts = iolab_verify::Options {
+                journal: v.journal.clone(),
+                sync: v.journal_sync == iolab_spec::JournalSync::Sync,
+                max_errors: v.max_errors,
+                node: node.clone(),
+            };
+            let carry = carried.get(&t.path).map(|c| &**c);
+            let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
+            out.insert(t.path.clone(), Arc::new(tr));
+        }
+    }
+    Ok(out)
+}
+
+/// After the phase: `--verify-after`'s pass, the maps saved with their journals, and what
+/// validation found in `phases[].verify`. A failure to finish is the job's error.
+pub fn finish(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
+    if validated.is_empty() {
+        return;
+    }
+    let mut total = VerifyResult::default();
+    let mut paths: Vec<_> = validated.keys().collect();
+    paths.sort();
+    for path in paths {
+        let t = &validated[path];
+        let job = phase.jobs.iter().position(|j| {
+            j.verify.is_some()
+                && crate::layout::job_paths(j)
+                    .iter()
+                    .any(|p| p == path || p.canonicalize().ok().as_ref() == Some(&t.path))
+        });
+        let after = job.and_then(|j| phase.jobs[j].verify.as_ref()).is_some_and(|v| v.after);
+        let keep = job.and_then(|j| phase.jobs[j].verify.as_ref()).map_or(50, |v| {
+            if v.max_errors == 0 {
+                1000
+            } else {
+                v.max_errors as usize
+            }
+        });
+        let mut fail = None;
+        if after && !t.stopped() {
+            fail = t.verify_after().err();
+        }
+        if let Err(e) = t.finish() {
+            fail.get_or_insert(e);
+        }
+        if let Some(e) = fail {
+            let j = job.unwrap_or(0);
+            if let Some(jr) = pr.jobs.get_mut(j) {
+                jr.error.get_or_insert(format!("validation: {e}"));
+            }
+        }
+        total.merge(&t.result(), keep);
+    }
+    pr.verify = Some(total);
+}
