@@ -3,7 +3,7 @@
 //! they come, the aggregate under node `*`; the summary printed is the aggregate's, with a
 //! scenario's verdict.
 
-use crate::args::{NodeArgs, OutArgs, Output, RunArgs, SaveArgs, ScenarioArgs};
+use crate::args::{NodeArgs, OutArgs, RunArgs, SaveArgs, ScenarioArgs};
 use crate::record::{Recorder, Tee};
 use crate::run_cmd::{emit, exit_code};
 use anyhow::{bail, Context, Result};
@@ -72,7 +72,7 @@ fn connect(
 }
 
 pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let json = args.out.output == Output::Json;
+    let json = args.out.machine();
     let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
     let mut rec = Recorder::begin(&args.save, "run", name, plan)?;
     let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
@@ -139,7 +139,7 @@ pub fn run_scenario(
     scaling: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<RunResult> {
-    let json = out.output == Output::Json;
+    let json = out.machine();
     // The run as a whole: one phase per step, every part's jobs named by their node.
     let plan = Plan {
         phases: sc

@@ -3,7 +3,7 @@
 //! judged for fidelity: replayed operation counts and bytes against the recorded ones, and the
 //! elapsed time against the recorded span.
 
-use crate::args::{Output, ReplayArgs};
+use crate::args::{ReplayArgs, RunOutput};
 use crate::run_cmd;
 use anyhow::{bail, Context, Result};
 use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, Workload};
@@ -50,7 +50,7 @@ pub struct Fidelity {
 }
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    a.out.check()?;
+    a.out.check_no_fio("iolab replay")?;
     if !a.target.is_dir() {
         bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
     }
@@ -95,7 +95,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
     let fid = fidelity(&plan_r, &result);
-    if a.out.output == Output::Json {
+    if a.out.output == RunOutput::Json {
         #[derive(Serialize)]
         struct Out<'a> {
             fidelity: &'a Fidelity,

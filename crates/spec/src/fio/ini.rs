@@ -210,12 +210,14 @@ fn substitute(value: &str, at: &Loc, env: &dyn Env) -> Result<String, Problem> {
                 out.push_str(&n.to_string());
                 keyword = true;
             }
-            None => return Err(Problem::new(
-                at.clone(),
-                format!(
+            None => {
+                return Err(Problem::new(
+                    at.clone(),
+                    format!(
                     "`{word}`: fio substitutes only ${{NAME}} from the environment and $pagesize, $mb_memory, $ncpus"
                 ),
-            )),
+                ))
+            }
         }
         rest = &tail[word_len..];
     }
