@@ -325,7 +325,7 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     match &job.workload {
-        Workload::Block(b) => b.budget_bytes(size),
+        Workload::Block(b) => b.budget_bytes(size.saturating_sub(b.offset())),
         Workload::Replay(_) => 0,
         Workload::Postmark(_)
         | Workload::Maildir(_)

@@ -45,6 +45,7 @@ struct Raw {
     directory: Option<(String, Loc)>,
     size: Option<(u64, Loc)>,
     io_size: Option<(u64, Loc)>,
+    offset: Option<(u64, Loc)>,
     rw: Option<(Rw, Option<u64>, String, Loc)>,
     mix: Option<(u8, Loc)>,
     bs: Option<(PerDir<Bs>, String, Loc)>,
@@ -189,14 +190,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "directory" => r.directory = Some((need(o)?.to_string(), at)),
         "size" => r.size = Some((size(o)?, at)),
         "io_size" => r.io_size = Some((size(o)?, at)),
-        "offset" => {
-            if size(o)? != 0 {
-                said.unmapped(
-                    &at,
-                    format!("{}: iolab's I/O starts at the file's first byte; offset is not mapped", o.key),
-                );
-            }
-        }
+        "offset" => r.offset = Some((size(o)?, at)),
         "rw" => {
             let v = need(o)?;
             let (word, modifier) = match v.split_once(':') {
@@ -316,6 +310,12 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         // iolab's workers are always threads.
         "thread" => {
             flag(o)?;
+        }
+        // iolab draws random offsets independently, as fio does without its random map.
+        "norandommap" => {
+            if !flag(o)? {
+                said.unmapped(&at, "norandommap=0: iolab keeps no random map (each block once per pass)".into());
+            }
         }
         // iolab's offsets repeat from the seed, as fio's do under randrepeat=1 (its default).
         "randrepeat" => {
@@ -459,6 +459,10 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
     if let Some((v, at)) = &r.size {
         set("size", at);
         p.size = Some(Bytes(*v));
+    }
+    if let Some((v, at)) = r.offset.as_ref().filter(|o| o.0 > 0) {
+        set("offset", at);
+        p.offset = Some(Bytes(*v));
     }
 
     let rw = match &r.rw {

@@ -116,7 +116,8 @@ fn jobs_without_stonewall_share_a_phase_and_global_applies_below_it_only() {
 fn options_map_with_fio_units_and_semantics() {
     let plan = plan_of(
         "[j]\nname=mixed\ndirectory=/d\nrw=randrw\nrwmixwrite=30\nbssplit=4k/50:64k/\nsize=10m\nruntime=2m\n\
-         random_distribution=zipf:1.1\nbuffer_compress_percentage=40\nfdatasync=16\nend_fsync=1\nramp_time=500ms\n",
+         random_distribution=zipf:1.1\nbuffer_compress_percentage=40\nfdatasync=16\nend_fsync=1\nramp_time=500ms\n\
+         offset=1m\n",
     );
     let j = &plan.phases[0].jobs[0];
     let b = j.workload.block().unwrap();
@@ -134,6 +135,7 @@ fn options_map_with_fio_units_and_semantics() {
     assert_eq!((b.sync, b.fsync_every), (SyncMode::Fdatasync, 16));
     assert!(b.end_fsync);
     assert_eq!(j.ramp, Duration::from_millis(500));
+    assert_eq!(b.offset, Some(Bytes::mib(1)));
 }
 
 #[test]
@@ -233,12 +235,13 @@ fn include_loops_are_refused_with_the_chain() {
 
 #[test]
 fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
-    let text = "[global]\nverify=md5\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
+    let text =
+        "[global]\nverify=md5\ngtod_reduce=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
                 random_distribution=pareto:0.9\nioengine=rbd\n";
     let e = parse_one(text).unwrap_err();
     let FioError::Unmapped(list) = &e else { panic!("{e}") };
     let lines: Vec<usize> = list.iter().map(|p| p.at.line).collect();
-    assert_eq!(lines, [2, 3, 10, 11], "{e}");
+    assert_eq!(lines, [2, 3, 11, 12], "{e}");
     let text_e = e.to_string();
     assert!(text_e.contains("4 options iolab does not map") && text_e.contains("--fio-lenient"), "{text_e}");
     assert!(text_e.contains("/j/job.fio:2: `verify`"), "{text_e}");
