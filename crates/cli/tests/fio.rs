@@ -263,3 +263,40 @@ fn bad_job_files_name_file_and_line_exit_2_and_touch_nothing() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: left out (--fio-lenient): "));
 }
+
+/// fio-plot (from PyPI; .ci/run installs it in a venv and names it in IOLAB_FIO_PLOT) draws its
+/// IOPS and latency chart from iolab's fio-json, selecting the file by its `job options`.
+#[test]
+fn fio_plot_draws_iolabs_fio_json() {
+    let bin = std::env::var("IOLAB_FIO_PLOT").unwrap_or_else(|_| "fio-plot".into());
+    if Command::new(&bin).arg("--help").output().map(|o| !o.status.success()).unwrap_or(true) {
+        return skip("fio-plot is not installed (pip install fio-plot; IOLAB_FIO_PLOT=path)");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let results = d.path().join("results");
+    std::fs::create_dir(&results).unwrap();
+    let out = iolab()
+        .args(["run", "--rw", "randread", "--size", "8m", "--runtime", "1s", "--no-store", "--output", "fio-json"])
+        .arg("--target")
+        .arg(d.path().join("f"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(results.join("randread-1-1.json"), &out.stdout).unwrap();
+    let png = d.path().join("chart.png");
+    let o = Command::new(&bin)
+        .args(["-i", "results", "-T", "iolab", "-l", "-r", "randread", "-d", "1", "-n", "1", "-o"])
+        .arg(&png)
+        .current_dir(d.path())
+        .env("MPLBACKEND", "Agg")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fio-plot: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "a chart of {} bytes", bytes.len());
+}
