@@ -112,7 +112,9 @@ fn fio_json_has_the_shape_of_fios_own_on_the_same_job() {
     assert_eq!(j["jobname"], "mixed");
     let (r, w) = (j["read"]["total_ios"].as_f64().unwrap(), j["write"]["total_ios"].as_f64().unwrap());
     assert!(r > 0.0 && w > 0.0 && (0.6..0.8).contains(&(r / (r + w))), "reads {r} writes {w}");
-    assert_eq!(j["sync"]["total_ios"].as_u64().unwrap(), (w as u64) / 8, "an fsync every 8 writes");
+    // An fsync every 8 writes (the time may run out between the 8th write and its fsync).
+    let syncs = j["sync"]["total_ios"].as_u64().unwrap();
+    assert!((w as u64 / 8).saturating_sub(1) <= syncs && syncs <= w as u64 / 8, "{syncs} fsyncs for {w} writes");
     assert_eq!(j["read"]["io_bytes"].as_u64().unwrap(), r as u64 * 4096);
     let p = &j["read"]["clat_ns"]["percentile"];
     assert!(p["50.000000"].as_u64().unwrap() <= p["99.000000"].as_u64().unwrap());

@@ -201,18 +201,33 @@ impl FioFile {
                 .map(|p| PhaseOut { name: &p.name, job: p.jobs.iter().map(|j| &j.patch).collect() })
                 .collect(),
         };
-        let mut out = format!("# iolab job file converted from the fio job file {}\n", self.path.display());
+        let mut out = comment(&format!("iolab job file converted from the fio job file {}", self.path.display()));
         out.push_str("# run it with: iolab run THIS.toml\n");
         for n in &self.notes {
-            out.push_str(&format!("# note: {n}\n"));
+            out.push_str(&comment(&format!("note: {n}")));
         }
         for s in &self.skipped {
-            out.push_str(&format!("# not mapped, left out: {s}\n"));
+            out.push_str(&comment(&format!("not mapped, left out: {s}")));
         }
         out.push('\n');
         out.push_str(&toml::to_string(&file).unwrap_or_else(|e| format!("# cannot write TOML: {e}\n")));
         out
     }
+}
+
+/// A TOML comment line; control characters (which TOML forbids in comments, and which a job
+/// file's text may hold) are written as escapes.
+fn comment(text: &str) -> String {
+    let mut s = String::from("# ");
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            s.extend(c.escape_default());
+        } else {
+            s.push(c);
+        }
+    }
+    s.push('\n');
+    s
 }
 
 /// Whether a job file's text is fio's rather than iolab's TOML: its first section line is a

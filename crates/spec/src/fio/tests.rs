@@ -271,6 +271,16 @@ fn converted_toml_is_the_same_plan() {
 }
 
 #[test]
+fn converted_toml_keeps_control_characters_out_of_its_comments() {
+    // Found by the fio_job fuzz target: a NUL in an option's name went into a TOML comment.
+    let f = parse(Path::new("/j/job.fio"), &mem(&[("/j/job.fio", "[j]\nfilename=/f\nsize=1m\nru\0ns\r=1\n")]), true)
+        .unwrap();
+    let toml_text = f.to_toml();
+    assert!(toml_text.contains("ru\\u{0}ns"), "{toml_text}");
+    assert_eq!(crate::parse_job_file(&toml_text, &JobPatch::default()).unwrap(), f.plan(&JobPatch::default()).unwrap());
+}
+
+#[test]
 fn recognised_by_content() {
     assert!(looks_like_fio(SEQ_THEN_RANDOM));
     assert!(looks_like_fio("# c\n[job1]\nrw=read\n"));
