@@ -8,6 +8,7 @@
 #   bash bench/fio-compare.sh                        # bench/fio/*.fio, 3 rounds of 5 s each
 #   ROUNDS=5 SECS=10 bash bench/fio-compare.sh bench/fio/randread-psync.fio
 #   MODES=1 bash bench/fio-compare.sh                # O_DIRECT only
+#   IOLAB=target/release/iolab bash bench/fio-compare.sh   # skip the build
 #
 # Job files read TESTFILE, SIZE, DIRECT and SECS from the environment (`${VAR}`); fio and iolab
 # get a file each under DIR (default /var/tmp/iolab-fio-compare, removed at the end).
@@ -23,8 +24,12 @@ DIR=${DIR:-/var/tmp/iolab-fio-compare}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 command -v fio >/dev/null || { echo "fio-compare.sh: fio is not installed" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "fio-compare.sh: python3 reads the JSON" >&2; exit 1; }
-cargo build --release -q -p iolab --manifest-path "$root/Cargo.toml"
-iolab=$root/target/release/iolab
+if [ -n "${IOLAB:-}" ]; then
+    iolab=$IOLAB     # an iolab built already (IOLAB=path/to/iolab)
+else
+    cargo build --release -q -p iolab --manifest-path "$root/Cargo.toml"
+    iolab=$root/target/release/iolab
+fi
 
 if [ $# -gt 0 ]; then jobs=("$@"); else jobs=("$root"/bench/fio/*.fio); fi
 mkdir -p "$DIR"
