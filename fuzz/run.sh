@@ -34,6 +34,7 @@ max_len() {
     procfs) echo 4096 ;;
     histogram) echo 8192 ;;
     strace) echo 8192 ;;
+    strace_ff) echo 8192 ;;
     cluster) echo 4096 ;;
     *) echo 4096 ;;
   esac

@@ -26,7 +26,7 @@ cc -O2 -pthread -o "$dir/redo" bench/trace/redo.c
 python3 - "$iolab" "$dir" "$threads" "$rounds" "${REPEAT:-5}" <<'PY'
 import json, statistics, subprocess, sys, time
 iolab, d, threads, rounds, repeat = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-prog, replays, rec, counts = [], {"think": [], "recorded": [], "afap": []}, None, {}
+prog, replays, rec, counts, split = [], {"think": [], "recorded": [], "afap": []}, None, {}, None
 for _ in range(repeat):
     t = time.perf_counter()
     subprocess.run([f"{d}/redo", f"{d}/data", threads, rounds], check=True)
@@ -37,13 +37,15 @@ for _ in range(repeat):
         f = json.loads(out)["fidelity"]
         replays[timing].append(f["replayed_s"])
         rec = f["recorded_s"]
-        counts[timing] = counts.get(timing, True) and f["counts_equal"]
+        split = (f["recorded_calls_s"], f["recorded_gaps_s"], f["tracer_gap_ms"])
+        counts[timing] = counts.get(timing, True) and f["counts_equal"] and f["results_equal"]
         cls = " ".join(f"{c['class']} {c['replayed_ops']}/{c['recorded_ops']}" for c in f["classes"])
 med = statistics.median
 print(f"untraced program: median {med(prog):.3f} s of {repeat} ({', '.join(f'{x:.3f}' for x in prog)})")
-print(f"recorded span under strace: {rec:.3f} s; replayed/recorded counts of the last replay: {cls}")
+print(f"recorded span under strace: {rec:.3f} s; the busiest thread {split[0]:.3f} s in calls, {split[1]:.3f} s between them (smallest gap {split[2]:.3f} ms)")
+print(f"replayed/recorded counts of the last replay: {cls}")
 for timing, xs in replays.items():
-    print(f"replay --timing {timing:8}: counts {'equal' if counts[timing] else 'DIFFER'} in all {repeat}; "
+    print(f"replay --timing {timing:8}: counts and results {'equal' if counts[timing] else 'DIFFER'} in all {repeat}; "
           f"median {med(xs):.3f} s ({', '.join(f'{x:.3f}' for x in xs)}); "
           f"vs untraced program {100 * (med(xs) / med(prog) - 1):+.1f}%, vs recorded span {100 * (med(xs) / rec - 1):+.1f}%")
 PY

@@ -1,13 +1,15 @@
 //! Fuzz what the cluster crate reads from outside: `--node` values, nodes files, and the
 //! protobuf messages an agent or a coordinator receives (a packed phase result unpacked with
-//! its histograms). Any input gives a value or an error, never a panic.
+//! its histograms), and a whole sequence of one node's events as the coordinator follows and
+//! merges them (`coordinator::follow_events`). Any input gives a value or an error, never a
+//! panic.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, rest)) = data.split_first() else { return };
-    match kind % 4 {
+    match kind % 5 {
         0 => {
             if let Ok(s) = std::str::from_utf8(rest) {
                 let _ = iolab_cluster::NodeSpec::parse(s);
@@ -23,6 +25,19 @@ fuzz_target!(|data: &[u8]| {
                 let _ = iolab_cluster::wire::unpack(&p);
             }
         }
+        3 => {
+            // Length-delimited events, as a node would stream them, against a 2-phase plan.
+            let mut buf = rest;
+            let mut events = Vec::new();
+            while let Ok(e) = iolab_cluster::proto::Event::decode_length_delimited(&mut buf) {
+                events.push(e);
+                if buf.is_empty() || events.len() > 256 {
+                    break;
+                }
+            }
+            let offset = i64::from(rest.first().copied().unwrap_or(0)) << 56;
+            let _ = iolab_cluster::coordinator::follow_events(&plan(), offset, events);
+        }
         _ => {
             if let Ok(c) = iolab_cluster::proto::Control::decode(rest) {
                 if let Some(iolab_cluster::proto::control::Kind::Start(s)) = c.kind {
@@ -33,3 +48,15 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+fn plan() -> iolab_spec::Plan {
+    let job = iolab_spec::JobPatch {
+        target: Some("/x/f".into()),
+        size: Some(iolab_spec::Bytes::mib(1)),
+        ..Default::default()
+    }
+    .resolve("j")
+    .expect("a valid job");
+    let phase = |n: &str| iolab_spec::Phase { name: n.into(), jobs: vec![job.clone()] };
+    iolab_spec::Plan { phases: vec![phase("a"), phase("b")] }
+}

@@ -1,5 +1,6 @@
-//! Fuzz the /proc parsers (stat, diskstats, net/dev, meminfo, pressure, loadavg) and the rates
-//! computed from two arbitrary parses: no input may panic or produce a non-finite rate.
+//! Fuzz the /proc parsers (stat, diskstats, net/dev, meminfo, pressure, loadavg), tc's qdisc
+//! JSON, and the rates computed from two arbitrary parses: no input may panic or produce a
+//! non-finite rate.
 #![no_main]
 use iolab_sysstat::procfs::*;
 use iolab_sysstat::{DiskRates, NetRates};
@@ -12,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = parse_meminfo(a);
     let _ = parse_pressure(a);
     let _ = parse_loadavg(a);
+    let _ = iolab_sysstat::qdisc::tbf_rate_mbps(a);
     let (da, db) = (parse_diskstats(a), parse_diskstats(b));
     for (name, x) in &db {
         if let Some(p) = da.get(name) {

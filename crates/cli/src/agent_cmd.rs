@@ -4,7 +4,7 @@
 
 use crate::args::AgentArgs;
 use anyhow::{bail, Context, Result};
-use iolab_cluster::{agent, stdio, tls, AgentService, Allow};
+use iolab_cluster::{agent, join, stdio, tls, AgentService, Allow};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,8 +29,10 @@ fn state_dir() -> PathBuf {
 }
 
 pub fn run(args: AgentArgs) -> Result<ExitCode> {
-    if !args.stdio && args.listen.is_none() {
-        bail!("say how to serve: --stdio (for ssh and exec:// nodes) or --listen HOST:PORT --token-file FILE");
+    if !args.stdio && args.listen.is_none() && args.join.is_none() {
+        bail!(
+            "say how to serve: --stdio (for ssh and exec:// nodes), --listen HOST:PORT --token-file FILE, or --join ADDR --token-file FILE"
+        );
     }
     let allow = Allow::new(&args.allow).context("the agent's --allow directories")?;
     let dirs: Vec<String> = allow.dirs().iter().map(|d| d.display().to_string()).collect();
@@ -40,16 +42,64 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the agent's runtime")?;
+    let state = args.state_dir.clone().unwrap_or_else(state_dir);
     let service = AgentService::new(allow);
+    // Traces sent for replay jobs are kept in the state directory, never under --allow.
+    let service = match service.clone().with_trace_cache(&state.join("traces")) {
+        Ok(s) => s,
+        Err(e) => {
+            agent::log(&format!("{e}; replay jobs will be refused"));
+            service
+        }
+    };
+    let traces = service.trace_dir();
+    // Asked to end (SIGTERM, SIGINT: the coordinator closing, a daemon stopped): the traces
+    // this process was sent go with it.
+    let gone = traces.clone();
+    let _ = ctrlc::set_handler(move || {
+        if let Some(d) = &gone {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        agent::log("asked to end");
+        std::process::exit(143);
+    });
+    let result = serve(&args, rt, service, &dirs, &state);
+    if let Some(d) = traces {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    result
+}
+
+fn serve(
+    args: &AgentArgs,
+    rt: tokio::runtime::Runtime,
+    service: AgentService,
+    dirs: &str,
+    state: &std::path::Path,
+) -> Result<ExitCode> {
+    if let Some(addr) = &args.join {
+        let Some(token_file) = &args.token_file else {
+            bail!("--join needs --token-file FILE: the coordinator and the agent prove the token to each other");
+        };
+        let token = read_token(token_file)?;
+        let (rank, from) = match args.rank {
+            Some(r) => (r, "--rank"),
+            None => join::rank_from(|k| std::env::var(k).ok())?,
+        };
+        agent::log(&format!("rank {rank} (from {from}), joining {addr}, allowed under: {dirs}"));
+        let served = rt.block_on(join::join(addr, service, &token, rank, args.join_timeout));
+        rt.shutdown_background();
+        served?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(addr) = &args.listen {
         let Some(token_file) = &args.token_file else {
             bail!("--listen needs --token-file FILE: an agent never listens without a shared token");
         };
         let token = read_token(token_file)?;
-        let dir = args.state_dir.clone().unwrap_or_else(state_dir);
         let (cert, key) = match (&args.cert, &args.key) {
             (Some(c), Some(k)) => tls::load(c, k)?,
-            _ => tls::load_or_make(&dir)?,
+            _ => tls::load_or_make(state)?,
         };
         let fp = tls::fingerprint(&cert);
         let served = rt.block_on(async {

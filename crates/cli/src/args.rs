@@ -431,11 +431,23 @@ pub struct AgentArgs {
     /// Serve as a daemon on HOST:PORT, over TLS (needs --token-file).
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "stdio")]
     pub listen: Option<String>,
+    /// Connect out to a coordinator started with --listen ADDR and serve it (TLS, needs
+    /// --token-file): for agents a launcher places (srun, mpirun, a Kubernetes Indexed Job).
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["stdio", "listen"])]
+    pub join: Option<String>,
+    /// With --join: this agent's rank [default: the launcher's SLURM_PROCID,
+    /// OMPI_COMM_WORLD_RANK, PMI_RANK or JOB_COMPLETION_INDEX].
+    #[arg(long, requires = "join")]
+    pub rank: Option<u32>,
+    /// With --join: how long to keep trying to reach the coordinator.
+    #[arg(long, value_parser = parse_dur, default_value = "120s", requires = "join")]
+    pub join_timeout: Duration,
     /// The shared token every request must carry (the file's first line; refused if empty).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Where the daemon keeps its certificate [default: $XDG_STATE_HOME/iolab/agent or
-    /// ~/.local/state/iolab/agent].
+    /// Where the agent keeps its certificate (daemon) and the traces it is sent for replay
+    /// (each agent process in a directory of its own under traces/, removed when it ends)
+    /// [default: $XDG_STATE_HOME/iolab/agent or ~/.local/state/iolab/agent].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// Serve this certificate (PEM, for example one your CA signed) instead of the one made
@@ -461,6 +473,9 @@ Examples:
       head -c 32 /dev/urandom | base64 > ~/.iolab-token
       iolab agent --listen 0.0.0.0:7878 --token-file ~/.iolab-token --allow /mnt/shared
       iolab run --node n1=host1:7878,dir=/mnt/shared --token-file ~/.iolab-token --target f --rw write --size 1G
+  Placed by a launcher (docs/launchers.md): each agent dials the coordinator with its rank:
+      iolab run --listen 0.0.0.0:7700 --expect 4 --token-file ~/.iolab-token --target f --size 1G &
+      srun -N4 iolab agent --join coordinator-host:7700 --token-file ~/.iolab-token --allow /scratch/$USER
   Try several nodes on one machine:
       iolab run --node a=exec://$(command -v iolab),dir=/tmp/a --node b=exec://$(command -v iolab),dir=/tmp/b \\
           --target f --rw write --size 64M
@@ -544,7 +559,7 @@ pub struct SurveyArgs {
     /// Keep the survey's files afterwards (to rerun faster).
     #[arg(long)]
     pub keep: bool,
-    /// Add seed 000's locking check on these nodes to the profile (node A and B: the first two,
+    /// Add the locking check on these nodes to the profile (node A and B: the first two,
     /// each writing under its dir=, one step of --step-time each): see `iolab scenario locking`.
     #[command(flatten)]
     pub nodes: NodeArgs,
@@ -557,13 +572,25 @@ pub struct SurveyArgs {
     pub save: SaveArgs,
 }
 
+impl NodeArgs {
+    /// Whether any node is named (the run goes to the nodes, not here).
+    pub fn given(&self) -> bool {
+        !self.node.is_empty() || self.nodes_file.is_some() || self.expect.is_some()
+    }
+}
+
 /// The nodes a run or a scenario uses, and how strictly their clocks are checked.
-#[derive(Args, Debug, Clone, Default)]
+#[derive(Args, Debug, Clone)]
 pub struct NodeArgs {
     /// A node, NAME=ADDR[,dir=PATH] (repeatable, in order: a scenario's node A is the first).
     /// ADDR is ssh://[user@]host (the system ssh runs `iolab agent --stdio` there), HOST:PORT
-    /// (an `iolab agent --listen` daemon) or exec://PATH (a local agent, for trying); dir= is where that node's relative targets live, as
-    /// each node may mount the shared filesystem at its own path.
+    /// (an `iolab agent --listen` daemon), join:RANK (an `iolab agent --join` placed by a
+    /// launcher, see --listen) or exec://PATH (a local agent, for trying). dir= is where that
+    /// node's relative targets live, as each node may mount the shared filesystem at its own
+    /// path; ssh:// and exec:// nodes need it, as it is the one directory their agent may use
+    /// (its --allow). A node without iolab on its PATH, or with another version, gets a copy of
+    /// this one (same architecture) in its ~/.cache/iolab, and iolab says so; a refused ssh
+    /// login is reported and nothing is copied.
     #[arg(long = "node", value_name = "NAME=ADDR[,dir=PATH]")]
     pub node: Vec<String>,
     /// A TOML file of nodes (name, address, dir), read before the --node flags.
@@ -580,30 +607,42 @@ pub struct NodeArgs {
     /// (trust on first use, kept in `known_agents` beside the results database).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// Wait on HOST:PORT for agents a launcher started with `iolab agent --join` (TLS; each
+    /// proves the --token-file token); they are the join:RANK nodes and those of --expect.
+    #[arg(long = "listen", value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Wait for N agents to join --listen, ranks 0 to N-1, named rank0, rank1, ...; a join:RANK
+    /// node given by name takes that rank's place. Relative targets go under each one's dir=,
+    /// else under its only --allow directory.
+    #[arg(long, value_name = "N", requires = "listen", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub expect: Option<u32>,
+    /// How long to wait for every agent to join.
+    #[arg(long, value_parser = parse_dur, default_value = "120s")]
+    pub join_timeout: Duration,
 }
 
 const SCENARIO_EXAMPLES: &str = "\
 Built-ins:
-  locking   seed 000's four checks on a shared directory: node A alone, node B alone, two writers
+  locking   the cluster filesystem's locking check on a shared directory: node A alone, node B alone, two writers
             on A at once, A and B at once (a dd-like 1M write of 1G with a final fsync unless the
             job flags say otherwise), then a verdict: the baseline range, the cost of disk-internal
             concurrency, the cost of the cluster filesystem, and whether a link is the limit.
-            A and B are the first two nodes given. --shared-file writes one file, as seed 000 did.
+            A and B are the first two nodes given. --shared-file makes every writer write one file.
   scaling   the same job on 1, 2, ..., N nodes at once (--clients N stops earlier), each node in
             its own subdirectory, with the aggregate, per-client share and efficiency per count.
 
 Examples:
-  Seed 000's locking check on two OCFS2 nodes over SSH, on one shared file, 100 Mbit link:
+  The locking check on two OCFS2 nodes over SSH, on one shared file, 100 Mbit link:
       iolab scenario locking --node n1=ssh://root@er-40021,dir=/var/lib/mysql \\
           --node n2=ssh://root@er-20026,dir=/var/lib/mysql --shared-file --size 1000M --bs 100M \\
           --link-speed 100mbit
-  Seed 003's PostMark on one to four clients at once, each in its own directory:
+  PostMark on one to four clients at once, each in its own directory:
       iolab scenario scaling --nodes clients.toml --workload postmark --clients 4
   Three rounds of the locking check, direct I/O, JSON with the verdict for a script:
       iolab scenario locking --node a=10.0.0.1:7700 --node b=10.0.0.2:7700 --direct --repeat 3 \\
           --output json
   Your own steps (docs/scenarios.md), with the job flags over every job:
-      iolab scenario my-steps.toml --node a=ssh://a --node b=ssh://b --size 256M
+      iolab scenario my-steps.toml --node a=ssh://a,dir=/mnt/x --node b=ssh://b,dir=/mnt/x --size 256M
 
 Targets in a scenario are relative to each node's dir= (an absolute target stays as it is);
 --target names the built-ins' working directory (default iolab-locking, iolab-scaling).";
@@ -615,8 +654,8 @@ pub struct ScenarioArgs {
     pub scenario: String,
     #[command(flatten)]
     pub nodes: NodeArgs,
-    /// locking: every writer writes one file, iolab-locking/shared.dat (seed 000 wrote one
-    /// file from both nodes); without it each writer writes its own.
+    /// locking: every writer writes one file, iolab-locking/shared.dat (both nodes on one file);
+    /// without it each writer writes its own.
     #[arg(long)]
     pub shared_file: bool,
     /// The speed of the network link each node reaches the storage over, for the verdict: 100mbit,
@@ -656,8 +695,9 @@ Examples:
       iolab trace import -o app.trace t.8877 t.8878 t.8879
   What it did, and what it would take at 50 MB/s and 5 ms per I/O:
       iolab trace show app.trace --rate 50MB --latency 5ms
-  A fio iolog v3 for fio's read_iolog=:
-      iolab trace export --fio app.trace -o app.iolog";
+  A fio iolog v3 for fio's read_iolog=, the traced files remapped under /mnt/test:
+      iolab trace export --fio app.trace -o app.iolog --target /mnt/test
+      fio --name=replay --read_iolog=app.iolog";
 
 #[derive(Subcommand, Debug)]
 #[command(after_help = TRACE_EXAMPLES)]
@@ -729,6 +769,14 @@ pub struct TraceExportArgs {
     /// Where the log goes (stdout if not given).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Remap the traced files under this directory (as `iolab replay --target` does); files
+    /// outside the traced directory are left out.
+    #[arg(long, value_name = "DIR")]
+    pub target: Option<PathBuf>,
+    /// The traced directory --target stands for (default: the common directory of the files
+    /// the trace writes).
+    #[arg(long, value_name = "PREFIX", requires = "target")]
+    pub strip: Option<PathBuf>,
 }
 
 const REPLAY_EXAMPLES: &str = "\
@@ -739,19 +787,44 @@ Examples:
   As fast as possible, or with the think time halved, labelled for `iolab compare`:
       iolab replay redo.trace --target /mnt/test --timing afap -l config=ssd
       iolab replay redo.trace --target /mnt/test --timing scale:2
+  A trace with long idle gaps, or one large read, that the limits refuse:
+      iolab replay db.trace --target /mnt/test --max-wait 2h --max-buffer 256M
+  The same trace on two nodes at one start, each under its own directory of the shared mount:
+      iolab replay redo.trace --target run1 --node a=ssh://n1,dir=/mnt/ocfs2/a --node b=ssh://n2,dir=/mnt/ocfs2/b
+  One trace per node (each node's own recording), at one start:
+      iolab replay --node-trace a=n1.trace --node-trace b=n2.trace --target run1 --node a=ssh://n1,dir=/mnt/x \\
+          --node b=ssh://n2,dir=/mnt/x
+
+With --node, iolab sends each node its trace (the agent checks its length and CRC and keeps it
+in its own state directory, never under its --allow directories); --target is relative to each
+node's dir=; --prepare makes the files the trace needs on each node.
 
 The traced files under the common directory of those the program writes (or --strip PREFIX)
-are replayed under --target; other files (libraries, /proc, sockets) are skipped and counted.
-Exit status: 0 done and faithful (replayed counts equal the recorded ones), 1 counts differ,
-2 bad input or an I/O error.";
+are replayed under --target, every path resolved beneath it (no link is followed out of it);
+other files (libraries, /proc, sockets) are skipped and counted. The replay changes only files
+and directories iolab made (unless --overwrite) and marks what it makes as iolab's, so it can
+run again into the same target. A trace is untrusted: waits, buffers, threads and memory are
+bounded (--max-wait, --max-buffer, --max-threads, --max-memory).
+Exit status: 0 done and faithful (replayed counts and results equal the recorded ones), 1 they
+differ, 2 bad input or an I/O error, 130 interrupted.";
 
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The trace (from `iolab trace record` or `iolab trace import`).
-    pub trace: PathBuf,
-    /// The directory the traced files are replayed under.
+    /// The trace (from `iolab trace record` or `iolab trace import`); with --node, every node
+    /// replays it.
+    #[arg(required_unless_present = "node_trace")]
+    pub trace: Option<PathBuf>,
+    /// The directory the traced files are replayed under (with --node: relative to each node's
+    /// dir=, or absolute).
     #[arg(long)]
     pub target: PathBuf,
+    /// With --node: this node replays this trace, NAME=FILE (repeatable; one per node, instead
+    /// of one trace for all).
+    #[arg(long, value_name = "NAME=FILE", conflicts_with = "trace")]
+    pub node_trace: Vec<String>,
+    /// Replay on these nodes at one start instead of here.
+    #[command(flatten)]
+    pub nodes: NodeArgs,
     /// think: keep each thread's gaps between calls; recorded: each call at its recorded instant;
     /// afap: no waits; scale:X: gaps divided by X.
     #[arg(long, default_value = "think", value_parser = |s: &str| s.parse::<iolab_spec::Timing>())]
@@ -765,9 +838,24 @@ pub struct ReplayArgs {
     /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
     #[arg(long, default_value = "psync")]
     pub engine: String,
-    /// Allow the replay to write files under --target that iolab did not create.
+    /// Allow the replay to change (write, truncate, rename, remove) files and directories under
+    /// --target that iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
+    /// The longest wait before one call (think time, or a recorded offset) [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
+    pub max_wait: Option<Duration>,
+    /// The largest read or write one call may make; each replay thread has one buffer this
+    /// big at most [default: 64M].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_buffer: Option<Bytes>,
+    /// Replay threads, one per traced thread with calls to replay [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<u32>,
+    /// Memory the replay may hold: its calls (about 100 bytes each) and its threads' buffers
+    /// [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
+    pub max_memory: Option<Bytes>,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]

@@ -27,6 +27,13 @@ fn specs(nodes: &NodeArgs) -> Result<Vec<NodeSpec>> {
     for n in &nodes.node {
         specs.push(NodeSpec::parse(n)?);
     }
+    // --expect N: ranks 0 to N-1 join, those not named by a join:RANK node as rankR.
+    for r in 0..nodes.expect.unwrap_or(0) {
+        let addr = iolab_cluster::connect::Addr::Join(r);
+        if !specs.iter().any(|s| s.addr == addr) {
+            specs.push(NodeSpec { name: format!("rank{r}"), addr, dir: None });
+        }
+    }
     if specs.is_empty() {
         bail!("no node given: add --node NAME=ADDR[,dir=PATH] or [[node]] tables with name and addr to --nodes");
     }
@@ -54,7 +61,15 @@ fn connect(
     let sample_interval = (!sample_interval.is_zero()).then_some(sample_interval);
     let token = nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?;
     let known_agents = save.db.path().parent().map(|d| d.join("known_agents"));
-    let opts = Options { ignore_clock: nodes.ignore_clock, sample_interval, token, known_agents, ca: nodes.ca.clone() };
+    let opts = Options {
+        ignore_clock: nodes.ignore_clock,
+        sample_interval,
+        token,
+        known_agents,
+        ca: nodes.ca.clone(),
+        listen: nodes.listen.clone(),
+        join_patience: nodes.join_timeout,
+    };
     let cluster = Cluster::connect(&specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
     if !json {
         for i in cluster.infos() {
@@ -72,12 +87,42 @@ fn connect(
 }
 
 pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let json = args.out.machine();
-    let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
-    let mut rec = Recorder::begin(&args.save, "run", name, plan)?;
-    let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
+    let same = |names: &[String]| -> Result<Vec<Option<Work>>> {
+        let run_mark = iolab_workload::layout::RunMark::new();
+        Ok(names
+            .iter()
+            .map(|_| Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: run_mark.clone() }))
+            .collect())
+    };
+    let aggregate = run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)?;
+    if args.cleanup {
+        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
+    }
+    emit(&aggregate, &args.out)?;
+    Ok(exit_code(&aggregate))
+}
+
+/// Run one plan per node at one start (`work` makes them from the nodes' names; `None`: the
+/// node sits out), showing every node's progress and saving the run as one run of `kind`
+/// named `name`, its plan `plan`. Returns the aggregate; prints nothing but progress.
+#[allow(clippy::too_many_arguments)]
+pub fn run_each(
+    nodes: &NodeArgs,
+    out: &OutArgs,
+    save: &SaveArgs,
+    kind: &str,
+    name: &str,
+    plan: &Plan,
+    work: impl FnOnce(&[String]) -> Result<Vec<Option<Work>>>,
+    stop: Arc<AtomicBool>,
+) -> Result<RunResult> {
+    let json = out.machine();
+    let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
+    let work = work(&names)?;
+    let mut rec = Recorder::begin(save, kind, name, plan)?;
+    let draw = !json && !out.no_progress && std::io::stderr().is_terminal();
     let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
-    let result = cluster.run(plan, stop, &mut obs);
+    let result = cluster.run_each(plan, &work, stop, &mut obs);
     if draw {
         eprintln!();
     }
@@ -93,11 +138,7 @@ pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Re
             eprintln!("iolab: {}", r.where_());
         }
     }
-    if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
-    }
-    emit(&aggregate, &args.out)?;
-    Ok(exit_code(&aggregate))
+    Ok(aggregate)
 }
 
 /// The scenario the arguments name: a file if one exists at that path, else a built-in.
@@ -179,11 +220,10 @@ pub fn run_scenario(
         nodes: cluster.infos(),
         verdict: None,
     };
-    // Files an earlier step of this run wrote: a later step's node may write them too. A shared
-    // file is created and marked on one node; on a network filesystem another node may not see
-    // the mark (no user xattrs, and the manifest's inode numbers differ between mounts, as on
-    // sshfs), so the run vouches for the files it wrote itself, and for nothing else.
-    let mut written: std::collections::HashSet<std::path::PathBuf> = std::collections::HashSet::new();
+    // One mark for every step: a file a step created may be written by a later step, on any
+    // node that sees it in the same directory (a shared file seen through another mount, where
+    // the file's own mark may not show), and nothing else (layout::RunMark).
+    let run_mark = iolab_workload::layout::RunMark::new();
     for (i, step) in sc.steps.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             overall.status = Status::Interrupted;
@@ -196,17 +236,10 @@ pub fn run_scenario(
         let work: Vec<Option<Work>> = names
             .iter()
             .map(|n| {
-                step.parts.iter().find(|p| &p.node == n).map(|p| {
-                    let mut jobs = p.jobs.clone();
-                    for j in &mut jobs {
-                        if j.target.is_relative() && written.contains(&j.target) {
-                            j.overwrite = true;
-                        }
-                    }
-                    Work {
-                        plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs }] },
-                        mkdirs: p.mkdirs.clone(),
-                    }
+                step.parts.iter().find(|p| &p.node == n).map(|p| Work {
+                    plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs: p.jobs.clone() }] },
+                    mkdirs: p.mkdirs.clone(),
+                    run_mark: run_mark.clone(),
                 })
             })
             .collect();
@@ -223,11 +256,6 @@ pub fn run_scenario(
                 r.add_phase(i, iolab_store::AGGREGATE, &p);
             }
             overall.phases.push(p);
-        }
-        if agg.status == Status::Complete {
-            written.extend(
-                step.parts.iter().flat_map(|p| &p.jobs).filter(|j| j.workload.writes()).map(|j| j.target.clone()),
-            );
         }
         if agg.status != Status::Complete {
             overall.status = agg.status;

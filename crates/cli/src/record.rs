@@ -167,6 +167,9 @@ impl Sink for Tee<'_> {
     fn phase_start(&mut self, index: usize, phase: &iolab_spec::Phase, expect: Expect) {
         self.show.phase_start(index, phase, expect)
     }
+    fn started(&mut self, index: usize, at: std::time::SystemTime) {
+        self.show.started(index, at)
+    }
     fn tick(&mut self, index: usize, point: &TimelinePoint, bytes: u64) {
         self.show.tick(index, point, bytes);
         if let Some(r) = self.rec.as_deref_mut() {

@@ -1,272 +1,220 @@
 //! `iolab replay TRACE --target DIR`: a trace becomes a plan of one replay job (one worker per
-//! traced thread), checked for safety, prepared, run, stored and reported like any run, then
-//! judged for fidelity: replayed operation counts and bytes against the recorded ones, and the
-//! elapsed time against the recorded span.
+//! traced thread), run, stored and reported like any run. The checks (the trace within its
+//! limits, nothing under the target the replay may not touch), `--prepare` and the fidelity
+//! are the workload's (`iolab_workload::source::replay`), run by the executor wherever the job
+//! runs; here the fidelity it put in the job's result is printed.
 
 use crate::args::{ReplayArgs, RunOutput};
 use crate::run_cmd;
-use anyhow::{bail, Context, Result};
-use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, Workload};
-use iolab_trace::format::{oflags, Kind, Trace};
-use iolab_workload::layout;
-use iolab_workload::model::OpClass;
-use iolab_workload::source::replay::{self, ReplayPlan};
+use anyhow::{anyhow, bail, Context, Result};
+use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, ReplayLimits, Workload};
+use iolab_workload::model::ReplayFidelity;
+use iolab_workload::source::replay;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// One class: recorded against replayed.
-#[derive(Debug, Serialize)]
-pub struct ClassFidelity {
-    pub class: String,
-    pub recorded_ops: u64,
-    pub replayed_ops: u64,
-    pub recorded_bytes: u64,
-    pub replayed_bytes: u64,
-    pub recorded_mean_ms: f64,
-    pub replayed_mean_ms: f64,
-    pub replayed_p99_ms: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Fidelity {
-    /// Every class's replayed count equals its recorded count.
-    pub counts_equal: bool,
-    pub classes: Vec<ClassFidelity>,
-    /// The recorded span of the replayed calls (first start to last end), seconds.
-    pub recorded_s: f64,
-    /// The replay's elapsed time, seconds.
-    pub replayed_s: f64,
-    /// `replayed_s / recorded_s - 1`, percent.
-    pub elapsed_error_pct: f64,
-    pub threads: usize,
-    /// Recorded calls not replayed (other calls, failed calls, files outside the target), by name.
-    pub skipped: BTreeMap<String, u64>,
-}
-
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check_no_fio("iolab replay")?;
+    if a.nodes.given() {
+        return on_nodes(a, stop);
+    }
+    if !a.node_trace.is_empty() {
+        bail!("--node-trace names a node's trace: give the nodes with --node NAME=ADDR,dir=PATH");
+    }
+    let Some(trace_file) = a.trace.clone() else { bail!("name the trace to replay") };
     if !a.target.is_dir() {
         bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
     }
-    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-    let f = std::fs::File::open(&a.trace).with_context(|| format!("cannot open {}", a.trace.display()))?;
-    let trace =
-        Trace::read(std::io::BufReader::new(f)).with_context(|| format!("cannot read {}", a.trace.display()))?;
-    let strip = a.strip.clone().unwrap_or_else(|| replay::default_strip(&trace));
-    let plan_r = ReplayPlan::build(&trace, &strip);
-    if plan_r.threads.is_empty() {
-        bail!(
-            "nothing to replay: no call of the trace touches a file under {} (name the traced data directory with --strip)",
-            strip.display()
-        );
-    }
+    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow!(e))?;
     let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
-    prepare(&plan_r, &trace, &target, a.prepare, a.overwrite)?;
-    let (bytes, crc) = replay::fingerprint(&a.trace).with_context(|| format!("{}", a.trace.display()))?;
-    let trace_path = a.trace.canonicalize().unwrap_or(a.trace.clone());
+    let (r, threads) = replay_job(&a, &trace_file)?;
     let job = Job {
         name: "replay".into(),
-        target: target.clone(),
+        target,
         size: None,
         seed: iolab_spec::DEFAULT_SEED,
         engine,
         iodepth: 1,
         direct: false,
-        threads: plan_r.threads.len() as u32,
+        threads,
         runtime: None,
         ramp: Duration::ZERO,
         overwrite: a.overwrite,
         device: false,
-        workload: Workload::Replay(ReplayJob {
-            trace: trace_path,
-            trace_bytes: bytes,
-            trace_crc32: crc,
-            timing: a.timing,
-            strip: strip.clone(),
-        }),
+        workload: Workload::Replay(r),
     };
-    let name = format!("replay {}", a.trace.display());
+    let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
-    let fid = fidelity(&plan_r, &result);
+    let fid = result.phases.first().and_then(|p| p.jobs.first()).and_then(|j| j.replay.clone());
     if a.out.output == RunOutput::Json {
         #[derive(Serialize)]
         struct Out<'a> {
-            fidelity: &'a Fidelity,
+            /// The replay job's fidelity (also in `run.phases[0].jobs[0].replay`).
+            fidelity: &'a Option<ReplayFidelity>,
             run: &'a iolab_workload::RunResult,
         }
         println!("{}", serde_json::to_string_pretty(&Out { fidelity: &fid, run: &result })?);
     } else {
         run_cmd::emit(&result, &a.out)?;
-        print_fidelity(&fid);
+        if let Some(f) = &fid {
+            print_fidelity(f);
+        }
     }
     let code = run_cmd::exit_code(&result);
-    if code == ExitCode::SUCCESS && !fid.counts_equal {
+    if code == ExitCode::SUCCESS && fid.as_ref().is_some_and(|f| !f.counts_equal || !f.results_equal) {
         return Ok(ExitCode::from(1));
     }
     Ok(code)
 }
 
-/// Refuse to touch files iolab did not create; make the directories and files the replay
-/// needs (marked as iolab's), with data where the trace reads (`--prepare`).
-fn prepare(p: &ReplayPlan, t: &Trace, target: &Path, fill: bool, overwrite: bool) -> Result<()> {
-    let made: HashSet<PathBuf> = t
-        .ops
+/// The replay job of one trace as these arguments shape it, and its thread count (the trace
+/// read, planned and checked against its limits here, before anything runs).
+fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
+    let strip = match &a.strip {
+        Some(s) => s.clone(),
+        None => replay::default_strip_of(trace).map_err(|e| anyhow!(e))?,
+    };
+    let (bytes, crc) = replay::fingerprint(trace).with_context(|| format!("cannot read {}", trace.display()))?;
+    let d = ReplayLimits::default();
+    let r = ReplayJob {
+        trace: trace.canonicalize().unwrap_or(trace.to_path_buf()),
+        trace_bytes: bytes,
+        trace_crc32: crc,
+        timing: a.timing,
+        strip,
+        prepare: a.prepare,
+        limits: ReplayLimits {
+            max_wait: a.max_wait.unwrap_or(d.max_wait),
+            max_buffer: a.max_buffer.unwrap_or(d.max_buffer),
+            max_threads: a.max_threads.unwrap_or(d.max_threads),
+            max_memory: a.max_memory.unwrap_or(d.max_memory),
+        },
+    };
+    let threads =
+        replay::plan_for(&r).map_err(|e| anyhow!(trace.display().to_string() + ": " + &e))?.plan.threads.len() as u32;
+    Ok((r, threads))
+}
+
+/// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
+/// at one start. The coordinator sends each node its trace with the run; the agent keeps it in
+/// its own state directory and replays from there; its executor checks, prepares (`--prepare`)
+/// and judges the fidelity there, which comes back in its job's result.
+fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+    let names = crate::cluster_cmd::node_names(&a.nodes)?;
+    // Which trace each node replays.
+    let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for nt in &a.node_trace {
+        let (n, f) = nt.split_once('=').with_context(|| format!("--node-trace `{nt}`: expected NAME=FILE"))?;
+        if !names.iter().any(|x| x == n) {
+            bail!("--node-trace `{nt}`: no node is named `{n}` (the nodes: {})", names.join(", "));
+        }
+        if chosen.insert(n.to_string(), PathBuf::from(f)).is_some() {
+            bail!("--node-trace: node `{n}` is given two traces");
+        }
+    }
+    if let Some(t) = &a.trace {
+        for n in &names {
+            chosen.insert(n.clone(), t.clone());
+        }
+    }
+    if let Some(n) = names.iter().find(|n| !chosen.contains_key(*n)) {
+        bail!("node `{n}` has no trace: give one with --node-trace {n}=FILE");
+    }
+    // Each distinct trace read, planned and checked once.
+    let mut planned: BTreeMap<PathBuf, (ReplayJob, u32)> = BTreeMap::new();
+    for path in chosen.values() {
+        if !planned.contains_key(path) {
+            planned.insert(path.clone(), replay_job(&a, path)?);
+        }
+    }
+    let job_for = |node: &str| -> Job {
+        let (r, threads) = &planned[&chosen[node]];
+        Job {
+            name: "replay".into(),
+            target: a.target.clone(),
+            size: None,
+            seed: iolab_spec::DEFAULT_SEED,
+            engine,
+            iodepth: 1,
+            direct: false,
+            threads: *threads,
+            runtime: None,
+            ramp: Duration::ZERO,
+            overwrite: a.overwrite,
+            device: false,
+            workload: Workload::Replay(r.clone()),
+        }
+    };
+    // The run as a whole: one phase, every node's job named by its node.
+    let jobs = names
         .iter()
-        .flat_map(|(_, o)| o)
-        .filter(|o| o.kind == Kind::Mkdir)
-        .filter_map(|o| p.paths.get(&o.file).cloned())
+        .map(|n| {
+            let mut j = job_for(n);
+            j.name = format!("{n}:replay");
+            j
+        })
         .collect();
-    let exclusive: HashSet<PathBuf> = t
-        .ops
-        .iter()
-        .flat_map(|(_, o)| o)
-        .filter(|o| o.kind == Kind::Open && o.flags & oflags::O_EXCL != 0)
-        .filter_map(|o| p.files.get(&o.file).map(|f| f.rel.clone()))
-        .collect();
-    let needs = p.needs();
-    let mut rels: Vec<&PathBuf> = p.files.values().map(|f| &f.rel).chain(p.paths.values()).collect();
-    rels.sort();
-    rels.dedup();
-    for rel in &rels {
-        let path = target.join(rel);
-        if path.exists() && !path.is_dir() && !overwrite && !layout::is_owned(&path).unwrap_or(false) {
-            bail!(
-                "{} exists and iolab did not create it, so the replay will not write to it; pass --overwrite, or choose another --target",
-                path.display()
-            );
-        }
-        // Parent directories the trace does not make itself.
-        let mut dirs = Vec::new();
-        let mut d = rel.parent();
-        while let Some(x) = d.filter(|x| !x.as_os_str().is_empty()) {
-            if made.contains(x) {
-                break;
-            }
-            dirs.push(x);
-            d = x.parent();
-        }
-        for x in dirs.iter().rev() {
-            let full = target.join(x);
-            if !full.exists() {
-                std::fs::create_dir(&full).with_context(|| format!("creating {}", full.display()))?;
+    let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs }] };
+    plan.validate()?;
+    let name = match &a.trace {
+        Some(t) => format!("replay {} on {} nodes", t.display(), names.len()),
+        None => format!("replay of {} traces on {} nodes", planned.len(), names.len()),
+    };
+    let work = |names: &[String]| -> Result<Vec<Option<iolab_cluster::Work>>> {
+        let run_mark = iolab_workload::layout::RunMark::new();
+        Ok(names
+            .iter()
+            .map(|n| {
+                Some(iolab_cluster::Work {
+                    plan: Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }] },
+                    // The target directory, made on each node if missing (under its dir=).
+                    mkdirs: vec![a.target.clone()],
+                    run_mark: run_mark.clone(),
+                })
+            })
+            .collect())
+    };
+    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, "replay", &name, &plan, work, stop)?;
+    // Each node's fidelity, judged by its agent against its own trace.
+    let mut fids: BTreeMap<String, ReplayFidelity> = BTreeMap::new();
+    if let Some(ph) = result.phases.first() {
+        for j in &ph.jobs {
+            if let (Some(n), Some(f)) = (&j.node, &j.replay) {
+                fids.insert(n.clone(), f.clone());
             }
         }
     }
-    for f in p.files.values() {
-        let path = target.join(&f.rel);
-        if exclusive.contains(&f.rel) || made.iter().any(|m| f.rel.starts_with(m)) {
-            continue;
+    if a.out.output == RunOutput::Json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            fidelity_by_node: &'a BTreeMap<String, ReplayFidelity>,
+            run: &'a iolab_workload::RunResult,
         }
-        let need = needs.get(&f.rel).copied();
-        if !path.exists() {
-            if need.is_some() && !fill {
-                bail!(
-                    "{} must exist before the replay (the trace opens it without O_CREAT or reads it); add --prepare",
-                    path.display()
-                );
-            }
-            let tgt = layout::Target {
-                path: path.clone(),
-                kind: layout::TargetKind::File,
-                size: 0,
-                existing: 0,
-                exists: false,
-                layout: false,
-            };
-            layout::create_target(&tgt).with_context(|| format!("creating {}", path.display()))?;
-        }
-        if let (Some(size), true) = (need, fill) {
-            let have = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if have < size {
-                let mut w = std::fs::OpenOptions::new().append(true).open(&path)?;
-                let chunk = vec![0x5au8; 1 << 20];
-                let mut left = size - have;
-                while left > 0 {
-                    let n = left.min(chunk.len() as u64) as usize;
-                    w.write_all(&chunk[..n]).with_context(|| format!("filling {}", path.display()))?;
-                    left -= n as u64;
-                }
-                w.sync_all()?;
-            }
+        println!("{}", serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })?);
+    } else {
+        run_cmd::emit(&result, &a.out)?;
+        for (n, f) in &fids {
+            println!("\nNode {n}:");
+            print_fidelity(f);
         }
     }
-    Ok(())
+    let code = run_cmd::exit_code(&result);
+    if code == ExitCode::SUCCESS
+        && (fids.len() < names.len() || fids.values().any(|f| !f.counts_equal || !f.results_equal))
+    {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
 }
 
-fn fidelity(p: &ReplayPlan, r: &iolab_workload::RunResult) -> Fidelity {
-    let expected = p.expected();
-    let total = r.phases.first().map(|ph| ph.total.clone()).unwrap_or_default();
-    let replayed_s = r.phases.first().map(|ph| ph.elapsed_s).unwrap_or(0.0);
-    let mut rec_time: BTreeMap<OpClass, u64> = BTreeMap::new();
-    for th in &p.threads {
-        for s in &th.steps {
-            let c = expected_class(s.op.kind, s.op.flags);
-            *rec_time.entry(c).or_default() += s.op.dur_ns;
-        }
-    }
-    let mut classes = Vec::new();
-    let mut equal = true;
-    for c in OpClass::ALL {
-        let (rops, rbytes) = expected.get(c).copied().unwrap_or((0, 0));
-        let got = total.get(*c);
-        if rops == 0 && got.ops == 0 {
-            continue;
-        }
-        equal &= rops == got.ops;
-        classes.push(ClassFidelity {
-            class: c.as_str().to_string(),
-            recorded_ops: rops,
-            replayed_ops: got.ops,
-            recorded_bytes: rbytes,
-            replayed_bytes: got.bytes,
-            recorded_mean_ms: if rops > 0 {
-                rec_time.get(c).copied().unwrap_or(0) as f64 / rops as f64 / 1e6
-            } else {
-                0.0
-            },
-            replayed_mean_ms: got.lat_ns.mean as f64 / 1e6,
-            replayed_p99_ms: got.lat_ns.p99 as f64 / 1e6,
-        });
-    }
-    let recorded_s = p.recorded_span_ns as f64 / 1e9;
-    Fidelity {
-        counts_equal: equal,
-        classes,
-        recorded_s,
-        replayed_s,
-        elapsed_error_pct: if recorded_s > 0.0 { (replayed_s / recorded_s - 1.0) * 100.0 } else { 0.0 },
-        threads: p.threads.len(),
-        skipped: p.skipped.clone(),
-    }
-}
-
-fn expected_class(k: Kind, flags: u32) -> OpClass {
-    match k {
-        Kind::Open if flags & oflags::O_CREAT != 0 => OpClass::Create,
-        Kind::Open => OpClass::Open,
-        Kind::Close => OpClass::Close,
-        k if k.reads() => OpClass::Read,
-        k if k.writes() => OpClass::Write,
-        k if k.is_sync() => OpClass::Sync,
-        Kind::Lseek => OpClass::Seek,
-        Kind::Ftruncate => OpClass::Truncate,
-        Kind::Fallocate => OpClass::Allocate,
-        Kind::Unlink if flags & 0x200 != 0 => OpClass::Rmdir,
-        Kind::Unlink => OpClass::Unlink,
-        Kind::Rename => OpClass::Rename,
-        Kind::Mkdir => OpClass::Mkdir,
-        _ => OpClass::Stat,
-    }
-}
-
-fn print_fidelity(f: &Fidelity) {
+fn print_fidelity(f: &ReplayFidelity) {
     use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY).set_header([
@@ -275,6 +223,7 @@ fn print_fidelity(f: &Fidelity) {
         "replayed ops",
         "recorded bytes",
         "replayed bytes",
+        "short/long",
         "recorded mean ms",
         "replayed mean ms",
         "replayed p99 ms",
@@ -286,21 +235,43 @@ fn print_fidelity(f: &Fidelity) {
             c.replayed_ops.to_string(),
             c.recorded_bytes.to_string(),
             c.replayed_bytes.to_string(),
+            if c.short + c.long > 0 { format!("{}/{}", c.short, c.long) } else { "-".into() },
             format!("{:.3}", c.recorded_mean_ms),
             format!("{:.3}", c.replayed_mean_ms),
             format!("{:.3}", c.replayed_p99_ms),
         ]);
     }
-    println!("\nFidelity ({} traced threads replayed):\n{t}", f.threads);
     println!(
-        "Operation counts {}; elapsed {:.3} s replayed against {:.3} s recorded ({:+.1}%).",
-        if f.counts_equal { "equal" } else { "DIFFER" },
-        f.replayed_s,
-        f.recorded_s,
-        f.elapsed_error_pct
+        "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
+        f.threads
     );
-    if !f.skipped.is_empty() {
-        let s: Vec<String> = f.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!("Not replayed (other calls, failed calls, files outside the target): {}", s.join(", "));
+    println!(
+        "Operation counts {}; results {}.",
+        if f.counts_equal { "equal" } else { "DIFFER" },
+        if f.results_equal {
+            "as recorded".to_string()
+        } else {
+            format!("DIFFER in {} calls (short/long reads or writes, other lseek positions)", f.mismatched)
+        }
+    );
+    for m in &f.mismatches {
+        println!(
+            "  thread {} call {} {} {}: recorded {}, replayed {}",
+            m.tid, m.call, m.name, m.path, m.recorded, m.replayed
+        );
+    }
+    if f.mismatched as usize > f.mismatches.len() {
+        println!("  ... and {} more", f.mismatched as usize - f.mismatches.len());
+    }
+    println!(
+        "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
+        f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
+    );
+    for (why, calls) in &f.left_out {
+        let s: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("Not replayed, {why}: {}", s.join(", "));
+    }
+    for (how, n) in &f.adjusted {
+        println!("Replayed differently: {how}: {n}");
     }
 }

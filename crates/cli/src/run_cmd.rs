@@ -37,7 +37,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         anyhow::bail!("--csv prints bonnie++'s CSV line: it needs --workload bonnie");
     }
     crate::fio_logs::check(&args.logs, plan.phases.len())?;
-    if !args.nodes.node.is_empty() || args.nodes.nodes_file.is_some() {
+    if args.nodes.given() {
         return crate::cluster_cmd::run(&args, &plan, &name, stop);
     }
     let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;

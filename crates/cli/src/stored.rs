@@ -248,15 +248,38 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     if !(0.0..100.0).contains(&a.noise) {
         bail!("--noise {}: give a percentage from 0 to 100", a.noise);
     }
+    // A survey alone: its locking check (a run of its own) goes into its profile.
+    let survey_locking = match runs.as_slice() {
+        [r] if r.kind == "survey" => survey_locking(&store, r),
+        _ => None,
+    };
     let opts = ReportOptions {
         title: a.title.unwrap_or_default(),
         baseline: baseline_index(&store, &runs, a.baseline.as_deref())?,
         by: a.by,
         noise: Some(a.noise / 100.0),
+        survey_locking,
     };
     let path = write_report(&runs, &a.out, opts)?;
     println!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The locking check a survey with `--node` ran: the `locking` scenario stored after it by the
+/// same process.
+pub fn survey_locking(store: &Store, survey: &StoredRun) -> Option<StoredRun> {
+    let f = iolab_store::ListFilter {
+        name_contains: Some("locking".into()),
+        since_unix_s: Some(survey.result.started_unix_s - 1.0),
+        ..Default::default()
+    };
+    store
+        .list(&f)
+        .ok()?
+        .into_iter()
+        .filter(|r| r.kind == "scenario" && r.id > survey.id)
+        .filter_map(|r| store.load(r.id).ok())
+        .find(|r| r.pid == survey.pid)
 }
 
 /// Render stored runs to a self-contained HTML file; returns its path.

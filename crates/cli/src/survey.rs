@@ -188,7 +188,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop.clone())?;
     // With nodes, seed 000's locking check beside the profile, each check one step long.
-    let locking = if a.nodes.node.is_empty() && a.nodes.nodes_file.is_none() {
+    let locking = if !a.nodes.given() {
         None
     } else {
         let nodes: Vec<String> = crate::cluster_cmd::node_names(&a.nodes)?;
@@ -196,17 +196,21 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             JobPatch { runtime: Some(a.step_time), size: Some(size.min(Bytes::mib(256))), ..Default::default() };
         let sc = iolab_spec::builtin("locking", &nodes, &patch, &Default::default())?;
         if !json {
-            eprintln!("iolab survey: seed 000's locking check on {}", nodes.join(" and "));
+            eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
         }
         Some(crate::cluster_cmd::run_scenario(&sc, &a.nodes, &a.out, &a.save, a.link_speed, false, stop)?)
     };
-    // The report reads the stored run, as every report does.
+    // The report reads the stored runs, as every report does: the survey's, and the locking
+    // check's for its profile.
     let report = match run {
         Some(id) => {
             let db = a.save.db.path();
-            let stored = iolab_store::Store::open_existing(&db).and_then(|s| s.load(id))?;
+            let store = iolab_store::Store::open_existing(&db)?;
+            let stored = store.load(id)?;
+            let locking_run = locking.as_ref().and_then(|_| crate::stored::survey_locking(&store, &stored));
             let out = db.parent().unwrap_or(Path::new(".")).join("reports").join(format!("survey-{id}.html"));
-            Some(crate::stored::write_report(&[stored], &out, Default::default())?)
+            let opts = iolab_report::html::ReportOptions { survey_locking: locking_run, ..Default::default() };
+            Some(crate::stored::write_report(&[stored], &out, opts)?)
         }
         None => None,
     };
@@ -246,23 +250,12 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         println!("stopped early: {e}");
     }
     if let Some(l) = &locking {
-        println!("seed 000's locking check:");
-        for p in &l.phases {
-            let per: Vec<String> = p
-                .nodes
-                .iter()
-                .map(|n| format!("{} {}", n.name, iolab_report::fmt::rate(n.total.write().bw_bytes)))
-                .collect();
-            println!("  {:<10} {} ({})", p.name, iolab_report::fmt::rate(p.total.write().bw_bytes), per.join(", "));
+        println!("the locking check:");
+        for [step, all, per] in iolab_report::survey::locking_rows(l) {
+            println!("  {step:<10} {all} ({per})");
         }
-        match &l.verdict {
-            Some(v) => {
-                println!("  limit: {}", v.limit.as_str());
-                for r in &v.reasons {
-                    println!("  - {r}");
-                }
-            }
-            None => println!("  no verdict: {}", l.error.as_deref().unwrap_or("the check did not complete")),
+        for (i, line) in iolab_report::survey::locking_verdict(l).iter().enumerate() {
+            println!("  {}{line}", if i == 0 { "" } else { "- " });
         }
     }
     match &report {

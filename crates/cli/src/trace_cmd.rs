@@ -6,11 +6,12 @@ use crate::args::{Output, TraceCommand, TraceExportArgs, TraceImportArgs, TraceR
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_report::fmt;
-use iolab_trace::analyze::{analyze, Analysis, OpStat};
-use iolab_trace::{Summary, Trace};
+use iolab_trace::analyze::{analyze_records, Analysis, OpStat};
+use iolab_trace::format::{FormatError, Reader, Record};
+use iolab_trace::Summary;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
@@ -18,8 +19,8 @@ use std::process::{Command, ExitCode, Stdio};
 /// thread and process tree, and every call the trace format keeps. `?` lets strace skip names
 /// this architecture lacks (open, creat on aarch64).
 pub const TRACED: &str = "%process,?open,openat,?openat2,?creat,close,dup,dup2,?dup3,fcntl,read,write,pread64,\
-pwrite64,readv,writev,preadv,pwritev,?preadv2,?pwritev2,lseek,fsync,fdatasync,sync_file_range,ftruncate,\
-fallocate,?unlink,unlinkat,?rename,renameat,?renameat2,?mkdir,mkdirat";
+pwrite64,readv,writev,preadv,pwritev,?preadv2,?pwritev2,lseek,?_llseek,fsync,fdatasync,sync_file_range,ftruncate,\
+fallocate,?unlink,unlinkat,?rename,renameat,?renameat2,?mkdir,mkdirat,chdir,fchdir";
 
 pub fn run(cmd: TraceCommand) -> Result<ExitCode> {
     match cmd {
@@ -138,24 +139,41 @@ fn print_summary(sum: &Summary, out: &Path, output: Output) -> Result<()> {
     Ok(())
 }
 
-fn load(path: &Path) -> Result<Trace> {
+fn records(path: &Path) -> Result<impl Iterator<Item = Result<Record, FormatError>>> {
     let f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    Trace::read(f).with_context(|| format!("cannot read the trace {}", path.display()))
+    let mut r = Reader::new(BufReader::new(f)).with_context(|| format!("cannot read the trace {}", path.display()))?;
+    Ok(std::iter::from_fn(move || r.next_record().transpose()))
+}
+
+/// Write to stdout through `f`; a reader that went away (`| head`) ends the output quietly.
+fn to_stdout(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<ExitCode> {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    match f(&mut out).and_then(|_| out.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            // Nothing more can be written; drop what is buffered without a second error.
+            std::mem::forget(out);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => Err(e).context("writing to stdout"),
+    }
 }
 
 fn show(a: TraceShowArgs) -> Result<ExitCode> {
-    let t = load(&a.trace)?;
     let model = match (a.rate, a.latency) {
         (None, None) => None,
         (r, l) => Some((r.map(|r| r.0 as f64).unwrap_or(0.0), l.map(|l| l.as_secs_f64()).unwrap_or(0.0))),
     };
-    let an = analyze(&t, model);
+    // Read as a stream: memory holds the threads and the openings, not the calls.
+    let an = analyze_records(records(&a.trace)?, model)
+        .with_context(|| format!("cannot read the trace {}", a.trace.display()))?;
     if a.output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(&an)?);
-        return Ok(ExitCode::SUCCESS);
+        return to_stdout(|w| {
+            serde_json::to_writer_pretty(&mut *w, &an).map_err(std::io::Error::from)?;
+            writeln!(w)
+        });
     }
-    print_analysis(&an);
-    Ok(ExitCode::SUCCESS)
+    to_stdout(|w| print_analysis(w, &an))
 }
 
 fn op_table(ops: &BTreeMap<String, OpStat>) -> Table {
@@ -175,29 +193,43 @@ fn op_table(ops: &BTreeMap<String, OpStat>) -> Table {
     t
 }
 
-fn print_analysis(an: &Analysis) {
-    println!(
-        "{}: {} calls in {}{}",
+fn sizes(h: &BTreeMap<u64, u64>) -> String {
+    if h.is_empty() {
+        return "-".into();
+    }
+    h.iter().map(|(b, n)| format!("{}:{}", iolab_spec::units::fmt_binary(*b as f64), n)).collect::<Vec<_>>().join(" ")
+}
+
+fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
+    writeln!(
+        w,
+        "{}: {} calls of {} threads in {}{}",
         an.source,
         fmt::count(an.ops as f64),
+        an.threads.len() as u64 + an.threads_summed.saturating_sub(1),
         fmt::secs(an.elapsed_s),
         if an.bad_lines > 0 { format!(" ({} lines not understood at import)", an.bad_lines) } else { String::new() }
-    );
-    println!("\nAll threads (time is the calls' traced duration, -T):\n{}", op_table(&an.totals));
-    let mut th = Table::new();
-    th.load_preset(UTF8_BORDERS_ONLY).set_header(["thread", "process", "calls", "read", "written", "flushes", "span"]);
+    )?;
+    writeln!(w, "\nAll threads (time is the calls' traced duration, -T):\n{}", op_table(&an.totals))?;
     for t in &an.threads {
-        th.add_row([
-            t.tid.to_string(),
-            t.tgid.to_string(),
+        let who = if t.tid == 0 {
+            format!("{} more threads, summed", an.threads_summed)
+        } else {
+            format!("Thread {} (process {})", t.tid, t.tgid)
+        };
+        writeln!(
+            w,
+            "\n{who}: {} calls in {}; read {}, written {}, {} flushes; access {}; sizes (count per power-of-two bucket) {}\n{}",
             fmt::count(t.ops.values().map(|s| s.ops).sum::<u64>() as f64),
+            fmt::secs(t.span_s),
             iolab_spec::units::fmt_decimal(t.read_bytes as f64),
             iolab_spec::units::fmt_decimal(t.written_bytes as f64),
-            t.syncs.to_string(),
-            fmt::secs(t.span_s),
-        ]);
+            t.syncs,
+            t.pattern,
+            sizes(&t.sizes),
+            op_table(&t.ops)
+        )?;
     }
-    println!("\nThreads:\n{th}");
     let mut ft = Table::new();
     ft.load_preset(UTF8_BORDERS_ONLY).set_header([
         "file",
@@ -211,12 +243,6 @@ fn print_analysis(an: &Analysis) {
         "writes/flush",
     ]);
     for f in an.files.iter().filter(|f| f.read_bytes + f.written_bytes > 0 || f.syncs > 0 || f.openings > 0) {
-        let sizes = f
-            .sizes
-            .iter()
-            .map(|(b, n)| format!("{}:{}", iolab_spec::units::fmt_binary(*b as f64), n))
-            .collect::<Vec<_>>()
-            .join(" ");
         ft.add_row([
             f.path.clone(),
             f.openings.to_string(),
@@ -224,14 +250,15 @@ fn print_analysis(an: &Analysis) {
             iolab_spec::units::fmt_decimal(f.read_bytes as f64),
             iolab_spec::units::fmt_decimal(f.written_bytes as f64),
             f.pattern.to_string(),
-            sizes,
+            sizes(&f.sizes),
             f.syncs.to_string(),
             f.writes_per_sync.map(fmt::num).unwrap_or_else(|| "-".into()),
         ]);
     }
-    println!("\nFiles (sizes: count per power-of-two bucket):\n{ft}");
+    writeln!(w, "\nFiles (sizes: count per power-of-two bucket):\n{ft}")?;
     if let Some(m) = &an.model {
-        println!(
+        writeln!(
+            w,
             "\nTime model: {} at {} + {} I/Os × {} ms = {}; the trace took {} ({}).",
             iolab_spec::units::fmt_decimal(m.bytes as f64),
             fmt::rate(m.rate_bytes_per_s),
@@ -240,25 +267,60 @@ fn print_analysis(an: &Analysis) {
             fmt::secs(m.modelled_s),
             fmt::secs(m.recorded_s),
             if m.modelled_s > 0.0 { format!("{:.2}× the model", m.recorded_s / m.modelled_s) } else { "-".into() }
-        );
+        )?;
+        if !m.skipped.is_empty() {
+            let s: Vec<String> = m
+                .skipped
+                .iter()
+                .map(|(k, v)| format!("{k}: {} calls, {}", v.calls, iolab_spec::units::fmt_decimal(v.bytes as f64)))
+                .collect();
+            writeln!(w, "Not storage, left out of the model: {}.", s.join("; "))?;
+        }
     }
+    Ok(())
 }
 
 fn export(a: TraceExportArgs) -> Result<ExitCode> {
     let _ = a.fio;
-    let t = load(&a.trace)?;
-    let n = match &a.out {
-        Some(p) => {
-            let mut w = BufWriter::new(File::create(p).with_context(|| format!("cannot create {}", p.display()))?);
-            let n = iolab_trace::fio::export(&t, &mut w)?;
-            w.flush()?;
-            n
-        }
-        None => {
-            let mut w = std::io::stdout().lock();
-            iolab_trace::fio::export(&t, &mut w)?
+    let remap = match &a.target {
+        None => None,
+        Some(t) => {
+            let strip = match &a.strip {
+                Some(s) => s.clone(),
+                None => iolab_workload::source::replay::default_strip_of(&a.trace).map_err(|e| anyhow::anyhow!(e))?,
+            };
+            Some(iolab_trace::fio::Remap { strip, target: t.clone() })
         }
     };
-    eprintln!("{n} iolog entries written");
+    let ex = match &a.out {
+        Some(p) => {
+            let mut w = BufWriter::new(File::create(p).with_context(|| format!("cannot create {}", p.display()))?);
+            let ex = iolab_trace::fio::export(records(&a.trace)?, remap.as_ref(), &mut w)?;
+            w.flush()?;
+            ex
+        }
+        None => {
+            let mut ex = None;
+            let code = to_stdout(|w| {
+                ex = Some(
+                    iolab_trace::fio::export(records(&a.trace).map_err(std::io::Error::other)?, remap.as_ref(), w)
+                        .map_err(std::io::Error::other)?,
+                );
+                Ok(())
+            })?;
+            match ex {
+                Some(ex) => ex,
+                None => return Ok(code),
+            }
+        }
+    };
+    let acts: Vec<String> = ex.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    eprintln!("{} iolog entries written ({})", ex.entries, acts.join(", "));
+    for (why, n) in &ex.left_out {
+        eprintln!("left out: {n} calls, {why}");
+    }
+    if let Some(m) = &remap {
+        eprintln!("paths under {} remapped under {}", m.strip.display(), m.target.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -83,8 +83,10 @@ fn two_nodes_write_their_files_start_together_and_merge() {
     let nodes = p["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2);
     for n in nodes {
+        // Measured on the node's own clock against the instant it was given on that clock: a
+        // node never starts before it (its gate waits for it), whatever the clock offset.
         let skew = n["start_skew_ns"].as_i64().unwrap();
-        assert!(skew.abs() < 1_000_000_000, "skew {skew} ns");
+        assert!(skew >= 0, "node {} started {} ns before the instant", n["name"], -skew);
         assert_eq!(u(&n["total"]["write"]["ops"]), 2048);
     }
     let (first, last) = (p["first_done_s"].as_f64().unwrap(), p["last_done_s"].as_f64().unwrap());
@@ -140,6 +142,23 @@ fn targets_outside_allow_are_refused_before_any_io() {
         assert!(err.contains(says), "{target}: {err}");
         assert!(!other.join("f").exists(), "{target}: nothing written outside");
     }
+    // A local or ssh node names the one directory its agent may use.
+    let out = iolab()
+        .args(["run", "--no-store", "--node", &format!("a=exec://{}", bin()), "--target", "f", "--size", "1M"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("needs dir=PATH"), "{err}");
+    // A personality on the null engine still makes directories and files: checked all the same.
+    let out = iolab()
+        .args(["run", "--no-store", "--node", &node("a", &a), "--workload", "varmail", "--engine", "null"])
+        .args(["--runtime", "1s", "--target"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("outside the agent's --allow"), "{err}");
+    assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0, "nothing made outside --allow: {err}");
 }
 
 /// A two-node run of `secs` seconds, started in the background.
@@ -192,6 +211,11 @@ fn a_killed_agent_is_reported_within_5_s_and_the_other_node_stops() {
     let nodes = r["phases"][0]["nodes"].as_array().unwrap();
     let nk = nodes.iter().find(|n| n["name"] == kept).unwrap_or_else(|| panic!("node {kept} missing: {nodes:?}"));
     assert!(nk["interrupted"].as_bool().unwrap() && u(&nk["total"]["write"]["ops"]) > 0, "{nk}");
+    // The lost node keeps what it had reported when it was lost (its last progress), with why
+    // it stopped.
+    let nl = nodes.iter().find(|n| n["name"] == lost).unwrap_or_else(|| panic!("node {lost} missing: {nodes:?}"));
+    assert!(nl["interrupted"].as_bool().unwrap(), "{nl}");
+    assert!(nl["error"].as_str().unwrap().contains("lost"), "{nl}");
 }
 
 #[test]
@@ -296,6 +320,23 @@ fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("wrong token"));
     agent.wait_log("wrong token");
+    // A coordinator of another protocol version: refused, said in the agent's log, and the
+    // agent goes on serving.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let e = rt.block_on(async {
+        use iolab_cluster::proto::{agent_client::AgentClient, HelloRequest};
+        let pin = std::sync::Arc::new(iolab_cluster::tls::CertPin::new(None));
+        let ch = iolab_cluster::tls::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
+        let token: tonic::metadata::MetadataValue<_> = "Bearer s3cret".parse().unwrap();
+        let mut c = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", token.clone());
+            Ok(r)
+        });
+        c.hello(HelloRequest { protocol_version: 999, iolab_version: "9.9.9".into() }).await.unwrap_err()
+    });
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{}", e.message());
+    agent.wait_log("protocol version 999 (iolab 9.9.9) is not this agent's");
+    good("after a coordinator of another protocol version");
     // Garbage bytes, then a client that says nothing (slow loris).
     let mut g = std::net::TcpStream::connect(&agent.addr).unwrap();
     g.write_all(b"GET / HTTP/1.0\r\n\r\n\x00\x01garbage").unwrap();
@@ -338,12 +379,19 @@ fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
         assert!(st.success());
     }
     std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
+    // A key the server does not know, for a refused login.
+    let st = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(dir.join("stranger"))
+        .status()
+        .unwrap();
+    assert!(st.success());
     let d = dir.display();
     std::fs::write(
         dir.join("sshd_config"),
         format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\n\
-             StrictModes no\nPasswordAuthentication no\nPidFile {d}/sshd.pid\n"
+             StrictModes no\nPasswordAuthentication no\nPidFile {d}/sshd.pid\nSetEnv XDG_CACHE_HOME={d}/cache\n"
         ),
     )
     .unwrap();
@@ -351,7 +399,9 @@ fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
         dir.join("ssh_config"),
         format!(
             "Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/id\n  \
-             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n\
+             Host stranger\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/stranger\n  \
+             IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
         ),
     )
     .unwrap();
@@ -385,6 +435,44 @@ fn an_ssh_node_runs_over_the_system_ssh() {
 }
 
 #[test]
+fn an_ssh_node_without_iolab_gets_this_one_and_a_refused_login_copies_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let Some((mut sshd, config)) = local_sshd(d.path()) else { return };
+    let work = d.path().join("w");
+    std::fs::create_dir_all(&work).unwrap();
+    let run = |node: &str| {
+        iolab()
+            .env("IOLAB_SSH_CONFIG", &config)
+            .env("IOLAB_REMOTE_BIN", d.path().join("nowhere/iolab"))
+            .args(["run", "-o", "json", "--no-store", "--sample-interval", "0", "--target", "f", "--rw", "write"])
+            .args(["--size", "1M", "--node", &format!("n={node},dir={}", work.display())])
+            .output()
+            .unwrap()
+    };
+    // No iolab on the node: the coordinator brings its own, says so, and the run goes on.
+    let out = run("ssh://node1");
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let copied = d.path().join(format!("cache/iolab/iolab-{}", env!("CARGO_PKG_VERSION")));
+    let copied_meta = std::fs::metadata(&copied);
+    // A refused login: said as it is, and nothing copied.
+    std::fs::remove_dir_all(d.path().join("cache")).unwrap();
+    let refused = run("ssh://stranger");
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("no iolab on the node's PATH (exit 127)") && err.contains("copying this iolab"), "{err}");
+    let m = copied_meta.unwrap_or_else(|e| panic!("{} not copied: {e}", copied.display()));
+    assert_eq!(m.len(), std::fs::metadata(bin()).unwrap().len());
+    assert!(m.permissions().mode() & 0o111 != 0);
+    assert_eq!(std::fs::metadata(work.join("f")).unwrap().len(), 1 << 20);
+    let rerr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && rerr.contains("ssh failed (exit 255"), "{rerr}");
+    assert!(!rerr.contains("copying"), "{rerr}");
+    assert!(!d.path().join("cache").exists(), "nothing copied after a refused login");
+}
+
+#[test]
 fn ctrl_c_on_the_coordinator_stops_every_agent() {
     let d = tempfile::tempdir().unwrap();
     let (a, b) = (d.path().join("a"), d.path().join("b"));
@@ -409,4 +497,350 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
         assert!(n["elapsed_s"].as_f64().unwrap() < 10.0, "{n}");
     }
     wait_for("the agents to end", Duration::from_secs(5), || agents.iter().all(|p| !alive(*p)));
+}
+
+#[test]
+fn an_agent_whose_threads_cannot_start_fails_the_run_instead_of_hanging() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
+    // The agent under a 1.5 GB address-space limit: 4096 threads' stacks do not fit in it.
+    let wrapper = d.path().join("agent.sh");
+    std::fs::write(
+        &wrapper,
+        format!("#!/bin/sh\nulimit -v 1500000\nexport MALLOC_ARENA_MAX=1\nexec {} \"$@\"\n", bin()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = Instant::now();
+    let out = iolab()
+        .args(["run", "--no-store", "-o", "json", "--sample-interval", "0", "--node"])
+        .arg(format!("a=exec://{},dir={}", wrapper.display(), a.display()))
+        .args(["--target", "f", "--engine", "null", "--rw", "read", "--size", "1M", "--threads", "4096"])
+        .args(["--runtime", "30s"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(r["status"], "failed");
+    let err = r["error"].as_str().unwrap();
+    assert!(err.contains("could not start worker thread") && err.contains("ulimit"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+}
+
+/// One coordinator drives 64 agents (each its own process) through a 2-phase run on the null
+/// engine: every node takes part in every phase and reports its start skew, never negative
+/// (the timing itself is bench/skew.sh's business, in release on a quiet machine).
+#[test]
+fn sixty_four_agents_start_each_phase_together_and_report_their_skew() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("n");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = d.path().join("job.toml");
+    std::fs::write(
+        &job,
+        "[defaults]\ntarget = \"f\"\nsize = \"1M\"\nrw = \"read\"\nengine = \"null\"\nruntime = \"200ms\"\n\
+         [[phase]]\nname = \"a\"\n[[phase.job]]\n[[phase]]\nname = \"b\"\n[[phase.job]]\n",
+    )
+    .unwrap();
+    let mut cmd = iolab();
+    cmd.args(["run", "--no-store", "-o", "json", "--sample-interval", "0"]).arg(&job);
+    for i in 0..64 {
+        cmd.args(["--node", &format!("n{i}=exec://{},dir={}", bin(), dir.display())]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["nodes"].as_array().unwrap().len(), 64);
+    for p in r["phases"].as_array().unwrap() {
+        let nodes = p["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), 64, "every node in phase {}", p["name"]);
+        for n in nodes {
+            let skew = n["start_skew_ns"].as_i64().unwrap_or_else(|| panic!("no skew: {n}"));
+            assert!(skew >= 0, "{} started before the instant: {skew} ns", n["name"]);
+        }
+        assert!(u(&p["total"]["read"]["ops"]) > 0, "{}", p["total"]);
+    }
+}
+
+/// strace text of one thread creating `/data/NAME`, writing 8 KiB and syncing it.
+fn strace_text(name: &str) -> String {
+    format!(
+        "1000  1700000000.000100 openat(AT_FDCWD, \"/data/{name}\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3</data/{name}> <0.000010>\n\
+         1000  1700000000.000200 pwrite64(3</data/{name}>, \"\\0\\0\\0\\0\"..., 4096, 0) = 4096 <0.000020>\n\
+         1000  1700000000.000300 pwrite64(3</data/{name}>, \"\\0\\0\\0\\0\"..., 4096, 4096) = 4096 <0.000020>\n\
+         1000  1700000000.000400 fsync(3</data/{name}>) = 0 <0.000100>\n\
+         1000  1700000000.000600 close(3</data/{name}>) = 0 <0.000005>\n"
+    )
+}
+
+#[test]
+fn a_trace_replays_on_several_nodes_at_one_start_from_copies_the_agents_were_sent() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b, state) = (d.path().join("a"), d.path().join("b"), d.path().join("state"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let trace = |name: &str| {
+        let (text, out) = (d.path().join(format!("{name}.strace")), d.path().join(format!("{name}.trace")));
+        std::fs::write(&text, strace_text(name)).unwrap();
+        iolab().args(["trace", "import", "-o"]).arg(&out).arg(&text).assert().success();
+        out
+    };
+    let (one, two) = (trace("one"), trace("two"));
+    let replay = |args: &[&std::ffi::OsStr]| {
+        let out = iolab()
+            .env("XDG_STATE_HOME", &state)
+            .args(["replay", "--no-store", "-o", "json", "--sample-interval", "0", "--target", "t"])
+            .args(["--node", &node("a", &a), "--node", &node("b", &b)])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v
+    };
+    // The same trace on both nodes.
+    let v = replay(&[one.as_os_str()]);
+    for n in ["a", "b"] {
+        let f = &v["fidelity_by_node"][n];
+        assert_eq!(f["counts_equal"], true, "{n}: {f}");
+    }
+    let ph = &v["run"]["phases"][0];
+    assert_eq!(ph["nodes"].as_array().unwrap().len(), 2);
+    assert_eq!(u(&ph["total"]["write"]["bytes"]), 2 * 8192, "both nodes replayed 8 KiB");
+    for dir in [&a, &b] {
+        assert_eq!(std::fs::metadata(dir.join("t/one")).unwrap().len(), 8192, "{}", dir.display());
+    }
+    // One trace per node.
+    let mut per = std::ffi::OsString::from("a=");
+    per.push(&one);
+    let mut per_b = std::ffi::OsString::from("b=");
+    per_b.push(&two);
+    let v = replay(&["--node-trace".as_ref(), per.as_os_str(), "--node-trace".as_ref(), per_b.as_os_str()]);
+    assert_eq!(v["fidelity_by_node"]["b"]["counts_equal"], true);
+    assert_eq!(std::fs::metadata(b.join("t/two")).unwrap().len(), 8192);
+    assert!(!a.join("t/two").exists(), "a replayed its own trace");
+    // The agents kept their copies outside --allow, and took them along when they ended.
+    let left: Vec<_> = walk(&state);
+    assert!(left.iter().all(|p| p.is_dir()), "copies left behind: {left:?}");
+    // A trace that reads a file it did not make: refused on a node without it, and with
+    // --prepare made there by the node's own executor (under its dir=), then replayed.
+    let text = d.path().join("reads.strace");
+    std::fs::write(
+        &text,
+        "1000  1700000000.000100 openat(AT_FDCWD, \"/data/in\", O_RDONLY) = 3</data/in> <0.000010>\n\
+         1000  1700000000.000200 pread64(3</data/in>, \"\\0\\0\\0\\0\"..., 4096, 4096) = 4096 <0.000020>\n\
+         1000  1700000000.000300 close(3</data/in>) = 0 <0.000005>\n",
+    )
+    .unwrap();
+    let reads = d.path().join("reads.trace");
+    iolab().args(["trace", "import", "-o"]).arg(&reads).arg(&text).assert().success();
+    let bare = iolab()
+        .env("XDG_STATE_HOME", &state)
+        .args(["replay", "--no-store", "--sample-interval", "0", "--target", "r", "--strip", "/data"])
+        .args(["--node", &node("a", &a)])
+        .arg(&reads)
+        .output()
+        .unwrap();
+    assert!(!bare.status.success(), "a missing input file must be refused");
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("--prepare"), "{}", String::from_utf8_lossy(&bare.stderr));
+    assert!(!a.join("r/in").exists());
+    let v = replay(&["--prepare".as_ref(), "--strip".as_ref(), "/data".as_ref(), reads.as_os_str()]);
+    for (n, dir) in [("a", &a), ("b", &b)] {
+        assert_eq!(v["fidelity_by_node"][n]["counts_equal"], true, "{n}: {}", v["fidelity_by_node"][n]);
+        assert!(std::fs::metadata(dir.join("t/in")).unwrap().len() >= 8192, "prepared on {n}");
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        out.push(e.path());
+        if e.path().is_dir() {
+            out.extend(walk(&e.path()));
+        }
+    }
+    out
+}
+
+/// Agents a launcher would place: each started with its rank in one launcher's variable (set
+/// here by hand) and `--join`; the coordinator waits for the ranks of --expect on --listen,
+/// turns away a joiner without the token, and runs as usual.
+#[test]
+fn agents_join_the_coordinator_with_the_rank_their_launcher_gave_them() {
+    use std::io::BufRead;
+    let d = tempfile::tempdir().unwrap();
+    let (token, bad) = (d.path().join("token"), d.path().join("bad"));
+    std::fs::write(&token, "join-token\n").unwrap();
+    std::fs::write(&bad, "guess\n").unwrap();
+    let mut coord = iolab_process()
+        .args(["run", "--no-store", "-o", "json", "--sample-interval", "0", "--listen", "127.0.0.1:0"])
+        .args(["--expect", "4", "--join-timeout", "60s", "--target", "f", "--rw", "write", "--size", "1M"])
+        .arg("--token-file")
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(coord.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line.split("join on ").nth(1).and_then(|r| r.split_whitespace().next()).expect(&line).to_string();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let log2 = log.clone();
+    std::thread::spawn(move || {
+        for l in err.lines().map_while(Result::ok) {
+            log2.lock().unwrap().push_str(&(l + "\n"));
+        }
+    });
+    let agent = |var: &str, rank: u32, tok: &Path| {
+        let dir = d.path().join(format!("w{rank}-{}", tok.file_name().unwrap().to_string_lossy()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = iolab_process();
+        for v in ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "JOB_COMPLETION_INDEX"] {
+            c.env_remove(v);
+        }
+        let child = c
+            .env(var, rank.to_string())
+            .args(["agent", "--join", &addr, "--token-file"])
+            .arg(tok)
+            .arg("--allow")
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        (child, dir)
+    };
+    // One without the token first: turned away, and the wait goes on.
+    let (mut intruder, idir) = agent("SLURM_PROCID", 0, &bad);
+    wait_for("the intruder turned away", Duration::from_secs(30), || log.lock().unwrap().contains("turned away"));
+    let mut agents: Vec<_> =
+        [("SLURM_PROCID", 0), ("OMPI_COMM_WORLD_RANK", 1), ("PMI_RANK", 2), ("JOB_COMPLETION_INDEX", 3)]
+            .into_iter()
+            .map(|(v, r)| agent(v, r, &token))
+            .collect();
+    let out = coord.wait_with_output().unwrap();
+    let said = log.lock().unwrap().clone();
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("did not prove it holds the token") || said.contains("not the coordinator's proof"),
+        "{said}"
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes: Vec<(&str, &str)> = r["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap(), n["address"].as_str().unwrap()))
+        .collect();
+    assert_eq!(nodes, [("rank0", "join:0"), ("rank1", "join:1"), ("rank2", "join:2"), ("rank3", "join:3")]);
+    for (a, dir) in &mut agents {
+        assert_eq!(std::fs::metadata(dir.join("f")).unwrap().len(), 1 << 20, "{}", dir.display());
+        let _ = a.wait();
+    }
+    assert!(!idir.join("f").exists(), "nothing ran on the intruder");
+    let _ = intruder.kill();
+    let _ = intruder.wait();
+}
+
+/// Lines of a child's stderr as they come, with when each came.
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<(Instant, String)>>>);
+
+impl Lines {
+    fn of(err: std::process::ChildStderr) -> Lines {
+        use std::io::BufRead;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let l2 = lines.clone();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                l2.lock().unwrap().push((Instant::now(), l));
+            }
+        });
+        Lines(lines)
+    }
+    /// When a line containing `what` came, waiting up to `limit` for it.
+    fn wait(&self, what: &str, limit: Duration) -> Instant {
+        let t = Instant::now();
+        loop {
+            if let Some((at, _)) = self.0.lock().unwrap().iter().find(|(_, l)| l.contains(what)) {
+                return *at;
+            }
+            let all: Vec<String> = self.0.lock().unwrap().iter().map(|(_, l)| l.clone()).collect();
+            assert!(t.elapsed() < limit, "no `{what}` within {limit:?}: {all:#?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn signal(sig: &str, pid: u32) {
+    std::process::Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+}
+
+fn mtime(p: &Path) -> std::time::SystemTime {
+    std::fs::metadata(p).unwrap().modified().unwrap()
+}
+
+/// A coordinator that is stopped (SIGSTOP) keeps its connections open but says nothing: each
+/// agent's lease runs out and it stops its I/O within 5 s.
+#[test]
+fn agents_of_a_silent_coordinator_stop_their_io_within_5_s() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "60s");
+    let lines = Lines::of(run.stderr.take().unwrap());
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = (mtime(&a.join("f")), mtime(&b.join("f")));
+    signal("-STOP", run.id());
+    let t0 = Instant::now();
+    let at = lines.wait("lost the coordinator", Duration::from_secs(10));
+    let took = at.saturating_duration_since(t0);
+    // Still writing until then; nothing written after (a write moves the file's mtime).
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = (mtime(&a.join("f")), mtime(&b.join("f")));
+    std::thread::sleep(Duration::from_millis(1500));
+    let later = (mtime(&a.join("f")), mtime(&b.join("f")));
+    signal("-CONT", run.id());
+    let _ = run.kill();
+    let _ = run.wait();
+    assert!(took < Duration::from_secs(5), "the agents stopped {took:?} after the coordinator fell silent");
+    assert!(stopped.0 > before.0 && stopped.1 > before.1, "they wrote until the lease ran out");
+    assert_eq!(later, stopped, "no write after the lease ran out");
+}
+
+/// An agent that is stopped (SIGSTOP) keeps its connection open but says nothing: the
+/// coordinator declares it lost within 5 s and stops the other.
+#[test]
+fn a_silent_agent_is_declared_lost_within_5_s() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = long_run(&a, &b, "60s");
+    let lines = Lines::of(run.stderr.take().unwrap());
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    let agents = children(run.id());
+    assert_eq!(agents.len(), 2, "two agents: {agents:?}");
+    signal("-STOP", agents[0]);
+    let t0 = Instant::now();
+    // The other agent hears the coordinator's Stop as soon as the silent one is declared lost.
+    let at = lines.wait("stop asked by the coordinator", Duration::from_secs(10));
+    let took = at.saturating_duration_since(t0);
+    let out = run.wait_with_output().unwrap();
+    signal("-CONT", agents[0]);
+    assert!(took < Duration::from_secs(5), "declared lost {took:?} after it fell silent");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["status"], "failed");
+    assert!(r["error"].as_str().unwrap().contains("nothing heard for 4.5 s"), "{}", r["error"]);
+    // The failed node's share says why, a documented field.
+    let nodes = r["phases"][0]["nodes"].as_array().unwrap();
+    assert!(nodes.iter().any(|n| n["error"].as_str().is_some_and(|e| e.contains("lost"))), "{nodes:?}");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    assert!(doc.contains("| `phases[].nodes[].error` |"));
 }

@@ -28,7 +28,8 @@ fn locking_with(tb: &Testbed, nodes: &[String], extra: &[&str]) -> Value {
     let db = tempfile::tempdir().unwrap();
     let dbp = db.path().join("r.db");
     let mut args = vec!["scenario", "locking", "--node", &nodes[0], "--node", &nodes[1]];
-    args.extend(["--size", "16M", "--link-speed", "100mbit", "--output", "json", "--db", dbp.to_str().unwrap()]);
+    // No --link-speed: the verdict reads the 100 Mbit/s from the tbf qdisc on each node's link.
+    args.extend(["--size", "16M", "--output", "json", "--db", dbp.to_str().unwrap()]);
     args.extend(extra);
     let out = iolab_process()
         .args(&args)
@@ -219,7 +220,7 @@ fn survey_with_nodes_adds_the_locking_check() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("seed 000's locking check:"), "{text}");
+    assert!(text.contains("the locking check:"), "{text}");
     for step in ["A alone", "B alone", "A twice", "A and B"] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(step)), "no {step} row: {text}");
     }
@@ -228,4 +229,67 @@ fn survey_with_nodes_adds_the_locking_check() {
     let runs = iolab().args(["runs", "--db", db.to_str().unwrap()]).output().unwrap();
     let runs = String::from_utf8_lossy(&runs.stdout);
     assert!(runs.contains("survey") && runs.contains("scenario"), "{runs}");
+    // The HTML report's profile has the same check: each row, the limit and every reason as the
+    // terminal printed them; `iolab report` of the survey later finds it too.
+    let esc = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('\'', "&#39;");
+    let report = text.lines().find_map(|l| l.strip_prefix("report: ")).expect("a report line");
+    let later = d.path().join("later.html");
+    iolab().args(["report", "1", "--db", db.to_str().unwrap(), "-o", later.to_str().unwrap()]).assert().success();
+    for file in [std::path::PathBuf::from(report.split(" (open").next().unwrap()), later] {
+        let html = std::fs::read_to_string(&file).unwrap();
+        let (lock, runs_at) = (html.find("id=\"locking\""), html.find("<section id=\"runs\">"));
+        assert!(lock.is_some() && lock < runs_at, "{}: the locking check is in the profile", file.display());
+        let block: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("the locking check:")).skip(1).collect();
+        for step in ["A alone", "B alone", "A twice", "A and B"] {
+            let row = block.iter().find(|l| l.trim_start().starts_with(step)).unwrap();
+            // `748.2 MB/s (713.6 MiB/s) (a 748.2 MB/s (713.6 MiB/s))`: all nodes, then each.
+            let rest = row.trim_start()[step.len()..].trim_start();
+            let all = &rest[..=rest.find(')').unwrap()];
+            assert!(
+                html.contains(&format!("<tr><td>{step}</td><td>{}</td>", esc(all))),
+                "{step} {all} in {}",
+                file.display()
+            );
+        }
+        for l in block.iter().filter_map(|l| {
+            l.trim_start().strip_prefix("- ").or(l.trim_start().strip_prefix("limit: ").map(|_| l.trim_start()))
+        }) {
+            assert!(html.contains(&format!("<li>{}</li>", esc(l))), "{l:?} missing from {}", file.display());
+        }
+    }
+}
+
+/// A later step may write again only files this scenario created, as each node sees them: the
+/// same relative name in another node's directory is another file, and a foreign one there is
+/// refused.
+#[test]
+fn a_later_step_writes_only_what_this_scenario_created_on_that_node() {
+    let d = disk_tempdir();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::write(b.join("f"), b"someone else's file").unwrap();
+    let file = d.path().join("steps.toml");
+    std::fs::write(
+        &file,
+        "[defaults]\nrw = \"write\"\nsize = \"1M\"\n\
+         [[step]]\nname = \"a writes\"\nnodes = [\"a\"]\n[[step.job]]\ntarget = \"f\"\n\
+         [[step]]\nname = \"a again\"\nnodes = [\"a\"]\n[[step.job]]\ntarget = \"f\"\n\
+         [[step]]\nname = \"b writes\"\nnodes = [\"b\"]\n[[step.job]]\ntarget = \"f\"\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["scenario", file.to_str().unwrap(), "--no-store", "-o", "json", "--sample-interval", "0"])
+        .args(["--node", &format!("a=exec://{},dir={}", bin(), a.display())])
+        .args(["--node", &format!("b=exec://{},dir={}", bin(), b.display())])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let names: Vec<&str> = v["phases"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a writes", "a again"], "a's own file written twice, then b refused");
+    assert_eq!(v["status"], "failed");
+    let err = v["error"].as_str().unwrap();
+    assert!(err.contains("b writes") && err.contains("iolab did not create it"), "{err}");
+    assert_eq!(std::fs::read(b.join("f")).unwrap(), b"someone else's file");
+    assert_eq!(std::fs::metadata(a.join("f")).unwrap().len(), 1 << 20);
 }

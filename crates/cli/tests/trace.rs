@@ -1,6 +1,7 @@
 //! `iolab trace record|import|show|export` and `iolab replay` as a whole: a real program
-//! (bench/trace/redo.c, seed 002's redo-log pattern) recorded under strace, analysed, exported
-//! for fio and replayed with its operation counts equal.
+//! (bench/trace/redo.c, seed 002's redo-log pattern) recorded under strace (run by it, and
+//! attached to with -p), analysed, exported for fio and run by the real fio, and replayed with
+//! its operation counts equal, twice into the same target.
 
 mod common;
 use common::*;
@@ -90,13 +91,58 @@ fn record_show_export_and_replay_a_real_program() {
     assert!(bytes >= 6.0 * 32768.0 && ios >= 12.0, "{m}");
     assert!((m["modelled_s"].as_f64().unwrap() - (bytes / 50e6 + ios * 0.005)).abs() < 1e-9, "{m}");
 
+    // Per-thread tables in the human output, and `| head` ends it quietly.
+    let out = iolab().args(["trace", "show"]).arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("\nThread ").count(), show["threads"].as_array().unwrap().len(), "{text}");
+    assert!(text.contains("access strided 1048576 B"), "{text}");
+    let mut child = iolab_process()
+        .args(["trace", "show"])
+        .arg(&trace)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before iolab writes
+    let done = child.wait_with_output().unwrap();
+    assert_eq!(done.status.code(), Some(0), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(done.stderr.is_empty(), "{}", String::from_utf8_lossy(&done.stderr));
+
     if have("fio") {
+        // The export, remapped under a directory of its own, run by the real fio.
         let log = d.path().join("redo.iolog");
-        let out = iolab().args(["trace", "export", "--fio"]).arg(&trace).arg("-o").arg(&log).output().unwrap();
-        assert!(out.status.success());
+        let fio_dir = d.path().join("fio");
+        std::fs::create_dir(&fio_dir).unwrap();
+        let out = iolab()
+            .args(["trace", "export", "--fio"])
+            .arg(&trace)
+            .arg("-o")
+            .arg(&log)
+            .arg("--target")
+            .arg(&fio_dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(text.starts_with("fio version 3 iolog\n"));
-        assert_eq!(text.lines().filter(|l| l.contains("/data/redo") && l.contains(" write ")).count(), 6);
+        assert_eq!(text.lines().filter(|l| l.contains(" write ")).count(), 6, "{text}");
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with("fio") || l.split(' ').nth(1).unwrap().starts_with(fio_dir.to_str().unwrap())));
+        let out = std::process::Command::new("fio")
+            .arg("--name=replay")
+            .arg(format!("--read_iolog={}", log.display()))
+            .arg("--output-format=json")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+        let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let job = &j["jobs"][0];
+        assert_eq!((job["error"].clone(), job["write"]["total_ios"].clone()), (0.into(), 6.into()), "{job}");
+        assert_eq!(job["sync"]["total_ios"], 6);
+        assert_eq!(std::fs::metadata(fio_dir.join("redo1.log")).unwrap().len(), 2 * (1 << 20) + 32768);
+    } else {
+        skip("fio is not installed: the export is not run by fio");
     }
 
     let target = d.path().join("replay");
@@ -123,7 +169,7 @@ fn record_show_export_and_replay_a_real_program() {
     assert_eq!(out["run"]["status"], "complete");
     // The replayed files are where the trace put them, remapped under the target.
     assert_eq!(std::fs::metadata(target.join("redo1.log")).unwrap().len(), 2 * (1 << 20) + 32768);
-    // A second replay finds its own files and runs again.
+    // A second replay finds its own files and runs again; this one is stored.
     let again = json(&[
         "replay".as_ref(),
         trace.as_os_str(),
@@ -131,11 +177,126 @@ fn record_show_export_and_replay_a_real_program() {
         target.as_os_str(),
         "--timing".as_ref(),
         "afap".as_ref(),
-        "--no-store".as_ref(),
+        "--label".as_ref(),
+        "replay=redo".as_ref(),
         "--output".as_ref(),
         "json".as_ref(),
     ]);
+    let stored = json(&["show".as_ref(), "replay=redo".as_ref(), "--output".as_ref(), "json".as_ref()]);
+    let stored_replay = &stored[0]["result"]["phases"][0]["jobs"][0]["replay"];
+    assert_eq!(stored_replay["counts_equal"], true, "the fidelity is in the store: {stored}");
+    assert_eq!(stored_replay["classes"], again["fidelity"]["classes"]);
     assert_eq!(again["fidelity"]["counts_equal"], true);
+    assert_eq!(again["fidelity"]["results_equal"], true, "{}", again["fidelity"]);
+    // The fidelity is stored with the run (in the job's result), not only printed, with the
+    // fields docs/json.md names.
+    let replay = &again["run"]["phases"][0]["jobs"][0]["replay"];
+    assert_eq!(replay["counts_equal"], true);
+    let mut seen = std::collections::BTreeSet::new();
+    paths_of(replay, "phases[].jobs[].replay", &mut seen);
+    let docs = documented_replay();
+    let undocumented: Vec<&String> = seen.difference(&docs).collect();
+    assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
+    // A faithful replay has no mismatches[] entries to show their fields.
+    let absent: Vec<&String> = docs.difference(&seen).filter(|d| !d.contains(".mismatches[].")).collect();
+    assert!(absent.is_empty(), "documented but absent: {absent:?}");
+    assert!(replay["left_out"]["other calls"]["clone3"].as_u64().unwrap() >= 2, "{replay}");
+}
+
+/// The documented paths under `phases[].jobs[].replay` (first backticked cell of each row).
+fn documented_replay() -> std::collections::BTreeSet<String> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(p, _)| p.to_string()))
+        .filter(|p| p.starts_with("phases[].jobs[].replay"))
+        .collect()
+}
+
+/// Every path in a JSON value, arrays as `[]`; `left_out` and `adjusted` are maps documented whole.
+fn paths_of(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    if !v.is_array() {
+        out.insert(prefix.to_string());
+    }
+    if prefix.ends_with(".left_out") || prefix.ends_with(".adjusted") {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                paths_of(x, &format!("{prefix}.{k}"), out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                paths_of(x, &format!("{prefix}[]"), out);
+            }
+            if a.is_empty() {
+                out.insert(format!("{prefix}[]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn record_attaches_to_a_running_process() {
+    if !have("strace") || !have("cc") {
+        return skip("strace or cc is missing");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let Some(redo) = redo_binary(d.path()) else { return skip("cannot compile bench/trace/redo.c") };
+    if !direct_ok(d.path()) {
+        return skip("the temp directory's filesystem refuses O_DIRECT");
+    }
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // A shell that waits, then becomes the program: attached during the wait, the trace has
+    // all of the program's calls.
+    let mut prog = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 3; exec {} {} 2 4", redo.display(), data.display()))
+        .spawn()
+        .unwrap();
+    let trace = d.path().join("p.trace");
+    let out = iolab()
+        .args(["trace", "record", "-o"])
+        .arg(&trace)
+        .args(["-p", &prog.id().to_string(), "--output", "json"])
+        .output()
+        .unwrap();
+    let _ = prog.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Operation not permitted") {
+        return skip("ptrace may not attach here (kernel.yama.ptrace_scope, a container)");
+    }
+    assert!(out.status.success(), "{err}");
+    let show = json(&["trace".as_ref(), "show".as_ref(), trace.as_os_str(), "--output".as_ref(), "json".as_ref()]);
+    let redo_files: Vec<&Value> = show["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"].as_str().unwrap().contains("/data/redo"))
+        .collect();
+    assert_eq!(redo_files.len(), 2, "{show}");
+    assert!(redo_files.iter().all(|f| f["written_bytes"] == 4 * 32768 && f["syncs"] == 4));
+    assert!(show["source"].as_str().unwrap().starts_with("process "));
+}
+
+#[test]
+fn record_without_strace_says_what_to_install() {
+    let d = tempfile::tempdir().unwrap();
+    let out = iolab()
+        .env("PATH", d.path())
+        .args(["trace", "record", "-o"])
+        .arg(d.path().join("x.trace"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot run strace") && err.contains("install it"), "{err}");
+    assert!(!d.path().join("x.trace").exists());
 }
 
 #[test]

@@ -2,14 +2,16 @@
 //! the clock, and runs plans it is sent, only under its `--allow` directories, through the
 //! same `run_plan` (and so every safety rule) as `iolab run`. It runs no command of any kind.
 //! A run stops when the coordinator says so, or when it hears nothing from it for
-//! [`LEASE`] (the coordinator heartbeats every second), or when the request stream ends.
+//! [`LEASE`] (the coordinator heartbeats every [`BEAT`]), or when the request stream ends.
 
 use crate::allow::Allow;
 use crate::proto::{self, agent_server, control, event, Control, Event};
+use crate::traces::{TraceCache, TraceError};
 use crate::wire;
-use iolab_spec::Plan;
+use iolab_spec::{Plan, Workload};
+use iolab_workload::layout::RunMark;
 use iolab_workload::{run_plan, Control as RunControl, Expect, PhaseResult, Sink, StartGate};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as smpsc, Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,7 +22,11 @@ use tonic::{Request, Response, Status, Streaming};
 /// The protocol version this build speaks (see proto/agent.proto).
 pub const PROTOCOL_VERSION: u32 = 1;
 /// How long an agent runs on without hearing from its coordinator.
-pub const LEASE: Duration = Duration::from_secs(5);
+pub const LEASE: Duration = Duration::from_millis(4500);
+/// How often each side says it is there: the coordinator's heartbeat, the agent's Alive. Nine
+/// beats fit in a lease, so a few late ones (a loaded machine, a retransmission) lose nothing,
+/// and a silent peer is noticed within 5 s of its last word.
+pub const BEAT: Duration = Duration::from_millis(500);
 /// How long an agent waits for a run's first message.
 const START_WAIT: Duration = Duration::from_secs(10);
 
@@ -41,23 +47,45 @@ pub fn log(text: &str) {
 #[derive(Clone)]
 pub struct AgentService {
     allow: Arc<Allow>,
+    /// Where traces sent for replay jobs are kept (none: replay jobs are refused).
+    traces: Option<Arc<TraceCache>>,
+    /// An agent that joined its coordinator: its rank and its proof of the token.
+    joined: Option<(u32, Vec<u8>)>,
 }
 
 impl AgentService {
     pub fn new(allow: Allow) -> AgentService {
-        AgentService { allow: Arc::new(allow) }
+        AgentService { allow: Arc::new(allow), traces: None, joined: None }
+    }
+
+    /// The service of an agent that joined its coordinator (one connection): the handshake
+    /// answers with its rank and its proof of the token (see [`crate::join`]).
+    pub fn joined(mut self, rank: u32, proof: Vec<u8>) -> AgentService {
+        self.joined = Some((rank, proof));
+        self
+    }
+
+    /// Keep traces sent for replay jobs in a directory of this process's own under `dir`,
+    /// which must lie outside the `--allow` directories.
+    pub fn with_trace_cache(mut self, dir: &Path) -> Result<AgentService, TraceError> {
+        self.traces = Some(Arc::new(TraceCache::new(dir, &self.allow)?));
+        Ok(self)
+    }
+
+    /// The directory of this process's copies of traces, removed by the caller when it ends
+    /// (tasks a runtime shuts down in the background may never drop the cache).
+    pub fn trace_dir(&self) -> Option<PathBuf> {
+        self.traces.as_ref().map(|t| t.dir().to_path_buf())
     }
 
     pub fn server(self) -> agent_server::AgentServer<AgentService> {
         agent_server::AgentServer::new(self).max_decoding_message_size(64 << 20)
     }
 
-    /// Refuse any target outside the allowed directories, before anything is written.
+    /// Refuse any target outside the allowed directories, before anything is written, whatever
+    /// the engine: a personality on the null engine still makes its directories and files.
     fn check(&self, plan: &Plan) -> Result<(), String> {
         for job in plan.phases.iter().flat_map(|p| &p.jobs) {
-            if job.engine == iolab_spec::EngineKind::Null {
-                continue;
-            }
             self.allow.check(&job.target).map_err(|e| format!("job `{}`: {e}", job.name))?;
             for p in iolab_workload::layout::job_paths(job) {
                 self.allow.check(&p).map_err(|e| format!("job `{}`: {e}", job.name))?;
@@ -88,11 +116,33 @@ impl agent_server::Agent for AgentService {
             hostname: iolab_sysstat::hostname(),
             arch: std::env::consts::ARCH.into(),
             unix_ns: unix_ns(SystemTime::now()),
+            rank: self.joined.as_ref().map_or(0, |j| j.0),
+            join_proof: self.joined.as_ref().map(|j| j.1.clone()).unwrap_or_default(),
+            allow: self.allow.dirs().iter().map(|d| d.display().to_string()).collect(),
         }))
     }
 
     async fn clock(&self, _req: Request<proto::Empty>) -> Result<Response<proto::ClockReply>, Status> {
         Ok(Response::new(proto::ClockReply { unix_ns: unix_ns(SystemTime::now()) }))
+    }
+
+    async fn put_trace(&self, req: Request<Streaming<proto::TraceChunk>>) -> Result<Response<proto::Empty>, Status> {
+        let Some(cache) = self.traces.clone() else {
+            return Err(Status::failed_precondition("this agent keeps no traces"));
+        };
+        let mut input = req.into_inner();
+        let mut upload = None;
+        while let Some(c) = input.message().await? {
+            let u = match &mut upload {
+                Some(u) => u,
+                None => upload.insert(cache.begin(c.total_bytes, c.crc32).map_err(refuse_trace)?),
+            };
+            u.write(&c.data).map_err(refuse_trace)?;
+        }
+        let Some(u) = upload else { return Err(Status::invalid_argument("no trace was sent")) };
+        let path = u.finish().map_err(refuse_trace)?;
+        log(&format!("kept a trace for replay: {}", path.display()));
+        Ok(Response::new(proto::Empty {}))
     }
 
     type RunStream = UnboundedReceiverStream<Result<Event, Status>>;
@@ -105,11 +155,30 @@ impl agent_server::Agent for AgentService {
             Ok(Err(e)) => return Err(e),
             Err(_) => return Err(Status::deadline_exceeded("no Start within 10 s")),
         };
-        let plan: Plan = serde_json::from_slice(&first.plan_json)
+        let mut plan: Plan = serde_json::from_slice(&first.plan_json)
             .map_err(|e| Status::invalid_argument(format!("the plan is not iolab's JSON: {e}")))?;
+        // A replay runs from the agent's copy of a trace it was sent, never from a path it is
+        // told: the path is the coordinator's, and reading it here would read anything.
+        let has_replay = plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Replay(_)));
+        if has_replay {
+            let rewritten = match &self.traces {
+                Some(t) => t.rewrite(&mut plan).map_err(|e| e.to_string()),
+                None => Err("this agent keeps no traces, so it runs no replay".to_string()),
+            };
+            if let Err(e) = rewritten {
+                log(&format!("refused a run: {e}"));
+                return Err(Status::permission_denied(e));
+            }
+        }
         if let Err(e) = plan.validate() {
             return Err(Status::invalid_argument(format!("the plan: {e}")));
         }
+        let run_mark = match first.run_mark.as_str() {
+            "" => None,
+            m => Some(
+                RunMark::parse(m).ok_or_else(|| Status::invalid_argument("a run mark is 32 lowercase hex digits"))?,
+            ),
+        };
         for d in &first.mkdirs {
             let made = self
                 .allow
@@ -150,7 +219,10 @@ impl agent_server::Agent for AgentService {
                     Ok(Ok(Some(Control { kind: None }))) => {}
                     Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
                         if !finished2.load(Ordering::Relaxed) {
-                            log("lost the coordinator (stream ended or no heartbeat for 5 s): stopping I/O");
+                            log(&format!(
+                                "lost the coordinator (stream ended or no heartbeat for {} s): stopping I/O",
+                                LEASE.as_secs_f64()
+                            ));
                         }
                         stop2.store(true, Ordering::Relaxed);
                         return;
@@ -158,11 +230,11 @@ impl agent_server::Agent for AgentService {
                 }
             }
         });
-        // Alive every second, so the coordinator can tell a slow layout from a lost node.
+        // Alive every beat, so the coordinator can tell a slow layout from a lost node.
         let (alive_tx, finished3) = (tx.clone(), finished.clone());
         tokio::spawn(async move {
             while !finished3.load(Ordering::Relaxed) {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(BEAT).await;
                 if alive_tx.send(Ok(ev(event::Kind::Alive(proto::Alive {})))).is_err() {
                     return;
                 }
@@ -170,19 +242,37 @@ impl agent_server::Agent for AgentService {
         });
         let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
         let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
-        let ctl = RunControl { stop: stop.clone(), start_at: None, gate: Some(gate), sample_interval };
+        let ctl = RunControl { stop: stop.clone(), start_at: None, gate: Some(gate), sample_interval, run_mark };
         std::thread::Builder::new()
             .name("iolab-agent-run".into())
             .spawn(move || {
-                let mut sink = Forward { tx: tx.clone(), started: Vec::new() };
-                let done = match run_plan(&plan, &ctl, &mut sink) {
-                    Ok(mut r) => {
+                let mut sink = Forward { tx: tx.clone(), ramp: Duration::ZERO, started: Vec::new() };
+                // Whatever happens to the run, the coordinator hears how it ended: a panic
+                // is a failed run, not a node that stays "alive" and never finishes.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
+                let done = match ran {
+                    Ok(Ok(mut r)) => {
                         r.phases.clear();
                         proto::Done { result_json: serde_json::to_vec(&r).unwrap_or_default(), refused: String::new() }
                     }
-                    Err(e) => {
+                    Ok(Err(e)) => {
                         log(&format!("refused a run: {e}"));
                         proto::Done { result_json: Vec::new(), refused: e.to_string() }
+                    }
+                    Err(panic) => {
+                        let what = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "no message".into());
+                        ctl.stop.store(true, Ordering::Relaxed);
+                        log(&format!("the run failed: it panicked ({what})"));
+                        let r = iolab_model::RunResult {
+                            status: iolab_model::Status::Failed,
+                            error: Some(format!("the agent's run panicked: {what}")),
+                            ..failed_run()
+                        };
+                        proto::Done { result_json: serde_json::to_vec(&r).unwrap_or_default(), refused: String::new() }
                     }
                 };
                 finished.store(true, Ordering::Relaxed);
@@ -191,6 +281,27 @@ impl agent_server::Agent for AgentService {
             })
             .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
         Ok(Response::new(UnboundedReceiverStream::new(rx)))
+    }
+}
+
+fn refuse_trace(e: TraceError) -> Status {
+    log(&format!("refused a trace: {e}"));
+    Status::invalid_argument(e.to_string())
+}
+
+/// An empty run result, for a run that ended without one.
+fn failed_run() -> iolab_model::RunResult {
+    iolab_model::RunResult {
+        nodes: Vec::new(),
+        verdict: None,
+        schema_version: iolab_model::results::SCHEMA_VERSION,
+        iolab_version: env!("CARGO_PKG_VERSION").into(),
+        node: iolab_sysstat::hostname(),
+        started_unix_s: 0.0,
+        status: iolab_model::Status::Failed,
+        error: None,
+        plan: Plan { phases: Vec::new() },
+        phases: Vec::new(),
     }
 }
 
@@ -223,7 +334,9 @@ impl StartGate for Gate {
 /// The run's sink: everything it hears goes to the coordinator as an event.
 struct Forward {
     tx: mpsc::UnboundedSender<Result<Event, Status>>,
-    /// Each phase's measured start, agent clock: its first progress, less what it had run.
+    /// The current phase's ramp: its measured work begins that long after its start.
+    ramp: Duration,
+    /// Each phase's measured start, agent clock.
     started: Vec<Option<i64>>,
 }
 
@@ -244,7 +357,21 @@ impl Sink for Forward {
     fn message(&mut self, text: &str) {
         self.send(event::Kind::Message(proto::Message { text: text.into() }));
     }
-    fn phase_start(&mut self, _index: usize, _phase: &iolab_spec::Phase, _expect: Expect) {}
+    fn phase_start(&mut self, _index: usize, phase: &iolab_spec::Phase, _expect: Expect) {
+        self.ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
+    }
+    fn started(&mut self, index: usize, at: SystemTime) {
+        if self.started.len() <= index {
+            self.started.resize(index + 1, None);
+        }
+        let measured = unix_ns(at + self.ramp);
+        self.started[index] = Some(measured);
+        self.send(event::Kind::PhaseStart(proto::PhaseStart {
+            phase: index as u32,
+            started_unix_ns: measured,
+            actual_unix_ns: unix_ns(at),
+        }));
+    }
     fn tick(&mut self, index: usize, point: &iolab_model::TimelinePoint, bytes: u64) {
         let point_json = serde_json::to_vec(point).unwrap_or_default();
         self.send(event::Kind::Tick(proto::Tick { phase: index as u32, point_json, bytes_so_far: bytes }));
@@ -258,17 +385,6 @@ impl Sink for Forward {
         self.send(event::Kind::Sample(proto::Sample { phase: index as u32, rates_json }));
     }
     fn progress(&mut self, index: usize, so_far: &PhaseResult) {
-        if self.started.len() <= index {
-            self.started.resize(index + 1, None);
-        }
-        if self.started[index].is_none() {
-            // The executor hands out the phase's first progress right after its start, with
-            // the time run since (0 until a ramp is over: then this is the ramp's end).
-            let at = SystemTime::now() - Duration::from_secs_f64(so_far.elapsed_s.max(0.0));
-            let ns = unix_ns(at);
-            self.started[index] = Some(ns);
-            self.send(event::Kind::PhaseStart(proto::PhaseStart { phase: index as u32, started_unix_ns: ns }));
-        }
         self.send(event::Kind::Progress(self.phase(index, so_far)));
     }
     fn phase_end(&mut self, index: usize, result: &PhaseResult) {

@@ -11,6 +11,8 @@ pub enum AllowError {
     DotDot(PathBuf),
     #[error("target {path} resolves to {resolved}, outside the agent's --allow directories ({allowed})")]
     Outside { path: PathBuf, resolved: PathBuf, allowed: String },
+    #[error("target {0} is relative: an agent takes only absolute paths (give the node dir=PATH, which relative targets are joined to)")]
+    Relative(PathBuf),
     #[error("target {0}: the agent was started without --allow, so it does no I/O anywhere")]
     NoneAllowed(PathBuf),
     #[error("--allow {0}: {1}")]
@@ -41,6 +43,9 @@ impl Allow {
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(AllowError::DotDot(path.to_path_buf()));
         }
+        if !path.is_absolute() {
+            return Err(AllowError::Relative(path.to_path_buf()));
+        }
         if self.dirs.is_empty() {
             return Err(AllowError::NoneAllowed(path.to_path_buf()));
         }
@@ -51,6 +56,12 @@ impl Allow {
             let allowed = self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
             Err(AllowError::Outside { path: path.to_path_buf(), resolved, allowed })
         }
+    }
+
+    /// Whether `path` (absolute) resolves under one of the allowed directories.
+    pub fn contains(&self, path: &Path) -> bool {
+        let resolved = resolve(path);
+        self.dirs.iter().any(|d| resolved.starts_with(d))
     }
 }
 
@@ -97,5 +108,7 @@ mod tests {
         assert!(matches!(a.check(&allowed.join("link/f")), Err(AllowError::Outside { .. })));
         assert!(matches!(a.check(&other.join("f")), Err(AllowError::Outside { .. })));
         assert!(matches!(Allow::default().check(&allowed), Err(AllowError::NoneAllowed(_))));
+        assert!(matches!(a.check(Path::new("f")), Err(AllowError::Relative(_))));
+        assert!(a.contains(&allowed.join("x")) && !a.contains(&other) && !a.contains(&allowed.join("link/x")));
     }
 }

@@ -20,6 +20,9 @@ pub enum Addr {
     Ssh(String),
     /// `HOST:PORT`: an agent daemon (TLS).
     Tcp(String),
+    /// `join:RANK`: an agent that joins the coordinator's `--listen` address
+    /// (`iolab agent --join`), placed by a launcher that gave it this rank.
+    Join(u32),
 }
 
 impl Addr {
@@ -35,13 +38,17 @@ impl Addr {
                 return Err(format!("`{s}`: ssh:// needs a host, as ssh://[user@]host"));
             }
             Ok(Addr::Ssh(h.to_string()))
+        } else if let Some(r) = s.strip_prefix("join:") {
+            r.parse::<u32>()
+                .map(Addr::Join)
+                .map_err(|_| format!("`{s}`: join:RANK takes the agent's rank, a number from 0"))
         } else if let Some((host, port)) = s.rsplit_once(':') {
             if host.is_empty() || port.parse::<u16>().is_err() {
                 return Err(format!("`{s}`: not HOST:PORT (the port is a number up to 65535)"));
             }
             Ok(Addr::Tcp(s.to_string()))
         } else {
-            Err(format!("`{s}`: an address is ssh://[user@]host, HOST:PORT or exec://PATH"))
+            Err(format!("`{s}`: an address is ssh://[user@]host, HOST:PORT, join:RANK or exec://PATH"))
         }
     }
 }
@@ -52,6 +59,7 @@ impl std::fmt::Display for Addr {
             Addr::Exec(p) => write!(f, "exec://{}", p.display()),
             Addr::Ssh(h) => write!(f, "ssh://{h}"),
             Addr::Tcp(a) => f.write_str(a),
+            Addr::Join(r) => write!(f, "join:{r}"),
         }
     }
 }
@@ -82,13 +90,14 @@ pub fn agent_command(addr: &Addr, allow: &Path, remote_bin: Option<&str>) -> Opt
             c.arg(format!("{} agent --stdio --allow {}", bin, sh_quote(&allow.to_string_lossy())));
             Some(c)
         }
-        Addr::Tcp(_) => None,
+        Addr::Tcp(_) | Addr::Join(_) => None,
     }
 }
 
-/// Where a copied binary goes on an ssh node (in the remote user's home).
+/// Where a copied binary goes on an ssh node: the remote user's cache directory, as the
+/// remote shell expands it (`$XDG_CACHE_HOME`, else `~/.cache`).
 pub fn remote_copy_path() -> String {
-    format!("~/.cache/iolab/iolab-{}", env!("CARGO_PKG_VERSION"))
+    format!("\"${{XDG_CACHE_HOME:-$HOME/.cache}}/iolab/iolab-{}\"", env!("CARGO_PKG_VERSION"))
 }
 
 /// Copy this very binary to an ssh node (same architecture only), streaming it through ssh's
@@ -98,9 +107,11 @@ pub async fn copy_self(dest: &str) -> std::io::Result<String> {
     let bytes = tokio::fs::read(&exe).await?;
     let path = remote_copy_path();
     let arch = std::env::consts::ARCH;
+    let dir = "\"${XDG_CACHE_HOME:-$HOME/.cache}/iolab\"";
+    let part = format!("{}.part\"", path.trim_end_matches('"'));
     let script = format!(
         "a=$(uname -m); [ \"$a\" = {arch} ] || {{ echo \"the node is $a, this iolab is {arch}\" >&2; exit 3; }}; \
-         mkdir -p ~/.cache/iolab && cat > {path}.part && chmod +x {path}.part && mv {path}.part {path}"
+         mkdir -p {dir} && cat > {part} && chmod 755 {part} && mv {part} {path}"
     );
     let mut c = Command::new("ssh");
     if let Some(cfg) = std::env::var_os("IOLAB_SSH_CONFIG") {
@@ -155,6 +166,9 @@ mod tests {
         assert_eq!(Addr::parse("exec:///bin/iolab").unwrap(), Addr::Exec("/bin/iolab".into()));
         assert_eq!(Addr::parse("ssh://me@host").unwrap(), Addr::Ssh("me@host".into()));
         assert_eq!(Addr::parse("10.0.0.1:7000").unwrap(), Addr::Tcp("10.0.0.1:7000".into()));
+        assert_eq!(Addr::parse("join:3").unwrap(), Addr::Join(3));
+        assert_eq!(Addr::Join(3).to_string(), "join:3");
+        assert!(Addr::parse("join:x").is_err() && Addr::parse("join:-1").is_err());
         for bad in ["ssh://", "ssh://-oProxyCommand=x", "host", "host:port", "exec://", ":80"] {
             assert!(Addr::parse(bad).is_err(), "{bad}");
         }

@@ -11,8 +11,10 @@ pub mod agent;
 pub mod allow;
 pub mod connect;
 pub mod coordinator;
+pub mod join;
 pub mod stdio;
 pub mod tls;
+pub mod traces;
 pub mod wire;
 
 /// The generated gRPC types and service stubs of `iolab.agent.v1`.

@@ -32,13 +32,15 @@ pub enum TlsError {
     File { what: &'static str, path: PathBuf, source: io::Error },
     #[error("making the agent's certificate: {0}")]
     Make(String),
+    #[error("serving: {0}")]
+    Serve(String),
     #[error("TLS setup: {0}")]
     Rustls(#[from] rustls::Error),
     #[error("{path}: no {what} in it")]
     Missing { what: &'static str, path: PathBuf },
 }
 
-fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())
 }
 
@@ -116,7 +118,7 @@ impl AsyncWrite for TlsConn {
 }
 
 /// Compare two byte strings in time that depends on their lengths only.
-fn same(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -179,7 +181,7 @@ pub async fn serve(
         .add_service(svc)
         .serve_with_incoming(tokio_stream::wrappers::ReceiverStream::new(rx))
         .await
-        .map_err(|e| TlsError::Make(format!("serving: {e}")))
+        .map_err(|e| TlsError::Serve(e.to_string()))
 }
 
 /// Pins an agent's certificate: the fingerprint remembered for its address, or (first use)

@@ -82,6 +82,7 @@ mod tests {
             total: total.clone(),
             error: None,
             per_thread: Vec::new(),
+            replay: None,
         };
         let p = PhaseResult { name: "p".into(), elapsed_s: 2.0, total, jobs: vec![job], ..Default::default() };
         let back = unpack(&pack(&p)).unwrap();

@@ -42,6 +42,34 @@ pub(crate) fn pwrite(file: &File, buf: &[u8], offset: u64) -> std::io::Result<us
     rustix::io::pwrite(file, buf, offset).map_err(Into::into)
 }
 
+/// The slot's first `len` bytes as `n` buffers to read into.
+fn slices_mut(buf: &mut [u8], len: usize, n: u16) -> Vec<IoSliceMut<'_>> {
+    let mut rest = &mut buf[..len];
+    let mut slices = Vec::with_capacity(n as usize);
+    for r in pieces(len, n) {
+        let (a, b) = std::mem::take(&mut rest).split_at_mut(r.len());
+        slices.push(IoSliceMut::new(a));
+        rest = b;
+    }
+    slices
+}
+
+/// sync_file_range(2). rustix has no wrapper; libc's is the system call.
+pub(crate) fn sync_file_range(file: &File, offset: u64, len: u64, flags: u32) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(n)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    };
+    // SAFETY: sync_file_range reads no memory of ours; the descriptor is open (borrowed from
+    // `file` for the call's duration).
+    let r = unsafe { libc::sync_file_range(file.as_raw_fd(), off, n, flags) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(0)
+    }
+}
+
 /// Perform `op` on `file` with `buf` (the slot's buffer, at least `op.len` bytes).
 pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<usize> {
     let len = op.len as usize;
@@ -50,29 +78,26 @@ pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<u
         OpKind::Write => pwrite(file, &buf[..len], op.offset),
         OpKind::ReadCur => rustix::io::read(file, &mut buf[..len]).map_err(Into::into),
         OpKind::WriteCur => rustix::io::write(file, &buf[..len]).map_err(Into::into),
-        OpKind::Readv(n) => {
-            let mut rest = &mut buf[..len];
-            let mut slices = Vec::with_capacity(n as usize);
-            for r in pieces(len, n) {
-                let (a, b) = std::mem::take(&mut rest).split_at_mut(r.len());
-                slices.push(IoSliceMut::new(a));
-                rest = b;
-            }
-            rustix::io::preadv(file, &mut slices, op.offset).map_err(Into::into)
-        }
+        OpKind::Readv(n) => rustix::io::preadv(file, &mut slices_mut(buf, len, n), op.offset).map_err(Into::into),
+        OpKind::ReadvCur(n) => rustix::io::readv(file, &mut slices_mut(buf, len, n)).map_err(Into::into),
         OpKind::Writev(n) => {
             let slices: Vec<IoSlice> = pieces(len, n).map(|r| IoSlice::new(&buf[r])).collect();
             rustix::io::pwritev(file, &slices, op.offset).map_err(Into::into)
         }
-        OpKind::Seek => {
-            rustix::fs::seek(file, rustix::fs::SeekFrom::Start(op.offset)).map(|p| p as usize).map_err(Into::into)
+        OpKind::WritevCur(n) => {
+            let slices: Vec<IoSlice> = pieces(len, n).map(|r| IoSlice::new(&buf[r])).collect();
+            rustix::io::writev(file, &slices).map_err(Into::into)
         }
+        OpKind::Seek(w) => rustix::fs::seek(file, w.seek_from(op.offset)).map(|p| p as usize).map_err(Into::into),
         OpKind::Fsync => file.sync_all().map(|_| 0),
         OpKind::Fdatasync => file.sync_data().map(|_| 0),
+        OpKind::SyncRange { flags, len } => sync_file_range(file, op.offset, len, flags),
         OpKind::Ftruncate => rustix::fs::ftruncate(file, op.offset).map(|_| 0).map_err(Into::into),
-        OpKind::Fallocate => rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), op.offset, op.len as u64)
-            .map(|_| 0)
-            .map_err(Into::into),
+        OpKind::Fallocate { mode, len } => {
+            rustix::fs::fallocate(file, rustix::fs::FallocateFlags::from_bits_retain(mode), op.offset, len)
+                .map(|_| 0)
+                .map_err(Into::into)
+        }
     }
 }
 

@@ -6,9 +6,12 @@
 //! [`Op`] naming that slot, and gets the slot back in a [`Completion`]. A buffer cannot be
 //! touched while the kernel owns it, so no `unsafe` leaks out of this crate. An engine issues
 //! exactly the call it is told: pread/pwrite, read/write at the file position (after an lseek),
-//! preadv/pwritev, lseek, fsync, fdatasync, ftruncate and fallocate, on files opened with the
-//! caller's flags ([`open_target`]) and placed in the engine's file table by index.
+//! preadv/pwritev, readv/writev at the position, lseek with any whence, fsync, fdatasync,
+//! sync_file_range, ftruncate and fallocate with its mode, on files opened with the caller's
+//! flags ([`open_target`], or beneath a directory with [`beneath::Beneath`]) and placed in the
+//! engine's file table by index.
 
+pub mod beneath;
 pub mod buffer;
 mod calls;
 pub mod mmap;
@@ -22,6 +25,46 @@ pub use open::{open_target, OpenOptions};
 
 use std::fs::File;
 use std::io;
+
+/// lseek(2)'s whence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Whence {
+    /// SEEK_SET: to `offset`.
+    Set,
+    /// SEEK_CUR: `offset` (as an i64) from the position.
+    Cur,
+    /// SEEK_END: `offset` (as an i64) from the end.
+    End,
+    /// SEEK_DATA: the next data at or after `offset`.
+    Data,
+    /// SEEK_HOLE: the next hole at or after `offset`.
+    Hole,
+}
+
+impl Whence {
+    /// From lseek's numeric whence (0 SET, 1 CUR, 2 END, 3 DATA, 4 HOLE).
+    pub fn from_raw(n: u32) -> Option<Whence> {
+        Some(match n {
+            0 => Whence::Set,
+            1 => Whence::Cur,
+            2 => Whence::End,
+            3 => Whence::Data,
+            4 => Whence::Hole,
+            _ => return None,
+        })
+    }
+    /// As rustix takes it, `offset` being the call's offset argument.
+    pub fn seek_from(self, offset: u64) -> rustix::fs::SeekFrom {
+        use rustix::fs::SeekFrom;
+        match self {
+            Whence::Set => SeekFrom::Start(offset),
+            Whence::Cur => SeekFrom::Current(offset as i64),
+            Whence::End => SeekFrom::End(offset as i64),
+            Whence::Data => SeekFrom::Data(offset),
+            Whence::Hole => SeekFrom::Hole(offset),
+        }
+    }
+}
 
 /// What an operation does: the system call an engine makes for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,30 +81,45 @@ pub enum OpKind {
     Readv(u16),
     /// pwritev(2) at `offset`, likewise.
     Writev(u16),
-    /// lseek(2) to `offset` from the start (SEEK_SET).
-    Seek,
+    /// readv(2) at the file position (`offset` is ignored), the slot split as for `Readv`.
+    ReadvCur(u16),
+    /// writev(2) at the file position, likewise.
+    WritevCur(u16),
+    /// lseek(2) by `offset` with this whence; the result is the new position.
+    Seek(Whence),
     Fsync,
     Fdatasync,
+    /// sync_file_range(2) of `len` bytes (0: to the end of the file) at `offset`, with these
+    /// flags (SYNC_FILE_RANGE_WAIT_BEFORE 1, WRITE 2, WAIT_AFTER 4).
+    SyncRange {
+        flags: u32,
+        len: u64,
+    },
     /// ftruncate(2) to `offset`.
     Ftruncate,
-    /// fallocate(2) of `len` bytes at `offset`, mode 0.
-    Fallocate,
+    /// fallocate(2) of `len` bytes at `offset` with this mode (0 allocates; FALLOC_FL_KEEP_SIZE
+    /// 1, PUNCH_HOLE 2, ZERO_RANGE 0x10, ...). The op's own `len` is not used: a range may
+    /// exceed 4 GiB.
+    Fallocate {
+        mode: u32,
+        len: u64,
+    },
 }
 
 impl OpKind {
     #[inline]
     pub fn is_sync(self) -> bool {
-        matches!(self, OpKind::Fsync | OpKind::Fdatasync)
+        matches!(self, OpKind::Fsync | OpKind::Fdatasync | OpKind::SyncRange { .. })
     }
     /// Does the operation read into its slot's buffer?
     #[inline]
     pub fn reads(self) -> bool {
-        matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_))
+        matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) | OpKind::ReadvCur(_))
     }
     /// Does it write from its slot's buffer?
     #[inline]
     pub fn writes(self) -> bool {
-        matches!(self, OpKind::Write | OpKind::WriteCur | OpKind::Writev(_))
+        matches!(self, OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) | OpKind::WritevCur(_))
     }
 }
 
@@ -382,8 +440,9 @@ mod tests {
         assert_eq!(done[0].result().unwrap_err().raw_os_error(), Some(libc::EBADF));
     }
 
-    /// lseek then write stays lseek then write; vectored calls; ftruncate and fallocate; files
-    /// set at and taken from chosen indexes.
+    /// lseek then write stays lseek then write; vectored calls at an offset and at the
+    /// position; every whence; sync_file_range; ftruncate and fallocate with its mode; files set
+    /// at and taken from chosen indexes.
     fn call_shapes(kind: &str) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
@@ -401,7 +460,7 @@ mod tests {
             done[0].res
         };
         e.buffer(0)[..8192].fill(0xAB);
-        assert_eq!(run(&mut e, OpKind::Seek, 12288, 0), 12288);
+        assert_eq!(run(&mut e, OpKind::Seek(Whence::Set), 12288, 0), 12288);
         assert_eq!(run(&mut e, OpKind::WriteCur, 0, 4096), 4096);
         assert_eq!(run(&mut e, OpKind::WriteCur, 0, 4096), 4096, "the position advanced");
         e.buffer(0)[..8192].fill(0xCD);
@@ -411,17 +470,37 @@ mod tests {
         if kind != "null" {
             assert!(e.buffer(0)[..8192].iter().all(|&b| b == 0xCD));
         }
-        assert_eq!(run(&mut e, OpKind::Seek, 16384, 0), 16384);
+        assert_eq!(run(&mut e, OpKind::Seek(Whence::Set), 16384, 0), 16384);
         assert_eq!(run(&mut e, OpKind::ReadCur, 0, 4096), 4096);
         if kind != "null" {
             assert!(e.buffer(0)[..4096].iter().all(|&b| b == 0xAB));
+            // readv/writev at the position move it, as read and write do.
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::Cur), 0, 0), 20480);
+            e.buffer(0)[..8192].fill(0xEF);
+            assert_eq!(run(&mut e, OpKind::WritevCur(3), 0, 8192), 8192);
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::Cur), -8192i64 as u64, 0), 20480);
+            e.buffer(0).fill(0);
+            assert_eq!(run(&mut e, OpKind::ReadvCur(2), 0, 8192), 8192);
+            assert!(e.buffer(0)[..8192].iter().all(|&b| b == 0xEF));
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::Cur), 0, 0), 28672, "readv advanced the position");
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::End), -4096i64 as u64, 0), 61440);
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::Data), 12288, 0), 12288, "SEEK_DATA where data is");
+            let hole = run(&mut e, OpKind::Seek(Whence::Hole), 12288, 0);
+            assert!((12288..=65536).contains(&hole), "SEEK_HOLE {hole}");
+            assert_eq!(run(&mut e, OpKind::Seek(Whence::Set), -1i64 as u64, 0), -(libc::EINVAL as i64));
         }
-        assert_eq!(run(&mut e, OpKind::Fallocate, 0, 65536), 0);
+        assert_eq!(run(&mut e, OpKind::Fallocate { mode: 0, len: 65536 }, 0, 0), 0);
+        assert_eq!(run(&mut e, OpKind::SyncRange { flags: 1 | 2 | 4, len: 0 }, 0, 0), 0);
         assert_eq!(run(&mut e, OpKind::Fdatasync, 0, 0), 0);
+        // Punching a hole (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) is not an allocation.
+        assert_eq!(run(&mut e, OpKind::Fallocate { mode: 2 | 1, len: 4096 }, 12288, 0), 0);
         let f = e.take_file(7).unwrap();
         if kind != "null" {
             let on_disk = std::fs::read(&path).unwrap();
-            assert!(on_disk[12288..20480].iter().all(|&b| b == 0xAB));
+            assert_eq!(on_disk.len(), 65536);
+            assert!(on_disk[12288..16384].iter().all(|&b| b == 0), "the hole reads as zeros");
+            assert!(on_disk[16384..20480].iter().all(|&b| b == 0xAB));
+            assert!(on_disk[20480..28672].iter().all(|&b| b == 0xEF));
             assert!(on_disk[32768..40960].iter().all(|&b| b == 0xCD));
             let f = f.unwrap();
             e.set_file(0, f, 64 * 1024).unwrap();

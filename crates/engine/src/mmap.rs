@@ -2,7 +2,7 @@
 //! it, and fsync is msync(MS_SYNC) — how databases that map their files do I/O. Reads and
 //! writes at the position keep a position per file as read(2)/write(2) would.
 
-use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind, Whence};
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::File;
 
@@ -28,7 +28,7 @@ impl Mmap {
         let Some(m) = self.maps.get_mut(op.file) else { return Err(calls::no_file()) };
         let len = op.len as usize;
         let at = match op.kind {
-            OpKind::ReadCur | OpKind::WriteCur => m.pos,
+            OpKind::ReadCur | OpKind::WriteCur | OpKind::ReadvCur(_) | OpKind::WritevCur(_) => m.pos,
             _ => op.offset,
         };
         let in_range = (at as usize).checked_add(len).is_some_and(|end| end <= m.map.len());
@@ -50,14 +50,28 @@ impl Mmap {
                 unsafe { std::ptr::copy_nonoverlapping(src, m.map.as_mut_ptr().add(at as usize), len) };
                 Ok(len)
             }
-            OpKind::Seek => {
-                m.pos = op.offset;
-                Ok(op.offset as usize)
+            // The position is the engine's (reads and writes do not move the descriptor's).
+            OpKind::Seek(w) => {
+                let to = match w {
+                    Whence::Set => Some(op.offset as i64),
+                    Whence::Cur => (m.pos as i64).checked_add(op.offset as i64),
+                    Whence::End => (m.map.len() as i64).checked_add(op.offset as i64),
+                    Whence::Data | Whence::Hole => {
+                        rustix::fs::seek(&m.file, w.seek_from(op.offset)).ok().map(|p| p as i64)
+                    }
+                };
+                match to {
+                    Some(p) if p >= 0 => {
+                        m.pos = p as u64;
+                        Ok(p as usize)
+                    }
+                    _ => Err(einval()),
+                }
             }
             OpKind::Fsync | OpKind::Fdatasync => m.map.flush().and_then(|_| calls::perform(&m.file, &op, &mut [])),
             _ => calls::perform(&m.file, &op, &mut []),
         };
-        if matches!(op.kind, OpKind::ReadCur | OpKind::WriteCur) {
+        if matches!(op.kind, OpKind::ReadCur | OpKind::WriteCur | OpKind::ReadvCur(_) | OpKind::WritevCur(_)) {
             if let Ok(n) = r {
                 m.pos += n as u64;
             }

@@ -44,7 +44,7 @@ impl Engine for Null {
     fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let n = match op.kind {
             k if k.reads() || k.writes() => op.len as i64,
-            OpKind::Seek => op.offset as i64,
+            OpKind::Seek(_) => op.offset as i64,
             _ => 0,
         };
         Ok(Completion { slot: op.slot, res: n })

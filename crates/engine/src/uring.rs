@@ -1,8 +1,8 @@
 //! io_uring: operations are queued as SQEs, submitted in a batch by `commit`, and reaped
 //! from the completion queue, so one thread keeps `iodepth` I/Os in flight. Files in the first
 //! [`FIXED`] table entries are registered with the ring (as fio's `registerfiles`), saving a
-//! file lookup per I/O. lseek and ftruncate have no ring operation: they run at once and their
-//! completion comes back with the next reap.
+//! file lookup per I/O. lseek, ftruncate and sync_file_range run at once (the first two have no
+//! ring operation) and their completion comes back with the next reap.
 
 use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
 use io_uring::{opcode, squeue, types, IoUring};
@@ -58,10 +58,14 @@ macro_rules! entry {
             OpKind::WriteCur => opcode::Write::new(fd, ptr, op.len).offset(u64::MAX).build(),
             OpKind::Readv(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
             OpKind::Writev(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
+            OpKind::ReadvCur(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(u64::MAX).build(),
+            OpKind::WritevCur(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(u64::MAX).build(),
             OpKind::Fsync => opcode::Fsync::new(fd).build(),
             OpKind::Fdatasync => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),
-            OpKind::Fallocate => opcode::Fallocate::new(fd, op.len as u64).offset(op.offset).build(),
-            OpKind::Seek | OpKind::Ftruncate => unreachable!("performed synchronously"),
+            OpKind::Fallocate { mode, len } => {
+                opcode::Fallocate::new(fd, len).offset(op.offset).mode(mode as i32).build()
+            }
+            OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. } => unreachable!("performed synchronously"),
         }
     }};
 }
@@ -155,14 +159,14 @@ impl Engine for Uring {
             self.ready.push(Completion::from_io(op.slot, Err(calls::no_file())));
             return Ok(());
         };
-        if matches!(op.kind, OpKind::Seek | OpKind::Ftruncate) {
+        if matches!(op.kind, OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. }) {
             let r = calls::perform(file, &op, &mut []);
             self.ready.push(Completion::from_io(op.slot, r));
             return Ok(());
         }
         let raw = file.as_raw_fd();
         let ptr = self.pool.slot_ptr(op.slot);
-        if let OpKind::Readv(n) | OpKind::Writev(n) = op.kind {
+        if let OpKind::Readv(n) | OpKind::Writev(n) | OpKind::ReadvCur(n) | OpKind::WritevCur(n) = op.kind {
             let iov = &mut self.iovs[slot];
             iov.clear();
             for r in calls::pieces(op.len as usize, n) {

@@ -91,7 +91,7 @@ impl ClassCounts {
         self.0[c.index()]
     }
     pub fn add(&mut self, c: OpClass, n: u64) {
-        self.0[c.index()] += n;
+        self.0[c.index()] = self.0[c.index()].saturating_add(n);
     }
     pub fn total(&self) -> u64 {
         self.0.iter().sum()

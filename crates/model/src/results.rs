@@ -305,6 +305,9 @@ pub struct JobResult {
     /// Each thread's end and volume (runs stored before these were kept have none).
     #[serde(default)]
     pub per_thread: Vec<ThreadResult>,
+    /// A replay job's fidelity: recorded against replayed (absent for other workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayFidelity>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -360,7 +363,8 @@ pub struct NodeResult {
 pub struct NodeInfo {
     /// The name given with `--node NAME=...`.
     pub name: String,
-    /// How it was reached: `ssh://user@host`, `HOST:PORT` or `join` (connected out to us).
+    /// How it was reached: `ssh://user@host`, `HOST:PORT`, `exec://PATH` or `join:RANK` (an
+    /// agent that connected out to the coordinator).
     pub address: String,
     /// The agent's host name, as it reports it.
     pub hostname: String,

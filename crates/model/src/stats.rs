@@ -34,8 +34,9 @@ impl ClassAcc {
     }
 
     pub fn merge(&mut self, other: &ClassAcc) {
-        self.ops += other.ops;
-        self.bytes += other.bytes;
+        // Saturating: a merged figure may come from another node's message.
+        self.ops = self.ops.saturating_add(other.ops);
+        self.bytes = self.bytes.saturating_add(other.bytes);
         if let Some(o) = other.hist.as_ref().filter(|h| !h.is_empty()) {
             // Both histograms auto-resize, so `add` cannot run out of range.
             let _ = self.hist.get_or_insert_with(new_histogram).add(o);

@@ -222,6 +222,7 @@ mod tests {
             total: total.clone(),
             error: None,
             per_thread: Vec::new(),
+            replay: None,
         };
         let phase = PhaseResult {
             workload: Default::default(),

@@ -18,6 +18,9 @@ pub struct ReportOptions {
     pub by: Option<String>,
     /// The comparison's noise threshold as a fraction (`None`: compare's default, 2%).
     pub noise: Option<f64>,
+    /// A survey's locking check (`iolab survey --node`), a run of its own: its checks and
+    /// verdict go into the survey's profile, and its nodes section beside it.
+    pub survey_locking: Option<StoredRun>,
 }
 
 impl ReportOptions {
@@ -163,12 +166,15 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     // A survey opens with the profile and findings the terminal showed.
     if let [r] = runs {
         if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases, &r.result.plan.phases);
+            profile_section(&mut h, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
         }
     }
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     crate::html_nodes::section(&mut h, runs);
+    if let Some(l) = &opts.survey_locking {
+        crate::html_nodes::section(&mut h, std::slice::from_ref(l));
+    }
     if runs.len() >= 2 {
         let c = compare(
             runs,
@@ -186,9 +192,9 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     h
 }
 
-/// The survey's one-page profile (step, result, system) and its findings, as the terminal
-/// prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
+/// The survey's one-page profile (step, result, system), its findings and its locking check,
+/// as the terminal prints them.
+fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase], locking: Option<&StoredRun>) {
     h.push_str(
         "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
          <tr><th>step</th><th>result</th><th>system</th></tr>\n",
@@ -203,6 +209,23 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
         for f in findings {
             let _ = writeln!(h, "<li>{}</li>", escape(&f));
+        }
+        h.push_str("</ul>\n");
+    }
+    if let Some(l) = locking {
+        let _ = writeln!(
+            h,
+            "<h3 id=\"locking\">The locking check</h3>\n<p class=\"note\">Run #{}: node A alone, node B alone, two writers on A, A and B at once (each node's figures and the bars in Nodes below).</p>\n\
+             <div class=\"wide\"><table class=\"summary\">\n<tr><th>check</th><th>all nodes</th><th>each node</th></tr>",
+            l.id
+        );
+        for [step, all, per] in crate::survey::locking_rows(&l.result) {
+            let _ =
+                writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&all), escape(&per));
+        }
+        h.push_str("</table></div>\n<ul class=\"findings\">\n");
+        for line in crate::survey::locking_verdict(&l.result) {
+            let _ = writeln!(h, "<li>{}</li>", escape(&line));
         }
         h.push_str("</ul>\n");
     }

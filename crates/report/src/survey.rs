@@ -1,10 +1,12 @@
 //! The survey's one-page profile, read from its phases: a line per step and what stands out, in
-//! words. The terminal and the HTML report print the same rows and the same findings from here
-//! (the CLI builds the steps' jobs; this module only reads results, keyed by step name).
+//! words, and with `--node` the locking check beside it (each check's rate, node by node, and
+//! the verdict). The terminal and the HTML report print the same rows and the same findings
+//! from here (the CLI builds the steps' jobs; this module only reads results, keyed by step
+//! name).
 
 use crate::fmt::{count, fmt_decimal, ms, rate};
 use crate::system::{self, Finding};
-use iolab_model::PhaseResult;
+use iolab_model::{PhaseResult, RunResult};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 
@@ -203,6 +205,26 @@ fn between_steps(phases: &[PhaseResult]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The locking check's rows: each check, the rate of all its nodes together, and each node's.
+pub fn locking_rows(l: &RunResult) -> Vec<[String; 3]> {
+    l.phases
+        .iter()
+        .map(|p| {
+            let per: Vec<String> =
+                p.nodes.iter().map(|n| format!("{} {}", n.name, rate(n.total.write().bw_bytes))).collect();
+            [p.name.clone(), rate(p.total.write().bw_bytes), per.join(", ")]
+        })
+        .collect()
+}
+
+/// The locking check's conclusion in lines: the limit, then each reason; or why there is none.
+pub fn locking_verdict(l: &RunResult) -> Vec<String> {
+    match &l.verdict {
+        Some(v) => std::iter::once(format!("limit: {}", v.limit.as_str())).chain(v.reasons.iter().cloned()).collect(),
+        None => vec![format!("no verdict: {}", l.error.as_deref().unwrap_or("the check did not complete"))],
+    }
 }
 
 #[cfg(test)]

@@ -120,6 +120,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, (e, b))| ThreadResult::new(i as u32, *e, 10, *b, None))
                 .collect(),
+            replay: None,
         }
     }
 

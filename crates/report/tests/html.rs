@@ -83,7 +83,13 @@ fn report() -> &'static str {
     HTML.get_or_init(|| {
         render(
             runs(),
-            &ReportOptions { title: String::new(), baseline: Some(0), by: Some("config".into()), noise: None },
+            &ReportOptions {
+                title: String::new(),
+                baseline: Some(0),
+                by: Some("config".into()),
+                noise: None,
+                survey_locking: None,
+            },
         )
     })
 }

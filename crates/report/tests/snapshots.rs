@@ -166,6 +166,7 @@ fn every_operation_class_shows_in_every_output() {
             total,
             error: None,
             per_thread: Vec::new(),
+            replay: None,
         });
         r
     };

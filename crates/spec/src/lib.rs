@@ -26,7 +26,7 @@ pub use maildir::MaildirJob;
 pub use patch::{JobPatch, DEFAULT_SEED};
 pub use postmark::PostmarkJob;
 pub use redolog::RedologJob;
-pub use replay::{ReplayJob, Timing};
+pub use replay::{ReplayJob, ReplayLimits, Timing};
 pub use scenario::{builtin, parse_scenario_file, BuiltinOptions, Part, Scenario, ScenarioFile, Step};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use varmail::VarmailJob;

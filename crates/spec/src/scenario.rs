@@ -57,7 +57,10 @@ impl Scenario {
 
 /// The built-in scenarios, with a line each for `--help` and errors.
 pub const BUILTINS: &[(&str, &str)] = &[
-    ("locking", "seed 000's four checks on a shared directory: A alone, B alone, two writers on A, A and B at once"),
+    (
+        "locking",
+        "the locking check's four steps on a shared directory: A alone, B alone, two writers on A, A and B at once",
+    ),
     ("scaling", "the same job on 1, 2, ..., N nodes at once, each node in its own subdirectory"),
 ];
 

@@ -1,12 +1,14 @@
 //! iolab-sysstat: the system beside a run. Parsers for /proc ([`procfs`]), iostat-compatible
 //! rates ([`rates`]), snapshots and the sampler thread ([`sample`]), and the mapping from a
-//! path to the devices and interfaces that carry its I/O ([`target`]).
+//! path to the devices and interfaces that carry its I/O ([`target`]), with a shaped link's
+//! rate ([`qdisc`]).
 
 #![forbid(unsafe_code)]
 
 pub mod host;
 pub mod names;
 pub mod procfs;
+pub mod qdisc;
 pub mod rates;
 pub mod sample;
 pub mod target;

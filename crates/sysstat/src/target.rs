@@ -26,7 +26,9 @@ pub const NETWORK_FS: &[&str] = &[
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Interface {
     pub name: String,
-    /// Link speed in Mb/s from /sys/class/net/NAME/speed, when the driver reports one.
+    /// Link speed in Mb/s: the rate of a root tbf qdisc shaping the interface when there is one
+    /// (and it is below the driver's), else /sys/class/net/NAME/speed when the driver reports
+    /// one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speed_mbps: Option<u64>,
 }
@@ -263,7 +265,18 @@ fn route_v4(addr: Ipv4Addr, roots: &SysRoots) -> Option<String> {
 }
 
 fn interfaces_for(source: &str, _fstype: &str, roots: &SysRoots) -> Vec<Interface> {
-    let to_iface = |n: String| Interface { speed_mbps: speed(&n, roots), name: n };
+    // A shaped link runs at its tbf rate; `tc` sees this machine's interfaces only, so not
+    // for another root (tests).
+    let real = roots.sys == std::path::Path::new("/sys");
+    let to_iface = |n: String| {
+        let driver = speed(&n, roots);
+        let shaped = if real { crate::qdisc::shaped_mbps(&n) } else { None };
+        let speed_mbps = match (shaped, driver) {
+            (Some(s), Some(d)) => Some(s.min(d)),
+            (s, d) => s.or(d),
+        };
+        Interface { speed_mbps, name: n }
+    };
     if let Some(host) = server_of(source) {
         if let Some(ip) = (host.as_str(), 0).to_socket_addrs().ok().and_then(|mut a| a.next()).map(|a| a.ip()) {
             if ip.is_loopback() {

@@ -28,10 +28,11 @@ fn main() {
         })
         .unwrap_or_default();
     println!(
-        "{{\"bytes\": {}, \"lines\": {}, \"ops\": {}, \"bad_lines\": {}, \"seconds\": {s:.3}, \"mb_per_s\": {:.1}, \"cpu_seconds\": {cpu:.3}, \"mb_per_cpu_s\": {:.1}, \"peak_rss_kib\": {hwm}}}",
+        "{{\"bytes\": {}, \"lines\": {}, \"ops\": {}, \"threads\": {}, \"bad_lines\": {}, \"seconds\": {s:.3}, \"mb_per_s\": {:.1}, \"cpu_seconds\": {cpu:.3}, \"mb_per_cpu_s\": {:.1}, \"peak_rss_kib\": {hwm}}}",
         sum.bytes,
         sum.lines,
         sum.ops,
+        sum.threads,
         sum.bad_lines,
         sum.bytes as f64 / 1e6 / s,
         sum.bytes as f64 / 1e6 / cpu

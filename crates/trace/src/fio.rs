@@ -2,74 +2,302 @@
 //! `ts` in µs since the start) for users who replay with fio's `read_iolog=`. fio replays one
 //! log in one job, so the threads are merged in start order; read/write at the file position
 //! become offsets (fio issues pread/pwrite with its own open flags: the call shape is lost,
-//! which is why iolab has its own replay).
+//! which is why iolab has its own replay). A path is `open`ed when its first opening begins (or
+//! at its first use, for a descriptor opened before the trace) and `close`d when its last
+//! opening ends: a close of a duplicate descriptor (dup, fork) ends nothing and is not written,
+//! so fio never closes a file it has not opened. With `target`, paths under the traced
+//! directory are remapped under it and the rest left out. The calls exported are held in memory
+//! (32 bytes each, merged by time), at most [`MAX_ENTRIES`].
 
-use crate::format::{Kind, Trace, NO_FILE};
-use std::collections::{HashMap, HashSet};
+use crate::format::{FormatError, Kind, Record, NO_FILE};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
-/// Write the log; returns the number of entries (without the header and `add` lines).
-pub fn export(t: &Trace, out: &mut impl Write) -> io::Result<u64> {
-    let mut all: Vec<(u64, u32, usize)> = Vec::new();
-    for (ti, (_, ops)) in t.ops.iter().enumerate() {
-        for (i, op) in ops.iter().enumerate() {
-            all.push((op.start_ns, ti as u32, i));
-        }
-    }
-    all.sort_unstable();
-    writeln!(out, "fio version 3 iolog")?;
-    let mut added: HashSet<&str> = HashSet::new();
-    let mut pos: HashMap<u32, u64> = HashMap::new();
-    let mut n = 0;
-    for (ts, ti, i) in all {
-        let op = t.ops[ti as usize].1[i];
-        if op.file == NO_FILE || matches!(op.kind, Kind::Unlink | Kind::Rename | Kind::Mkdir | Kind::Other(_)) {
-            continue;
-        }
-        let Some(f) = t.files.get(&op.file) else { continue };
-        if !f.regular || f.path.contains(char::is_whitespace) {
-            continue;
-        }
-        let us = ts / 1000;
-        let p = f.path.as_str();
-        if added.insert(p) {
-            writeln!(out, "{us} {p} add")?;
-        }
-        let moved = op.result.max(0) as u64;
-        let line = match op.kind {
-            Kind::Open => {
-                pos.insert(op.file, 0);
-                "open".to_string()
-            }
-            Kind::Close => "close".to_string(),
-            Kind::Lseek => {
-                if op.result >= 0 {
-                    pos.insert(op.file, op.result as u64);
-                }
-                continue;
-            }
-            Kind::Fsync => "sync 0 0".to_string(),
-            Kind::Fdatasync => "datasync 0 0".to_string(),
-            Kind::SyncFileRange => "datasync 0 0".to_string(),
-            Kind::Ftruncate | Kind::Fallocate => continue,
-            k => {
-                let at = match k {
-                    Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => op.offset,
-                    _ => {
-                        let p = pos.entry(op.file).or_insert(0);
-                        let at = *p;
-                        *p = p.saturating_add(moved);
-                        at
+/// Calls an export holds to merge the threads by time (32 bytes each: 1 GiB).
+pub const MAX_ENTRIES: usize = 32 << 20;
+
+/// Where the exported paths go: the traced directory (`strip`) replaced by `target`.
+#[derive(Debug, Clone)]
+pub struct Remap {
+    pub strip: PathBuf,
+    pub target: PathBuf,
+}
+
+/// What an export wrote and left out.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Exported {
+    /// Log entries (without the header and `add` lines).
+    pub entries: u64,
+    /// Per action (`read`, `write`, `sync`, `open`, ...), entries written.
+    pub actions: BTreeMap<String, u64>,
+    /// Calls left out, by why.
+    pub left_out: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Act {
+    Open,
+    Read,
+    Write,
+    Sync,
+    Datasync,
+    /// A close that ends the opening (the last reference).
+    Close,
+}
+
+/// One call to export: (start, thread order, call order) to merge by, then what.
+#[derive(Clone, Copy)]
+struct Entry {
+    ts_ns: u64,
+    seq: u32,
+    path: u32,
+    act: Act,
+    offset: u64,
+    len: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("{0}")]
+    Format(#[from] FormatError),
+    #[error(
+        "the trace has more than {MAX_ENTRIES} calls to export, which are merged by time in memory; export part of it with --target and a narrower --strip"
+    )]
+    TooLarge,
+}
+
+fn left(out: &mut Exported, why: &str) {
+    *out.left_out.entry(why.to_string()).or_default() += 1;
+}
+
+/// Write the log from a trace's records (read as a stream; the exported calls are held).
+pub fn export(
+    records: impl Iterator<Item = Result<Record, FormatError>>,
+    remap: Option<&Remap>,
+    out: &mut dyn Write,
+) -> Result<Exported, ExportError> {
+    let mut res = Exported::default();
+    // Opening id → path index (None: left out, with why).
+    let mut files: HashMap<u32, Result<u32, &'static str>> = HashMap::new();
+    let mut paths: Vec<String> = Vec::new();
+    let mut path_ids: HashMap<String, u32> = HashMap::new();
+    // Per thread: its position per opening (read/write at the position become offsets).
+    let mut pos: HashMap<u32, HashMap<u32, u64>> = HashMap::new();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut seq: HashMap<u32, u32> = HashMap::new();
+    for r in records {
+        match r? {
+            Record::File { id, path, regular, .. } => {
+                let p = if !regular {
+                    Err("not a regular file (pipes, sockets, devices, /proc)")
+                } else if path.contains(char::is_whitespace) {
+                    Err("a path with white space (fio's iolog cannot name it)")
+                } else {
+                    match remap {
+                        None => Ok(path),
+                        Some(m) => match Path::new(&path).strip_prefix(&m.strip) {
+                            Ok(rel) if !rel.as_os_str().is_empty() => {
+                                Ok(m.target.join(rel).to_string_lossy().into_owned())
+                            }
+                            _ => Err("outside the traced directory (--strip)"),
+                        },
                     }
                 };
-                if op.result <= 0 {
-                    continue;
-                }
-                format!("{} {at} {moved}", if k.reads() { "read" } else { "write" })
+                let p = p.map(|p| {
+                    let n = paths.len() as u32;
+                    *path_ids.entry(p.clone()).or_insert_with(|| {
+                        paths.push(p);
+                        n
+                    })
+                });
+                files.insert(id, p);
             }
-        };
-        writeln!(out, "{us} {p} {line}")?;
-        n += 1;
+            Record::Chunk { tid, ops } => {
+                let pos = pos.entry(tid).or_default();
+                for op in ops {
+                    let n = seq.entry(tid).or_default();
+                    *n = n.wrapping_add(1);
+                    if op.file == NO_FILE
+                        || matches!(op.kind, Kind::Unlink | Kind::Rename | Kind::Mkdir | Kind::Other(_))
+                    {
+                        continue;
+                    }
+                    let path = match files.get(&op.file) {
+                        Some(Ok(p)) => *p,
+                        Some(Err(why)) => {
+                            left(&mut res, why);
+                            continue;
+                        }
+                        None => continue,
+                    };
+                    if op.result < 0 {
+                        left(&mut res, "failed or unfinished when traced");
+                        continue;
+                    }
+                    let moved = op.result.max(0) as u64;
+                    let (act, offset, len) = match op.kind {
+                        Kind::Open => {
+                            pos.insert(op.file, 0);
+                            (Act::Open, 0, 0)
+                        }
+                        Kind::Close if op.count != 0 => continue, // a duplicate closed: the opening stays
+                        Kind::Close => (Act::Close, 0, 0),
+                        Kind::Lseek => {
+                            pos.insert(op.file, moved);
+                            continue;
+                        }
+                        Kind::Fsync => (Act::Sync, 0, 0),
+                        Kind::Fdatasync | Kind::SyncFileRange => (Act::Datasync, 0, 0),
+                        Kind::Ftruncate | Kind::Fallocate => {
+                            left(&mut res, "ftruncate and fallocate (fio's iolog has no such action)");
+                            continue;
+                        }
+                        k => {
+                            let at = match k {
+                                Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => op.offset,
+                                _ => {
+                                    let p = pos.entry(op.file).or_insert(0);
+                                    let at = *p;
+                                    *p = p.saturating_add(moved);
+                                    at
+                                }
+                            };
+                            if moved == 0 {
+                                left(&mut res, "reads and writes that moved nothing");
+                                continue;
+                            }
+                            (if k.reads() { Act::Read } else { Act::Write }, at, moved)
+                        }
+                    };
+                    if entries.len() >= MAX_ENTRIES {
+                        return Err(ExportError::TooLarge);
+                    }
+                    entries.push(Entry { ts_ns: op.start_ns, seq: *n, path, act, offset, len });
+                }
+            }
+            _ => {}
+        }
     }
-    Ok(n)
+    // Merged by start; a thread's calls keep their order (equal starts by call order).
+    entries.sort_by_key(|e| (e.ts_ns, e.seq));
+    writeln!(out, "fio version 3 iolog")?;
+    let mut added = vec![false; paths.len()];
+    let mut open = vec![0u32; paths.len()];
+    let mut last_us = 0;
+    let line = |out: &mut dyn Write, res: &mut Exported, us: u64, p: &str, what: &str, rest: &str| {
+        res.entries += 1;
+        *res.actions.entry(what.to_string()).or_default() += 1;
+        writeln!(out, "{us} {p} {what}{rest}")
+    };
+    for e in &entries {
+        let us = e.ts_ns / 1000;
+        last_us = us;
+        let p = paths[e.path as usize].as_str();
+        let i = e.path as usize;
+        if !added[i] {
+            added[i] = true;
+            writeln!(out, "{us} {p} add")?;
+        }
+        match e.act {
+            Act::Open => {
+                if open[i] == 0 {
+                    line(out, &mut res, us, p, "open", "")?;
+                }
+                open[i] += 1;
+            }
+            Act::Close => {
+                if open[i] == 1 {
+                    line(out, &mut res, us, p, "close", "")?;
+                }
+                open[i] = open[i].saturating_sub(1);
+            }
+            act => {
+                if open[i] == 0 {
+                    // Opened before the trace (or used after its last close): opened here.
+                    line(out, &mut res, us, p, "open", "")?;
+                    open[i] = 1;
+                }
+                let (what, rest) = match act {
+                    Act::Read => ("read", format!(" {} {}", e.offset, e.len)),
+                    Act::Write => ("write", format!(" {} {}", e.offset, e.len)),
+                    Act::Sync => ("sync", " 0 0".to_string()),
+                    _ => ("datasync", " 0 0".to_string()),
+                };
+                line(out, &mut res, us, p, what, &rest)?;
+            }
+        }
+    }
+    for (i, n) in open.iter().enumerate() {
+        if *n > 0 {
+            line(out, &mut res, last_us, &paths[i], "close", "")?;
+        }
+    }
+    Ok(res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Reader;
+
+    fn log(text: &str, remap: Option<&Remap>) -> (String, Exported) {
+        let mut imp = crate::Importer::new(Vec::new(), "t").unwrap();
+        imp.read_file(text.as_bytes(), "t", None).unwrap();
+        let (bytes, _) = imp.finish().unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        let mut out = Vec::new();
+        let ex = export(std::iter::from_fn(|| r.next_record().transpose()), remap, &mut out).unwrap();
+        (String::from_utf8(out).unwrap(), ex)
+    }
+
+    #[test]
+    fn a_duplicate_closed_does_not_close_the_file() {
+        // dd's pattern: open as 3, dup2 onto 1, close 3 (a duplicate), write through 1, close 1.
+        let text = "\
+1  1.000000 openat(AT_FDCWD</w>, \"/w/out\", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</w/out> <0.000010>
+1  1.000010 dup2(3</w/out>, 1</dev/pts/0>) = 1</w/out> <0.000010>
+1  1.000020 close(3</w/out>) = 0 <0.000010>
+1  1.000030 write(1</w/out>, \"x\"..., 4096) = 4096 <0.000010>
+1  1.000040 write(1</w/out>, \"x\"..., 4096) = 4096 <0.000010>
+1  1.000050 fsync(1</w/out>) = 0 <0.000010>
+1  1.000060 close(1</w/out>) = 0 <0.000010>
+1  1.000070 read(5</w/before>, \"\"..., 512) = 512 <0.000010>
+1  1.000080 read(6<pipe:[7]>, \"\"..., 512) = 512 <0.000010>
+";
+        let (text, ex) = log(text, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                "fio version 3 iolog",
+                "0 /w/out add",
+                "0 /w/out open",
+                "30 /w/out write 0 4096",
+                "40 /w/out write 4096 4096",
+                "50 /w/out sync 0 0",
+                "60 /w/out close",
+                "70 /w/before add",
+                "70 /w/before open",
+                "70 /w/before read 0 512",
+                "70 /w/before close",
+            ]
+        );
+        assert_eq!(ex.entries, 8);
+        assert_eq!(ex.left_out.values().sum::<u64>(), 1, "the pipe");
+        // Remapped under another directory; what is outside the traced one is left out.
+        let remap = Remap { strip: "/w".into(), target: "/mnt/t".into() };
+        let text2 = "\
+1  1.0 openat(AT_FDCWD</w>, \"/w/a\", O_RDWR|O_CREAT, 0644) = 3</w/a> <0.000010>
+1  1.1 pwrite64(3</w/a>, \"x\"..., 512, 4096) = 512 <0.000010>
+1  1.2 openat(AT_FDCWD</w>, \"/etc/x\", O_RDONLY) = 4</etc/x> <0.000010>
+1  1.3 read(4</etc/x>, \"\"..., 512) = 100 <0.000010>
+";
+        let (text, ex) = log(text2, Some(&remap));
+        assert!(text.contains("100000 /mnt/t/a write 4096 512\n"), "{text}");
+        assert!(!text.contains("/etc/x"));
+        assert_eq!(ex.left_out["outside the traced directory (--strip)"], 2);
+    }
 }

@@ -13,6 +13,9 @@ pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x01";
 pub const VERSION: u32 = 1;
 /// Operations per chunk: a chunk is written once a thread has this many.
 pub const CHUNK: usize = 1024;
+/// Operations a writer holds back over all threads: past it, every thread's unfinished chunk is
+/// written (so memory does not grow with the threads a trace has seen).
+pub const MAX_PENDING: usize = 64 * 1024;
 /// The largest record a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_RECORD: usize = 64 << 20;
 
@@ -142,6 +145,8 @@ pub enum FormatError {
 pub struct Writer<W: Write> {
     out: flate2::write::GzEncoder<W>,
     pending: HashMap<u32, Vec<Op>>,
+    /// Operations in `pending`, over all threads.
+    held: usize,
     buf: Vec<u8>,
     ops: u64,
 }
@@ -152,6 +157,7 @@ impl<W: Write> Writer<W> {
         Ok(Writer {
             out: flate2::write::GzEncoder::new(w, flate2::Compression::fast()),
             pending: HashMap::new(),
+            held: 0,
             buf: Vec::new(),
             ops: 0,
         })
@@ -167,28 +173,51 @@ impl<W: Write> Writer<W> {
         Ok(())
     }
 
-    /// Queue an operation of `tid`; a full chunk is written.
+    /// Queue an operation of `tid`; a full chunk is written, and every thread's chunk when the
+    /// writer holds [`MAX_PENDING`] operations.
     pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
         self.ops += 1;
+        self.held += 1;
         let v = self.pending.entry(tid).or_default();
         v.push(op);
         if v.len() >= CHUNK {
-            let ops = std::mem::take(v);
-            self.record(&Record::Chunk { tid, ops })?;
+            self.flush_thread(tid)?;
+        }
+        if self.held >= MAX_PENDING {
+            self.flush_all()?;
         }
         Ok(())
     }
 
-    /// Write what is queued (in tid order), the end record, and finish the gzip stream.
-    pub fn finish(mut self, bad_lines: u64, first_ns: u64, last_ns: u64) -> io::Result<W> {
-        let mut tids: Vec<u32> = self.pending.keys().copied().collect();
-        tids.sort_unstable();
-        for tid in tids {
-            let ops = self.pending.remove(&tid).unwrap_or_default();
+    /// Write `tid`'s unfinished chunk (the thread has ended) and forget the thread.
+    pub fn flush_thread(&mut self, tid: u32) -> io::Result<()> {
+        if let Some(ops) = self.pending.remove(&tid) {
+            self.held -= ops.len();
             if !ops.is_empty() {
                 self.record(&Record::Chunk { tid, ops })?;
             }
         }
+        Ok(())
+    }
+
+    /// Write every thread's unfinished chunk, in tid order.
+    pub fn flush_all(&mut self) -> io::Result<()> {
+        let mut tids: Vec<u32> = self.pending.keys().copied().collect();
+        tids.sort_unstable();
+        for tid in tids {
+            self.flush_thread(tid)?;
+        }
+        Ok(())
+    }
+
+    /// Operations held back (not yet written), over all threads.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Write what is queued (in tid order), the end record, and finish the gzip stream.
+    pub fn finish(mut self, bad_lines: u64, first_ns: u64, last_ns: u64) -> io::Result<W> {
+        self.flush_all()?;
         let ops = self.ops;
         self.record(&Record::End { ops, bad_lines, first_ns, last_ns })?;
         self.out.finish()

@@ -1,8 +1,12 @@
 //! strace text into the trace format, as a stream: lines are read one at a time (a line longer
 //! than [`MAX_LINE`] is cut and counted bad), `<unfinished ...>` halves wait per thread for their
 //! `<... resumed>`, fds resolve to per-opening file ids through per-process fd tables that follow
-//! dup/dup2/dup3/fcntl(F_DUPFD), clone/fork and close, and `-ff` per-thread files are merged by
-//! timestamp. Memory is bounded by the threads, open files and distinct names, not by the text.
+//! dup/dup2/dup3/fcntl(F_DUPFD), clone/fork and close, the working directory follows
+//! chdir/fchdir, and `-ff` per-thread files are merged by timestamp. A thread's exit (`+++
+//! exited`, `+++ killed`) writes its last operations and forgets it, a process's fd table goes
+//! with its last thread, and the writer holds at most [`crate::format::MAX_PENDING`] operations
+//! back: memory is bounded by the threads alive at once, their open files and the distinct names
+//! (paths are remembered up to [`PATHS_KEPT`]), not by the text or the threads it has seen.
 
 use crate::format::{oflags, Kind, Op, Record, Writer, NO_FILE, VERSION};
 use crate::line::{self, Body};
@@ -13,6 +17,10 @@ use std::io::{self, BufRead, Write};
 pub const MAX_LINE: usize = 1 << 20;
 /// Bad lines kept with their text (all are counted).
 pub const BAD_KEPT: usize = 50;
+/// Distinct paths (unlink, rename, mkdir, failed opens) remembered to give one path one id;
+/// past it the table starts afresh (a path named again then gets a new id, which is correct,
+/// only larger).
+pub const PATHS_KEPT: usize = 256 * 1024;
 
 /// A line that was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -36,6 +44,19 @@ pub struct Summary {
     pub bad: Vec<BadLine>,
     /// Calls by name (every call seen, traced kinds and others).
     pub calls: Vec<(String, u64)>,
+}
+
+/// What an importer holds at a moment (its memory grows with these, not with the text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// Threads alive (seen and not exited).
+    pub threads: usize,
+    /// Processes with an fd table.
+    pub processes: usize,
+    /// Operations written to no chunk yet.
+    pub ops: usize,
+    /// Paths remembered for their ids.
+    pub paths: usize,
 }
 
 /// Reads lines of at most [`MAX_LINE`] bytes.
@@ -118,12 +139,17 @@ struct FdEntry {
 pub struct Importer<W: Write> {
     w: Writer<W>,
     pending: HashMap<u32, Pending>,
+    /// Threads alive: tid → tgid.
     tgid: HashMap<u32, u32>,
+    /// Threads alive per process.
+    live: HashMap<u32, u32>,
+    threads_seen: usize,
     fds: HashMap<u32, HashMap<i64, FdEntry>>,
     refs: HashMap<u32, u32>,
     cwd: HashMap<u32, String>,
     next_file: u32,
     path_ids: HashMap<String, u32>,
+    next_path: u32,
     names: HashMap<Box<str>, u32>,
     calls: HashMap<Box<str>, u64>,
     first_ns: Option<u64>,
@@ -137,6 +163,22 @@ pub struct Importer<W: Write> {
 
 fn regular(path: &str) -> bool {
     path.starts_with('/') && !["/dev/", "/proc/", "/sys/"].iter().any(|p| path.starts_with(p))
+}
+
+/// An absolute path with `.` and `..` taken out lexically (`/a/b/../c` is `/a/c`), as a
+/// relative name joined to the cwd would be resolved without links.
+fn normalize(p: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    format!("/{}", out.join("/"))
 }
 
 fn whence(s: &str) -> u32 {
@@ -198,11 +240,14 @@ impl<W: Write> Importer<W> {
             w,
             pending: HashMap::new(),
             tgid: HashMap::new(),
+            live: HashMap::new(),
+            threads_seen: 0,
             fds: HashMap::new(),
             refs: HashMap::new(),
             cwd: HashMap::new(),
             next_file: 0,
             path_ids: HashMap::new(),
+            next_path: 0,
             names: HashMap::new(),
             calls: HashMap::new(),
             first_ns: None,
@@ -213,6 +258,11 @@ impl<W: Write> Importer<W> {
             bytes: 0,
             ops: 0,
         })
+    }
+
+    /// What the importer holds now.
+    pub fn held(&self) -> Held {
+        Held { threads: self.tgid.len(), processes: self.fds.len(), ops: self.w.held(), paths: self.path_ids.len() }
     }
 
     fn bad(&mut self, source: &str, line: u64, reason: &str, text: &str) {
@@ -311,7 +361,8 @@ impl<W: Write> Importer<W> {
         };
         let pid = l.pid.or(tid).unwrap_or(0);
         match l.body {
-            Body::Exit | Body::Signal => {}
+            Body::Signal => {}
+            Body::Exit => self.exited(pid, source, n, text),
             Body::Unfinished { name, args } => {
                 let old = self
                     .pending
@@ -336,7 +387,55 @@ impl<W: Write> Importer<W> {
     }
 
     fn tgid_of(&mut self, tid: u32) -> u32 {
-        *self.tgid.entry(tid).or_insert(tid)
+        if let Some(&g) = self.tgid.get(&tid) {
+            return g;
+        }
+        self.tgid.insert(tid, tid);
+        *self.live.entry(tid).or_default() += 1;
+        self.threads_seen += 1;
+        tid
+    }
+
+    /// `tid` belongs to process `tgid` (a clone with CLONE_THREAD, or a new process).
+    fn set_tgid(&mut self, tid: u32, tgid: u32) {
+        match self.tgid.insert(tid, tgid) {
+            Some(old) if old == tgid => return,
+            Some(old) => self.leave_process(old),
+            None => self.threads_seen += 1,
+        }
+        *self.live.entry(tgid).or_default() += 1;
+    }
+
+    /// A thread of `tgid` is gone; with the last, the process's fd table and cwd go too.
+    fn leave_process(&mut self, tgid: u32) {
+        let left = match self.live.get_mut(&tgid) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                return;
+            }
+            _ => 0,
+        };
+        debug_assert_eq!(left, 0);
+        self.live.remove(&tgid);
+        if let Some(t) = self.fds.remove(&tgid) {
+            for e in t.into_values() {
+                self.unref(e.file);
+            }
+        }
+        self.cwd.remove(&tgid);
+    }
+
+    /// `+++ exited` / `+++ killed`: a call the thread left unfinished never returned; its last
+    /// operations are written and the thread forgotten.
+    fn exited(&mut self, tid: u32, source: &str, n: u64, text: &str) {
+        if let Some(p) = self.pending.remove(&tid) {
+            self.call(tid, p.time_ns, None, &p.name, &p.args, "?", source, n, text);
+        }
+        let Some(tgid) = self.tgid.remove(&tid) else { return };
+        if let Err(e) = self.w.flush_thread(tid).and_then(|_| self.w.record(&Record::Thread { tid, tgid })) {
+            self.bad(source, n, &format!("cannot write the trace: {e}"), text);
+        }
+        self.leave_process(tgid);
     }
 
     fn name_id(&mut self, name: &str) -> io::Result<u32> {
@@ -353,7 +452,11 @@ impl<W: Write> Importer<W> {
         if let Some(&id) = self.path_ids.get(&path) {
             return Ok(id);
         }
-        let id = self.path_ids.len() as u32;
+        if self.path_ids.len() >= PATHS_KEPT {
+            self.path_ids.clear();
+        }
+        let id = self.next_path;
+        self.next_path += 1;
         self.w.record(&Record::Path { id, path: path.clone() })?;
         self.path_ids.insert(path, id);
         Ok(id)
@@ -371,7 +474,7 @@ impl<W: Write> Importer<W> {
             None => self.cwd.get(&tgid).cloned(),
         };
         Some(match base {
-            Some(b) => format!("{}/{}", b.trim_end_matches('/'), p),
+            Some(b) => normalize(&format!("{}/{}", b.trim_end_matches('/'), p)),
             None => p,
         })
     }
@@ -463,10 +566,13 @@ impl<W: Write> Importer<W> {
         let arg = |i: usize| a.get(i).copied().unwrap_or("");
         let num = |i: usize| line::parse_int(arg(i)).unwrap_or(0);
         let tgid = self.tgid_of(tid);
-        // Remember the cwd that -y shows for AT_FDCWD.
-        if arg(0).starts_with("AT_FDCWD<") && !self.cwd.contains_key(&tgid) {
+        // The cwd that -y shows for AT_FDCWD is the process's, now.
+        if arg(0).starts_with("AT_FDCWD<") {
             if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
-                self.cwd.insert(tgid, line::unescape(p));
+                let p = line::unescape(p);
+                if self.cwd.get(&tgid) != Some(&p) {
+                    self.cwd.insert(tgid, p);
+                }
             }
         }
         let mut op = Op {
@@ -555,11 +661,35 @@ impl<W: Write> Importer<W> {
                     op.offset = num(3) as u64;
                 }
             }
-            "lseek" | "_llseek" => {
+            "lseek" => {
                 op.kind = Kind::Lseek;
                 op.file = self.file_of(tgid, arg(0))?;
                 op.offset = num(1) as u64;
                 op.count = whence(arg(2));
+            }
+            // `_llseek(fd, offset, [result], whence) = 0`: the new offset is in the brackets.
+            "_llseek" => {
+                op.kind = Kind::Lseek;
+                op.file = self.file_of(tgid, arg(0))?;
+                op.offset = num(1) as u64;
+                op.count = whence(arg(3));
+                if ok {
+                    op.result = line::parse_int(arg(2).trim_start_matches('[').trim_end_matches(']')).unwrap_or(-1);
+                }
+            }
+            "chdir" => {
+                op.kind = Kind::Other(self.name_id(name)?);
+                if ok {
+                    if let Some(p) = self.resolve(tgid, None, arg(0)) {
+                        self.cwd.insert(tgid, p);
+                    }
+                }
+            }
+            "fchdir" => {
+                op.kind = Kind::Other(self.name_id(name)?);
+                if let (true, Some(p)) = (ok, line::parse_fd(arg(0)).and_then(|f| f.path)) {
+                    self.cwd.insert(tgid, line::unescape(p));
+                }
             }
             "fsync" | "fdatasync" => {
                 op.kind = if name == "fsync" { Kind::Fsync } else { Kind::Fdatasync };
@@ -612,9 +742,9 @@ impl<W: Write> Importer<W> {
                     let child = result as u32;
                     let thread = args.contains("CLONE_THREAD");
                     if thread {
-                        self.tgid.insert(child, tgid);
+                        self.set_tgid(child, tgid);
                     } else {
-                        self.tgid.insert(child, child);
+                        self.set_tgid(child, child);
                         if let Some(t) = self.fds.get(&tgid).cloned() {
                             for e in t.values() {
                                 *self.refs.entry(e.file).or_insert(0) += 1;
@@ -642,9 +772,12 @@ impl<W: Write> Importer<W> {
 
     /// Finish the trace: thread records, the last chunks, the end record.
     pub fn finish(mut self) -> io::Result<(W, Summary)> {
-        let left: Vec<(u32, String)> = self.pending.drain().map(|(p, c)| (p, c.name)).collect();
-        for (pid, name) in left {
-            self.bad("(end)", 0, "an unfinished call never resumed (the trace was cut?)", &format!("{pid} {name}"));
+        // Calls still unfinished when the trace ends (a recording stopped, a process killed)
+        // never returned within it: kept as such (result `i64::MIN`), not as bad lines.
+        let mut left: Vec<(u32, Pending)> = self.pending.drain().collect();
+        left.sort_by_key(|(p, _)| *p);
+        for (pid, p) in left {
+            self.call(pid, p.time_ns, None, &p.name, &p.args, "?", "(end)", 0, &p.name);
         }
         let mut tids: Vec<(u32, u32)> = self.tgid.iter().map(|(&t, &g)| (t, g)).collect();
         tids.sort_unstable();
@@ -658,7 +791,7 @@ impl<W: Write> Importer<W> {
             lines: self.lines,
             bytes: self.bytes,
             ops: self.ops,
-            threads: tids.len(),
+            threads: self.threads_seen,
             files: self.next_file,
             bad_lines: self.bad_lines,
             bad: std::mem::take(&mut self.bad),

@@ -11,7 +11,7 @@ pub mod import;
 pub mod line;
 
 pub use format::{FileInfo, Kind, Op, Record, Trace};
-pub use import::{BadLine, Importer, Summary};
+pub use import::{BadLine, Held, Importer, Summary};
 
 use std::fs::File;
 use std::io::{BufReader, Write};

@@ -154,3 +154,88 @@ fn inputs_the_fuzzer_found() {
         let _ = analyze::analyze(&t, Some((50e6, 0.005)));
     }
 }
+
+fn import_text(text: &str) -> (Trace, iolab_trace::Summary, iolab_trace::Held) {
+    let mut imp = iolab_trace::Importer::new(Vec::new(), "test").unwrap();
+    imp.read_file(text.as_bytes(), "t", None).unwrap();
+    let held = imp.held();
+    let (bytes, sum) = imp.finish().unwrap();
+    (Trace::read(&bytes[..]).unwrap(), sum, held)
+}
+
+#[test]
+fn an_exit_writes_the_thread_out_and_forgets_it() {
+    // 2,000 short-lived processes, each opening a file and writing it, then exiting; one left
+    // running with an unfinished call.
+    let mut text =
+        String::from("1  0.5 openat(AT_FDCWD</w>, \"log\", O_WRONLY|O_CREAT, 0644) = 5</w/log> <0.000001>\n");
+    for p in 0..2000u32 {
+        let pid = 100 + p;
+        text.push_str(&format!("1  1.{p:06} clone(child_stack=NULL, flags=SIGCHLD) = {pid} <0.000001>\n"));
+        text.push_str(&format!(
+            "{pid}  1.{p:06} openat(AT_FDCWD</w>, \"f{p}\", O_WRONLY|O_CREAT, 0644) = 3</w/f{p}> <0.000001>\n"
+        ));
+        text.push_str(&format!("{pid}  1.{p:06} write(3</w/f{p}>, \"x\", 1) = 1 <0.000001>\n"));
+        text.push_str(&format!("{pid}  1.{p:06} exit_group(0) = ?\n{pid}  1.{p:06} +++ exited with 0 +++\n"));
+    }
+    text.push_str("1  2.0 read(0</dev/pts/0>, \"\"..., 10 <unfinished ...>\n");
+    let (t, sum, held) = import_text(&text);
+    assert_eq!(sum.bad_lines, 0, "{:?}", sum.bad);
+    assert_eq!(sum.threads, 2001);
+    // Only the parent is left: its thread, its fd table, its few operations.
+    assert_eq!((held.threads, held.processes), (1, 1), "{held:?}");
+    assert!(held.ops <= 2001, "{held:?}");
+    assert_eq!(t.threads.len(), 2001, "every thread's record is written, at its exit or at the end");
+    assert_eq!(count(&t, Kind::Write), 2000);
+    let child = t.ops.iter().find(|(tid, _)| *tid == 100).unwrap();
+    assert_eq!(child.1.iter().map(|o| o.kind).filter(|k| *k == Kind::Write).count(), 1);
+    // The parent's read never came back: it is kept as a call that did not return.
+    let parent = &t.ops.iter().find(|(tid, _)| *tid == 1).unwrap().1;
+    assert_eq!(parent.last().map(|o| (o.kind, o.result)), Some((Kind::Read, i64::MIN)));
+    let (_, sum, _) = import_text("5  1.0 futex(0x1, FUTEX_WAIT, 0 <unfinished ...>\n5  1.1 +++ exited with 0 +++\n");
+    assert_eq!(sum.bad_lines, 0, "an unfinished call ended by the thread's exit is no error");
+}
+
+#[test]
+fn the_writer_holds_a_bounded_number_of_operations() {
+    // 200 threads, 500 writes each, none filling a chunk of 1,024 and none exiting: without a
+    // bound the writer would hold all 100,000.
+    let mut text = String::new();
+    for i in 0..500u32 {
+        for t in 0..200u32 {
+            text.push_str(&format!("{}  1.{:06} write(3</w/f>, \"x\", 1) = 1 <0.000001>\n", 1000 + t, i));
+        }
+    }
+    let (tr, sum, held) = import_text(&text);
+    assert_eq!(sum.ops, 100_000);
+    assert!(held.ops <= iolab_trace::format::MAX_PENDING, "{held:?}");
+    assert_eq!(tr.ops.len(), 200);
+    assert!(tr.ops.iter().all(|(_, o)| o.len() == 500 && o.windows(2).all(|w| w[0].start_ns <= w[1].start_ns)));
+}
+
+#[test]
+fn chdir_fchdir_and_llseek() {
+    let text = "\
+1  1.0 chdir(\"/data\") = 0 <0.000001>
+1  1.1 open(\"a\", O_WRONLY|O_CREAT, 0644) = 3 <0.000001>
+1  1.2 chdir(\"sub/../deep\") = 0 <0.000001>
+1  1.3 unlink(\"b\") = 0 <0.000001>
+1  1.4 openat(AT_FDCWD, \"/etc\", O_RDONLY|O_DIRECTORY) = 4</etc> <0.000001>
+1  1.5 fchdir(4</etc>) = 0 <0.000001>
+1  1.6 mkdir(\"c\", 0755) = 0 <0.000001>
+1  1.7 _llseek(3</data/a>, 4096, [4096], SEEK_SET) = 0 <0.000001>
+1  1.8 _llseek(3</data/a>, -10, [4086], SEEK_CUR) = 0 <0.000001>
+";
+    let (t, sum, _) = import_text(text);
+    assert_eq!(sum.bad_lines, 0, "{:?}", sum.bad);
+    let ops = &t.ops[0].1;
+    let open = ops.iter().find(|o| o.kind == Kind::Open && o.flags & oflags::O_CREAT != 0).unwrap();
+    assert_eq!(t.files[&open.file].path, "/data/a", "relative to the chdir");
+    let unlink = ops.iter().find(|o| o.kind == Kind::Unlink).unwrap();
+    assert_eq!(t.paths[&unlink.file], "/data/deep/b", "`..` taken out, relative to the second chdir");
+    let mkdir = ops.iter().find(|o| o.kind == Kind::Mkdir).unwrap();
+    assert_eq!(t.paths[&mkdir.file], "/etc/c", "relative to the fchdir");
+    let seeks: Vec<(u64, u32, i64)> =
+        ops.iter().filter(|o| o.kind == Kind::Lseek).map(|o| (o.offset, o.count, o.result)).collect();
+    assert_eq!(seeks, vec![(4096, 0, 4096), (-10i64 as u64, 1, 4086)], "_llseek's result is the bracketed offset");
+}

@@ -258,6 +258,7 @@ impl Aggregator {
                 total: Totals::from_acc(&self.jobs[i], e),
                 error: self.job_err[i].clone(),
                 per_thread,
+                replay: None,
             });
         }
         let mut workload = BTreeMap::new();

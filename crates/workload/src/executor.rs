@@ -16,7 +16,7 @@ use crate::source::bonnie::Bonnie;
 use crate::source::maildir::{Maildir, MaildirReader};
 use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
-use crate::source::replay::ReplaySource;
+use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::varmail::Varmail;
 use crate::source::{Names, Source};
 use crate::worker::{self, Window};
@@ -25,7 +25,7 @@ use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
@@ -46,6 +46,9 @@ pub struct Control {
     pub gate: Option<Arc<dyn StartGate>>,
     /// Sample CPU, disks and network this often beside each phase (None: don't).
     pub sample_interval: Option<Duration>,
+    /// The run's own mark (several steps on several nodes): files it creates are noted with
+    /// it, and files noted with it may be written again (see [`layout::RunMark`]).
+    pub run_mark: Option<layout::RunMark>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -66,6 +69,9 @@ pub trait Sink {
     fn tick(&mut self, _index: usize, _point: &TimelinePoint, _totals_bytes: u64) {}
     /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
     fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
+    /// The phase's clock began: its workers are released at this wall-clock instant (after
+    /// its start gate; the ramp, if any, is part of the phase from here).
+    fn started(&mut self, _index: usize, _at: SystemTime) {}
     /// A system sample, as it is taken (with `Control::sample_interval`).
     fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
     /// The phase as it stands, at its start and once a second while it runs: per-job and
@@ -84,18 +90,37 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error("{0}")]
     Spec(#[from] iolab_spec::SpecError),
+    #[error("job `{job}`: {why}")]
+    Replay { job: String, why: String },
 }
 
+/// Per phase, per job: the replay job's checked plan (None for other workloads).
+type Replays = Vec<Vec<Option<Arc<Checked>>>>;
+/// Per phase, per job: its targets.
+type Targets = Vec<Vec<Vec<Target>>>;
+
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
-pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
+pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
+    check_all(plan, None).map(|(targets, _)| targets)
+}
+
+/// [`check_plan`] within a run that has its own mark.
+pub fn check_plan_in_run(plan: &Plan, run: Option<&layout::RunMark>) -> Result<Targets, RunError> {
+    check_all(plan, run).map(|(targets, _)| targets)
+}
+
+fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
+    let mut replays = Vec::new();
     for p in &plan.phases {
         let mut jobs = Vec::new();
+        let mut rs = Vec::new();
         for j in &p.jobs {
-            if let Workload::Replay(_) = &j.workload {
-                // A replay names its own files, under the job's directory (checked by
-                // `source::replay::check`, which `iolab replay` runs with the plan).
+            if let Workload::Replay(r) = &j.workload {
+                // A replay names its own files, under the job's directory: the trace is read,
+                // planned within its limits and checked against the target here, wherever the
+                // job runs.
                 if !j.target.is_dir() {
                     return Err(iolab_spec::SpecError::field(
                         &j.name,
@@ -104,25 +129,39 @@ pub fn check_plan(plan: &Plan) -> Result<Vec<Vec<Vec<Target>>>, RunError> {
                     )
                     .into());
                 }
+                let c = replay::check(j, r).map_err(|why| RunError::Replay { job: j.name.clone(), why })?;
+                rs.push(Some(c));
                 jobs.push(Vec::new());
-            } else if j.engine == EngineKind::Null {
+                continue;
+            }
+            rs.push(None);
+            if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+                // A block job on the null engine opens no file. A personality does real
+                // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
                     return Err(iolab_spec::SpecError::field(&j.name, "size", "the null engine needs --size").into());
                 }
                 jobs.push(Vec::new());
             } else {
-                jobs.push(layout::check_job(j)?);
+                jobs.push(layout::check_job_in_run(j, run)?);
             }
         }
         out.push(jobs);
+        replays.push(rs);
     }
-    Ok(out)
+    Ok((out, replays))
 }
 
 /// Run a plan. Refusals return `Err` with nothing written; once I/O has begun, failures and
 /// interruptions come back inside the result, beside what was measured.
 pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let targets = check_plan(plan)?;
+    let r = run_checked(plan, ctl, sink);
+    replay::forget();
+    r
+}
+
+fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
+    let (targets, replays) = check_all(plan, ctl.run_mark.as_ref())?;
     let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut result = RunResult {
         nodes: Vec::new(),
@@ -136,21 +175,37 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
         plan: plan.clone(),
         phases: Vec::new(),
     };
-    for (i, (phase, targets)) in plan.phases.iter().zip(targets).enumerate() {
+    for (i, ((phase, targets), replays)) in plan.phases.iter().zip(targets).zip(replays).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
             break;
         }
-        if let Err(e) = prepare_phase(phase, &ctl.stop, sink) {
-            if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
-                return Err(e.into()); // nothing measured yet: a plain refusal
+        let runs = match prepare_phase(phase, &replays, ctl, sink) {
+            Ok(runs) => runs,
+            Err(e) => {
+                if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
+                    return Err(e.into()); // nothing measured yet: a plain refusal
+                }
+                result.status =
+                    if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
+                result.error = Some(e.to_string());
+                break;
             }
-            result.status =
-                if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
-            result.error = Some(e.to_string());
-            break;
+        };
+        let mut pr = match run_phase(i, phase, &targets, &runs, ctl, sink) {
+            Ok(pr) => pr,
+            Err(e) => {
+                result.status = Status::Failed;
+                result.error = Some(format!("phase `{}`: {e}", phase.name));
+                break;
+            }
+        };
+        // A replay marks what it made and judges its fidelity, into its job's result.
+        for (run, job) in runs.iter().zip(pr.jobs.iter_mut()) {
+            if let Some(run) = run {
+                run.finish(job);
+            }
         }
-        let pr = run_phase(i, phase, &targets, ctl, sink);
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -172,14 +227,38 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
     Ok(result)
 }
 
-fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Result<(), LayoutError> {
+fn prepare_phase(
+    phase: &Phase,
+    replays: &[Option<Arc<Checked>>],
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> Result<Vec<Option<Arc<ReplayRun>>>, LayoutError> {
+    let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
+    // Replays make their target what the trace expects (re-checked: an earlier phase may have
+    // changed it).
+    let mut runs = Vec::new();
+    for (job, checked) in phase.jobs.iter().zip(replays) {
+        runs.push(match (&job.workload, checked) {
+            (Workload::Replay(r), Some(c)) => {
+                if r.prepare {
+                    sink.message(&format!("preparing {} for the replay", job.target.display()));
+                }
+                let replay = ReplayRun::prepare(c.clone(), job, r, stop)
+                    .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
+                Some(replay)
+            }
+            _ => None,
+        });
+    }
     // Re-check: an earlier phase may have created or grown these files since check_plan.
     let fresh: Vec<(&Job, Vec<Target>)> = phase
         .jobs
         .iter()
-        .filter(|j| j.engine != EngineKind::Null && !matches!(j.workload, Workload::Replay(_)))
-        .map(|j| layout::check_job(j).map(|ts| (j, ts)))
+        .filter(|j| {
+            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+        })
+        .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
     let mut seen = std::collections::HashSet::new();
@@ -189,7 +268,7 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
                 continue;
             }
             let created_now = !t.exists;
-            layout::create_target(t)?;
+            layout::create_target_in_run(t, run)?;
             if t.layout {
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
@@ -203,26 +282,71 @@ fn prepare_phase(phase: &Phase, stop: &AtomicBool, sink: &mut dyn Sink) -> Resul
             }
         }
     }
-    Ok(())
+    Ok(runs)
 }
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
+    /// the started ones leave without touching the barriers).
+    spawned: (Mutex<Option<bool>>, Condvar),
     ready: Barrier,
     go: Barrier,
 }
 
-/// Sleep until a wall-clock instant (no-op if it has passed), waking to check for a stop.
+impl Shared {
+    fn set_spawned(&self, all: bool) {
+        if let Ok(mut s) = self.spawned.0.lock() {
+            *s = Some(all);
+        }
+        self.spawned.1.notify_all();
+    }
+    /// Wait until every worker thread is started; `false` if one could not be.
+    fn all_spawned(&self) -> bool {
+        let Ok(mut s) = self.spawned.0.lock() else { return false };
+        loop {
+            match *s {
+                Some(all) => return all,
+                None => match self.spawned.1.wait(s) {
+                    Ok(g) => s = g,
+                    Err(_) => return false,
+                },
+            }
+        }
+    }
+}
+
+/// How long before a start instant the coordinating thread stops sleeping and yields instead.
+const SPIN: Duration = Duration::from_millis(2);
+
+/// Wait until a wall-clock instant (no-op if it has passed), waking to check for a stop. It
+/// sleeps until [`SPIN`] before the instant, then yields the CPU in a loop until it passes:
+/// when many processes start at one instant on few CPUs (64 agents on 2 cores), each is then
+/// awake and gets a turn every few microseconds, instead of 64 timer wake-ups at the instant
+/// queued one behind the other (each a few hundred microseconds of work: ~9 ms for the last).
 fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     while let Ok(left) = at.duration_since(SystemTime::now()) {
         if left.is_zero() || stop.load(Ordering::Relaxed) {
             break;
         }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
+        if left > SPIN {
+            std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
-fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control, sink: &mut dyn Sink) -> PhaseResult {
+/// Run one phase. `Err` when its worker threads could not all be started (the system's limit
+/// on threads or memory): none of them did any I/O then.
+fn run_phase(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    runs: &[Option<Arc<ReplayRun>>],
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> Result<PhaseResult, String> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -234,7 +358,12 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         },
     };
     sink.phase_start(index, phase, expect);
-    let shared = Shared { start: OnceLock::new(), ready: Barrier::new(workers + 1), go: Barrier::new(workers + 1) };
+    let shared = Shared {
+        start: OnceLock::new(),
+        spawned: (Mutex::new(None), Condvar::new()),
+        ready: Barrier::new(workers + 1),
+        go: Barrier::new(workers + 1),
+    };
     let (tx, rx) = mpsc::channel::<Msg>();
 
     std::thread::scope(|s| {
@@ -246,13 +375,26 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
                 let stop = &*ctl.stop;
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
-                std::thread::Builder::new()
-                    .name(format!("iolab-{}-{t}", job.name))
-                    .spawn_scoped(s, move || worker_main(ji, worker, t, job, target, max_ramp, shared, stop, tx))
-                    .expect("spawning a worker thread");
+                let run = runs.get(ji).cloned().flatten();
+                let started =
+                    std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
+                        if shared.all_spawned() {
+                            worker_main(ji, worker, t, job, target, run, max_ramp, shared, stop, tx)
+                        }
+                    });
+                if let Err(e) = started {
+                    shared.set_spawned(false);
+                    return Err(format!(
+                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
+                        w + 1,
+                        job.name,
+                        job.threads
+                    ));
+                }
                 w += 1;
             }
         }
+        shared.set_spawned(true);
         drop(tx);
         shared.ready.wait();
         if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
@@ -262,8 +404,10 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
             sleep_until(at, &ctl.stop);
         }
         let phase_start = Instant::now();
+        let started_at = SystemTime::now();
         let _ = shared.start.set(phase_start);
         shared.go.wait();
+        sink.started(index, started_at);
         let t0 = phase_start + max_ramp;
         // Samples come over their own channel, so a sampler never keeps the workers' channel
         // open; the coordinating thread hands them on as they arrive.
@@ -317,7 +461,7 @@ fn run_phase(index: usize, phase: &Phase, targets: &[Vec<Target>], ctl: &Control
         }
         let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
         r.system = system;
-        r
+        Ok(r)
     })
 }
 
@@ -342,19 +486,27 @@ fn worker_main(
     thread: u32,
     job: &Job,
     target: Option<&Target>,
+    run: Option<Arc<ReplayRun>>,
     ramp: Duration,
     shared: &Shared,
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
-    // Where it is refused (seccomp), the worker just shares the process's table.
-    let _ = iolab_engine::private_fd_table();
+    // Where it is refused (seccomp), the worker just shares the process's table. A replay's
+    // threads keep the shared table, as the traced threads did: they hand descriptors to one
+    // another.
+    if run.is_none() {
+        let _ = iolab_engine::private_fd_table();
+    }
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
     let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
     match &job.workload {
         Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
-        Workload::Replay(r) => drive(ReplaySource::new(job, r, thread), w),
+        Workload::Replay(_) => drive(
+            run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
+            w,
+        ),
         Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
         Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
         Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),
@@ -479,6 +631,37 @@ mod tests {
         assert!(asked[1].1 - asked[0].1 >= Duration::from_millis(400), "{asked:?}");
         assert!(took >= Duration::from_millis(800), "{took:?}");
         assert!(r.phases.iter().all(|p| (0.09..0.3).contains(&p.elapsed_s)), "the wait is not measured");
+    }
+
+    #[test]
+    fn a_personality_on_the_null_engine_is_checked_like_any_other() {
+        let d = tempfile::tempdir().unwrap();
+        let job = |target: &std::path::Path| {
+            JobPatch {
+                target: Some(target.into()),
+                workload: Some(iolab_spec::WorkloadKind::Varmail),
+                engine: Some(EngineKind::Null),
+                threads: Some(1),
+                runtime: Some(Duration::from_millis(200)),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        };
+        let plan =
+            |target: &std::path::Path| Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job(target)] }] };
+        // A file is no directory to work in, whatever the engine.
+        let file = d.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let err = run_plan(&plan(&file), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("needs a directory"), "{err}");
+        // A directory of the job's name left there: refused, and nothing in it touched.
+        let work = d.path().join("work");
+        std::fs::create_dir_all(work.join("iolab.j.0")).unwrap();
+        std::fs::write(work.join("iolab.j.0/mine"), b"keep").unwrap();
+        let err = run_plan(&plan(&work), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(err.to_string().contains("exists already"), "{err}");
+        assert_eq!(std::fs::read_dir(work.join("iolab.j.0")).unwrap().count(), 1);
     }
 
     #[derive(Default)]

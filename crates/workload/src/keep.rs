@@ -69,6 +69,9 @@ impl Sink for Keep<'_> {
         self.samples[index].push(sample.clone());
         self.inner.sample(index, sample)
     }
+    fn started(&mut self, index: usize, at: std::time::SystemTime) {
+        self.inner.started(index, at)
+    }
     fn progress(&mut self, index: usize, so_far: &PhaseResult) {
         self.inner.progress(index, so_far)
     }

@@ -11,8 +11,8 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const XATTR: &str = "user.iolab";
-const MANIFEST: &str = ".iolab-owned";
+pub(crate) const XATTR: &str = "user.iolab";
+pub(crate) const MANIFEST: &str = ".iolab-owned";
 const LAYOUT_CHUNK: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,14 +64,63 @@ pub fn job_paths(job: &Job) -> Vec<PathBuf> {
 
 /// Check a job's targets without writing anything: existence, ownership, devices, sizes.
 pub fn check_job(job: &Job) -> Result<Vec<Target>, LayoutError> {
+    check_job_in_run(job, None)
+}
+
+/// [`check_job`] within a run that marks what it creates with `run` (a scenario's steps on
+/// several nodes): a file this run created counts as iolab's even where another node cannot
+/// see the file's own mark (see [`RunMark`]).
+pub fn check_job_in_run(job: &Job, run: Option<&RunMark>) -> Result<Vec<Target>, LayoutError> {
     if job.workload.makes_own_files() {
         return check_own_dirs(job);
     }
     let mut out = Vec::new();
     for path in job_paths(job) {
-        out.push(check_target(job, &path)?);
+        out.push(check_target(job, &path, run)?);
     }
     Ok(out)
+}
+
+/// One run's own mark, for runs of several steps on several nodes. A file is marked as iolab's
+/// by an xattr or by a line of the `.iolab-owned` manifest naming its inode, and another node
+/// reaching the same directory through its own mount of a network filesystem may see neither
+/// (no user xattrs over sshfs, other inode numbers). So each file a run creates also gets a
+/// manifest line `run:MARK NAME` in its directory: a later step of the same run, on any node
+/// that sees that directory, may write the file again; nothing else is vouched for (another
+/// node's directory of the same relative name has no such line). The mark is 128 random bits,
+/// made once per run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMark(String);
+
+impl RunMark {
+    /// A fresh mark.
+    pub fn new() -> RunMark {
+        RunMark(format!("{:032x}", rand::random::<u128>()))
+    }
+    /// A mark as sent by a coordinator: 32 lowercase hex digits.
+    pub fn parse(s: &str) -> Option<RunMark> {
+        (s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| RunMark(s.to_string()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    fn line(&self, name: &str) -> String {
+        format!("run:{} {name}", self.0)
+    }
+}
+
+impl Default for RunMark {
+    fn default() -> Self {
+        RunMark::new()
+    }
+}
+
+/// Whether this run created the file (its `run:MARK NAME` line is in the directory's manifest).
+pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
+    let Some(name) = file_name(path) else { return false };
+    let want = run.line(name);
+    fs::read_to_string(manifest_path(path)).is_ok_and(|t| t.lines().any(|l| l == want))
 }
 
 /// A personality (PostMark, ...) works in directories of its own, `iolab.<job>.<thread>`, that
@@ -104,7 +153,7 @@ fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
-fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
+fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target, LayoutError> {
     let needs_data = job.workload.needs_data() || job.engine == EngineKind::Mmap;
     // The job's region starts `off` bytes in: the file must reach offset + size.
     let off = job.workload.block().map_or(0, |b| b.offset());
@@ -183,7 +232,11 @@ fn check_target(job: &Job, path: &Path) -> Result<Target, LayoutError> {
             let size = past_offset(size)?;
             let grows = size > existing;
             let writes = job.workload.writes() || (needs_data && grows);
-            if writes && !job.overwrite && !is_owned(path).map_err(io_err("checking the iolab mark of", path))? {
+            if writes
+                && !job.overwrite
+                && !run.is_some_and(|r| made_by_run(path, r))
+                && !is_owned(path).map_err(io_err("checking the iolab mark of", path))?
+            {
                 return Err(refuse(path, format!(
                     "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
                     if job.workload.writes() { "write to" } else { "extend" }
@@ -243,11 +296,24 @@ fn mark_owned(path: &Path, file: &File) -> io::Result<()> {
 
 /// Create (never truncate) a missing target and mark it as iolab's.
 pub fn create_target(t: &Target) -> Result<(), LayoutError> {
+    create_target_in_run(t, None)
+}
+
+/// [`create_target`], noting the file as created by `run` too (see [`RunMark`]).
+pub fn create_target_in_run(t: &Target, run: Option<&RunMark>) -> Result<(), LayoutError> {
     if t.exists {
         return Ok(());
     }
     let f = fs::OpenOptions::new().write(true).create_new(true).open(&t.path).map_err(io_err("creating", &t.path))?;
     mark_owned(&t.path, &f).map_err(io_err("marking as iolab's", &t.path))?;
+    if let (Some(run), Some(name)) = (run, file_name(&t.path)) {
+        fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(manifest_path(&t.path))
+            .and_then(|mut m| writeln!(m, "{}", run.line(name)))
+            .map_err(io_err("noting the run's file in the manifest beside", &t.path))?;
+    }
     Ok(())
 }
 
@@ -325,15 +391,17 @@ pub fn remove_owned(path: &Path) -> io::Result<bool> {
     if !is_owned(path)? {
         return Ok(false);
     }
-    let entries = manifest_entries(path);
+    let mp = manifest_path(path);
+    let lines: Vec<String> =
+        fs::read_to_string(&mp).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default();
     fs::remove_file(path)?;
-    if !entries.is_empty() {
-        let keep: Vec<String> = entries
+    if !lines.is_empty() {
+        // Every line naming this file goes (its inode's and any run's); the others stay.
+        let keep: Vec<String> = lines
             .iter()
-            .filter(|(_, n)| Some(n.as_str()) != file_name(path))
-            .map(|(i, n)| format!("{i} {n}\n"))
+            .filter(|l| l.split_once(' ').map(|(_, n)| Some(n)) != Some(file_name(path)))
+            .map(|l| format!("{l}\n"))
             .collect();
-        let mp = manifest_path(path);
         if keep.is_empty() {
             fs::remove_file(&mp)?;
         } else {
@@ -385,6 +453,31 @@ mod tests {
         fs::write(&foreign, b"x").unwrap();
         assert!(!remove_owned(&foreign).unwrap());
         assert!(foreign.exists());
+    }
+
+    #[test]
+    fn a_runs_own_files_are_its_own_on_another_view_and_nothing_else_is() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        let run = RunMark::new();
+        let t = check_job_in_run(&job(&a.join("f"), Rw::Write), Some(&run)).unwrap().remove(0);
+        create_target_in_run(&t, Some(&run)).unwrap();
+        // As another node sees it over its own mount: no xattr, another inode number.
+        let _ = rustix::fs::removexattr(&t.path, XATTR);
+        fs::write(a.join(MANIFEST), format!("999999999 f\n{}\n", run.line("f"))).unwrap();
+        assert!(!is_owned(&t.path).unwrap());
+        assert!(check_job(&job(&t.path, Rw::Write)).is_err(), "not iolab's outside the run");
+        assert!(check_job_in_run(&job(&t.path, Rw::Write), Some(&run)).is_ok(), "the run's own file");
+        assert!(check_job_in_run(&job(&t.path, Rw::Write), Some(&RunMark::new())).is_err(), "another run's");
+        // The same name in another directory is another file: not vouched for.
+        fs::write(b.join("f"), b"someone's").unwrap();
+        assert!(check_job_in_run(&job(&b.join("f"), Rw::Write), Some(&run)).is_err());
+        assert_eq!(RunMark::parse(run.as_str()), Some(run.clone()));
+        for bad in ["", "xyz", "../../etc", &"A".repeat(32)] {
+            assert!(RunMark::parse(bad).is_none(), "{bad}");
+        }
     }
 
     #[test]

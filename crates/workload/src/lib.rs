@@ -14,6 +14,7 @@ pub mod executor;
 mod keep;
 pub mod layout;
 pub mod ns;
+pub mod owned;
 pub mod pattern;
 pub mod source;
 pub mod worker;

@@ -1,20 +1,29 @@
 //! The namespace layer: open, create, close, unlink, rename, mkdir, rmdir, fsync of a
 //! directory, stat and readdir, each one system call with exactly the flags asked for, on paths
-//! from the worker's name table (always under the job's directory). Files it opens go into the
-//! engine's file table at the index the source chose, so later data calls reach them.
+//! from the worker's name table, resolved beneath the job's directory
+//! ([`iolab_engine::beneath`]: no symbolic link or `..` leads a call out of it). Files it opens
+//! go into the engine's file table at the index the source chose, so later data calls reach
+//! them; a source that shares an opening with other threads sees each file it opens first.
 
 use crate::source::{Call, Names};
-use iolab_engine::{open_target, Engine};
+use iolab_engine::Engine;
+use std::fs::File;
 use std::io;
 
 /// Perform a namespace call. `Ok(n)`: what the call returns (0, or entries read by readdir).
-pub fn perform<E: Engine + ?Sized>(call: &Call, names: &Names, engine: &mut E) -> io::Result<usize> {
+/// `opened` sees each file an `Open` opened, before the engine takes it.
+pub fn perform<E: Engine + ?Sized>(
+    call: &Call,
+    names: &Names,
+    engine: &mut E,
+    opened: &mut dyn FnMut(u32, &File),
+) -> io::Result<usize> {
     let other = |e: iolab_engine::EngineError| io::Error::other(e.to_string());
     match *call {
         Call::Open { name, file, flags } => {
-            let path = names.path(name);
-            let f = open_target(path, flags)?;
+            let f = names.beneath()?.open_file(names.rel(name), flags)?;
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            opened(file, &f);
             engine.set_file(file, f, len).map_err(other)?;
             Ok(0)
         }
@@ -26,20 +35,13 @@ pub fn perform<E: Engine + ?Sized>(call: &Call, names: &Names, engine: &mut E) -
             None if engine.name() == "null" => Ok(0),
             None => Err(io::Error::from_raw_os_error(libc::EBADF)),
         },
-        Call::Unlink { name } => std::fs::remove_file(names.path(name)).map(|_| 0),
-        Call::Rename { from, to } => std::fs::rename(names.path(from), names.path(to)).map(|_| 0),
-        Call::Mkdir { name } => std::fs::create_dir(names.path(name)).map(|_| 0),
-        Call::Rmdir { name } => std::fs::remove_dir(names.path(name)).map(|_| 0),
-        Call::FsyncDir { name } => std::fs::File::open(names.path(name)).and_then(|d| d.sync_all()).map(|_| 0),
-        Call::Stat { name } => std::fs::metadata(names.path(name)).map(|_| 0),
-        Call::Readdir { name } => {
-            let mut n = 0;
-            for e in std::fs::read_dir(names.path(name))? {
-                e?;
-                n += 1;
-            }
-            Ok(n)
-        }
+        Call::Unlink { name } => names.beneath()?.unlink(names.rel(name)).map(|_| 0),
+        Call::Rename { from, to } => names.beneath()?.rename(names.rel(from), names.rel(to)).map(|_| 0),
+        Call::Mkdir { name } => names.beneath()?.mkdir(names.rel(name)).map(|_| 0),
+        Call::Rmdir { name } => names.beneath()?.rmdir(names.rel(name)).map(|_| 0),
+        Call::FsyncDir { name } => names.beneath()?.fsync_dir(names.rel(name)).map(|_| 0),
+        Call::Stat { name } => names.beneath()?.stat(names.rel(name)).map(|_| 0),
+        Call::Readdir { name } => names.beneath()?.readdir(names.rel(name)),
         Call::Data { .. } => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
 }
@@ -58,24 +60,27 @@ mod tests {
         let f = names.add("new/tmp.1").unwrap();
         let g = names.add("new/cur.1").unwrap();
         let mut e = iolab_engine::build("psync", 1, 4096).unwrap();
-        assert_eq!(perform(&Call::Mkdir { name: dir }, &names, &mut *e).unwrap(), 0);
+        assert_eq!(perform(&Call::Mkdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap(), 0);
         let create = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
-        perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e).unwrap();
+        perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e, &mut |_, _| {}).unwrap();
         e.buffer(0)[..5].copy_from_slice(b"hello");
         e.queue(iolab_engine::Op { kind: OpKind::Write, file: 3, offset: 0, len: 5, slot: 0 }).unwrap();
         let mut done = Vec::new();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].res, 5);
-        perform(&Call::Close { file: 3 }, &names, &mut *e).unwrap();
-        assert!(perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e).is_err(), "O_EXCL");
-        perform(&Call::Rename { from: f, to: g }, &names, &mut *e).unwrap();
-        perform(&Call::FsyncDir { name: dir }, &names, &mut *e).unwrap();
-        assert_eq!(perform(&Call::Readdir { name: dir }, &names, &mut *e).unwrap(), 1);
+        perform(&Call::Close { file: 3 }, &names, &mut *e, &mut |_, _| {}).unwrap();
+        assert!(
+            perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e, &mut |_, _| {}).is_err(),
+            "O_EXCL"
+        );
+        perform(&Call::Rename { from: f, to: g }, &names, &mut *e, &mut |_, _| {}).unwrap();
+        perform(&Call::FsyncDir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap();
+        assert_eq!(perform(&Call::Readdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap(), 1);
         assert_eq!(std::fs::read(d.path().join("new/cur.1")).unwrap(), b"hello");
-        perform(&Call::Stat { name: g }, &names, &mut *e).unwrap();
-        perform(&Call::Unlink { name: g }, &names, &mut *e).unwrap();
-        perform(&Call::Rmdir { name: dir }, &names, &mut *e).unwrap();
+        perform(&Call::Stat { name: g }, &names, &mut *e, &mut |_, _| {}).unwrap();
+        perform(&Call::Unlink { name: g }, &names, &mut *e, &mut |_, _| {}).unwrap();
+        perform(&Call::Rmdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap();
         assert!(!d.path().join("new").exists());
-        assert!(perform(&Call::Stat { name: NameId(42) }, &names, &mut *e).is_err());
+        assert!(perform(&Call::Stat { name: NameId(42) }, &names, &mut *e, &mut |_, _| {}).is_err());
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::clock::{Clock, Stamp};
 use crate::ns;
-use crate::source::{Call, Ctx, Issue, Names, Next, Source};
+use crate::source::{Call, Ctx, FileChange, Issue, Names, Next, Source};
 use iolab_engine::{Completion, Engine, Op};
 use iolab_model::{Acc, OpClass, Recorder};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,7 +142,21 @@ where
                 None => {
                     let ending = deadline.is_some_and(|d| t >= d);
                     let mut ctx = Ctx { now: t, inflight, ending, names };
-                    match source.next(&mut ctx) {
+                    let next = source.next(&mut ctx);
+                    // Files the source places in or takes out of the table (shared openings),
+                    // outside any timed call.
+                    if inflight == 0 {
+                        while let Some(change) = source.file_change() {
+                            if let Err(e) = apply(engine, change) {
+                                error.get_or_insert(e);
+                            }
+                        }
+                        if error.is_some() {
+                            done = true;
+                            break;
+                        }
+                    }
+                    match next {
                         Next::Issue(i) => i,
                         Next::Done => {
                             done = true;
@@ -211,7 +225,7 @@ where
                     break;
                 }
                 let begin = issue.due.unwrap_or(t);
-                let r = ns::perform(&call, names, engine);
+                let r = ns::perform(&call, names, engine, &mut |index, f| source.opened(index, f));
                 now = clk.now();
                 at_boundary!();
                 match source.completed(&call, &[], &r) {
@@ -257,6 +271,14 @@ where
         }
     }
     WorkerEnd { sec, acc: acc.take(), end: now, error }
+}
+
+/// Place a file in the engine's table or take one out, as the source asked.
+fn apply<E: Engine + ?Sized>(engine: &mut E, change: FileChange) -> Result<(), String> {
+    match change {
+        FileChange::Place(f) => engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path)),
+        FileChange::Drop(index) => engine.take_file(index).map(drop).map_err(|e| e.to_string()),
+    }
 }
 
 #[cfg(test)]

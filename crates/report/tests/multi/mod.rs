@@ -83,6 +83,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 total: part,
                 error: None,
                 per_thread: Vec::new(),
+                replay: None,
             });
         }
         let net = s.mb_s * 1.04;

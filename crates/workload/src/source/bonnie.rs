@@ -10,7 +10,7 @@
 
 use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
 use crate::clock::Stamp;
-use iolab_engine::OpKind;
+use iolab_engine::{OpKind, Whence};
 use iolab_spec::BonnieJob;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -200,7 +200,7 @@ impl Bonnie {
             2 => {
                 if let Some(j) = framed(q, rw, blocks, &[]) {
                     q.push_back(d(OpKind::ReadCur, 0, chunk));
-                    q.push_back(d(OpKind::Seek, j * chunk as u64, 0));
+                    q.push_back(d(OpKind::Seek(Whence::Set), j * chunk as u64, 0));
                     q.push_back(d(OpKind::WriteCur, 0, chunk));
                 }
             }
@@ -217,10 +217,10 @@ impl Bonnie {
             5 => {
                 if framed(q, rw, self.b.seeks as u64, &[]).is_some() {
                     let at = self.rng.random_range(0..blocks.max(1)) * chunk as u64;
-                    q.push_back(d(OpKind::Seek, at, 0));
+                    q.push_back(d(OpKind::Seek(Whence::Set), at, 0));
                     q.push_back(d(OpKind::ReadCur, 0, chunk));
                     if self.rng.random_range(0..10u32) == 0 {
-                        q.push_back(d(OpKind::Seek, at, 0));
+                        q.push_back(d(OpKind::Seek(Whence::Set), at, 0));
                         q.push_back(d(OpKind::WriteCur, 0, chunk));
                     }
                 }
@@ -375,7 +375,7 @@ impl Source for Bonnie {
         }
         self.current = format!("{}/{}", self.dir, if matches!(call, Call::Data { .. }) { "Bonnie.data" } else { "" });
         match (call, r) {
-            (Call::Data { kind: OpKind::Seek, .. }, Ok(_)) => Ok(()),
+            (Call::Data { kind: OpKind::Seek(Whence::Set), .. }, Ok(_)) => Ok(()),
             (Call::Data { len, offset, .. }, Ok(n)) if *n != *len as usize => {
                 Err(describe_failure(call, &self.current, *len, *offset, r))
             }

@@ -16,6 +16,7 @@ pub mod replay;
 pub mod varmail;
 
 use crate::clock::Stamp;
+use iolab_engine::beneath::Beneath;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
 use std::io;
@@ -80,12 +81,12 @@ impl Call {
     pub fn class(&self) -> OpClass {
         match self {
             Call::Data { kind, .. } => match kind {
-                OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) => OpClass::Read,
-                OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) => OpClass::Write,
-                OpKind::Fsync | OpKind::Fdatasync => OpClass::Sync,
-                OpKind::Seek => OpClass::Seek,
+                OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) | OpKind::ReadvCur(_) => OpClass::Read,
+                OpKind::Write | OpKind::WriteCur | OpKind::Writev(_) | OpKind::WritevCur(_) => OpClass::Write,
+                OpKind::Fsync | OpKind::Fdatasync | OpKind::SyncRange { .. } => OpClass::Sync,
+                OpKind::Seek(_) => OpClass::Seek,
                 OpKind::Ftruncate => OpClass::Truncate,
-                OpKind::Fallocate => OpClass::Allocate,
+                OpKind::Fallocate { .. } => OpClass::Allocate,
             },
             Call::Open { flags, .. } if flags.create => OpClass::Create,
             Call::Open { .. } => OpClass::Open,
@@ -151,6 +152,14 @@ pub struct SetupFile {
     pub path: String,
 }
 
+/// A change to a worker's file table that a source asks for between operations (untimed).
+pub enum FileChange {
+    /// Place this file at its index (an opening another thread made, shared with this one).
+    Place(SetupFile),
+    /// Take the file at this index out of the table and close it.
+    Drop(u32),
+}
+
 /// A generator of operations for one worker thread.
 pub trait Source: Send {
     /// Bytes the largest data operation moves: the size of each engine buffer.
@@ -175,6 +184,14 @@ pub trait Source: Send {
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
     /// brought in), empty for namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
+    /// A file this source's `Open` just opened, before the engine takes it (a source sharing
+    /// the opening with other threads keeps a duplicate of it).
+    fn opened(&mut self, _file: u32, _f: &std::fs::File) {}
+    /// Changes to the file table, asked for until `None` after each `next` with nothing in
+    /// flight, before the operation it returned is issued.
+    fn file_change(&mut self) -> Option<FileChange> {
+        None
+    }
     /// A personality's own figures at the end (PostMark's transactions, files created, ...),
     /// under the original's names: counts are summed over threads, `*_s` seconds take the
     /// longest thread's; they go to `phases[].workload` in the results.
@@ -184,20 +201,29 @@ pub trait Source: Send {
 }
 
 /// The worker's names: paths under the job's root directory. A source can name nothing outside
-/// it: absolute paths and `..` are refused, so namespace calls stay in the directory the job was
-/// given.
+/// it: absolute paths and `..` are refused here, and the namespace layer ([`crate::ns`])
+/// resolves every name beneath the root ([`Beneath`]), so no symbolic link in the directory
+/// leads a call out of it either.
 #[derive(Debug, Default)]
 pub struct Names {
     root: PathBuf,
     paths: Vec<PathBuf>,
+    dir: std::cell::OnceCell<Result<Beneath, String>>,
 }
 
 impl Names {
     pub fn new(root: impl Into<PathBuf>) -> Names {
-        Names { root: root.into(), paths: Vec::new() }
+        Names { root: root.into(), ..Default::default() }
     }
     pub fn root(&self) -> &Path {
         &self.root
+    }
+    /// The root, opened once, to resolve names beneath.
+    pub fn beneath(&self) -> io::Result<&Beneath> {
+        self.dir
+            .get_or_init(|| Beneath::open(&self.root).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.clone()))
     }
     /// Register `rel` (relative to the root) and return its id.
     pub fn add(&mut self, rel: impl AsRef<Path>) -> Result<NameId, String> {
@@ -235,6 +261,13 @@ impl Names {
     pub fn path(&self, id: NameId) -> &Path {
         self.paths.get(id.0 as usize).map(PathBuf::as_path).unwrap_or(Path::new("/.iolab-no-such-name"))
     }
+    /// A name relative to the root (what the namespace layer resolves beneath it).
+    pub fn rel(&self, id: NameId) -> &Path {
+        match self.paths.get(id.0 as usize) {
+            Some(p) => p.strip_prefix(&self.root).unwrap_or(Path::new(".iolab-no-such-name")),
+            None => Path::new(".iolab-no-such-name"),
+        }
+    }
 }
 
 /// A failed or short operation in words, as job errors say it: what, where, why.
@@ -269,6 +302,7 @@ mod tests {
             assert!(n.add(bad).is_err(), "{bad}");
         }
         assert_eq!(n.path(NameId(99)), Path::new("/.iolab-no-such-name"));
+        assert_eq!(n.rel(a), Path::new("d1/f.0"));
     }
 
     #[test]

@@ -1,0 +1,444 @@
+//! What a replay expects of its target directory, checked before anything is written and made
+//! true by `--prepare`: the files and directories the trace uses before making them (sized to
+//! what it reads), the entries it makes with O_EXCL or mkdir (which must not be there: an
+//! earlier replay's are removed), and the entries it changes (written, truncated, removed,
+//! renamed or replaced), which must be iolab's unless `--overwrite`. Every entry the replay made
+//! is marked as iolab's afterwards, so a second replay into the same target runs too. All of it
+//! is resolved beneath the target: a link there is refused, never followed.
+
+use super::plan::{ReplayPlan, Step};
+use crate::owned::{self, Found, Kind as EntryKind};
+use iolab_engine::beneath::Beneath;
+use iolab_trace::format::{oflags, Kind};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The target as the trace found it, and what the replay does to it.
+#[derive(Debug, Default, Clone)]
+pub struct Expect {
+    /// Files that must exist before the replay, with the bytes its reads need.
+    pub files: BTreeMap<PathBuf, u64>,
+    /// Directories that must exist (the trace works in them without making them).
+    pub dirs: BTreeSet<PathBuf>,
+    /// Entries the trace makes that must not exist (O_CREAT|O_EXCL, mkdir).
+    pub absent: BTreeSet<PathBuf>,
+    /// Entries the replay changes, if they exist before it.
+    pub changed: BTreeMap<PathBuf, &'static str>,
+    /// Every path the replay names, and the directories above them.
+    pub all: BTreeSet<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    File,
+    Dir,
+    Gone,
+}
+
+fn ancestors(rel: &Path) -> impl Iterator<Item = &Path> {
+    rel.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty())
+}
+
+impl Expect {
+    /// Walk the plan's calls in recorded order, noting what each needs of the entries it names
+    /// the first time the trace touches them.
+    pub fn of(plan: &ReplayPlan) -> Expect {
+        let mut e = Expect::default();
+        let mut all: Vec<(u64, u32, &Step)> = Vec::new();
+        for th in &plan.threads {
+            for s in &th.steps {
+                all.push((s.op.start_ns, th.tid, s));
+            }
+        }
+        all.sort_by_key(|(t, tid, _)| (*t, *tid));
+        let mut known: HashMap<PathBuf, State> = HashMap::new();
+        let mut pos: HashMap<u32, u64> = HashMap::new();
+        let mut extent: HashMap<PathBuf, u64> = HashMap::new();
+        let mut opened: HashSet<u32> = HashSet::new();
+        let mut made: HashSet<PathBuf> = HashSet::new();
+        let mut pre: HashSet<PathBuf> = HashSet::new();
+        // Entries renamed before the trace said what they are: their name now → their name
+        // before the trace. The first call on them settles it (a file until then).
+        let mut pending: HashMap<PathBuf, PathBuf> = HashMap::new();
+        let settle = |e: &mut Expect, pending: &mut HashMap<PathBuf, PathBuf>, now: &Path, dir: bool| {
+            if let Some(orig) = pending.remove(now) {
+                if dir {
+                    e.files.remove(&orig);
+                    e.dirs.insert(orig);
+                }
+            }
+        };
+        for (_, _, s) in all {
+            let op = &s.op;
+            let Some(rel) = plan.rel_of(op).map(Path::to_path_buf) else { continue };
+            for a in ancestors(&rel) {
+                settle(&mut e, &mut pending, a, true);
+                if !known.contains_key(a) {
+                    e.dirs.insert(a.to_path_buf());
+                    known.insert(a.to_path_buf(), State::Dir);
+                }
+            }
+            e.all.extend(ancestors(&rel).map(Path::to_path_buf));
+            e.all.insert(rel.clone());
+            // The first time the trace names it, unless it lies in a directory the trace made
+            // (which held nothing before the trace filled it).
+            let first = !known.contains_key(&rel) && !ancestors(&rel).any(|a| made.contains(a));
+            // Unless its first call proves it absent (O_EXCL, mkdir), it may be there before:
+            // then writing it changes something that was there.
+            let excl = (op.kind == Kind::Open && op.flags & oflags::O_CREAT != 0 && op.flags & oflags::O_EXCL != 0)
+                || op.kind == Kind::Mkdir;
+            if first && !excl {
+                pre.insert(rel.clone());
+            }
+            if op.kind != Kind::Rename {
+                settle(
+                    &mut e,
+                    &mut pending,
+                    &rel,
+                    op.kind == Kind::Mkdir || (op.kind == Kind::Unlink && op.flags & 0x200 != 0),
+                );
+            }
+            match op.kind {
+                Kind::Open => {
+                    opened.insert(op.file);
+                    pos.insert(op.file, 0);
+                    let create = op.flags & oflags::O_CREAT != 0;
+                    if first {
+                        if create && op.flags & oflags::O_EXCL != 0 {
+                            e.absent.insert(rel.clone());
+                        } else if !create {
+                            e.files.entry(rel.clone()).or_insert(0);
+                        }
+                    }
+                    if op.flags & oflags::O_TRUNC != 0 && known.get(&rel) != Some(&State::File) {
+                        e.changed.entry(rel.clone()).or_insert("truncate");
+                    }
+                    known.insert(rel, State::File);
+                }
+                Kind::Unlink | Kind::Mkdir | Kind::Rename => {
+                    let dir = op.kind == Kind::Mkdir || op.flags & 0x200 != 0;
+                    match op.kind {
+                        Kind::Mkdir => {
+                            if first {
+                                e.absent.insert(rel.clone());
+                            }
+                            made.insert(rel.clone());
+                            known.insert(rel, State::Dir);
+                        }
+                        Kind::Unlink => {
+                            if first {
+                                if dir {
+                                    e.dirs.insert(rel.clone());
+                                } else {
+                                    e.files.entry(rel.clone()).or_insert(0);
+                                }
+                                e.changed.entry(rel.clone()).or_insert("remove");
+                            }
+                            known.insert(rel, State::Gone);
+                        }
+                        _ => {
+                            let to = plan.paths.get(&(op.offset as u32));
+                            if first {
+                                e.files.entry(rel.clone()).or_insert(0);
+                                e.changed.entry(rel.clone()).or_insert("rename");
+                                if let Some(to) = to {
+                                    pending.insert(to.clone(), rel.clone());
+                                }
+                            } else if let (Some(orig), Some(to)) = (pending.remove(&rel), to) {
+                                pending.insert(to.clone(), orig);
+                            }
+                            let moved = known.get(&rel).copied().unwrap_or(State::File);
+                            known.insert(rel, State::Gone);
+                            if let Some(to) = to {
+                                for a in ancestors(to) {
+                                    if !known.contains_key(a) {
+                                        e.dirs.insert(a.to_path_buf());
+                                        known.insert(a.to_path_buf(), State::Dir);
+                                    }
+                                }
+                                e.all.extend(ancestors(to).map(Path::to_path_buf));
+                                e.all.insert(to.clone());
+                                if !known.contains_key(to) {
+                                    e.changed.entry(to.clone()).or_insert("replace (rename onto)");
+                                }
+                                known.insert(to.clone(), moved);
+                            }
+                        }
+                    }
+                }
+                k => {
+                    // A call on an opening no replayed open made: the file was there before.
+                    if first && !opened.contains(&op.file) {
+                        e.files.entry(rel.clone()).or_insert(0);
+                        known.insert(rel.clone(), State::File);
+                    }
+                    if (k.writes() || matches!(k, Kind::Ftruncate | Kind::Fallocate)) && pre.contains(&rel) {
+                        e.changed.entry(rel.clone()).or_insert("write");
+                    }
+                    let moved = op.result.max(0) as u64;
+                    let at = match k {
+                        Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => Some(op.offset),
+                        Kind::Read | Kind::Write | Kind::Readv | Kind::Writev => {
+                            let p = pos.entry(op.file).or_insert(0);
+                            let at = *p;
+                            *p = p.saturating_add(moved);
+                            Some(at)
+                        }
+                        Kind::Lseek => {
+                            pos.insert(op.file, moved);
+                            None
+                        }
+                        _ => None,
+                    };
+                    if let (Some(at), true) = (at, k.reads()) {
+                        let x = extent.entry(rel).or_insert(0);
+                        *x = (*x).max(at.saturating_add(moved));
+                    }
+                }
+            }
+        }
+        for (rel, n) in extent {
+            if let Some(need) = e.files.get_mut(&rel) {
+                *need = (*need).max(n);
+            }
+        }
+        e
+    }
+}
+
+/// The state of the target before the replay: which entries were there and not iolab's (never
+/// marked afterwards).
+#[derive(Debug, Default)]
+pub struct Before {
+    pub foreign: HashSet<PathBuf>,
+}
+
+fn shown(b: &Beneath, rel: &Path) -> String {
+    b.root().join(rel).display().to_string()
+}
+
+/// Check the target against what the trace expects, writing nothing. `Err`: why the replay
+/// may not run, and what to do.
+pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<Before, String> {
+    let mut before = Before::default();
+    let look = |rel: &Path| owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)));
+    let mut state: BTreeMap<&Path, Found> = BTreeMap::new();
+    for rel in &e.all {
+        let f = look(rel)?;
+        if f == Found::Foreign(EntryKind::Other) || f == Found::Owned(EntryKind::Other) {
+            return Err(format!(
+                "{} is a symbolic link or a special file; the replay names it and follows no link: remove it or choose another --target",
+                shown(b, rel)
+            ));
+        }
+        if matches!(f, Found::Foreign(_)) {
+            before.foreign.insert(rel.clone());
+        }
+        state.insert(rel, f);
+    }
+    let at = |rel: &Path| state.get(rel).copied().unwrap_or(Found::Absent);
+    for rel in &e.absent {
+        if let Found::Foreign(_) = at(rel) {
+            return Err(format!(
+                "the trace creates {} (O_EXCL or mkdir) and it exists, made by something else than iolab; remove it or choose another --target",
+                shown(b, rel)
+            ));
+        }
+    }
+    for rel in &e.dirs {
+        match at(rel).kind() {
+            Some(EntryKind::Dir) | None => {}
+            Some(_) => {
+                return Err(format!("{} must be a directory for the replay (the trace works in it)", shown(b, rel)))
+            }
+        }
+    }
+    for (rel, need) in &e.files {
+        match at(rel) {
+            Found::Absent if !prepare => {
+                return Err(format!(
+                "{} must exist before the replay (the trace uses it without creating it{}); add --prepare to create it",
+                shown(b, rel),
+                if *need > 0 { format!(" and reads {need} bytes of it") } else { String::new() }
+            ))
+            }
+            Found::Absent => {}
+            f if f.kind() != Some(EntryKind::File) => {
+                return Err(format!("{} must be a regular file for the replay", shown(b, rel)))
+            }
+            f => {
+                let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
+                if prepare && have < *need && matches!(f, Found::Foreign(_)) && !overwrite {
+                    return Err(format!(
+                        "--prepare would extend {} ({have} bytes; the trace reads {need}), which iolab did not create; pass --overwrite to allow it, or choose another --target",
+                        shown(b, rel)
+                    ));
+                }
+            }
+        }
+    }
+    if !overwrite {
+        for (rel, how) in &e.changed {
+            if let Found::Foreign(k) = at(rel) {
+                return Err(format!(
+                    "{} exists and iolab did not create it, so the replay will not {how} {}; pass --overwrite to allow it, or choose another --target",
+                    shown(b, rel),
+                    if k == EntryKind::Dir { "that directory" } else { "it" }
+                ));
+            }
+        }
+    }
+    Ok(before)
+}
+
+/// Make the target what the trace expects: remove what an earlier replay made where the trace
+/// makes it anew, make the directories it works in, and with `fill` the files it uses, sized
+/// to what it reads. Everything made is marked as iolab's.
+pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), String> {
+    for rel in &e.absent {
+        if let Found::Owned(_) = owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
+            owned::remove_tree(b, rel)?;
+        }
+    }
+    for rel in &e.dirs {
+        // Parents first (BTreeSet order puts `a` before `a/b`).
+        if owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? == Found::Absent {
+            owned::create_dir(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?;
+        }
+    }
+    if !fill {
+        return Ok(());
+    }
+    let chunk = vec![0x5au8; 1 << 20];
+    for (rel, need) in &e.files {
+        let f = match owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
+            Found::Absent => owned::create_file(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?,
+            _ => {
+                let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
+                if have >= *need {
+                    continue;
+                }
+                b.open_file(rel, iolab_engine::OpenOptions { write: true, append: true, ..Default::default() })
+                    .map_err(|err| format!("opening {}: {err}", shown(b, rel)))?
+            }
+        };
+        let mut w = std::io::BufWriter::new(&f);
+        let mut left = need.saturating_sub(f.metadata().map(|m| m.len()).unwrap_or(0));
+        while left > 0 {
+            if stop.load(Ordering::Relaxed) {
+                return Err(format!("interrupted while preparing {}", shown(b, rel)));
+            }
+            let n = left.min(chunk.len() as u64) as usize;
+            w.write_all(&chunk[..n]).map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
+            left -= n as u64;
+        }
+        w.flush().map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
+        f.sync_all().map_err(|err| format!("flushing {}: {err}", shown(b, rel)))?;
+    }
+    Ok(())
+}
+
+/// After the replay: mark every entry it made (those not there before, or iolab's already:
+/// a rename replaces an inode) and drop stale manifest lines. Entries that were there and not
+/// iolab's stay unmarked.
+pub fn finish(b: &Beneath, e: &Expect, before: &Before) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    for rel in &e.all {
+        dirs.insert(rel.parent().map(Path::to_path_buf).unwrap_or_default());
+        if before.foreign.contains(rel) {
+            continue;
+        }
+        match owned::found(b, rel) {
+            Ok(Found::Foreign(EntryKind::File | EntryKind::Dir)) => {
+                if let Err(err) = owned::mark(b, rel) {
+                    problems.push(format!("marking {} as iolab's: {err}", shown(b, rel)));
+                }
+            }
+            Ok(_) => {}
+            Err(err) => problems.push(format!("{}: {err}", shown(b, rel))),
+        }
+    }
+    for d in dirs {
+        let _ = owned::prune_manifest(b, &d);
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::tests::{job, records};
+    use super::*;
+    use iolab_spec::Timing;
+
+    const TREE: &str = "\
+1  1.0 mkdir(\"/d/new\", 0755) = 0 <0.000001>
+1  1.1 openat(AT_FDCWD</d>, \"/d/new/f\", O_WRONLY|O_CREAT|O_EXCL, 0644) = 3</d/new/f> <0.000001>
+1  1.2 write(3</d/new/f>, \"x\", 100) = 100 <0.000001>
+1  1.3 close(3</d/new/f>) = 0 <0.000001>
+1  1.4 openat(AT_FDCWD</d>, \"/d/old/data\", O_RDONLY) = 3</d/old/data> <0.000001>
+1  1.5 pread64(3</d/old/data>, \"\"..., 4096, 8192) = 4096 <0.000001>
+1  1.6 close(3</d/old/data>) = 0 <0.000001>
+1  1.7 rename(\"/d/new/f\", \"/d/keep\") = 0 <0.000001>
+1  1.8 unlink(\"/d/junk\") = 0 <0.000001>
+1  1.9 unlinkat(AT_FDCWD</d>, \"/d/gone\", AT_REMOVEDIR) = 0 <0.000001>
+";
+
+    fn expect() -> Expect {
+        let p = ReplayPlan::build(records(TREE).into_iter(), &job("/d", Timing::Afap)).unwrap();
+        Expect::of(&p)
+    }
+
+    #[test]
+    fn what_the_trace_expects_of_the_target() {
+        let e = expect();
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(e.absent, [p("new")].into_iter().collect(), "mkdir new; new/f is created inside it");
+        assert_eq!(e.dirs, [p("gone"), p("old")].into_iter().collect());
+        assert_eq!(e.files, [(p("junk"), 0), (p("old/data"), 12288)].into_iter().collect());
+        assert_eq!(e.changed.keys().cloned().collect::<Vec<_>>(), vec![p("gone"), p("junk"), p("keep")]);
+    }
+
+    #[test]
+    fn foreign_entries_are_refused_owned_ones_reset_and_made_ones_marked() {
+        let d = tempfile::tempdir().unwrap();
+        let b = Beneath::open(d.path()).unwrap();
+        let e = expect();
+        let stop = AtomicBool::new(false);
+        let err = check(&b, &e, false, false).unwrap_err();
+        assert!(err.contains("must exist") && err.contains("--prepare"), "{err}");
+        // A directory the trace removes, made by someone else: refused, even with --prepare.
+        std::fs::create_dir(d.path().join("gone")).unwrap();
+        let err = check(&b, &e, true, false).unwrap_err();
+        assert!(err.contains("gone") && err.contains("remove that directory") && err.contains("--overwrite"), "{err}");
+        std::fs::remove_dir(d.path().join("gone")).unwrap();
+        let before = check(&b, &e, true, false).unwrap();
+        prepare(&b, &e, true, &stop).unwrap();
+        assert_eq!(std::fs::metadata(d.path().join("old/data")).unwrap().len(), 12288);
+        assert!(d.path().join("gone").is_dir() && d.path().join("junk").is_file());
+        // What the replay would do, by hand; then everything it made is marked.
+        std::fs::create_dir(d.path().join("new")).unwrap();
+        std::fs::write(d.path().join("keep"), b"x").unwrap();
+        std::fs::remove_file(d.path().join("junk")).unwrap();
+        std::fs::remove_dir(d.path().join("gone")).unwrap();
+        assert!(finish(&b, &e, &before).is_empty());
+        for rel in ["new", "keep", "old", "old/data"] {
+            assert!(matches!(owned::found(&b, Path::new(rel)).unwrap(), Found::Owned(_)), "{rel}");
+        }
+        // A second replay: `new` (iolab's) is removed and made again; nothing is refused.
+        let again = check(&b, &e, true, false).unwrap();
+        assert!(again.foreign.is_empty());
+        prepare(&b, &e, true, &stop).unwrap();
+        assert!(!d.path().join("new").exists());
+        // A link where the trace works is refused, not followed.
+        let out = tempfile::tempdir().unwrap();
+        std::fs::remove_file(d.path().join("old/data")).unwrap();
+        std::fs::remove_dir(d.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(out.path(), d.path().join("old")).unwrap();
+        let err = check(&b, &e, true, true).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
+    }
+}
