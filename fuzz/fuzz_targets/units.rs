@@ -1,4 +1,5 @@
-//! Fuzz the small parsers flags go through: sizes, durations, block-size lists, distributions.
+//! Fuzz the small parsers flags go through: sizes, durations, block-size lists, distributions,
+//! bonnie++'s `-n` (`--bonnie-files N:MAX:MIN:DIRS`).
 #![no_main]
 use iolab_spec::{BlockSizes, Dist};
 use libfuzzer_sys::fuzz_target;
@@ -15,5 +16,9 @@ fuzz_target!(|data: &[u8]| {
             let _ = bs.mean();
         }
         let _ = s.parse::<Dist>();
+        if let Ok(f) = s.parse::<iolab_spec::bonnie::BonnieFiles>() {
+            // What parses writes out and parses back the same.
+            assert_eq!(f.to_string().parse::<iolab_spec::bonnie::BonnieFiles>(), Ok(f));
+        }
     }
 });

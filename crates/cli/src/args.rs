@@ -9,7 +9,7 @@ use std::time::Duration;
 
 const EXAMPLES: &str = "\
 Examples:
-  Profile a directory's storage in about a minute:
+  Profile a directory's storage in about a minute and a quarter:
       iolab survey /mnt/scratch
   dd if=/dev/zero of=/mnt/test bs=100M count=10 (the cluster-filesystem locking check, one node):
       iolab run --target /mnt/test --rw write --bs 100M --size 1000M
@@ -40,7 +40,7 @@ pub enum Command {
     /// Serve a node for a coordinator (`iolab run --node ...`): over stdin/stdout for ssh.
     #[command(after_help = AGENT_EXAMPLES)]
     Agent(AgentArgs),
-    /// Profile the storage under a directory in about a minute.
+    /// Profile the storage under a directory in about a minute and a quarter.
     #[command(after_help = SURVEY_EXAMPLES)]
     Survey(Box<SurveyArgs>),
     /// Run a scenario (steps of jobs on several nodes at once) from a file, or a built-in: locking, scaling.
@@ -88,7 +88,7 @@ Examples:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
   Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
-Application workloads in a directory (each works in iolab.JOB.THREAD, which it creates and removes):
+Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREAD, which it creates and removes):
   PostMark with its configuration file (same seed, same operations as the real postmark):
       iolab run --workload postmark --config pm.cfg --target /mnt/dir
   Mail delivery like Postal: 12 threads, 19 minutes, messages per minute after the first one:
@@ -97,8 +97,11 @@ Application workloads in a directory (each works in iolab.JOB.THREAD, which it c
       iolab run --workload redolog --files 4 --size 256M --threads 4 --target /data
   filebench's varmail (16 threads, 60 s):
       iolab run --workload varmail --target /mnt/dir
-  bonnie++'s tests on a 1 GiB file, its CSV line into its HTML table:
-      iolab run --workload bonnie --target /mnt/dir --bonnie-size 1G --csv | bon_csv2html > b.html
+  PostMark's settings as flags (set size, set number, set transactions):
+      iolab run --workload postmark --pm-size 1024 262144 --number 5000 --transactions 10000 --target /mnt/dir
+  bonnie++'s tests on a 1 GiB file sized for 512 MiB of RAM (its -s 1024 -r 512), 64×1024 files
+  in 4 directories, its CSV line into its HTML table:
+      iolab run --workload bonnie --target /mnt/dir --bonnie-size 1G --bonnie-ram 512M --bonnie-files 64:0:0:4 --csv | bon_csv2html > b.html
 
 fio job files (recognised by their [sections], or --format fio):
       iolab run jobs/randread.fio

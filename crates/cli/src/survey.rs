@@ -1,4 +1,6 @@
-//! `iolab survey DIR`: a storage profile in about a minute. The survey is a list of
+//! `iolab survey DIR`: a storage profile in well under a minute and a half (80 s measured with
+//! a release build on /var/tmp of this 2-CPU VM under load: eleven steps of 5 s, PostMark's of
+//! 10 s, each after a 1 s warm-up, plus laying out and removing the files). The survey is a list of
 //! [`Step`]s, each a phase of jobs; how a step's result reads (its line in the profile, the
 //! findings) is `iolab_report::survey`'s, keyed by the step's name, so the terminal and the
 //! HTML report say the same. A later issue adds a step here and its reading there.
@@ -112,7 +114,7 @@ pub fn steps() -> Vec<Step> {
         Step {
             key: "mail-delivery",
             jobs: |c| {
-                // Four delivering threads into 100 mailboxes each: tmp/, fsync, rename, new/ fsync.
+                // Four delivering threads into one pool of 100 mailboxes: tmp/, fsync, rename, new/ fsync.
                 vec![JobPatch {
                     name: Some("mail".into()),
                     workload: Some(iolab_spec::WorkloadKind::Maildir),

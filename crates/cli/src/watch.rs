@@ -92,6 +92,7 @@ impl Saver {
 fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> PhaseResult {
     PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         nodes: Vec::new(),
         first_done_s: None,
         last_done_s: None,

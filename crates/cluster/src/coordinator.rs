@@ -1148,17 +1148,6 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             j.node = Some(s.name.clone());
             out.jobs.push(j);
         }
-        // A personality's figures: counts and rates of clients running at once add up; a
-        // duration (`*_s`) is the longest node's.
-        for (k, v) in &p.workload {
-            let e = out.workload.entry(k.clone()).or_insert(0.0);
-            let rate = k.ends_with("_per_s") || k.ends_with("_per_min");
-            if k.ends_with("_s") && !rate {
-                *e = e.max(*v);
-            } else {
-                *e += v;
-            }
-        }
         out.interrupted |= p.interrupted;
         out.cpu.user_s += p.cpu.user_s;
         out.cpu.system_s += p.cpu.system_s;
@@ -1193,6 +1182,9 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
     out.total = Totals::from_acc(&acc, window_s);
     out.elapsed_s = window_s;
     out.timeline = timeline.into_values().collect();
+    // A personality's figures over the nodes' jobs: counts add up, seconds take the longest,
+    // rates are recomputed (iolab_model::figures, the one rule).
+    out.roll_up_workload();
     if !with.is_empty() {
         out.first_done_s = Some((first_end - first_start) as f64 / 1e9);
         out.last_done_s = Some((last_end - first_start) as f64 / 1e9);

@@ -82,6 +82,7 @@ mod tests {
             total: total.clone(),
             error: None,
             per_thread: Vec::new(),
+            workload: Default::default(),
             replay: None,
         };
         let p = PhaseResult { name: "p".into(), elapsed_s: 2.0, total, jobs: vec![job], ..Default::default() };

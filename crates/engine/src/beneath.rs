@@ -255,8 +255,9 @@ impl Beneath {
         }
     }
 
-    /// Read a directory whole; returns its entries (without `.` and `..`).
-    pub fn readdir(&self, rel: &Path) -> io::Result<usize> {
+    /// Read a directory whole; returns its entries (without `.` and `..`), appending each name
+    /// and a NUL byte to `names`.
+    pub fn readdir(&self, rel: &Path, names: &mut Vec<u8>) -> io::Result<usize> {
         let fd = self.resolve(rel, OFlags::RDONLY | OFlags::DIRECTORY, Mode::empty())?;
         let mut dir = rustix::fs::Dir::new(fd).map_err(os)?;
         let mut n = 0;
@@ -264,6 +265,8 @@ impl Beneath {
             let e = e.map_err(os)?;
             let name = e.file_name().to_bytes();
             if name != b"." && name != b".." {
+                names.extend_from_slice(name);
+                names.push(0);
                 n += 1;
             }
         }
@@ -316,7 +319,7 @@ mod tests {
             assert!(b.unlink(Path::new("out/victim")).is_err());
             assert!(b.rename(Path::new("out/victim"), Path::new("stolen")).is_err());
             assert!(b.stat(Path::new("out/victim")).is_err());
-            assert!(b.readdir(Path::new("out")).is_err());
+            assert!(b.readdir(Path::new("out"), &mut Vec::new()).is_err());
             assert!(b.fsync_dir(Path::new("out")).is_err());
             assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"keep");
             assert_eq!(std::fs::read_dir(outside).unwrap().count(), 1, "nothing made outside");
@@ -326,7 +329,9 @@ mod tests {
             drop(b.open_file(Path::new("sub/d/f"), create()).unwrap());
             b.rename(Path::new("sub/d/f"), Path::new("sub/g")).unwrap();
             assert!(root.join("sub/g").is_file());
-            assert_eq!(b.readdir(Path::new("sub")).unwrap(), 2);
+            let mut names = Vec::new();
+            assert_eq!(b.readdir(Path::new("sub"), &mut names).unwrap(), 2);
+            assert_eq!(names.iter().filter(|c| **c == 0).count(), 2);
             b.fsync_dir(Path::new(".")).unwrap();
             assert!(b.stat(Path::new("sub/g")).is_ok());
             let via_link = b.open_file(Path::new("in/g"), OpenOptions { read: true, ..Default::default() });

@@ -1,12 +1,14 @@
 //! iolab-model: what a run produced, as plain data. The executor fills it, the store keeps it,
 //! the report and the CLI read it; none of them needs the engine to do so. Operation classes
 //! ([`class`]), counters with HDR histograms that merge ([`stats`]), a worker's fast recording
-//! buffer ([`recorder`]), a replay's fidelity ([`replay`]) and the result tree that
+//! buffer ([`recorder`]), a personality's own figures and how they combine ([`figures`]), a
+//! replay's fidelity ([`replay`]) and the result tree that
 //! `--output json` prints ([`results`], the contract of docs/json.md).
 
 #![forbid(unsafe_code)]
 
 pub mod class;
+pub mod figures;
 pub mod hist;
 pub mod recorder;
 pub mod replay;

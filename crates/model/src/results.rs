@@ -305,6 +305,10 @@ pub struct JobResult {
     /// Each thread's end and volume (runs stored before these were kept have none).
     #[serde(default)]
     pub per_thread: Vec<ThreadResult>,
+    /// The job's personality figures, its threads combined ([`crate::figures`]); empty for
+    /// block jobs and runs stored before jobs kept their own.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub workload: crate::figures::Figures,
     /// A replay job's fidelity: recorded against replayed (absent for other workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::replay::ReplayFidelity>,
@@ -334,9 +338,22 @@ pub struct PhaseResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_done_s: Option<f64>,
     /// A personality's own figures under the original's names (PostMark's `transactions`,
-    /// `transactions_per_s`, `created`, ...; docs/json.md lists them), empty for block jobs.
+    /// `transactions_per_s`, `created`, ...; docs/json.md lists them): the phase's jobs
+    /// combined when they are all of one personality ([`crate::figures::roll_up`]), else
+    /// empty (each job keeps its own in `jobs[].workload`); empty for block jobs.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub workload: std::collections::BTreeMap<String, f64>,
+    pub workload: crate::figures::Figures,
+    /// What a reader should know about how the phase ran that its figures do not say (a
+    /// maildir job's discarded start shortened for a short run), a sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl PhaseResult {
+    /// The phase's personality figures from its jobs' (see `workload`).
+    pub fn roll_up_workload(&mut self) {
+        self.workload = crate::figures::roll_up(self.jobs.iter().map(|j| (j.rw.as_str(), &j.workload)));
+    }
 }
 
 /// One node's share of a phase run on several nodes at once.

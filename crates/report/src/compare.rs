@@ -69,62 +69,11 @@ const fn m(class: OpClass, stat: Stat) -> Metric {
     Metric { class, stat, figure: None }
 }
 
-/// The personalities' figures `--metric` takes (docs/json.md, Workload figures).
-pub const FIGURES: &[&str] = &[
-    "transactions",
-    "transactions_per_s",
-    "transactions_s",
-    "creation_s",
-    "deletion_s",
-    "elapsed_s",
-    "created",
-    "created_per_s",
-    "created_alone",
-    "created_alone_per_s",
-    "created_mixed",
-    "created_mixed_per_s",
-    "read",
-    "read_per_s",
-    "appended",
-    "appended_per_s",
-    "deleted",
-    "deleted_per_s",
-    "deleted_alone",
-    "deleted_alone_per_s",
-    "deleted_mixed",
-    "deleted_mixed_per_s",
-    "bytes_read",
-    "bytes_read_per_s",
-    "bytes_written",
-    "bytes_written_per_s",
-    "messages",
-    "messages_per_min",
-    "messages_after_discard",
-    "messages_per_s",
-    "bytes_delivered",
-    "discard_s",
-    "measured_s",
-    "files",
-    "sparse_s",
-    "sparse_bytes",
-    "sparse_fsyncs",
-    "sparse_bytes_per_s",
-    "sparse_expected_s",
-    "full_s",
-    "full_bytes",
-    "full_fsyncs",
-    "full_bytes_per_s",
-    "full_speedup",
-    "flowops",
-    "flowops_per_s",
-    "loops",
-    "loops_per_s",
-];
-
 impl Metric {
     /// A workload figure as a metric, if `name` is one.
     pub fn figure(name: &str) -> Option<Metric> {
-        let f = FIGURES.iter().find(|f| **f == name)?;
+        // Every personality's figures (iolab_model::figures, docs/json.md's Workload figures).
+        let f = iolab_model::figures::names().into_iter().find(|f| *f == name)?;
         Some(Metric { class: OpClass::Read, stat: Stat::MbS, figure: Some(f) })
     }
 }
@@ -202,8 +151,10 @@ impl Metric {
 
     pub fn higher_is_better(self) -> bool {
         if let Some(f) = self.figure {
-            // Seconds are better shorter; counts and rates better higher.
-            return !f.ends_with("_s") || f.ends_with("_per_s");
+            // Seconds, latencies and CPU shares are better smaller; counts and rates higher.
+            let smaller =
+                (f.ends_with("_s") && !f.ends_with("_per_s")) || f.ends_with("_latency_us") || f.ends_with("_cpu");
+            return !smaller;
         }
         matches!(self.stat, Stat::MbS | Stat::Iops)
     }
@@ -478,8 +429,15 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
     let metrics: Vec<Metric> = if opts.metrics.is_empty() {
         // The class metrics, then the rates of any personality the baseline ran.
         let mut v = Metric::defaults();
-        for f in FIGURES.iter().filter(|f| f.ends_with("_per_s") || f.ends_with("_per_min")) {
-            if base_runs.iter().any(|r| r.result.phases.iter().any(|p| p.workload.contains_key(*f))) {
+        let rates = iolab_model::figures::PERSONALITIES
+            .iter()
+            .flat_map(|p| p.figures.iter())
+            .filter(|(_, k)| *k == iolab_model::figures::Kind::Derived)
+            .map(|(f, _)| *f);
+        for f in rates {
+            if base_runs.iter().any(|r| r.result.phases.iter().any(|p| p.workload.contains_key(f)))
+                && !v.iter().any(|m| m.figure == Some(f))
+            {
                 v.extend(Metric::figure(f));
             }
         }
@@ -618,6 +576,13 @@ mod tests {
         p.workload.insert("messages_per_min".into(), 1234.0);
         assert_eq!(m.value_in(&p), Some(1234.0));
         assert!(Metric::parse("messages_per_hour").unwrap_err().contains("workload figure"));
+        // Every personality's figures, bonnie++'s and the readers' among them.
+        for f in ["put_block", "ran_del", "messages_read", "seeks_latency_us", "flowops_per_s"] {
+            assert_eq!(Metric::parse(f).unwrap().figure, Some(f));
+        }
+        assert!(Metric::parse("put_block").unwrap().higher_is_better());
+        assert!(!Metric::parse("seeks_latency_us").unwrap().higher_is_better());
+        assert!(!Metric::parse("put_block_cpu").unwrap().higher_is_better());
     }
 
     #[test]
@@ -690,6 +655,7 @@ mod tests {
                 plan: iolab_spec::Plan { phases: Vec::new() },
                 phases: vec![PhaseResult {
                     workload: Default::default(),
+                    notes: Vec::new(),
                     nodes: Vec::new(),
                     first_done_s: None,
                     last_done_s: None,

@@ -222,10 +222,12 @@ mod tests {
             total: total.clone(),
             error: None,
             per_thread: Vec::new(),
+            workload: Default::default(),
             replay: None,
         };
         let phase = PhaseResult {
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

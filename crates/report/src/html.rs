@@ -377,8 +377,73 @@ fn summary_section(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
     h.push_str("</table></div>\n");
     other_classes(h, runs, opts);
+    workload_figures(h, runs, opts);
     findings_list(h, runs, opts);
     h.push_str("</section>\n");
+}
+
+/// A personality's own figures (PostMark's transactions per second, maildir's messages per
+/// minute, bonnie++'s rates...), as `phases[].workload` has them: per phase, a row per figure
+/// and a column per run; where a phase mixes personalities, each job's, named `job: figure`.
+/// Then the phase's notes.
+fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let figures_of = |p: &PhaseResult| -> Vec<(String, f64)> {
+        if !p.workload.is_empty() {
+            return p.workload.iter().map(|(k, v)| (k.clone(), *v)).collect();
+        }
+        p.jobs.iter().flat_map(|j| j.workload.iter().map(move |(k, v)| (format!("{}: {k}", j.name), *v))).collect()
+    };
+    let mut phases: Vec<&str> = Vec::new();
+    for r in runs {
+        for p in &r.result.phases {
+            if !figures_of(p).is_empty() && !phases.contains(&p.name.as_str()) {
+                phases.push(&p.name);
+            }
+        }
+    }
+    for name in phases {
+        let cols: Vec<(&StoredRun, &PhaseResult)> =
+            runs.iter().filter_map(|r| r.result.phases.iter().find(|p| p.name == name).map(|p| (r, p))).collect();
+        let values: Vec<Vec<(String, f64)>> = cols.iter().map(|(_, p)| figures_of(p)).collect();
+        let mut rows: Vec<&str> = Vec::new();
+        for v in &values {
+            for (k, _) in v {
+                if !rows.contains(&k.as_str()) {
+                    rows.push(k);
+                }
+            }
+        }
+        let _ = write!(
+            h,
+            "<h3>Workload figures: {}</h3>\n<div class=\"wide\"><table class=\"classes\">\n<tr><th>figure</th>",
+            escape(name)
+        );
+        for (r, _) in &cols {
+            let _ = write!(h, "<th>{}</th>", escape(&run_label(r, opts.by.as_deref())));
+        }
+        h.push_str("</tr>\n");
+        for k in rows {
+            let _ = write!(h, "<tr><td>{}</td>", escape(k));
+            for v in &values {
+                match v.iter().find(|(n, _)| n == k) {
+                    Some((_, x)) if x.fract() == 0.0 && x.abs() < 1e15 => {
+                        let _ = write!(h, "<td class=\"n\">{}</td>", count(*x));
+                    }
+                    Some((_, x)) => {
+                        let _ = write!(h, "<td class=\"n\">{}</td>", num(*x));
+                    }
+                    None => h.push_str("<td class=\"n muted\">-</td>"),
+                }
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</table></div>\n");
+        for (_, p) in &cols {
+            for n in &p.notes {
+                let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(n));
+            }
+        }
+    }
 }
 
 /// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
@@ -813,6 +878,7 @@ mod tests {
         let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
         let mut p = PhaseResult {
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

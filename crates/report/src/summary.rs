@@ -34,21 +34,33 @@ pub fn render(r: &RunResult) -> String {
     s
 }
 
-/// A personality's own figures (phases[].workload), under the original's names, a few a line.
+/// A personality's own figures under the original's names, a few a line: the phase's
+/// (phases[].workload), or each job's when the phase mixes personalities; then the notes.
 fn workload_lines(s: &mut String, p: &PhaseResult) {
-    let items: Vec<String> = p
-        .workload
-        .iter()
-        .map(|(k, v)| {
-            if v.fract() == 0.0 && v.abs() < 1e15 {
-                format!("{k} {v:.0}")
-            } else {
-                format!("{k} {}", crate::fmt::num(*v))
-            }
-        })
-        .collect();
-    for chunk in items.chunks(5) {
-        let _ = writeln!(s, "  {}", chunk.join(", "));
+    let lines = |s: &mut String, head: &str, f: &iolab_model::figures::Figures| {
+        let items: Vec<String> = f
+            .iter()
+            .map(|(k, v)| {
+                if v.fract() == 0.0 && v.abs() < 1e15 {
+                    format!("{k} {v:.0}")
+                } else {
+                    format!("{k} {}", crate::fmt::num(*v))
+                }
+            })
+            .collect();
+        for chunk in items.chunks(5) {
+            let _ = writeln!(s, "  {head}{}", chunk.join(", "));
+        }
+    };
+    if !p.workload.is_empty() {
+        lines(s, "", &p.workload);
+    } else {
+        for j in p.jobs.iter().filter(|j| !j.workload.is_empty()) {
+            lines(s, &format!("{}: ", j.name), &j.workload);
+        }
+    }
+    for n in &p.notes {
+        let _ = writeln!(s, "  note: {n}");
     }
 }
 
@@ -212,6 +224,7 @@ mod tests {
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

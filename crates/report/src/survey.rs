@@ -245,6 +245,7 @@ mod tests {
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
         PhaseResult {
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

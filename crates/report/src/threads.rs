@@ -120,6 +120,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, (e, b))| ThreadResult::new(i as u32, *e, 10, *b, None))
                 .collect(),
+            workload: Default::default(),
             replay: None,
         }
     }
@@ -130,6 +131,7 @@ mod tests {
         let elapsed = jobs.iter().map(|j| j.elapsed_s).fold(0.0, f64::max);
         PhaseResult {
             workload: Default::default(),
+            notes: Vec::new(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,

@@ -44,6 +44,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     *read.get_mut(OpClass::Read) = dir(r_ops, r_ops * 65536, secs, 150, 700);
     let phase = |name: &str, t: Totals| PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         nodes: Vec::new(),
         first_done_s: None,
         last_done_s: None,
@@ -166,6 +167,7 @@ fn every_operation_class_shows_in_every_output() {
             total,
             error: None,
             per_thread: Vec::new(),
+            workload: Default::default(),
             replay: None,
         });
         r

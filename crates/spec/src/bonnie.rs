@@ -1,33 +1,128 @@
 //! bonnie++ 2.0's tests as parameters: per-character and block sequential write, rewrite,
-//! per-character and block read, random seeks (10% rewritten), then sequential and random
-//! create/stat/delete of small files; with bonnie++'s sizing (the file is twice the RAM unless
-//! told: `--bonnie-size` is its `-s`, `--bonnie-ram` its `-r`, `--bonnie-files` its `-n`).
+//! per-character and block read, random seeks by several seekers at once (10% rewritten), then
+//! sequential and random create/stat/delete of small files; with bonnie++'s sizing (the file is
+//! twice the RAM, rounded up to a GiB, unless told; a smaller one is refused unless the RAM is
+//! given). Each flag is one of bonnie++'s: `--bonnie-size` its `-s`, `--bonnie-chunk` the
+//! chunk of `-s size:chunk`, `--bonnie-seeks` and `--bonnie-seekers` the rest of `-s`,
+//! `--bonnie-ram` its `-r`, `--bonnie-char-size` its `-f` (0: skip the per-character tests),
+//! `--bonnie-files` its `-n number:max:min:dirs`, `--bonnie-sync` its `-b`.
 
 use crate::job::Job;
 use crate::patch::JobPatch;
-use crate::units::Bytes;
+use crate::units::{parse_size, Bytes};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BonnieJob {
-    /// Size of the test file (`-s`; default twice `ram`).
+    /// Size of the test file (`-s`; default twice `ram`, at least 300 MiB, rounded up to a
+    /// GiB when more than half a GiB over one).
     pub file_size: Bytes,
-    /// The RAM bonnie++ sizes for (`-r`; default: MemTotal from /proc/meminfo).
+    /// The RAM bonnie++ sizes for (`-r`; default MemTotal; 0 skips the size check).
     pub ram: Bytes,
     /// Block size of the block tests (`-s size:chunk`; 8 KiB).
     pub chunk_size: Bytes,
-    /// Bytes of the per-character tests: bonnie++ 2.0 writes and reads the first 3 MiB of the
-    /// file one byte per call (seen with strace: 3,145,728 one-byte writes for `-s 64`).
+    /// Bytes of the per-character tests (`-f N` in MiB; 3 MiB, bonnie++ 2.0's default, seen
+    /// with strace as 3,145,728 one-byte writes; 0 skips them as `-f` does).
     pub char_size: Bytes,
-    /// Seeks in all (bonnie++'s 8192, done by its 5 seekers).
+    /// Seeks in all (`-s size:chunk:seeks`; 8192), shared out among the seekers.
     pub seeks: u32,
+    /// Seekers doing them at once (`-s size:chunk:seeks:seekers`; 5), the job's threads.
+    #[serde(default = "default_seekers")]
+    pub seekers: u32,
     /// Files of the create tests in multiples of 1024 (`-n`; 16); 0 skips them.
     pub num_files: u32,
+    /// Largest and smallest file of the create tests, bytes (`-n number:max:min`; 0: empty files).
+    #[serde(default)]
+    pub max_size: u64,
+    #[serde(default)]
+    pub min_size: u64,
+    /// Directories the files are spread over (`-n number:max:min:dirs`; 1).
+    #[serde(default = "one")]
+    pub dirs: u32,
+    /// No write buffering (`-b`): an fsync after each seeker's write, and after each create
+    /// an fsync of the file and of its directory, after each delete one of the directory.
+    #[serde(default)]
+    pub sync: bool,
 }
 
-/// bonnie++'s per-character tests stop at 3 MiB.
-pub const CHAR_IO_LIMIT: u64 = 3 << 20;
+fn default_seekers() -> u32 {
+    5
+}
+fn one() -> u32 {
+    1
+}
+
+/// bonnie++'s default per-character size (`-f`'s default of 3 MiB).
+pub const CHAR_IO_DEFAULT: u64 = 3 << 20;
+/// bonnie++'s default file size when it knows no RAM (300 MiB).
+pub const DEFAULT_FILE_SIZE: u64 = 300 << 20;
+
+/// The create tests' parameters as `-n` writes them: `NUMBER[:MAX[:MIN[:DIRS]]]`, the number
+/// in multiples of 1024 files, the sizes in bytes with an optional k/m/g suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BonnieFiles {
+    pub number: u32,
+    pub max: u64,
+    pub min: u64,
+    pub dirs: u32,
+}
+
+impl FromStr for BonnieFiles {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        if parts.len() > 4 {
+            return Err(format!(
+                "`{s}`: bonnie++'s -n is NUMBER[:MAX[:MIN[:DIRS]]] (links and a chunk size are not supported)"
+            ));
+        }
+        let number = parts[0].trim().parse::<u32>().map_err(|_| {
+            format!("`{}` is not a number of files (in multiples of 1024, as bonnie++'s -n 16)", parts[0])
+        })?;
+        let size = |i: usize| -> Result<u64, String> {
+            match parts.get(i).map(|p| p.trim()) {
+                None | Some("") => Ok(0),
+                Some(p) => parse_size(p).map(|b| b.0),
+            }
+        };
+        let dirs = match parts.get(3).map(|p| p.trim()) {
+            None | Some("") => 1,
+            Some(p) => p.parse::<u32>().map_err(|_| format!("`{p}` is not a number of directories"))?,
+        };
+        Ok(BonnieFiles { number, max: size(1)?, min: size(2)?, dirs })
+    }
+}
+
+impl fmt::Display for BonnieFiles {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}:{}", self.number, self.max, self.min, self.dirs)
+    }
+}
+
+impl Serialize for BonnieFiles {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for BonnieFiles {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A job file may write `bonnie_files = 16` or `bonnie_files = "16:100k:1k:10"`.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Number(u32),
+            Text(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Number(n) => Ok(BonnieFiles { number: n, max: 0, min: 0, dirs: 1 }),
+            Form::Text(t) => t.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
 
 /// MemTotal from /proc/meminfo (0 when it cannot be read).
 pub fn mem_total() -> u64 {
@@ -39,36 +134,99 @@ pub fn mem_total() -> u64 {
         .unwrap_or(0)
 }
 
+/// bonnie++'s file size for `ram` when none is given: twice the RAM and at least its default
+/// 300 MiB, rounded up to the next GiB when it is more than half a GiB over a whole one
+/// (bonnie++.cpp: `if(file_size % 1024 > 512) file_size += 1024 - file_size % 1024`, in MiB).
+pub fn size_for_ram(ram: u64) -> u64 {
+    let mib = |b: u64| b >> 20;
+    let mut size = mib(DEFAULT_FILE_SIZE).max(mib(ram) * 2);
+    if ram > 0 && size % 1024 > 512 {
+        size += 1024 - size % 1024;
+    }
+    size << 20
+}
+
 impl BonnieJob {
-    pub(crate) fn from_patch(p: &JobPatch, _name: &str) -> Result<BonnieJob, SpecError> {
+    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BonnieJob, SpecError> {
+        if p.threads.is_some() {
+            return Err(SpecError::field(
+                name,
+                "threads",
+                "bonnie++ runs its tests in one process; its concurrent seekers are --bonnie-seekers (5)",
+            ));
+        }
         let ram = p.bonnie_ram.unwrap_or_else(|| Bytes(mem_total()));
-        let size = p.bonnie_size.unwrap_or(Bytes(ram.0.saturating_mul(2)));
+        let size = p.bonnie_size.unwrap_or(Bytes(size_for_ram(ram.0)));
+        if p.bonnie_size.is_some() && ram.0 > 0 && size.0 < ram.0.saturating_mul(2) {
+            return Err(SpecError::field(
+                name,
+                "bonnie_size",
+                format!(
+                    "{size} is less than twice the RAM ({ram}): bonnie++ refuses it (\"File size should be double RAM for good results\"); give the RAM to size for with --bonnie-ram (its -r), or --bonnie-ram 0 to skip the check"
+                ),
+            ));
+        }
+        let files = p.bonnie_files.unwrap_or(BonnieFiles { number: 16, max: 0, min: 0, dirs: 1 });
+        let char_size = p.bonnie_char_size.unwrap_or(Bytes(CHAR_IO_DEFAULT));
         Ok(BonnieJob {
             file_size: size,
             ram,
             chunk_size: p.bonnie_chunk.unwrap_or(Bytes::kib(8)),
-            char_size: Bytes(size.0.min(CHAR_IO_LIMIT)),
-            seeks: 8192,
-            num_files: p.bonnie_files.unwrap_or(16),
+            char_size: Bytes(char_size.0.min(size.0)),
+            seeks: p.bonnie_seeks.unwrap_or(8192),
+            seekers: p.bonnie_seekers.unwrap_or(5),
+            num_files: files.number,
+            max_size: files.max,
+            min_size: files.min,
+            dirs: files.dirs,
+            sync: p.bonnie_sync.unwrap_or(false),
         })
     }
 
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        if job.threads != 1 {
-            return err("threads", format!("{}: bonnie++ runs its tests in one process; give 1", job.threads));
+        if job.threads != self.seekers {
+            return err("threads", format!("{}: a bonnie job's threads are its {} seekers", job.threads, self.seekers));
         }
-        if self.chunk_size.0 < 512 || self.chunk_size.0 > 1 << 20 {
-            return err("bonnie_chunk", format!("{}: accepted 512 bytes to 1 MiB", self.chunk_size));
+        if !(1..=100).contains(&self.seekers) {
+            return err("bonnie_seekers", format!("{}: accepted 1 to 100", self.seekers));
         }
-        if self.file_size.0 < self.chunk_size.0 || self.file_size.0 > 1 << 44 {
+        if self.seeks == 0 || self.seeks > 1 << 30 {
+            return err("bonnie_seeks", format!("{}: accepted 1 to {}", self.seeks, 1u32 << 30));
+        }
+        let c = self.chunk_size.0;
+        if !(256..=1 << 20).contains(&c) || !c.is_power_of_two() {
+            return err(
+                "bonnie_chunk",
+                format!("{}: bonnie++ takes a power of two from 256 bytes to 1 MiB", self.chunk_size),
+            );
+        }
+        if !self.file_size.0.is_multiple_of(1 << 20) || self.file_size.0 == 0 || self.file_size.0 > 1 << 44 {
             return err(
                 "bonnie_size",
-                format!("{}: the file needs one chunk ({}) at least, 16 TiB at most", self.file_size, self.chunk_size),
+                format!("{}: bonnie++ sizes its file in whole MiB, from 1 MiB to 16 TiB", self.file_size),
             );
+        }
+        if !self.char_size.0.is_multiple_of(1 << 20) {
+            return err("bonnie_char_size", format!("{}: bonnie++'s -f counts whole MiB", self.char_size));
         }
         if self.num_files > 1000 {
             return err("bonnie_files", format!("{} (×1024 files): accepted 0 to 1000", self.num_files));
+        }
+        if self.max_size < self.min_size || self.max_size > 1 << 30 {
+            return err(
+                "bonnie_files",
+                format!(
+                    "files of {} to {} bytes: the largest must be at least the smallest, at most 1 GiB",
+                    self.min_size, self.max_size
+                ),
+            );
+        }
+        if self.dirs == 0 || self.dirs >= 100_000 {
+            return err("bonnie_files", format!("{} directories: bonnie++ takes 1 to 99,999", self.dirs));
+        }
+        if job.runtime.is_some() {
+            return err("runtime", "bonnie++ runs each test to its end; it takes no runtime".into());
         }
         if job.direct {
             return err(
@@ -82,6 +240,11 @@ impl BonnieJob {
     /// Blocks of `chunk` in the file.
     pub fn blocks(&self) -> u64 {
         self.file_size.0 / self.chunk_size.0.max(1)
+    }
+
+    /// Files of the create tests.
+    pub fn files(&self) -> u64 {
+        self.num_files as u64 * 1024
     }
 }
 
@@ -106,21 +269,58 @@ mod tests {
         let j = job(JobPatch::default()).unwrap();
         let b = bonnie(&j);
         assert!(mem_total() > 0, "this Linux has /proc/meminfo");
-        assert_eq!((b.ram.0, b.file_size.0), (mem_total(), 2 * mem_total()), "twice the RAM by default");
-        assert_eq!((b.chunk_size, b.char_size, b.seeks, b.num_files), (Bytes::kib(8), Bytes(CHAR_IO_LIMIT), 8192, 16));
+        assert_eq!((b.ram.0, b.file_size.0), (mem_total(), size_for_ram(mem_total())), "twice the RAM by default");
+        assert_eq!(
+            (b.chunk_size, b.char_size, b.seeks, b.num_files),
+            (Bytes::kib(8), Bytes(CHAR_IO_DEFAULT), 8192, 16)
+        );
+        assert_eq!((b.seekers, j.threads, b.dirs, b.sync), (5, 5, 1, false), "5 seekers, the job's threads");
+        // bonnie++'s rounding, in MiB: 2 × 700 = 1400 is 376 over a GiB (kept), 2 × 800 =
+        // 1600 is 576 over (rounded up to 2048); never under its 300 MiB default.
+        assert_eq!(size_for_ram(700 << 20), 1400 << 20);
+        assert_eq!(size_for_ram(800 << 20), 2048 << 20);
+        assert_eq!(size_for_ram(100 << 20), 300 << 20);
+        assert_eq!(size_for_ram(0), 300 << 20);
         let j = job(JobPatch { bonnie_ram: Some(Bytes::mib(512)), ..Default::default() }).unwrap();
         assert_eq!(bonnie(&j).file_size, Bytes::gib(1), "-r 512 makes a 1 GiB file");
-        let j = job(JobPatch { bonnie_size: Some(Bytes::mib(1)), ..Default::default() }).unwrap();
+        let j = job(JobPatch { bonnie_size: Some(Bytes::mib(1)), bonnie_ram: Some(Bytes(0)), ..Default::default() })
+            .unwrap();
         assert_eq!((bonnie(&j).file_size, bonnie(&j).char_size), (Bytes::mib(1), Bytes::mib(1)));
+        let j = job(JobPatch {
+            bonnie_size: Some(Bytes::mib(2048)),
+            bonnie_ram: Some(Bytes::mib(1024)),
+            bonnie_files: Some("2:64k:1k:10".parse().unwrap()),
+            bonnie_seekers: Some(3),
+            bonnie_char_size: Some(Bytes(0)),
+            ..Default::default()
+        })
+        .unwrap();
+        let b = bonnie(&j);
+        assert_eq!(
+            (b.num_files, b.max_size, b.min_size, b.dirs, b.seekers, b.char_size),
+            (2, 65536, 1024, 10, 3, Bytes(0))
+        );
+        assert_eq!(j.threads, 3);
     }
 
     #[test]
-    fn refuses_what_bonnie_cannot_do() {
+    fn refuses_what_bonnie_refuses() {
         let e = |p: JobPatch| job(p).unwrap_err().to_string();
-        assert!(e(JobPatch { threads: Some(2), ..Default::default() }).contains("threads"));
-        assert!(e(JobPatch { bonnie_size: Some(Bytes(100)), ..Default::default() }).contains("bonnie_size"));
-        assert!(e(JobPatch { bonnie_chunk: Some(Bytes(10)), ..Default::default() }).contains("bonnie_chunk"));
-        assert!(e(JobPatch { bonnie_files: Some(5000), ..Default::default() }).contains("bonnie_files"));
-        assert!(e(JobPatch { direct: Some(true), ..Default::default() }).contains("direct"));
+        let small = |p: JobPatch| JobPatch { bonnie_ram: Some(Bytes(0)), ..p };
+        assert!(e(JobPatch { threads: Some(2), ..Default::default() }).contains("--bonnie-seekers"));
+        let twice =
+            e(JobPatch { bonnie_size: Some(Bytes::mib(100)), bonnie_ram: Some(Bytes::mib(64)), ..Default::default() });
+        assert!(twice.contains("twice the RAM") && twice.contains("--bonnie-ram 0"), "{twice}");
+        assert!(e(small(JobPatch { bonnie_size: Some(Bytes(100)), ..Default::default() })).contains("whole MiB"));
+        assert!(e(small(JobPatch { bonnie_chunk: Some(Bytes(3000)), ..Default::default() })).contains("power of two"));
+        assert!(e(small(JobPatch { bonnie_files: Some("5000".parse().unwrap()), ..Default::default() }))
+            .contains("bonnie_files"));
+        assert!(e(small(JobPatch { bonnie_files: Some("1:1k:4k".parse().unwrap()), ..Default::default() }))
+            .contains("largest"));
+        assert!(e(small(JobPatch { direct: Some(true), ..Default::default() })).contains("direct"));
+        assert!(e(small(JobPatch { runtime: Some(std::time::Duration::from_secs(3)), ..Default::default() }))
+            .contains("runtime"));
+        assert!("1:2:3:4:5".parse::<BonnieFiles>().is_err());
+        assert!("x".parse::<BonnieFiles>().unwrap_err().contains("number of files"));
     }
 }

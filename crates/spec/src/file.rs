@@ -31,7 +31,10 @@ pub fn parse_job_file(text: &str, overrides: &JobPatch) -> Result<Plan, SpecErro
         let name = p.name.clone().unwrap_or_else(|| format!("phase{}", i + 1));
         let mut jobs = Vec::new();
         for (k, j) in p.job.iter().enumerate() {
-            let patch = model.defaults.layered(j).layered(overrides);
+            // The defaults give a job the options its workload takes; the job's own table and
+            // the flags must all apply to it.
+            let kind = model.defaults.layered(j).layered(overrides).kind();
+            let patch = model.defaults.for_workload(kind).layered(j).layered(overrides);
             jobs.push(patch.resolve(&format!("job{}", k + 1))?);
         }
         phases.push(Phase { name, jobs });

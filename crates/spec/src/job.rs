@@ -321,6 +321,15 @@ impl Job {
             }
             Workload::Bonnie(b) => {
                 words.push(format!("{} file, {} chunks, {}×1024 files", b.file_size, b.chunk_size, b.num_files));
+                if b.max_size > 0 {
+                    words.push(format!("of {}-{} bytes", b.min_size, b.max_size));
+                }
+                if b.dirs > 1 {
+                    words.push(format!("in {} dirs", b.dirs));
+                }
+                if b.sync {
+                    words.push("no write buffering".into());
+                }
             }
             Workload::Redolog(r) => {
                 words.push(format!("{} files of {}, {} every {}", r.files, r.file_size, r.block, r.stride));
@@ -358,10 +367,43 @@ impl Job {
         if self.iodepth > 1 {
             words.push(format!("QD{}", self.iodepth));
         }
-        if self.threads > 1 {
+        if self.threads > 1 && !matches!(self.workload, Workload::Bonnie(_)) {
             words.push(format!("{} threads", self.threads));
         }
         words.join(" ")
+    }
+
+    /// The directories a personality makes under its target directory (relative to it) and
+    /// removes at its end: one per thread, `iolab.<job>.<thread>`, where each thread works
+    /// alone (PostMark's pools, the redo log's creators), or one for the job, `iolab.<job>`,
+    /// where its threads share what is in it (maildir's mailboxes, varmail's file set,
+    /// bonnie++'s file and its seekers). Empty for the block workload and replays.
+    pub fn own_dirs(&self) -> Vec<String> {
+        match self.workload {
+            Workload::Postmark(_) | Workload::Redolog(_) => {
+                (0..self.threads).map(|t| format!("iolab.{}.{t}", self.name)).collect()
+            }
+            Workload::Maildir(_) | Workload::Varmail(_) | Workload::Bonnie(_) => vec![format!("iolab.{}", self.name)],
+            Workload::Block(_) | Workload::Replay(_) => Vec::new(),
+        }
+    }
+
+    /// What a reader of the results should know about how the job was run that the figures
+    /// do not say (a discarded start shortened for a short run), one sentence each.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Workload::Maildir(m) = &self.workload {
+            if let Some(asked) = m.discard_asked {
+                let run = self.runtime.map(|r| format!(" of {:.1} s", r.as_secs_f64())).unwrap_or_default();
+                out.push(format!(
+                    "job `{}`: messages_per_min leaves out the first {:.1} s, not the {:.0} s asked (--discard): a quarter of the run{run}",
+                    self.name,
+                    m.discard.as_secs_f64(),
+                    asked.as_secs_f64()
+                ));
+            }
+        }
+        out
     }
 }
 

@@ -1,6 +1,7 @@
 //! Mail delivery into maildirs, as Postal drives an LMTP server and the server's local
 //! delivery does it (Postfix's local/maildir.c): each message is a unique file created in
-//! tmp/, written, fsynced and renamed into new/, optionally with an fsync of new/. Its options
+//! tmp/ of one mailbox of a pool that every delivering thread shares, written, fsynced and
+//! renamed into new/, optionally with an fsync of new/. Its options
 //! keep Postal's names (`-m` max and `-M` min message size, `-t` threads) and seed 001's
 //! reading: messages per minute with the first minute dropped.
 
@@ -13,7 +14,8 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MaildirJob {
-    /// Mailboxes each delivering thread delivers to, at random (default 100).
+    /// Mailboxes in the pool; every delivering thread delivers to any of them, at random
+    /// (default 100).
     pub mailboxes: u32,
     /// Smallest message (Postal's `-M`, default 0 KiB).
     pub min_size: Bytes,

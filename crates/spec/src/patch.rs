@@ -161,13 +161,29 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subdirectories: Option<u32>,
+    /// PostMark: file sizes, bytes: LOW, or LOW HIGH (`set size`; default 500 10000).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 1..=2, value_names = ["LOW", "HIGH"]))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_size: Option<Vec<u32>>,
+    /// PostMark: read block size, bytes (`set read`; default 512).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_read: Option<u32>,
+    /// PostMark: write block size, bytes (`set write`; default 512).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_write: Option<u32>,
+    /// PostMark: C library buffered I/O, 4096-byte system calls (`set buffering`; default true).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_buffering: Option<bool>,
     /// PostMark: fsync each file after writing it, before close (not in the original).
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub postmark_fsync: Option<bool>,
 
     // Mail delivery (`--workload maildir`; its rules and defaults are in crate::maildir).
-    /// maildir: mailboxes each delivering thread delivers to (default 100).
+    /// maildir: mailboxes in the pool all delivering threads deliver to, at random (default 100).
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mailboxes: Option<u32>,
@@ -204,7 +220,7 @@ pub struct JobPatch {
     pub files: Option<u32>,
 
     // filebench's varmail (`--workload varmail`; crate::varmail). 16 threads, 60 s unless told.
-    /// varmail: files in the set, shared among the threads (default 1000).
+    /// varmail: files in the set all threads share, in one directory (default 1000).
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nfiles: Option<u32>,
@@ -221,12 +237,12 @@ pub struct JobPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iosize: Option<Bytes>,
 
-    // bonnie++'s tests (`--workload bonnie`; crate::bonnie). One thread, no runtime.
-    /// bonnie: test file size (bonnie++'s -s; default twice the RAM).
+    // bonnie++'s tests (`--workload bonnie`; crate::bonnie). One process, no runtime.
+    /// bonnie: test file size (bonnie++'s -s; default twice the RAM, rounded up to a GiB).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bonnie_size: Option<Bytes>,
-    /// bonnie: the RAM to size for (bonnie++'s -r; default MemTotal).
+    /// bonnie: the RAM to size for (bonnie++'s -r; default MemTotal; a --bonnie-size under twice it is refused, 0 skips that check).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bonnie_ram: Option<Bytes>,
@@ -234,10 +250,26 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bonnie_chunk: Option<Bytes>,
-    /// bonnie: files of the create tests in multiples of 1024 (bonnie++'s -n; default 16, 0 skips).
+    /// bonnie: bytes of the per-character tests (bonnie++'s -f N, in whole MiB; default 3M; 0 skips them, as -f does).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_char_size: Option<Bytes>,
+    /// bonnie: random seeks in all (bonnie++'s -s size:chunk:seeks; default 8192).
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_files: Option<u32>,
+    pub bonnie_seeks: Option<u32>,
+    /// bonnie: seekers doing them at once, each a thread with the file open (bonnie++'s -s size:chunk:seeks:seekers; default 5).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_seekers: Option<u32>,
+    /// bonnie: the create tests' files as bonnie++'s -n: NUMBER[:MAX[:MIN[:DIRS]]], NUMBER in multiples of 1024 (default 16, 0 skips them), MAX and MIN file sizes (default 0: empty files), DIRS directories (default 1).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N[:MAX[:MIN[:DIRS]]]", value_parser = parse_word::<crate::bonnie::BonnieFiles>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_files: Option<crate::bonnie::BonnieFiles>,
+    /// bonnie: no write buffering, bonnie++'s -b: fsync after each seeker's write and each file created, fsync of the directory after each create and delete.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_sync: Option<bool>,
 }
 
 #[cfg(feature = "clap")]
@@ -248,6 +280,66 @@ fn parse_postmark_config(s: &str) -> Result<crate::postmark::PostmarkConfig, Str
 #[cfg(feature = "clap")]
 fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
     s.parse()
+}
+
+/// Options every workload takes, by job-file key.
+const COMMON: &[&str] =
+    &["name", "workload", "target", "seed", "engine", "iodepth", "direct", "threads", "runtime", "ramp"];
+
+/// Each workload's own options, by job-file key.
+fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
+    match kind {
+        WorkloadKind::Block => &[
+            "size",
+            "offset",
+            "io_size",
+            "rw",
+            "mix",
+            "bs",
+            "stride",
+            "dist",
+            "sync",
+            "fsync_every",
+            "end_fsync",
+            "rate",
+            "rate_iops",
+            "compressibility",
+            "refill_buffers",
+            "overwrite",
+            "device",
+        ],
+        WorkloadKind::Postmark => &[
+            "config",
+            "number",
+            "transactions",
+            "bias_read",
+            "bias_create",
+            "subdirectories",
+            "pm_size",
+            "pm_read",
+            "pm_write",
+            "pm_buffering",
+            "postmark_fsync",
+        ],
+        WorkloadKind::Maildir => &["mailboxes", "min_size", "max_size", "dir_fsync", "messages", "discard", "readers"],
+        WorkloadKind::Redolog => &["files", "size", "bs", "stride"],
+        WorkloadKind::Varmail => &["nfiles", "filesize", "meanappendsize", "iosize"],
+        WorkloadKind::Bonnie => &[
+            "bonnie_size",
+            "bonnie_ram",
+            "bonnie_chunk",
+            "bonnie_char_size",
+            "bonnie_seeks",
+            "bonnie_seekers",
+            "bonnie_files",
+            "bonnie_sync",
+        ],
+    }
+}
+
+/// Whether the option `key` means anything to workload `kind`.
+fn applies(key: &str, kind: WorkloadKind) -> bool {
+    COMMON.contains(&key) || own_keys(kind).contains(&key)
 }
 
 /// The seed used when none is given, so two runs of the same command do the same I/O.
@@ -267,10 +359,48 @@ impl JobPatch {
         serde_json::from_value(serde_json::Value::Object(base)).unwrap_or_else(|_| over.clone())
     }
 
-    /// Fill the gaps with iolab's defaults. The job's rules are checked once, by
-    /// [`Plan::validate`](crate::Plan::validate), whatever built the plan.
+    /// The options set here, by their job-file key (the flag is `--` and the key with `-` for
+    /// `_`).
+    fn set_keys(&self) -> Vec<String> {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// This patch without the options that do not apply to workload `kind`: how a job file's
+    /// `[defaults]` reach a job (defaults for block jobs do not trouble a PostMark job beside
+    /// them).
+    pub fn for_workload(&self, kind: WorkloadKind) -> JobPatch {
+        let Ok(serde_json::Value::Object(mut m)) = serde_json::to_value(self) else { return self.clone() };
+        m.retain(|k, _| applies(k, kind));
+        serde_json::from_value(serde_json::Value::Object(m)).unwrap_or_else(|_| self.clone())
+    }
+
+    /// The workload this patch asks for (block when it names none).
+    pub fn kind(&self) -> WorkloadKind {
+        self.workload.unwrap_or(WorkloadKind::Block)
+    }
+
+    /// Fill the gaps with iolab's defaults. An option that does not apply to the job's
+    /// workload (`--rw` with PostMark, `--config` with varmail) is refused, naming it. The job's
+    /// rules are checked once, by [`Plan::validate`](crate::Plan::validate), whatever built the
+    /// plan.
     pub fn resolve(&self, default_name: &str) -> Result<Job, SpecError> {
         let name = self.name.clone().unwrap_or_else(|| default_name.to_string());
+        let kind = self.kind();
+        if let Some(k) = self.set_keys().into_iter().find(|k| !applies(k, kind)) {
+            let takes: Vec<String> = own_keys(kind).iter().map(|k| format!("--{}", k.replace('_', "-"))).collect();
+            return Err(SpecError::field(
+                &name,
+                &k,
+                format!(
+                    "--{} (`{k}` in a job file) does not apply to workload {kind}; its own options are {}",
+                    k.replace('_', "-"),
+                    if takes.is_empty() { "none".to_string() } else { takes.join(", ") }
+                ),
+            ));
+        }
         let target = self.target.clone().ok_or_else(|| {
             SpecError::field(
                 &name,
@@ -278,7 +408,7 @@ impl JobPatch {
                 "no target given; name a file or a directory (or a block device with --device)",
             )
         })?;
-        let workload = match self.workload.unwrap_or(WorkloadKind::Block) {
+        let workload = match kind {
             WorkloadKind::Block => Workload::Block(BlockJob::from_patch(self, &name)?),
             WorkloadKind::Postmark => Workload::Postmark(crate::postmark::PostmarkJob::from_patch(self, &name)?),
             WorkloadKind::Maildir => Workload::Maildir(crate::maildir::MaildirJob::from_patch(self, &name)?),
@@ -297,6 +427,8 @@ impl JobPatch {
                 Workload::Varmail(_) => self.threads.unwrap_or(crate::varmail::DEFAULT_THREADS),
                 // The job's threads are the deliverers and the readers.
                 Workload::Maildir(m) => self.threads.unwrap_or(1) + m.readers,
+                // bonnie++'s seekers: its tests run in the first.
+                Workload::Bonnie(b) => b.seekers,
                 _ => self.threads.unwrap_or(1),
             },
             runtime: self.runtime.or(match workload {
@@ -344,6 +476,33 @@ mod tests {
             d(JobPatch { rate_iops: Some(500), end_fsync: Some(true), ..Default::default() }),
             "read 4k end fsync at 500 IOPS"
         );
+    }
+
+    #[test]
+    fn an_option_another_workload_takes_is_refused_naming_it() {
+        let r = |p: JobPatch| JobPatch { target: Some("/t".into()), ..p }.resolve("j");
+        let e = r(JobPatch {
+            workload: Some(WorkloadKind::Postmark),
+            rw: Some(Rw::RandRead),
+            bs: Some("1M".parse().unwrap()),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--bs") && e.contains("workload postmark") && e.contains("--config"), "{e}");
+        let cfg = crate::postmark::parse_config("set number 5").unwrap();
+        let e = r(JobPatch { workload: Some(WorkloadKind::Varmail), postmark_config: Some(cfg), ..Default::default() })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--config (`config` in a job file) does not apply to workload varmail"), "{e}");
+        let e = r(JobPatch { number: Some(5), ..Default::default() }).unwrap_err().to_string();
+        assert!(e.contains("--number") && e.contains("workload block"), "{e}");
+        // Every option belongs to some workload or to all.
+        let all = JobPatch { name: Some("n".into()), ..Default::default() };
+        assert!(r(all).is_ok());
+        // A job file's defaults are filtered, not refused.
+        let d = JobPatch { rw: Some(Rw::Write), number: Some(7), ..Default::default() };
+        assert_eq!(d.for_workload(WorkloadKind::Postmark), JobPatch { number: Some(7), ..Default::default() });
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! PostMark's options (Katcher, NetApp 1997; version 1.5x): its configuration-file syntax
-//! (`set size 1024 262144`, `set number 5000`, ..., `run`, `quit`), its defaults, and the rules
-//! a PostMark job follows. A configuration file is read and parsed when the plan is made, so a
-//! plan holding a PostMark job is plain data that can be shipped to another node.
+//! (`set size 1024 262144`, `set number 5000`, ..., `set location DIR [WEIGHT]`, `run`,
+//! `quit`), its defaults, and the rules a PostMark job follows. A configuration file is read and
+//! parsed when the plan is made, so a plan holding a PostMark job is plain data that can be
+//! shipped to another node; it keeps where each setting came from (`pm.cfg line 3: set number
+//! 20`, `--number 20`) so that a failure can name it.
 
 use crate::job::Job;
 use crate::patch::JobPatch;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// PostMark's settings as a configuration file or the flags give them: each `None` is left to
 /// PostMark's default (or to a layer below).
@@ -35,6 +38,12 @@ pub struct PostmarkConfig {
     pub buffering: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u32>,
+    /// `set location`s: each a directory name and its weight, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locations: Option<Vec<(String, u32)>>,
+    /// Where each setting came from, by name (`number` → "pm.cfg line 2: `set number 20`").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub from: BTreeMap<String, String>,
 }
 
 /// A PostMark job, complete.
@@ -64,6 +73,15 @@ pub struct PostmarkJob {
     pub pm_seed: u32,
     /// Beyond the original: fsync each file after it is created or appended to, before close.
     pub fsync: bool,
+    /// `set location`s: PostMark spreads its files over these directories by weight; iolab
+    /// makes each one a directory `loc<N>` inside the thread's own directory under the target
+    /// (the names are kept only to be shown). Empty: the thread's directory itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<(String, u32)>,
+    /// Where `number`, `transactions` and the biases came from, to name them when the pool
+    /// runs dry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub origin: BTreeMap<String, String>,
 }
 
 /// The size of the C library's stdio buffer: what a buffered PostMark's system calls move.
@@ -81,21 +99,58 @@ impl PostmarkJob {
                 })?,
             },
         };
-        let size_low = c.size_low.unwrap_or(500);
+        let (size_low, size_high) = match p.pm_size.as_deref() {
+            Some([low]) => (*low, *low),
+            Some([low, high]) => (*low, *high),
+            Some(other) => {
+                return Err(SpecError::field(
+                    name,
+                    "pm_size",
+                    format!("{} values: give LOW, or LOW HIGH, as `set size` does", other.len()),
+                ))
+            }
+            None => {
+                let low = c.size_low.unwrap_or(500);
+                (low, c.size_high.unwrap_or(if c.size_low.is_some() { low } else { 10000 }))
+            }
+        };
+        // Where the settings that can run the pool dry came from.
+        let mut origin = BTreeMap::new();
+        for (k, flag) in [
+            ("number", p.number.map(|v| v.to_string())),
+            ("transactions", p.transactions.map(|v| v.to_string())),
+            ("bias_create", p.bias_create.map(|v| v.to_string())),
+        ] {
+            let said = match flag {
+                Some(v) => Some(format!("--{} {v}", k.replace('_', "-"))),
+                None => c.from.get(k).cloned(),
+            };
+            if let Some(s) = said {
+                origin.insert(k.to_string(), s);
+            }
+        }
         Ok(PostmarkJob {
             size_low,
-            size_high: c.size_high.unwrap_or(if c.size_low.is_some() { size_low } else { 10000 }),
+            size_high,
             number: p.number.or(c.number).unwrap_or(500),
             transactions: p.transactions.or(c.transactions).unwrap_or(500),
-            read: c.read.unwrap_or(512),
-            write: c.write.unwrap_or(512),
+            read: p.pm_read.or(c.read).unwrap_or(512),
+            write: p.pm_write.or(c.write).unwrap_or(512),
             bias_read: p.bias_read.or(c.bias_read).unwrap_or(5),
             bias_create: p.bias_create.or(c.bias_create).unwrap_or(5),
             subdirectories: p.subdirectories.or(c.subdirectories).unwrap_or(0),
-            buffering: c.buffering.unwrap_or(true),
+            buffering: p.pm_buffering.or(c.buffering).unwrap_or(true),
             pm_seed: seed,
             fsync: p.postmark_fsync.unwrap_or(false),
+            locations: c.locations.unwrap_or_default(),
+            origin,
         })
+    }
+
+    /// Where a setting came from ("pm.cfg line 2: `set number 20`", "--number 20", or
+    /// PostMark's default).
+    pub fn origin_of(&self, key: &str) -> String {
+        self.origin.get(key).cloned().unwrap_or_else(|| format!("PostMark's default {key}"))
     }
 
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
@@ -127,6 +182,9 @@ impl PostmarkJob {
         }
         if self.subdirectories > 100_000 {
             return err("subdirectories", format!("{}: accepted 0 to 100000", self.subdirectories));
+        }
+        if self.locations.len() > 1000 || self.locations.iter().any(|(_, w)| *w == 0) {
+            return err("config", "`set location`: at most 1000 locations, each with a weight of 1 or more".into());
         }
         if job.direct {
             return err("direct", "PostMark's files have any size; direct I/O needs aligned sizes".into());
@@ -177,6 +235,7 @@ pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
     let mut c = PostmarkConfig::default();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
+        let said = format!("line {line}: `{}`", raw.trim());
         let err = |message: String| ConfigError { line, message };
         let words: Vec<&str> = raw.split_whitespace().collect();
         let num = |w: Option<&&str>, what: &str| -> Result<u32, ConfigError> {
@@ -210,6 +269,47 @@ pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
                 c.size_low = Some(low);
                 c.size_high = Some(high);
             }
+            ["set", "subdirectories", rest @ ..] => {
+                // 0 and 1 are PostMark's "no subdirectories" (its default is 0).
+                let v = match rest.first().map(|w| w.parse::<u32>()) {
+                    Some(Ok(v)) if v <= 100_000 => v,
+                    _ => {
+                        return Err(err(format!(
+                            "`{}` is not a number of subdirectories (0 to 100000)",
+                            rest.first().unwrap_or(&"")
+                        )))
+                    }
+                };
+                no_more(3)?;
+                c.subdirectories = Some(v);
+            }
+            ["set", "location", rest @ ..] => {
+                // PostMark's forms: `set location DIR [WEIGHT]` (the list is DIR alone), `+DIR
+                // [WEIGHT]` (added), `-DIR` (removed).
+                let Some(first) = rest.first() else {
+                    return Err(err("`set location` needs a directory name".into()));
+                };
+                let weight = match rest.get(1) {
+                    None => 1,
+                    Some(w) => match w.parse::<u32>() {
+                        Ok(v) if v > 0 && v <= 1_000_000 => v,
+                        _ => return Err(err(format!("`{w}` is not a weight (a whole number from 1 to 1000000)"))),
+                    },
+                };
+                no_more(4)?;
+                let list = c.locations.get_or_insert_with(Vec::new);
+                if let Some(dir) = first.strip_prefix('+') {
+                    list.push((dir.to_string(), weight));
+                } else if let Some(dir) = first.strip_prefix('-') {
+                    let before = list.len();
+                    list.retain(|(d, _)| d != dir);
+                    if list.len() == before {
+                        return Err(err(format!("`set location -{dir}`: no location `{dir}` was set")));
+                    }
+                } else {
+                    *list = vec![(first.to_string(), weight)];
+                }
+            }
             ["set", "bias", which @ ("read" | "create"), rest @ ..] => {
                 let v = rest.first().and_then(|w| w.parse::<i8>().ok()).filter(|v| (-1..=10).contains(v));
                 let Some(v) = v else {
@@ -222,7 +322,8 @@ pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
                 if *which == "read" {
                     c.bias_read = Some(v)
                 } else {
-                    c.bias_create = Some(v)
+                    c.bias_create = Some(v);
+                    c.from.insert("bias_create".into(), said.clone());
                 }
             }
             ["set", "buffering", rest @ ..] => {
@@ -240,25 +341,24 @@ pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
                     return Err(err("`set report` needs verbose or terse".into()));
                 }
             }
-            ["set", "location", ..] => {
-                return Err(err("`set location` is iolab's --target (one directory per job); remove the line".into()))
-            }
-            ["set", what @ ("number" | "transactions" | "read" | "write" | "subdirectories" | "seed"), rest @ ..] => {
+            ["set", what @ ("number" | "transactions" | "read" | "write" | "seed"), rest @ ..] => {
                 let v = num(rest.first(), &format!("a {what}"))?;
                 no_more(3)?;
+                if matches!(*what, "number" | "transactions") {
+                    c.from.insert(what.to_string(), said.clone());
+                }
                 let slot = match *what {
                     "number" => &mut c.number,
                     "transactions" => &mut c.transactions,
                     "read" => &mut c.read,
                     "write" => &mut c.write,
-                    "subdirectories" => &mut c.subdirectories,
                     _ => &mut c.seed,
                 };
                 *slot = Some(v);
             }
             _ => {
                 return Err(err(format!(
-                    "unknown command `{}`; accepted: set size|number|transactions|read|write|bias read|bias create|subdirectories|buffering|seed|report, run, show, quit",
+                    "unknown command `{}`; accepted: set size|number|transactions|read|write|bias read|bias create|subdirectories|location|buffering|seed|report, run, show, quit",
                     raw.trim()
                 )))
             }
@@ -283,10 +383,15 @@ pub(crate) fn config_or_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<O
     }
 }
 
-/// Read and parse a configuration file, the error naming the file and line.
+/// Read and parse a configuration file, the error naming the file and line; where each
+/// setting came from names the file too.
 pub fn read_config(path: &std::path::Path) -> Result<PostmarkConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("PostMark configuration {}: {e}", path.display()))?;
-    parse_config(&text).map_err(|e| format!("PostMark configuration {}, {e}", path.display()))
+    let mut c = parse_config(&text).map_err(|e| format!("PostMark configuration {}, {e}", path.display()))?;
+    for v in c.from.values_mut() {
+        *v = format!("{} {v}", path.display());
+    }
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -309,6 +414,19 @@ mod tests {
             parse_config("set buffering false\nset subdirectories 10\nset seed 7").unwrap().buffering,
             Some(false)
         );
+        // PostMark's default of no subdirectories can be written out.
+        assert_eq!(parse_config("set subdirectories 0").unwrap().subdirectories, Some(0));
+        let l =
+            parse_config("set location /mnt/a 2\nset location +/mnt/b\nset location +/mnt/c 5\nset location -/mnt/b\n")
+                .unwrap();
+        assert_eq!(l.locations, Some(vec![("/mnt/a".to_string(), 2), ("/mnt/c".to_string(), 5)]));
+        assert_eq!(
+            parse_config("set location /x\nset location /y").unwrap().locations,
+            Some(vec![("/y".to_string(), 1)])
+        );
+        let f = parse_config("# pool\nset number 20\nset transactions 500\nset bias create 0\n").unwrap().from;
+        assert_eq!(f["number"], "line 2: `set number 20`");
+        assert_eq!(f["bias_create"], "line 4: `set bias create 0`");
     }
 
     #[test]
@@ -325,7 +443,10 @@ mod tests {
         assert!(e("set bias read 11").contains("0 to 10"));
         assert!(e("set buffering maybe").contains("true or false"));
         assert!(e("set number 5 6").contains("unexpected `6`"));
-        assert!(e("set location /tmp").contains("--target"));
+        assert!(e("set location").contains("directory name"));
+        assert!(e("set location /a 0").contains("weight"));
+        assert!(e("set location -/nowhere").contains("no location"));
+        assert!(e("set subdirectories -1").contains("subdirectories"));
         assert!(e("set transactions 99999999999").contains("not a transactions"));
     }
 }
@@ -352,8 +473,8 @@ mod plan_data {
                 name: Some(w.to_string()),
                 workload: Some(w),
                 target: Some("/data".into()),
-                postmark_config: Some(cfg.clone()),
-                runtime: Some(std::time::Duration::from_secs(10)),
+                postmark_config: (w == WorkloadKind::Postmark).then(|| cfg.clone()),
+                runtime: (w != WorkloadKind::Bonnie).then(|| std::time::Duration::from_secs(10)),
                 ..Default::default()
             }
             .resolve("j")

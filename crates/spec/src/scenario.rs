@@ -530,7 +530,8 @@ impl ScenarioFile {
             let mut resolved = Vec::new();
             let mut mkdirs: Vec<PathBuf> = Vec::new();
             for (k, j) in jobs.iter().enumerate() {
-                let patch = for_node(&self.defaults.layered(j).layered(overrides), node);
+                let kind = self.defaults.layered(j).layered(overrides).kind();
+                let patch = for_node(&self.defaults.for_workload(kind).layered(j).layered(overrides), node);
                 let job = patch.resolve(&format!("job{}", k + 1)).map_err(|e| in_step(name, line, e))?;
                 if let Some(d) = needed_dir(&job.target) {
                     if !mkdirs.contains(&d) {

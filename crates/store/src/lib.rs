@@ -803,6 +803,7 @@ fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseRe
     }
     PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         nodes: Vec::new(),
         first_done_s: None,
         last_done_s: None,

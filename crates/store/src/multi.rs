@@ -137,8 +137,9 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
         }
     }
     let timeline = if timeline.is_empty() { sum_seconds(parts) } else { timeline };
-    PhaseResult {
+    let mut merged = PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         name,
         elapsed_s: elapsed,
         interrupted: true,
@@ -168,7 +169,9 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
             .collect(),
         first_done_s: None,
         last_done_s: None,
-    }
+    };
+    merged.roll_up_workload();
+    merged
 }
 
 /// The nodes' seconds added second by second (latencies: the worst node's).

@@ -490,6 +490,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
     let tag = |n: &str, j: &JobResult| JobResult { node: Some(n.into()), ..j.clone() };
     let aggregate = iolab_model::PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         name: pa.name.clone(),
         elapsed_s: elapsed,
         interrupted: false,

@@ -6,6 +6,7 @@
 //! Memory is bounded by the number of workers, not the run's length.
 
 use crate::layout::Target;
+use iolab_model::figures::{self, Figures};
 use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
@@ -53,25 +54,13 @@ struct WorkerTally {
     error: Option<String>,
 }
 
-/// Merge a thread's (or a job's) figures: counts add up, seconds (`*_s`) take the longest.
-fn merge_figures<'a>(into: &mut BTreeMap<String, f64>, from: impl Iterator<Item = (&'a str, f64)>) {
-    for (k, v) in from {
-        let e = into.entry(k.to_string()).or_insert(0.0);
-        if k.ends_with("_s") {
-            *e = e.max(v);
-        } else {
-            *e += v;
-        }
-    }
-}
-
 pub(crate) struct Aggregator {
     t0: Instant,
     jobs: Vec<Acc>,
     job_end: Vec<Option<Instant>>,
     job_err: Vec<Option<String>>,
-    /// Each job's workload figures, merged over its threads.
-    job_figures: Vec<BTreeMap<String, f64>>,
+    /// Each job's threads' workload figures, as their sources said them.
+    job_figures: Vec<Vec<Figures>>,
     workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
@@ -99,7 +88,7 @@ impl Aggregator {
             jobs: vec![Acc::default(); threads.len()],
             job_end: vec![None; threads.len()],
             job_err: vec![None; threads.len()],
-            job_figures: vec![BTreeMap::new(); threads.len()],
+            job_figures: vec![Vec::new(); threads.len()],
             workers,
             worker_sec: vec![i64::MIN; n],
             worker_done: vec![false; n],
@@ -159,7 +148,9 @@ impl Aggregator {
             }
             Msg::Done { job, worker, sec, acc, end, error, figures } => {
                 self.merge(job, worker, sec, &acc);
-                merge_figures(&mut self.job_figures[job], figures.iter().map(|(k, v)| (*k, *v)));
+                if !figures.is_empty() {
+                    self.job_figures[job].push(figures.iter().map(|(k, v)| (k.to_string(), *v)).collect());
+                }
                 if let Some(w) = self.workers.get_mut(worker) {
                     w.end = Some(end);
                     w.error.clone_from(&error);
@@ -247,38 +238,27 @@ impl Aggregator {
                 .filter(|w| w.job == i)
                 .map(|w| ThreadResult::new(w.thread, secs(w.end), w.ops, w.bytes, w.error.clone()))
                 .collect();
+            let label = job.workload.label();
+            let workload =
+                figures::personality(&label).map(|p| p.combine(self.job_figures[i].iter())).unwrap_or_default();
             jobs.push(JobResult {
                 node: None,
                 name: job.name.clone(),
                 engine: job.engine.to_string(),
-                rw: job.workload.label(),
+                rw: label,
                 threads: job.threads,
                 files: targets[i].iter().map(|t| t.path.display().to_string()).collect(),
                 elapsed_s: e,
                 total: Totals::from_acc(&self.jobs[i], e),
                 error: self.job_err[i].clone(),
                 per_thread,
+                workload,
                 replay: None,
             });
         }
-        let mut workload = BTreeMap::new();
-        for f in &self.job_figures {
-            merge_figures(&mut workload, f.iter().map(|(k, v)| (k.as_str(), *v)));
-        }
-        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Postmark(_))) {
-            crate::source::postmark::derive_rates(&mut workload);
-        }
-        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Maildir(_))) {
-            crate::source::maildir::derive_rates(&mut workload);
-        }
-        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Redolog(_))) {
-            crate::source::redolog::derive_rates(&mut workload);
-        }
-        if phase.jobs.iter().any(|j| matches!(j.workload, iolab_spec::Workload::Varmail(_))) {
-            crate::source::varmail::derive_rates(&mut workload);
-        }
-        PhaseResult {
-            workload,
+        let mut r = PhaseResult {
+            workload: Figures::new(),
+            notes: phase.jobs.iter().flat_map(|j| j.notes()).collect(),
             nodes: Vec::new(),
             first_done_s: None,
             last_done_s: None,
@@ -290,7 +270,9 @@ impl Aggregator {
             timeline: Vec::new(),
             cpu,
             system: None,
-        }
+        };
+        r.roll_up_workload();
+        r
     }
 }
 

@@ -11,6 +11,7 @@ use crate::aggregate::{Aggregator, Msg};
 use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
+use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
 use crate::source::bonnie::Bonnie;
 use crate::source::maildir::{Maildir, MaildirReader};
@@ -18,7 +19,7 @@ use crate::source::postmark::Postmark;
 use crate::source::redolog::Redolog;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::varmail::Varmail;
-use crate::source::{Names, Source};
+use crate::source::{JobShared, Names, Source};
 use crate::worker::{self, Window};
 use iolab_model::*;
 use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
@@ -273,7 +274,11 @@ fn prepare_phase(
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
                 layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
-            } else if job.engine == EngineKind::Mmap && t.kind == TargetKind::File && t.existing < t.size {
+            } else if job.engine == EngineKind::Mmap
+                && t.kind == TargetKind::File
+                && t.existing < t.size
+                && !job.workload.makes_own_files()
+            {
                 std::fs::OpenOptions::new()
                     .write(true)
                     .open(&t.path)
@@ -365,6 +370,9 @@ fn run_phase(
         go: Barrier::new(workers + 1),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // What each job's threads share: their barrier, and a personality's pool.
+    let per_job: Vec<(Rendezvous, Result<JobShared, String>)> =
+        phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
 
     std::thread::scope(|s| {
         let mut w = 0;
@@ -376,10 +384,11 @@ fn run_phase(
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
                 let run = runs.get(ji).cloned().flatten();
+                let together = &per_job[ji];
                 let started =
                     std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
                         if shared.all_spawned() {
-                            worker_main(ji, worker, t, job, target, run, max_ramp, shared, stop, tx)
+                            worker_main(ji, worker, t, job, target, run, max_ramp, shared, together, stop, tx)
                         }
                     });
                 if let Err(e) = started {
@@ -489,6 +498,7 @@ fn worker_main(
     run: Option<Arc<ReplayRun>>,
     ramp: Duration,
     shared: &Shared,
+    together: &(Rendezvous, Result<JobShared, String>),
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
@@ -500,22 +510,35 @@ fn worker_main(
         let _ = iolab_engine::private_fd_table();
     }
     let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
-    let w = Work { job_idx, worker, job, root, ramp, shared, stop, tx };
-    match &job.workload {
-        Workload::Block(b) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
-        Workload::Replay(_) => drive(
+    let (barrier, pool) = together;
+    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
+    let pool = match pool {
+        Ok(p) => p.clone(),
+        Err(e) => return drive(Err::<BlockSource, _>(e.clone()), w),
+    };
+    match (&job.workload, pool) {
+        (Workload::Block(b), _) => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+        (Workload::Replay(_), _) => drive(
             run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
             w,
         ),
-        Workload::Postmark(p) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
-        Workload::Redolog(r) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
-        Workload::Varmail(v) => drive(Ok(Varmail::new(&job.name, v, job.seed, thread, job.threads, w.root.clone())), w),
-        Workload::Bonnie(b) => drive(Ok(Bonnie::new(&job.name, b, job.seed, thread, w.root.clone())), w),
-        Workload::Maildir(m) if thread >= m.deliverers(job) => drive(
-            Ok(MaildirReader::new(&job.name, m, thread - m.deliverers(job), m.deliverers(job), w.root.clone())),
-            w,
-        ),
-        Workload::Maildir(m) => drive(Ok(Maildir::new(&job.name, m, job.seed, thread, w.root.clone())), w),
+        (Workload::Postmark(p), _) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
+        (Workload::Redolog(r), _) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
+        (Workload::Varmail(v), JobShared::Varmail(set)) => {
+            let root = w.root.clone();
+            drive(Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+        }
+        (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
+            drive(Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
+            drive(Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
+        }
+        (Workload::Maildir(m), JobShared::Maildir(pool)) => {
+            let root = w.root.clone();
+            drive(Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
+        }
+        _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
     }
 }
 
@@ -527,13 +550,15 @@ struct Work<'a> {
     root: std::path::PathBuf,
     ramp: Duration,
     shared: &'a Shared,
+    /// Where the job's threads line up ([`crate::source::Next::Barrier`]).
+    barrier: &'a Rendezvous,
     stop: &'a AtomicBool,
     tx: Sender<Msg>,
 }
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, String>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, shared, stop, tx } = w;
+    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
             let setup = set_up(job, &mut s);
@@ -556,12 +581,14 @@ fn drive<S: Source>(source: Result<S, String>, w: Work) {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, &mut report));
+            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, barrier, &mut report));
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
         (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
     };
+    // Done: the job's other threads wait for this one at no later barrier.
+    barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }
@@ -657,11 +684,11 @@ mod tests {
         assert!(err.to_string().contains("needs a directory"), "{err}");
         // A directory of the job's name left there: refused, and nothing in it touched.
         let work = d.path().join("work");
-        std::fs::create_dir_all(work.join("iolab.j.0")).unwrap();
-        std::fs::write(work.join("iolab.j.0/mine"), b"keep").unwrap();
+        std::fs::create_dir_all(work.join("iolab.j")).unwrap();
+        std::fs::write(work.join("iolab.j/mine"), b"keep").unwrap();
         let err = run_plan(&plan(&work), &Control::default(), &mut NoSink).unwrap_err();
         assert!(err.to_string().contains("exists already"), "{err}");
-        assert_eq!(std::fs::read_dir(work.join("iolab.j.0")).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(work.join("iolab.j")).unwrap().count(), 1);
     }
 
     #[derive(Default)]

@@ -124,6 +124,7 @@ mod tests {
             plan: Plan { phases: Vec::new() },
             phases: vec![PhaseResult {
                 workload: Default::default(),
+                notes: Vec::new(),
                 nodes: Vec::new(),
                 first_done_s: None,
                 last_done_s: None,

@@ -123,10 +123,12 @@ pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
     fs::read_to_string(manifest_path(path)).is_ok_and(|t| t.lines().any(|l| l == want))
 }
 
-/// A personality (PostMark, ...) works in directories of its own, `iolab.<job>.<thread>`, that
-/// it creates under the target directory and removes at its end; it creates every file in them
-/// with O_EXCL, so nothing it writes, renames or deletes can be a file it did not create. Here:
-/// the target must be a directory and those names must be free.
+/// A personality (PostMark, ...) works in directories of its own ([`Job::own_dirs`]:
+/// `iolab.<job>.<thread>`, or `iolab.<job>` that its threads share) that it creates under the
+/// target directory and removes at its end; it creates every file in them with O_EXCL, so
+/// nothing it writes, renames or deletes can be a file it did not create. Here: the target
+/// must be a directory and those names must be free (a directory of that name with a user's
+/// file in it is refused before anything is written).
 fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
     if !job.target.is_dir() {
         return Err(refuse(
@@ -137,14 +139,24 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
             ),
         ));
     }
-    (0..job.threads)
-        .map(|t| {
-            let path = job.target.join(format!("iolab.{}.{t}", job.name));
+    // What the big files will take, so a run that cannot fit is refused before it starts:
+    // bonnie++'s file (twice the RAM by default) and the redo log's files.
+    let space = match &job.workload {
+        iolab_spec::Workload::Bonnie(b) => b.file_size.0 + b.files() * b.max_size,
+        iolab_spec::Workload::Redolog(r) => r.files as u64 * r.file_size.0,
+        _ => 0,
+    };
+    job.own_dirs()
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let path = job.target.join(d);
             if path.symlink_metadata().is_ok() {
                 return Err(refuse(&path, "it exists already (left by an interrupted run?); this workload works only in a directory it creates: remove it or choose another job name".into()));
             }
             // `exists`: nothing for the layout step to create; the source makes the directory.
-            Ok(Target { path, kind: TargetKind::File, size: 0, existing: 0, exists: true, layout: false })
+            let size = if i == 0 { space } else { 0 };
+            Ok(Target { path, kind: TargetKind::File, size, existing: 0, exists: true, layout: false })
         })
         .collect()
 }

@@ -16,6 +16,7 @@ pub mod layout;
 pub mod ns;
 pub mod owned;
 pub mod pattern;
+pub mod rendezvous;
 pub mod source;
 pub mod worker;
 

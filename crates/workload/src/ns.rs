@@ -5,7 +5,7 @@
 //! go into the engine's file table at the index the source chose, so later data calls reach
 //! them; a source that shares an opening with other threads sees each file it opens first.
 
-use crate::source::{Call, Names};
+use crate::source::{Call, NameId, Names};
 use iolab_engine::Engine;
 use std::fs::File;
 use std::io;
@@ -41,15 +41,28 @@ pub fn perform<E: Engine + ?Sized>(
         Call::Rmdir { name } => names.beneath()?.rmdir(names.rel(name)).map(|_| 0),
         Call::FsyncDir { name } => names.beneath()?.fsync_dir(names.rel(name)).map(|_| 0),
         Call::Stat { name } => names.beneath()?.stat(names.rel(name)).map(|_| 0),
-        Call::Readdir { name } => names.beneath()?.readdir(names.rel(name)),
+        Call::Readdir { name } => readdir(names, name, &mut Vec::new()),
+        Call::SyncFs { name } => names
+            .beneath()?
+            .open_dir(names.rel(name))
+            .and_then(|f| rustix::fs::syncfs(&f).map_err(io::Error::from))
+            .map(|_| 0),
         Call::Data { .. } => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
+}
+
+/// readdir of a directory beneath the job's: every entry's name but `.` and `..`, each
+/// followed by a NUL byte, into `out` (cleared first), in the order the filesystem returns
+/// them. `Ok(n)`: the entries.
+pub fn readdir(names: &Names, name: NameId, out: &mut Vec<u8>) -> io::Result<usize> {
+    out.clear();
+    names.beneath()?.readdir(names.rel(name), out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{NameId, OpenFlags};
+    use crate::source::OpenFlags;
     use iolab_engine::OpKind;
 
     #[test]
@@ -76,6 +89,10 @@ mod tests {
         perform(&Call::Rename { from: f, to: g }, &names, &mut *e, &mut |_, _| {}).unwrap();
         perform(&Call::FsyncDir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap();
         assert_eq!(perform(&Call::Readdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap(), 1);
+        let mut listed = b"left over".to_vec();
+        assert_eq!(readdir(&names, dir, &mut listed).unwrap(), 1);
+        assert_eq!(listed, b"cur.1\0", "the names, each ended by a NUL");
+        perform(&Call::SyncFs { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap();
         assert_eq!(std::fs::read(d.path().join("new/cur.1")).unwrap(), b"hello");
         perform(&Call::Stat { name: g }, &names, &mut *e, &mut |_, _| {}).unwrap();
         perform(&Call::Unlink { name: g }, &names, &mut *e, &mut |_, _| {}).unwrap();

@@ -7,6 +7,7 @@
 
 use crate::clock::{Clock, Stamp};
 use crate::ns;
+use crate::rendezvous::Rendezvous;
 use crate::source::{Call, Ctx, FileChange, Issue, Names, Next, Source};
 use iolab_engine::{Completion, Engine, Op};
 use iolab_model::{Acc, OpClass, Recorder};
@@ -33,7 +34,9 @@ pub struct WorkerEnd {
     pub error: Option<String>,
 }
 
-/// Run `source` on `engine` until it is done. `report(sec, acc)` receives each finished second.
+/// Run `source` on `engine` until it is done. `report(sec, acc)` receives each finished second;
+/// `barrier` is where the job's threads line up when the source asks ([`Next::Barrier`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run<C, S, E>(
     source: &mut S,
     engine: &mut E,
@@ -41,6 +44,7 @@ pub fn run<C, S, E>(
     clk: &C,
     w: Window,
     stop: &AtomicBool,
+    barrier: &Rendezvous,
     report: &mut dyn FnMut(i64, Acc),
 ) -> WorkerEnd
 where
@@ -80,6 +84,10 @@ where
     let mut draining = false;
     // A namespace call waiting for the data calls in flight before it.
     let mut held: Option<Issue> = None;
+    // The source asked for the job's barrier: drain, then wait there.
+    let mut at_barrier = false;
+    // The names the last readdir listed, handed to the source.
+    let mut listing: Vec<u8> = Vec::new();
     let mut error: Option<String> = None;
     // The completion stamp of the synchronous call just made, if nothing came between.
     let mut chained: Option<Stamp> = None;
@@ -135,6 +143,16 @@ where
                 }
                 draining = false;
             }
+            if at_barrier {
+                at_barrier = false;
+                if !barrier.wait(stop) {
+                    done = true;
+                    break;
+                }
+                chained = None;
+                now = clk.now();
+                at_boundary!();
+            }
             // After a synchronous call, its completion stamp is the next call's issue stamp.
             let t = chained.take().unwrap_or_else(|| clk.now());
             let issue = match held.take() {
@@ -164,6 +182,11 @@ where
                         }
                         Next::Drain => {
                             draining = true;
+                            continue;
+                        }
+                        Next::Barrier => {
+                            draining = true;
+                            at_barrier = true;
                             continue;
                         }
                         Next::WaitUntil(due) => {
@@ -225,11 +248,14 @@ where
                     break;
                 }
                 let begin = issue.due.unwrap_or(t);
-                let r = ns::perform(&call, names, engine, &mut |index, f| source.opened(index, f));
+                let (r, listed): (_, &[u8]) = match call {
+                    Call::Readdir { name } => (ns::readdir(names, name, &mut listing), &listing),
+                    _ => (ns::perform(&call, names, engine, &mut |index, f| source.opened(index, f)), &[]),
+                };
                 now = clk.now();
                 at_boundary!();
-                match source.completed(&call, &[], &r) {
-                    Ok(()) if r.is_ok() => acc.record(call.class(), 0, (now - begin).as_nanos() as u64),
+                match source.completed(&call, listed, &r) {
+                    Ok(()) if r.is_ok() && issue.timed => acc.record(call.class(), 0, (now - begin).as_nanos() as u64),
                     Ok(()) => {}
                     Err(m) => error = Some(m),
                 }
@@ -378,7 +404,8 @@ mod tests {
         report: &mut dyn FnMut(i64, Acc),
     ) -> WorkerEnd {
         let mut src = BlockSource::new(j, j.workload.block().unwrap(), 0, None);
-        run(&mut src, e, &mut Names::default(), clk, window(clk, runtime), &AtomicBool::new(stop), report)
+        let (stop, barrier) = (AtomicBool::new(stop), Rendezvous::new(1));
+        run(&mut src, e, &mut Names::default(), clk, window(clk, runtime), &stop, &barrier, report)
     }
 
     #[test]
@@ -484,5 +511,91 @@ mod tests {
         let mut e = LogEngine::new(1);
         block_run(&j, &mut e, &clk, Some(Duration::from_millis(1)), false, &mut |_, _| {});
         assert_eq!(e.log.last().map(|x| x.0), Some(OpKind::Fsync));
+    }
+
+    /// A source that lists its directory (timed), stats it (untimed), maybe waits a while,
+    /// then meets the other thread at the job's barrier.
+    struct Staged {
+        wait: bool,
+        step: u8,
+        listed: Vec<String>,
+        before: Option<Stamp>,
+        after: Option<Stamp>,
+        real: Vec<std::time::Instant>,
+    }
+
+    impl Source for Staged {
+        fn buffer_len(&self) -> usize {
+            4096
+        }
+        fn next(&mut self, ctx: &mut Ctx) -> Next {
+            let Ok(dir) = ctx.names.add(".") else { return Next::Done };
+            self.step += 1;
+            match self.step {
+                1 => Next::Issue(Issue::now(Call::Readdir { name: dir })),
+                2 => Next::Issue(Issue::untimed(Call::Stat { name: dir })),
+                3 => {
+                    if self.wait {
+                        std::thread::sleep(Duration::from_millis(300));
+                    }
+                    self.before = Some(ctx.now);
+                    self.real.push(std::time::Instant::now());
+                    Next::Barrier
+                }
+                _ => {
+                    self.after.get_or_insert(ctx.now);
+                    self.real.push(std::time::Instant::now());
+                    Next::Done
+                }
+            }
+        }
+        fn completed(&mut self, call: &Call, buf: &[u8], _r: &std::io::Result<usize>) -> Result<(), String> {
+            if let Call::Readdir { .. } = call {
+                self.listed = buf
+                    .split(|b| *b == 0)
+                    .filter(|n| !n.is_empty())
+                    .map(|n| String::from_utf8_lossy(n).into())
+                    .collect();
+                self.listed.sort();
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn threads_meet_at_the_barrier_readdir_hands_its_names_and_untimed_calls_are_not_counted() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), "").unwrap();
+        std::fs::write(d.path().join("b"), "").unwrap();
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let barrier = Rendezvous::new(2);
+        let stop = AtomicBool::new(false);
+        let w = window(&clk, None);
+        let run_one = |wait: bool| {
+            let mut src = Staged { wait, step: 0, listed: Vec::new(), before: None, after: None, real: Vec::new() };
+            let mut e = iolab_engine::build("null", 1, 4096).unwrap();
+            let mut names = Names::new(d.path());
+            let mut all = Acc::default();
+            let end = run(&mut src, &mut *e, &mut names, &clk, w, &stop, &barrier, &mut |_, a| all.merge(&a));
+            barrier.leave();
+            all.merge(&end.acc);
+            (src, all)
+        };
+        let (slow, fast) = std::thread::scope(|s| {
+            let slow = s.spawn(|| run_one(true));
+            let fast = s.spawn(|| run_one(false));
+            (slow.join().unwrap(), fast.join().unwrap())
+        });
+        for (src, acc) in [&slow, &fast] {
+            assert_eq!(src.listed, ["a", "b"], "the names reach the source");
+            assert_eq!(
+                (acc.get(OpClass::Readdir).ops, acc.get(OpClass::Stat).ops),
+                (1, 0),
+                "the untimed stat is not counted"
+            );
+        }
+        let (slow_in, fast_out) = (slow.0.before.unwrap(), fast.0.after.unwrap());
+        assert!(fast_out >= slow_in, "the fast thread went on only once the slow one had arrived");
+        assert!(fast.0.real[1] - fast.0.real[0] >= Duration::from_millis(200), "it waited for the slow one");
     }
 }

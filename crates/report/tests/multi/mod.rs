@@ -83,6 +83,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 total: part,
                 error: None,
                 per_thread: Vec::new(),
+                workload: Default::default(),
                 replay: None,
             });
         }
@@ -115,6 +116,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         .collect();
     PhaseResult {
         workload: Default::default(),
+        notes: Vec::new(),
         name: name.into(),
         elapsed_s: elapsed,
         interrupted: false,

@@ -93,7 +93,8 @@ mod tests {
         let now = Clock::now(&clk);
         let w = Window { start: now, t0: now, deadline: None };
         let mut names = Names::new(d.path());
-        let end = run(&mut src, &mut *e, &mut names, &clk, w, &AtomicBool::new(false), &mut |_, _| {});
+        let barrier = crate::rendezvous::Rendezvous::new(1);
+        let end = run(&mut src, &mut *e, &mut names, &clk, w, &AtomicBool::new(false), &barrier, &mut |_, _| {});
         assert!(end.error.is_none(), "{:?}", end.error);
         assert_eq!(std::fs::metadata(d.path().join("append.log")).unwrap().len(), 5120);
         let count = |c| end.acc.get(c).ops;
@@ -103,7 +104,7 @@ mod tests {
         );
         // A second run finds the log there: O_EXCL refuses, and the job says why.
         let mut again = AppendLog::new(512, 10, 4);
-        let end = run(&mut again, &mut *e, &mut names, &clk, w, &AtomicBool::new(false), &mut |_, _| {});
+        let end = run(&mut again, &mut *e, &mut names, &clk, w, &AtomicBool::new(false), &barrier, &mut |_, _| {});
         assert!(end.error.unwrap().contains("File exists"));
     }
 }

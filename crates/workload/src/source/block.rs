@@ -164,7 +164,11 @@ impl Source for BlockSource<'_> {
                 OpKind::Write
             }
         };
-        Next::Issue(Issue { call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len }, due })
+        Next::Issue(Issue {
+            call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len },
+            due,
+            timed: true,
+        })
     }
 
     #[inline]

@@ -1,87 +1,150 @@
-//! bonnie++ 2.0's tests, one after another in one thread, in a directory of its own
-//! (`iolab.<job>.<thread>`, made with O_EXCL): per-character write (1-byte write(2) calls, as
-//! bonnie++ 2.0 issues them, over the first 3 MiB), block write, rewrite (read a chunk, dirty
-//! it, seek back, write), per-character read, block read, random seeks (lseek and read of a
-//! chunk, one in ten written back), then sequential and random create, stat and delete of empty
-//! files. Each test's rate and %CPU (the process's CPU time over the test's wall time, as
-//! bonnie++ takes it from getrusage) are the workload figures, under bonnie++'s CSV names;
-//! [`csv_line`] prints them as bonnie++'s `-q` line. bonnie++'s 5 seekers are one here: the
-//! 8192 seeks run in this thread, one after another.
+//! bonnie++ 2.0's tests, in its order, in a directory of the job's own (`iolab.<job>`): the
+//! first thread runs the tests one after another — per-character write (1-byte write(2)
+//! calls), block write, rewrite (read a chunk, dirty it, seek back, write), per-character
+//! read, block read — then every thread of the job is one of bonnie++'s seekers: they start
+//! together (a barrier), take tickets from one shared list (bonnie++'s pipe) until it is empty
+//! — lseek and read a chunk, one in ten dirtied and written back — and the test ends when the
+//! last one is done (a barrier again). Then the first thread alone runs the create tests:
+//! sequential create, stat and delete in directory (readdir) order, then random-named create,
+//! stat and delete in a shuffled order, each create and delete ending with a flush of the
+//! filesystem (bonnie++'s sync()), files optionally holding data and spread over directories
+//! (`-n number:max:min:dirs`), with `-b`'s fsyncs. Each test's wall time, the process's CPU
+//! time over it (getrusage's, as bonnie++ takes it) and its longest unit of work (bonnie++'s
+//! latency: a chunk of 1-byte calls, a block, a seek, a file) are the figures, under bonnie++'s
+//! CSV names; [`csv_line`] prints them as bonnie++'s `-q` line.
 
 use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
 use crate::clock::Stamp;
 use iolab_engine::{OpKind, Whence};
 use iolab_spec::BonnieJob;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io;
-use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 const FILE: u32 = 0;
 
-/// The tests in bonnie++'s order, with their CSV names.
-const TESTS: [&str; 12] = [
-    "putc",
-    "put_block",
-    "rewrite",
-    "getc",
-    "get_block",
-    "seeks",
-    "seq_create",
-    "seq_stat",
-    "seq_del",
-    "ran_create",
-    "ran_stat",
-    "ran_del",
-];
-const CPU: [&str; 12] = [
-    "putc_cpu",
-    "put_block_cpu",
-    "rewrite_cpu",
-    "getc_cpu",
-    "get_block_cpu",
-    "seeks_cpu",
-    "seq_create_cpu",
-    "seq_stat_cpu",
-    "seq_del_cpu",
-    "ran_create_cpu",
-    "ran_stat_cpu",
-    "ran_del_cpu",
-];
+use iolab_model::figures::bonnie::{AMOUNT, CPU, LATENCY, SECS, TESTS};
 
-/// One finished test: wall seconds, CPU seconds, and what it did (bytes, seeks or files).
+const PUTC: usize = 0;
+const PUT_BLOCK: usize = 1;
+const REWRITE: usize = 2;
+const GETC: usize = 3;
+const GET_BLOCK: usize = 4;
+const SEEKS: usize = 5;
+const SEQ_CREATE: usize = 6;
+const SEQ_STAT: usize = 7;
+const SEQ_DEL: usize = 8;
+const RAN_CREATE: usize = 9;
+const RAN_STAT: usize = 10;
+const RAN_DEL: usize = 11;
+
+/// bonnie++'s seek tickets, which its seekers take from one pipe: the chunk each seek reads,
+/// and whether it writes it back (one in ten). Shared by the job's threads.
+#[derive(Debug)]
+pub struct Tickets {
+    list: Vec<(u64, bool)>,
+    next: AtomicUsize,
+    /// The first thread stopped before the seek test (an error, a stop): the seekers go home.
+    abort: AtomicBool,
+}
+
+impl Tickets {
+    /// `b.seeks` tickets as bonnie++ draws them: a random number, an update when it is a
+    /// multiple of 10, the chunk at the number modulo the file's chunks.
+    pub fn new(b: &BonnieJob, seed: u64) -> Tickets {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7365_656b_7300);
+        let chunks = b.blocks().max(1);
+        let list = (0..b.seeks)
+            .map(|_| {
+                let t = (rng.next_u32() & 0x7fff_ffff) as u64;
+                (t % chunks, t.is_multiple_of(10))
+            })
+            .collect();
+        Tickets { list, next: AtomicUsize::new(0), abort: AtomicBool::new(false) }
+    }
+
+    fn take(&self) -> Option<(u64, bool)> {
+        self.list.get(self.next.fetch_add(1, Ordering::Relaxed)).copied()
+    }
+}
+
+/// What the source does next: a call, or a mark on its own clock.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Do(Issue),
+    /// The test's clock starts (after its file is open, as bonnie++'s `timer.start()`).
+    Start,
+    /// The test's clock stops (after its fsync and close, or its sync).
+    Stop,
+    /// A unit of the test (bonnie++'s `dur.start()`/`dur.stop()`): its longest is the latency.
+    UnitStart,
+    UnitEnd,
+    /// The job's threads line up (the seekers' start and end).
+    Barrier,
+}
+
+/// One finished test.
 #[derive(Debug, Clone, Copy, Default)]
 struct Done {
     secs: f64,
     cpu: f64,
     amount: f64,
+    latency_ns: u64,
+}
+
+/// A file of the create tests: its name, the directory it is in, its size.
+#[derive(Debug, Clone, Copy)]
+struct FileRec {
+    id: NameId,
+    dir: u32,
+    size: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Pre,
+    Body,
+    Post,
+    Over,
 }
 
 pub struct Bonnie {
     b: BonnieJob,
-    root: PathBuf,
+    tickets: Arc<Tickets>,
     dir: String,
+    thread: u32,
     rng: Xoshiro256PlusPlus,
-    /// The test running (index into TESTS; 12 is the cleanup).
+    /// The test running (index into TESTS; 12: done).
     test: usize,
-    /// Units of the test queued so far.
+    part: Part,
+    /// Units of the test's body queued so far.
     unit: u64,
-    queue: VecDeque<Call>,
+    queue: VecDeque<Item>,
     started: Option<(Stamp, f64)>,
+    unit_at: Option<Stamp>,
+    latency_ns: u64,
+    amount: u64,
     done: [Option<Done>; 12],
+    top_id: Option<NameId>,
     data_id: Option<NameId>,
-    dir_id: Option<NameId>,
-    names: Vec<NameId>,
-    /// Which create-test files exist (the sequential set, then the random set).
+    test_dir: Option<NameId>,
+    subdirs: Vec<NameId>,
+    /// The create tests' files, in the order they are made.
+    files: Vec<FileRec>,
+    by_name: HashMap<String, usize>,
+    /// The order the stat and delete tests take them (readdir's, or shuffled).
+    order: Vec<usize>,
+    /// Which directory the readdir-ordered tests list next.
+    listing: u32,
     exists: Vec<bool>,
-    /// Orders of the random tests.
-    orders: [Vec<usize>; 3],
     data_exists: bool,
+    test_dir_exists: bool,
+    subdirs_exist: bool,
     open: bool,
     cleaning: bool,
-    current: String,
 }
 
 fn cpu_now() -> f64 {
@@ -90,194 +153,385 @@ fn cpu_now() -> f64 {
 }
 
 impl Bonnie {
-    pub fn new(job: &str, b: &BonnieJob, seed: u64, thread: u32, root: PathBuf) -> Bonnie {
+    pub fn new(job: &str, b: &BonnieJob, tickets: Arc<Tickets>, seed: u64, thread: u32) -> Bonnie {
         Bonnie {
             b: b.clone(),
-            root,
-            dir: format!("iolab.{job}.{thread}"),
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x626f_6e6e_6965_0000 ^ thread as u64),
-            test: 0,
+            tickets,
+            dir: format!("iolab.{job}"),
+            thread,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x626f_6e6e_6965_0000),
+            test: if thread == 0 { PUTC } else { SEEKS },
+            part: Part::Pre,
             unit: 0,
             queue: VecDeque::new(),
             started: None,
+            unit_at: None,
+            latency_ns: 0,
+            amount: 0,
             done: [None; 12],
+            top_id: None,
             data_id: None,
-            dir_id: None,
-            names: Vec::new(),
+            test_dir: None,
+            subdirs: Vec::new(),
+            files: Vec::new(),
+            by_name: HashMap::new(),
+            order: Vec::new(),
+            listing: 0,
             exists: Vec::new(),
-            orders: [Vec::new(), Vec::new(), Vec::new()],
             data_exists: false,
+            test_dir_exists: false,
+            subdirs_exist: false,
             open: false,
             cleaning: false,
-            current: String::new(),
         }
     }
 
-    fn files(&self) -> usize {
-        self.b.num_files as usize * 1024
+    fn main(&self) -> bool {
+        self.thread == 0
     }
 
-    /// Register the names: the data file, then the create tests' files (bonnie++'s names: a
-    /// 7-digit number and up to 12 random characters).
-    fn name_all(&mut self, ctx: &mut Ctx) -> Result<(), String> {
-        self.dir_id = Some(ctx.names.add(&self.dir)?);
-        self.data_id = Some(ctx.names.add(format!("{}/Bonnie.data", self.dir))?);
-        let n = self.files();
-        const ALNUM: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
-        for set in 0..2 {
-            for i in 0..n {
-                let len = self.rng.random_range(0..=12usize);
-                let tail: String = (0..len).map(|_| ALNUM[self.rng.random_range(0..ALNUM.len())] as char).collect();
-                // The random set's names start with random characters, so they do not sort in order.
-                let name = if set == 0 { format!("{i:07}{tail}") } else { format!("{tail}{i:07}") };
-                self.names.push(ctx.names.add(format!("{}/{name}", self.dir))?);
+    fn name_dirs(&mut self, ctx: &mut Ctx) -> Result<(), String> {
+        let pid = std::process::id();
+        self.top_id = Some(ctx.names.add(&self.dir)?);
+        self.data_id = Some(ctx.names.add(format!("{}/Bonnie.{pid}", self.dir))?);
+        // The create tests' directory takes the data file's name once it is gone, as in bonnie++.
+        self.test_dir = self.data_id;
+        if self.b.dirs > 1 {
+            for d in 0..self.b.dirs {
+                self.subdirs.push(ctx.names.add(format!("{}/Bonnie.{pid}/{d:05}", self.dir))?);
             }
-        }
-        self.exists = vec![false; 2 * n];
-        for o in self.orders.iter_mut() {
-            *o = (n..2 * n).collect();
-            o.shuffle(&mut self.rng);
         }
         Ok(())
     }
 
-    /// Which create-test file a name is: they were registered one after another, so the
-    /// index is the distance from the first (a search would make the create tests quadratic).
-    fn index(&self, name: NameId) -> Option<usize> {
-        let first = self.names.first()?.0;
-        let i = name.0.checked_sub(first)? as usize;
-        (self.names.get(i) == Some(&name)).then_some(i)
+    /// bonnie++'s `make_names`: a 10-hex-digit index and 0 to 12 random characters after it
+    /// (sequential) or before it (random), spread over the directories as it does (a
+    /// directory gets one more than its share before the next starts); and each file's size
+    /// (`min + rand % (max - min + 1)`, or `max`).
+    fn make_names(&mut self, ctx: &mut Ctx, random: bool) -> Result<(), String> {
+        const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let n = self.b.files() as usize;
+        let per_dir = n / self.b.dirs as usize;
+        let (mut in_dir, mut dir) = (0usize, 0u32);
+        let pid = std::process::id();
+        // The random set reuses the sequential set's name ids (its files are gone by then), and
+        // only the sequential tests look names up, so iolab's memory stays near bonnie++'s.
+        let ids: Vec<NameId> = self.files.iter().map(|f| f.id).collect();
+        self.files.clear();
+        self.by_name.clear();
+        self.by_name.shrink_to_fit();
+        for i in 0..n {
+            let len = self.rng.random_range(0..=12usize);
+            let extra: String = (0..len).map(|_| CHARS[self.rng.random_range(0..CHARS.len())] as char).collect();
+            let name = if random { format!("{extra}{i:010x}") } else { format!("{i:010x}{extra}") };
+            let sub = if self.b.dirs > 1 { format!("{dir:05}/") } else { String::new() };
+            let path = format!("{}/Bonnie.{pid}/{sub}{name}", self.dir);
+            let id = match ids.get(i) {
+                Some(id) => {
+                    ctx.names.reuse(*id, path)?;
+                    *id
+                }
+                None => ctx.names.add(path)?,
+            };
+            let range = self.b.max_size - self.b.min_size;
+            let size = if range > 0 { self.b.min_size + self.rng.random_range(0..=range) } else { self.b.max_size };
+            if !random {
+                self.by_name.insert(format!("{dir}/{name}"), i);
+            }
+            self.files.push(FileRec { id, dir, size });
+            in_dir += 1;
+            if in_dir > per_dir {
+                in_dir = 0;
+                dir += 1;
+            }
+        }
+        self.exists = vec![false; n];
+        Ok(())
+    }
+
+    /// bonnie++'s `random_sort`: each position swapped with a random one.
+    fn shuffle(&mut self) {
+        let n = self.files.len();
+        self.order = (0..n).collect();
+        for i in 0..n {
+            let j = self.rng.random_range(0..n);
+            self.order.swap(i, j);
+        }
+    }
+
+    fn dir_of(&self, d: u32) -> NameId {
+        if self.subdirs.is_empty() {
+            self.test_dir.unwrap_or(NameId(u32::MAX))
+        } else {
+            self.subdirs[d as usize]
+        }
     }
 
     fn data(&self) -> NameId {
         self.data_id.unwrap_or(NameId(u32::MAX))
     }
 
-    /// Queue the calls of the test's next unit; false when the test is over.
-    fn queue_unit(&mut self) -> bool {
+    /// Queue the calls before the test's clock starts, and its start.
+    fn pre(&mut self) {
+        let d = |kind, offset, len| Item::Do(Issue::now(Call::Data { kind, file: FILE, offset, len }));
+        let data = self.data();
+        let create = OpenFlags { read: true, write: true, create: true, exclusive: true, ..Default::default() };
+        let rw = OpenFlags { read: true, write: true, ..Default::default() };
+        let q = &mut self.queue;
+        match self.test {
+            PUTC | PUT_BLOCK => {
+                // bonnie++ makes the file anew for each write test (unlink, O_CREAT|O_EXCL).
+                if self.data_exists {
+                    q.push_back(Item::Do(Issue::now(Call::Unlink { name: data })));
+                }
+                q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: create })));
+            }
+            REWRITE | GET_BLOCK => {
+                q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw })));
+                q.push_back(d(OpKind::Seek(Whence::Set), 0, 0));
+            }
+            GETC => q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw }))),
+            SEEKS => {
+                // The seekers start together, each with the file open on its own.
+                q.push_back(Item::Barrier);
+                q.push_back(Item::Start);
+                q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw })));
+                return;
+            }
+            SEQ_CREATE | RAN_CREATE => {
+                if let Some(t) = self.test_dir {
+                    q.push_back(Item::Do(Issue::untimed(Call::Mkdir { name: t })));
+                }
+                for s in &self.subdirs {
+                    q.push_back(Item::Do(Issue::untimed(Call::Mkdir { name: *s })));
+                }
+            }
+            _ => {}
+        }
+        q.push_back(Item::Start);
+    }
+
+    /// Queue the test's next unit; false when its body is over.
+    fn body(&mut self) -> bool {
         let u = self.unit;
         self.unit += 1;
         let chunk = self.b.chunk_size.0 as u32;
-        let blocks = self.b.blocks();
-        let chars = self.b.char_size.0;
-        let data = self.data();
-        let n = self.files() as u64;
-        let rw = OpenFlags { read: true, write: true, ..Default::default() };
-        let create = OpenFlags { create: true, exclusive: true, ..rw };
-        let ro = OpenFlags { read: true, ..Default::default() };
-        let d = |kind, offset, len| Call::Data { kind, file: FILE, offset, len };
-        let q = &mut self.queue;
-        // A test over a file: open, `body` units, then the calls after.
-        let framed = |q: &mut VecDeque<Call>, open: OpenFlags, body: u64, pre: &[Call]| -> Option<u64> {
-            if u == 0 {
-                q.extend(pre.iter().copied());
-                q.push_back(Call::Open { name: data, file: FILE, flags: open });
-                None
-            } else if u <= body {
-                Some(u - 1)
-            } else if u == body + 1 {
-                if open.write {
-                    q.push_back(d(OpKind::Fsync, 0, 0));
-                }
-                q.push_back(Call::Close { file: FILE });
-                None
-            } else {
-                None
-            }
-        };
-        let over = |q: &VecDeque<Call>| q.is_empty();
+        let d = |kind, offset, len| Item::Do(Issue::now(Call::Data { kind, file: FILE, offset, len }));
+        let mut q: Vec<Item> = Vec::new();
         match self.test {
-            0 => {
-                if framed(q, create, chars, &[]).is_some() {
-                    q.push_back(d(OpKind::WriteCur, 0, 1));
-                }
-            }
-            1 => {
-                if framed(q, create, blocks, &[Call::Unlink { name: data }]).is_some() {
-                    q.push_back(d(OpKind::WriteCur, 0, chunk));
-                }
-            }
-            2 => {
-                if let Some(j) = framed(q, rw, blocks, &[]) {
-                    q.push_back(d(OpKind::ReadCur, 0, chunk));
-                    q.push_back(d(OpKind::Seek(Whence::Set), j * chunk as u64, 0));
-                    q.push_back(d(OpKind::WriteCur, 0, chunk));
-                }
-            }
-            3 => {
-                if framed(q, ro, chars, &[]).is_some() {
-                    q.push_back(d(OpKind::ReadCur, 0, 1));
-                }
-            }
-            4 => {
-                if framed(q, ro, blocks, &[]).is_some() {
-                    q.push_back(d(OpKind::ReadCur, 0, chunk));
-                }
-            }
-            5 => {
-                if framed(q, rw, self.b.seeks as u64, &[]).is_some() {
-                    let at = self.rng.random_range(0..blocks.max(1)) * chunk as u64;
-                    q.push_back(d(OpKind::Seek(Whence::Set), at, 0));
-                    q.push_back(d(OpKind::ReadCur, 0, chunk));
-                    if self.rng.random_range(0..10u32) == 0 {
-                        q.push_back(d(OpKind::Seek(Whence::Set), at, 0));
-                        q.push_back(d(OpKind::WriteCur, 0, chunk));
-                    }
-                }
-            }
-            t @ 6..=11 => {
-                if u >= n {
+            PUTC | GETC => {
+                // A unit is a chunk's worth of 1-byte calls, as bonnie++ times them.
+                let units = self.b.char_size.0 / chunk as u64;
+                if u >= units {
                     return false;
                 }
-                let i = match t {
-                    6..=8 => u as usize,
-                    9 => self.orders[0][u as usize],
-                    10 => self.orders[1][u as usize],
-                    _ => self.orders[2][u as usize],
-                };
-                let name = self.names[i];
-                match t {
-                    6 | 9 => {
-                        let flags = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
-                        q.push_back(Call::Open { name, file: FILE, flags });
-                        q.push_back(Call::Close { file: FILE });
-                    }
-                    7 | 10 => q.push_back(Call::Stat { name }),
-                    _ => q.push_back(Call::Unlink { name }),
+                let kind = if self.test == PUTC { OpKind::WriteCur } else { OpKind::ReadCur };
+                q.push(Item::UnitStart);
+                q.extend(std::iter::repeat_n(d(kind, 0, 1), chunk as usize));
+                q.push(Item::UnitEnd);
+                self.amount += chunk as u64;
+            }
+            PUT_BLOCK | GET_BLOCK => {
+                if u >= self.b.blocks() {
+                    return false;
                 }
+                let kind = if self.test == PUT_BLOCK { OpKind::WriteCur } else { OpKind::ReadCur };
+                q.extend([Item::UnitStart, d(kind, 0, chunk), Item::UnitEnd]);
+                self.amount += chunk as u64;
+            }
+            REWRITE => {
+                if u >= self.b.blocks() {
+                    return false;
+                }
+                q.extend([
+                    Item::UnitStart,
+                    d(OpKind::ReadCur, 0, chunk),
+                    d(OpKind::Seek(Whence::Set), u * chunk as u64, 0),
+                    d(OpKind::WriteCur, 0, chunk),
+                    Item::UnitEnd,
+                ]);
+                self.amount += chunk as u64;
+            }
+            SEEKS => {
+                if self.tickets.abort.load(Ordering::Relaxed) {
+                    return false;
+                }
+                let Some((at, update)) = self.tickets.take() else { return false };
+                let at = at * chunk as u64;
+                q.extend([Item::UnitStart, d(OpKind::Seek(Whence::Set), at, 0), d(OpKind::ReadCur, 0, chunk)]);
+                if update {
+                    q.extend([d(OpKind::Seek(Whence::Set), at, 0), d(OpKind::WriteCur, 0, chunk)]);
+                    if self.b.sync {
+                        q.push(d(OpKind::Fsync, 0, 0));
+                    }
+                }
+                q.push(Item::UnitEnd);
+                self.amount += 1;
+            }
+            SEQ_CREATE | RAN_CREATE => {
+                let Some(f) = self.files.get(u as usize).copied() else { return false };
+                let flags = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
+                q.push(Item::UnitStart);
+                q.push(Item::Do(Issue::now(Call::Open { name: f.id, file: FILE, flags })));
+                let mut left = f.size;
+                while left > 0 {
+                    let len = left.min(chunk as u64) as u32;
+                    q.push(d(OpKind::WriteCur, 0, len));
+                    left -= len as u64;
+                }
+                if self.b.sync {
+                    q.push(d(OpKind::Fsync, 0, 0));
+                    q.push(Item::Do(Issue::now(Call::FsyncDir { name: self.dir_of(f.dir) })));
+                }
+                q.extend([Item::Do(Issue::now(Call::Close { file: FILE })), Item::UnitEnd]);
+                self.amount += 1;
+            }
+            SEQ_STAT | SEQ_DEL | RAN_STAT | RAN_DEL => {
+                // Sequential: each directory listed (a timed readdir), its files in the order
+                // listed; random: the shuffled order.
+                let seq = matches!(self.test, SEQ_STAT | SEQ_DEL);
+                if seq && self.order.is_empty() {
+                    if self.listing >= self.b.dirs {
+                        return false;
+                    }
+                    let dir = self.dir_of(self.listing);
+                    self.listing += 1;
+                    self.queue.push_back(Item::Do(Issue::now(Call::Readdir { name: dir })));
+                    return true;
+                }
+                let Some(i) = (if seq { self.order.pop() } else { self.order.get(u as usize).copied() }) else {
+                    return false;
+                };
+                let f = self.files[i];
+                q.push(Item::UnitStart);
+                if matches!(self.test, SEQ_STAT | RAN_STAT) {
+                    // bonnie++'s stat_file: stat, and a file with data is read whole.
+                    q.push(Item::Do(Issue::now(Call::Stat { name: f.id })));
+                    if f.size > 0 {
+                        let ro = OpenFlags { read: true, ..Default::default() };
+                        q.push(Item::Do(Issue::now(Call::Open { name: f.id, file: FILE, flags: ro })));
+                        let mut left = f.size;
+                        while left > 0 {
+                            let len = left.min(chunk as u64) as u32;
+                            q.push(d(OpKind::ReadCur, 0, len));
+                            left -= len as u64;
+                        }
+                        q.push(Item::Do(Issue::now(Call::Close { file: FILE })));
+                    }
+                } else {
+                    q.push(Item::Do(Issue::now(Call::Unlink { name: f.id })));
+                    if self.b.sync {
+                        q.push(Item::Do(Issue::now(Call::FsyncDir { name: self.dir_of(f.dir) })));
+                    }
+                }
+                q.push(Item::UnitEnd);
+                self.amount += 1;
             }
             _ => return false,
         }
-        !over(q)
+        self.queue.extend(q);
+        true
     }
 
-    fn amount(&self, test: usize) -> f64 {
-        match test {
-            0 | 3 => self.b.char_size.0 as f64,
-            1 | 2 | 4 => (self.b.blocks() * self.b.chunk_size.0) as f64,
-            5 => self.b.seeks as f64,
-            _ => self.files() as f64,
+    /// Queue what ends the test: the file's fsync and close (bonnie++'s `Close()`), or the
+    /// directories' removal and the flush (its `sync()`), then the clock's stop.
+    fn post(&mut self) {
+        let q = &mut self.queue;
+        let top = self.top_id.unwrap_or(NameId(u32::MAX));
+        match self.test {
+            PUTC | PUT_BLOCK | REWRITE | GETC | GET_BLOCK | SEEKS => {
+                q.push_back(Item::Do(Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 })));
+                q.push_back(Item::Do(Issue::now(Call::Close { file: FILE })));
+                if self.test == SEEKS {
+                    // The test ends when the last seeker is done.
+                    q.push_back(Item::Barrier);
+                }
+            }
+            SEQ_CREATE | RAN_CREATE => q.push_back(Item::Do(Issue::now(Call::SyncFs { name: top }))),
+            SEQ_DEL | RAN_DEL => {
+                for s in &self.subdirs {
+                    q.push_back(Item::Do(Issue::now(Call::Rmdir { name: *s })));
+                }
+                if let Some(t) = self.test_dir {
+                    q.push_back(Item::Do(Issue::now(Call::Rmdir { name: t })));
+                }
+                q.push_back(Item::Do(Issue::now(Call::SyncFs { name: top })));
+            }
+            _ => {}
+        }
+        q.push_back(Item::Stop);
+    }
+
+    /// Whether the first thread runs test `t`: per-character tests with a per-character size,
+    /// create tests with files.
+    fn runs(&self, t: usize) -> bool {
+        match t {
+            PUTC | GETC => self.b.char_size.0 >= self.b.chunk_size.0,
+            SEQ_CREATE..=RAN_DEL => self.b.num_files > 0,
+            _ => t < 12,
         }
     }
 
-    /// Calls that leave nothing behind: close, delete the data file and the created files, the
-    /// directory.
+    /// Calls that leave nothing behind (untimed): close, the data file, the create tests'
+    /// files and directories, the job's directory.
     fn queue_cleanup(&mut self) {
         self.queue.clear();
+        let u = |call| Item::Do(Issue::untimed(call));
         if self.open {
-            self.queue.push_back(Call::Close { file: FILE });
+            self.queue.push_back(u(Call::Close { file: FILE }));
+        }
+        if !self.main() {
+            return;
         }
         if self.data_exists {
-            self.queue.push_back(Call::Unlink { name: self.data() });
+            self.queue.push_back(u(Call::Unlink { name: self.data() }));
         }
         for (i, e) in self.exists.iter().enumerate() {
             if *e {
-                self.queue.push_back(Call::Unlink { name: self.names[i] });
+                self.queue.push_back(u(Call::Unlink { name: self.files[i].id }));
             }
         }
-        if let Some(d) = self.dir_id {
-            self.queue.push_back(Call::Rmdir { name: d });
+        if self.subdirs_exist {
+            for s in &self.subdirs {
+                self.queue.push_back(u(Call::Rmdir { name: *s }));
+            }
         }
+        if self.test_dir_exists {
+            if let Some(t) = self.test_dir {
+                self.queue.push_back(u(Call::Rmdir { name: t }));
+            }
+        }
+        if let Some(d) = self.top_id {
+            self.queue.push_back(u(Call::Rmdir { name: d }));
+        }
+    }
+
+    /// Move to the next test the first thread runs (the seekers have only the one).
+    fn next_test(&mut self, ctx: &mut Ctx) -> Result<(), String> {
+        if !self.main() {
+            self.test = 12;
+            return Ok(());
+        }
+        let from = self.test;
+        self.test += 1;
+        while self.test < 12 && !self.runs(self.test) {
+            self.test += 1;
+        }
+        if from <= SEEKS && self.test > SEEKS && self.data_exists {
+            // The data file goes before the create tests, as bonnie++ deletes it.
+            self.queue.push_back(Item::Do(Issue::untimed(Call::Unlink { name: self.data() })));
+        }
+        match self.test {
+            SEQ_CREATE => self.make_names(ctx, false)?,
+            RAN_CREATE => self.make_names(ctx, true)?,
+            RAN_STAT | RAN_DEL => self.shuffle(),
+            SEQ_STAT | SEQ_DEL => {
+                self.order.clear();
+                self.listing = 0;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 
@@ -286,22 +540,12 @@ impl Source for Bonnie {
         self.b.chunk_size.0 as usize
     }
 
-    fn setup(&mut self) -> Result<Vec<super::SetupFile>, String> {
-        let top = self.root.join(&self.dir);
-        std::fs::create_dir(&top).map_err(|e| {
-            format!(
-                "creating {}: {e} (left by an interrupted run? remove it or choose another job name)",
-                top.display()
-            )
-        })?;
-        Ok(Vec::new())
-    }
-
     fn prime(&mut self, _slot: u32, buf: &mut [u8]) {
         buf.fill(0);
     }
 
-    /// Rewrite dirties what it read; the seekers' writes too (bonnie++ bumps a byte).
+    /// Rewrite dirties what it read; the block write's and the seekers' writes too (bonnie++
+    /// bumps a byte).
     fn fill(&mut self, _call: &Call, buf: &mut [u8]) {
         if let Some(b) = buf.first_mut() {
             *b = b.wrapping_add(1);
@@ -312,53 +556,105 @@ impl Source for Bonnie {
         if ctx.inflight > 0 {
             return Next::Drain;
         }
-        if self.dir_id.is_none() && self.name_all(ctx).is_err() {
-            return Next::Done;
+        if self.top_id.is_none() {
+            if self.name_dirs(ctx).is_err() {
+                return Next::Done;
+            }
+            if self.main() {
+                // The job's directory, before the tests (not part of any).
+                if let Some(top) = self.top_id {
+                    self.queue.push_back(Item::Do(Issue::untimed(Call::Mkdir { name: top })));
+                }
+                if !self.runs(PUTC) && self.next_test(ctx).is_err() {
+                    return Next::Done;
+                }
+            }
         }
         if ctx.ending && !self.cleaning {
             self.cleaning = true;
+            self.tickets.abort.store(true, Ordering::Relaxed);
             self.queue_cleanup();
         }
         loop {
-            if let Some(call) = self.queue.pop_front() {
-                if !self.cleaning && self.started.is_none() {
-                    self.started = Some((ctx.now, cpu_now()));
+            if let Some(item) = self.queue.pop_front() {
+                match item {
+                    Item::Do(issue) => return Next::Issue(issue),
+                    Item::Barrier => return Next::Barrier,
+                    Item::Start if self.test == SEEKS && self.tickets.abort.load(Ordering::Relaxed) => {
+                        // The first thread stopped before the seeks: nothing to seek in.
+                        self.cleaning = true;
+                        self.queue_cleanup();
+                    }
+                    Item::Start => {
+                        self.started = Some((ctx.now, cpu_now()));
+                        self.latency_ns = 0;
+                        self.amount = 0;
+                    }
+                    Item::UnitStart => self.unit_at = Some(ctx.now),
+                    Item::UnitEnd => {
+                        if let Some(t) = self.unit_at.take() {
+                            self.latency_ns =
+                                self.latency_ns.max(ctx.now.saturating_duration_since(t).as_nanos() as u64);
+                        }
+                    }
+                    Item::Stop => {
+                        if let Some((t0, c0)) = self.started.take() {
+                            let secs = ctx.now.saturating_duration_since(t0).as_secs_f64();
+                            let cpu = if self.main() { cpu_now() - c0 } else { 0.0 };
+                            self.done[self.test] =
+                                Some(Done { secs, cpu, amount: self.amount as f64, latency_ns: self.latency_ns });
+                        }
+                    }
                 }
-                return Next::Issue(Issue::now(call));
-            }
-            if self.cleaning {
-                return Next::Done;
-            }
-            if self.queue_unit() {
                 continue;
             }
-            // The test is over.
-            if let Some((t0, c0)) = self.started.take() {
-                let secs = ctx.now.saturating_duration_since(t0).as_secs_f64();
-                self.done[self.test] = Some(Done { secs, cpu: cpu_now() - c0, amount: self.amount(self.test) });
+            if self.cleaning || self.test >= 12 {
+                if !self.cleaning {
+                    self.cleaning = true;
+                    self.queue_cleanup();
+                    continue;
+                }
+                return Next::Done;
             }
-            self.test += 1;
-            self.unit = 0;
-            if self.test == 6 && self.data_exists {
-                // The data file goes before the create tests, as bonnie++ deletes it.
-                self.queue.push_back(Call::Unlink { name: self.data() });
-            }
-            if self.test >= 12 {
-                self.cleaning = true;
-                self.queue_cleanup();
+            match self.part {
+                Part::Pre => {
+                    self.pre();
+                    self.part = Part::Body;
+                    self.unit = 0;
+                }
+                Part::Body => {
+                    if !self.body() {
+                        self.part = Part::Post;
+                    }
+                }
+                Part::Post => {
+                    self.post();
+                    self.part = Part::Over;
+                }
+                Part::Over => {
+                    if self.next_test(ctx).is_err() {
+                        return Next::Done;
+                    }
+                    self.part = Part::Pre;
+                }
             }
         }
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
         let data = self.data();
+        let file_of = |name: &NameId, files: &[FileRec]| -> Option<usize> {
+            let first = files.first()?.id.0;
+            let i = name.0.checked_sub(first)? as usize;
+            (files.get(i).map(|f| f.id) == Some(*name)).then_some(i)
+        };
         match (call, r) {
             (Call::Open { name, flags, .. }, Ok(_)) => {
                 self.open = true;
-                if *name == data {
+                if *name == data && !self.test_dir_exists {
                     self.data_exists = true;
                 } else if flags.create {
-                    if let Some(i) = self.index(*name) {
+                    if let Some(i) = file_of(name, &self.files) {
                         self.exists[i] = true;
                     }
                 }
@@ -367,21 +663,58 @@ impl Source for Bonnie {
             (Call::Unlink { name }, Ok(_)) => {
                 if *name == data {
                     self.data_exists = false;
-                } else if let Some(i) = self.index(*name) {
+                } else if let Some(i) = file_of(name, &self.files) {
                     self.exists[i] = false;
                 }
             }
+            (Call::Mkdir { name }, Ok(_)) if Some(*name) == self.test_dir => self.test_dir_exists = true,
+            (Call::Mkdir { name }, Ok(_)) if self.subdirs.contains(name) => self.subdirs_exist = true,
+            (Call::Rmdir { name }, Ok(_)) if Some(*name) == self.test_dir => self.test_dir_exists = false,
+            (Call::Rmdir { name }, Ok(_)) if self.subdirs.last() == Some(name) => self.subdirs_exist = false,
+            (Call::Readdir { .. }, Ok(_)) => {
+                // The files of the directory just listed, in the order listed (popped from
+                // the back, so stacked in reverse).
+                let d = self.listing - 1;
+                let mut listed: Vec<usize> = buf
+                    .split(|b| *b == 0)
+                    .filter(|n| !n.is_empty() && n[0] != b'.')
+                    .filter_map(|n| std::str::from_utf8(n).ok())
+                    .filter_map(|n| self.by_name.get(&format!("{d}/{n}")).copied())
+                    .collect();
+                listed.reverse();
+                self.order = listed;
+            }
             _ => {}
         }
-        self.current = format!("{}/{}", self.dir, if matches!(call, Call::Data { .. }) { "Bonnie.data" } else { "" });
-        match (call, r) {
-            (Call::Data { kind: OpKind::Seek(Whence::Set), .. }, Ok(_)) => Ok(()),
+        // Where, for an error (made only then: this runs after every 1-byte call).
+        let at = || match call {
+            Call::Data { .. } => format!("{}/Bonnie.{}", self.dir, std::process::id()),
+            _ => self.dir.clone(),
+        };
+        let failed = match (call, r) {
+            (Call::Data { kind: OpKind::Seek(Whence::Set), .. }, Ok(_)) => None,
             (Call::Data { len, offset, .. }, Ok(n)) if *n != *len as usize => {
-                Err(describe_failure(call, &self.current, *len, *offset, r))
+                Some(describe_failure(call, &at(), *len, *offset, r))
             }
-            (Call::Data { len, offset, .. }, Err(_)) => Err(describe_failure(call, &self.current, *len, *offset, r)),
-            (_, Err(_)) => Err(describe_failure(call, &self.current, 0, 0, r)),
-            _ => Ok(()),
+            (Call::Data { len, offset, .. }, Err(_)) => Some(describe_failure(call, &at(), *len, *offset, r)),
+            (Call::Mkdir { name }, Err(e)) if e.kind() == io::ErrorKind::AlreadyExists && Some(*name) == self.top_id => {
+                Some(format!("{} exists (left by an interrupted run?); bonnie works only in a directory it creates: remove it or choose another job name", self.dir))
+            }
+            (Call::Rmdir { name }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) && Some(*name) == self.top_id => {
+                Some(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir))
+            }
+            // Cleaning up after an error: what is already gone is fine.
+            (_, Err(e)) if self.cleaning && e.kind() == io::ErrorKind::NotFound => None,
+            (_, Err(_)) => Some(describe_failure(call, &at(), 0, 0, r)),
+            _ => None,
+        };
+        match failed {
+            Some(e) => {
+                // The seekers must not wait for a test that will not come.
+                self.tickets.abort.store(true, Ordering::Relaxed);
+                Err(e)
+            }
+            None => Ok(()),
         }
     }
 
@@ -389,50 +722,125 @@ impl Source for Bonnie {
         let mut out = Vec::new();
         for (i, d) in self.done.iter().enumerate() {
             let Some(d) = d else { continue };
-            if i >= 6 && self.files() == 0 {
-                continue;
+            out.push((AMOUNT[i], d.amount));
+            out.push((LATENCY[i], d.latency_ns as f64 / 1000.0));
+            if self.main() {
+                out.push((SECS[i], d.secs));
+                out.push((CPU[i], if d.secs > 0.0 { 100.0 * d.cpu / d.secs } else { 0.0 }));
             }
-            let rate = if d.secs > 0.0 { d.amount / d.secs } else { 0.0 };
-            // Bytes go as K/sec, as bonnie++ reports them.
-            let rate = if i <= 4 { rate / 1024.0 } else { rate };
-            out.push((TESTS[i], rate));
-            out.push((CPU[i], if d.secs > 0.0 { 100.0 * d.cpu / d.secs } else { 0.0 }));
         }
         out
     }
 }
 
+/// bonnie++'s latency as it prints it: whole µs under a tenth of a second, whole ms under 100
+/// s, else whole seconds (bon_time.cpp's `print_latency`).
+fn latency_text(us: f64) -> String {
+    let s = us / 1e6;
+    if us <= 0.0 {
+        String::new()
+    } else if s > 99.999999 {
+        format!("{}s", s as u64)
+    } else if s > 0.099999 {
+        format!("{}ms", (s * 1000.0) as u64)
+    } else {
+        format!("{}us", us as u64)
+    }
+}
+
+/// bonnie++'s sizes in its CSV (`print_size`): the largest unit that divides the value.
+fn size_text(mut v: u64, units: &[char]) -> String {
+    let mut i = 0;
+    while v > 0 && v.is_multiple_of(1024) && i + 1 < units.len() {
+        v /= 1024;
+        i += 1;
+    }
+    format!("{v}{}", units[i]).trim_end().to_string()
+}
+
 /// bonnie++ 2.0's CSV line (its `-q` output, what bon_csv2html and bon_csv2txt read): format
-/// 1.98, version, name, concurrency, seed, size, chunk size, seeks, seekers, the six file tests
-/// with %CPU, the create tests' parameters and results, then twelve latencies (left empty:
-/// iolab's latencies are in the JSON).
+/// 1.98, version, name, concurrency, seed, size, chunk size, seeks, seekers, the six I/O tests
+/// with %CPU, the create tests' parameters and results, then the twelve tests' latencies.
+/// Rates are printed whatever the test's length (bonnie++ prints `+++++` under half a second;
+/// the JSON has each test's seconds).
 pub fn csv_line(b: &BonnieJob, name: &str, seed: u64, f: &BTreeMap<String, f64>) -> String {
-    let v = |k: &str| f.get(k).map(|x| format!("{}", x.round() as u64)).unwrap_or_default();
+    let get = |k: &str| f.get(k).copied();
+    let int = |k: &str| get(k).map(|x| format!("{}", x.max(0.0) as u64)).unwrap_or_default();
     let mut cols: Vec<String> = vec![
         "1.98".into(),
         "2.00a".into(),
         name.replace(',', " "),
         "1".into(),
         (seed as u32).to_string(),
-        format!("{}M", b.file_size.0 >> 20),
-        if b.chunk_size.0 == 8192 { String::new() } else { b.chunk_size.0.to_string() },
+        size_text(b.file_size.0 >> 20, &['M', 'G']),
+        if b.chunk_size.0 == 8192 { String::new() } else { size_text(b.chunk_size.0, &[' ', 'k', 'm']) },
         b.seeks.to_string(),
-        "5".into(),
+        b.seekers.to_string(),
     ];
     for t in 0..6 {
-        cols.push(v(TESTS[t]));
-        cols.push(v(CPU[t]));
+        cols.push(match (t, get(TESTS[t])) {
+            (SEEKS, Some(x)) if x < 1000.0 => format!("{x:.1}"),
+            (SEEKS, Some(x)) => format!("{x:.0}"),
+            _ => int(TESTS[t]),
+        });
+        cols.push(int(CPU[t]));
     }
     if b.num_files > 0 {
         cols.push(b.num_files.to_string());
-    } else {
+        match (b.max_size, b.min_size) {
+            (0, _) => cols.extend([String::new(), String::new()]),
+            (max, 0) => cols.extend([max.to_string(), String::new()]),
+            (max, min) => cols.extend([max.to_string(), min.to_string()]),
+        }
+        // bonnie++ 2.0 never prints the file chunk size (its print_size writes past the NUL).
         cols.push(String::new());
+        cols.push(if b.dirs > 1 { b.dirs.to_string() } else { String::new() });
+    } else {
+        cols.extend(std::iter::repeat_n(String::new(), 5));
     }
-    cols.extend(std::iter::repeat_n(String::new(), 4));
     for t in 6..12 {
-        cols.push(v(TESTS[t]));
-        cols.push(v(CPU[t]));
+        cols.push(int(TESTS[t]));
+        cols.push(int(CPU[t]));
     }
-    cols.extend(std::iter::repeat_n(String::new(), 12));
+    for l in LATENCY {
+        cols.push(get(l).map(latency_text).unwrap_or_default());
+    }
     cols.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bonnie_s_latency_and_size_texts() {
+        assert_eq!(latency_text(5609.4), "5609us");
+        assert_eq!(latency_text(104_000.0), "104ms");
+        assert_eq!(latency_text(150e6), "150s");
+        assert_eq!(latency_text(0.0), "");
+        assert_eq!(size_text(1024, &['M', 'G']), "1G");
+        assert_eq!(size_text(16, &['M', 'G']), "16M");
+        assert_eq!(size_text(4096, &[' ', 'k', 'm']), "4k");
+    }
+
+    #[test]
+    fn tickets_are_bonnie_s_one_in_ten_updates_taken_once() {
+        let b = iolab_spec::JobPatch {
+            target: Some("/t".into()),
+            workload: Some(iolab_spec::WorkloadKind::Bonnie),
+            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
+            bonnie_ram: Some(iolab_spec::Bytes(0)),
+            ..Default::default()
+        }
+        .resolve("b")
+        .unwrap();
+        let iolab_spec::Workload::Bonnie(b) = &b.workload else { panic!() };
+        let t = Tickets::new(b, 1);
+        let all: Vec<_> = std::iter::from_fn(|| t.take()).collect();
+        assert_eq!(all.len(), 8192);
+        let updates = all.iter().filter(|x| x.1).count();
+        assert!((650..990).contains(&updates), "{updates} of 8192 written back");
+        assert!(all.iter().all(|x| x.0 < 2048), "chunks of the 16 MiB file");
+        assert!(t.take().is_none());
+    }
 }

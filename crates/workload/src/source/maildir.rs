@@ -1,9 +1,15 @@
-//! Mail delivery into maildirs, one delivering thread per source: each message is created in
-//! a mailbox's tmp/ (O_CREAT|O_EXCL), written, fsynced, closed, renamed into new/ and, when
-//! asked, new/ is fsynced; only then is it counted as delivered, so a run stopped at any
-//! instant (Ctrl-C, SIGKILL) leaves no message only in tmp/ that it counted. Each thread
-//! delivers into mailboxes of its own, in a directory `iolab.<job>.<thread>` it creates; at the
-//! end it removes the messages it delivered and its directories.
+//! Mail delivery into a pool of maildirs that every delivering thread shares, as Postal's
+//! threads drive one LMTP server: each message goes to a mailbox picked at random, is created
+//! in its tmp/ under a name unique to the message (maildir's `time.pid_thread.host` style:
+//! `1732371234.M123456P4242_3Q17.host,S=5120`), written, fsynced, closed, renamed into new/
+//! and, when asked, new/ is fsynced; only then is it counted as delivered, so a run stopped at
+//! any instant (Ctrl-C, SIGKILL) leaves no message only in tmp/ that it counted. Readers (a
+//! POP/IMAP server) list new/ of their mailboxes, move each message to cur/, read it whole and
+//! delete it. The pool, `iolab.<job>/box<N>/{tmp,new,cur}`, is made by the first deliverer
+//! before the start (the mailboxes exist before Postal delivers: layout, untimed) and, once
+//! every thread has stopped (the job's threads meet at a barrier), it removes what is left, the
+//! messages named by this process and then the directories (untimed): it never touches a file
+//! iolab did not create.
 
 use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
 use crate::clock::Stamp;
@@ -12,95 +18,172 @@ use iolab_spec::MaildirJob;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::io;
-use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 const FILE: u32 = 0;
 /// The largest write: a message goes out in writes of at most this.
 const CHUNK: u32 = 64 * 1024;
+const SUBDIRS: [&str; 3] = ["tmp", "new", "cur"];
+
+/// The pool of mailboxes the job's threads share, and how its messages are named.
+#[derive(Debug)]
+pub struct Pool {
+    /// `iolab.<job>`, under the target directory.
+    dir: String,
+    mailboxes: u32,
+    /// What every message of this process carries in its name: `P<pid>_`.
+    pid_tag: String,
+    /// The host part of the names, with `/` and `:` written as maildir says (`\057`, `\072`).
+    host: String,
+    /// The first deliverer made the pool (set before the start, read after it).
+    ready: std::sync::atomic::AtomicBool,
+}
+
+impl Pool {
+    pub fn new(job: &str, m: &MaildirJob) -> Pool {
+        let host = iolab_sysstat::hostname().replace('/', "\\057").replace(':', "\\072");
+        Pool {
+            dir: format!("iolab.{job}"),
+            mailboxes: m.mailboxes,
+            pid_tag: format!("P{}_", std::process::id()),
+            host,
+            ready: Default::default(),
+        }
+    }
+
+    fn boxdir(&self, mailbox: u32, sub: &str) -> String {
+        format!("{}/box{mailbox}/{sub}", self.dir)
+    }
+
+    /// A new message's name: seconds and microseconds of the wall clock, the process and
+    /// thread, the thread's message number (unique even within a microsecond), the host and
+    /// the size (`,S=`, as Courier and Dovecot write it).
+    fn message_name(&self, thread: u32, seq: u64, size: u64) -> String {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        format!("{}.M{}{}{thread}Q{seq}.{},S={size}", t.as_secs(), t.subsec_micros(), self.pid_tag, self.host)
+    }
+
+    /// The size of a message this process named (`name` as listed in new/ or cur/, with
+    /// cur/'s `:2,` flags or not); `None` for any other name.
+    fn ours(&self, name: &str) -> Option<u64> {
+        let base = name.split_once(':').map_or(name, |(b, _)| b);
+        let (head, size) = base.rsplit_once(",S=")?;
+        if !head.contains(&self.pid_tag) || !head.ends_with(&format!(".{}", self.host)) {
+            return None;
+        }
+        size.parse().ok()
+    }
+
+    /// Make the pool under `root`: the layout, before the start.
+    fn lay_out(&self, root: &std::path::Path) -> Result<(), String> {
+        for d in self.dirs() {
+            let p = root.join(&d);
+            std::fs::create_dir(&p).map_err(|e| {
+                format!(
+                    "creating {}: {e} (left by an interrupted run? mail delivery works only in a directory it creates: remove it or choose another job name)",
+                    p.display()
+                )
+            })?;
+        }
+        self.ready.store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    fn is_ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The directories, parents first.
+    fn dirs(&self) -> Vec<String> {
+        let mut v = vec![self.dir.clone()];
+        for b in 0..self.mailboxes {
+            v.push(format!("{}/box{b}", self.dir));
+            v.extend(SUBDIRS.iter().map(|s| self.boxdir(b, s)));
+        }
+        v
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Begin,
-    Write { left: u64 },
+    Write {
+        left: u64,
+    },
     Fsync,
     Close,
     Rename,
     DirSync,
-    Cleanup(usize),
+    EndBarrier,
+    /// The first deliverer, once everyone stopped: list the next directory of the pool.
+    Sweep(usize),
+    /// Remove the listed names of ours in that directory.
+    Remove(usize),
     RemoveDirs(usize),
     Done,
 }
 
-/// A delivered message: its mailbox, sequence number and size.
-#[derive(Debug, Clone, Copy)]
-struct Message {
-    mailbox: u32,
-    seq: u64,
-    size: u64,
-}
-
+/// One delivering thread.
 pub struct Maildir {
     m: MaildirJob,
-    root: PathBuf,
-    dir: String,
+    pool: std::sync::Arc<Pool>,
+    root: std::path::PathBuf,
     thread: u32,
     rng: Xoshiro256PlusPlus,
     step: Step,
-    current: Message,
-    delivered: Vec<Message>,
+    mailbox: u32,
+    size: u64,
+    name: String,
+    delivered: u64,
     started: Option<Stamp>,
     last: Option<Stamp>,
     after_discard: u64,
     bytes: u64,
     ids: Option<(NameId, NameId, NameId)>,
-    dirs: Vec<String>,
     seq: u64,
-    swept: bool,
-    leftovers: Vec<String>,
+    dirs: Vec<String>,
+    /// Names of ours listed in the directory being swept.
+    listed: Vec<String>,
     /// The message's last call (rename, or new/'s fsync) was issued; asked for the next call,
     /// the source knows it completed and counts the message.
     finishing: bool,
 }
 
 impl Maildir {
-    pub fn new(job: &str, m: &MaildirJob, seed: u64, thread: u32, root: PathBuf) -> Maildir {
+    pub fn new(
+        m: &MaildirJob,
+        pool: std::sync::Arc<Pool>,
+        seed: u64,
+        thread: u32,
+        root: std::path::PathBuf,
+    ) -> Maildir {
+        let dirs = pool.dirs();
         Maildir {
             m: m.clone(),
+            pool,
             root,
-            dir: format!("iolab.{job}.{thread}"),
             thread,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ (0x6d61_696c << 16) ^ thread as u64),
             step: Step::Begin,
-            current: Message { mailbox: 0, seq: 0, size: 0 },
-            delivered: Vec::new(),
+            mailbox: 0,
+            size: 0,
+            name: String::new(),
+            delivered: 0,
             started: None,
             last: None,
             after_discard: 0,
             bytes: 0,
             ids: None,
-            dirs: Vec::new(),
             seq: 0,
+            dirs,
+            listed: Vec::new(),
             finishing: false,
-            swept: false,
-            leftovers: Vec::new(),
-        }
-    }
-
-    /// A message's file name: unique in its mailbox, with its size (maildir's `S=`).
-    fn file(&self, m: &Message) -> String {
-        format!("{}.T{}.iolab,S={}", m.seq, self.thread, m.size)
-    }
-
-    fn in_box(&self, mailbox: u32, sub: &str, m: Option<&Message>) -> String {
-        match m {
-            Some(m) => format!("{}/box{mailbox}/{sub}/{}", self.dir, self.file(m)),
-            None => format!("{}/box{mailbox}/{sub}", self.dir),
         }
     }
 
     fn delivered_now(&mut self, now: Stamp) {
-        self.delivered.push(self.current);
-        self.bytes += self.current.size;
+        self.delivered += 1;
+        self.bytes += self.size;
         self.last = Some(now);
         if let Some(s) = self.started {
             if now.saturating_duration_since(s) >= self.m.discard {
@@ -109,20 +192,16 @@ impl Maildir {
         }
     }
 
-    fn set(&self, ctx: &mut Ctx, id: NameId, rel: &str) -> bool {
-        ctx.names.reuse(id, rel).is_ok()
+    /// The directory swept at `i`: each mailbox's tmp/, new/ and cur/.
+    fn swept(&self, i: usize) -> Option<String> {
+        let b = (i / SUBDIRS.len()) as u32;
+        (b < self.pool.mailboxes).then(|| self.pool.boxdir(b, SUBDIRS[i % SUBDIRS.len()]))
     }
 }
 
-/// messages_per_min from summed counts and the longest thread's measured seconds.
-pub fn derive_rates(f: &mut std::collections::BTreeMap<String, f64>) {
-    let g = |f: &std::collections::BTreeMap<String, f64>, k: &str| f.get(k).copied().unwrap_or(0.0);
-    let measured = g(f, "measured_s");
-    let rate = if measured > 0.0 { g(f, "messages_after_discard") / measured * 60.0 } else { 0.0 };
-    let el = g(f, "elapsed_s");
-    let per_s = if el > 0.0 { g(f, "messages") / el } else { 0.0 };
-    f.insert("messages_per_min".into(), rate);
-    f.insert("messages_per_s".into(), per_s);
+/// Reads the names a readdir listed (NUL-ended, see `Source::completed`).
+fn names(listing: &[u8]) -> impl Iterator<Item = &str> {
+    listing.split(|b| *b == 0).filter(|n| !n.is_empty()).filter_map(|n| std::str::from_utf8(n).ok())
 }
 
 impl Source for Maildir {
@@ -130,26 +209,10 @@ impl Source for Maildir {
         (self.m.max_size.0.clamp(1, CHUNK as u64)) as usize
     }
 
-    /// The mailboxes (box*/tmp, new, cur) are made before the start, untimed, in a directory
-    /// that must not exist yet.
+    /// The first deliverer makes the pool before the start (untimed).
     fn setup(&mut self) -> Result<Vec<super::SetupFile>, String> {
-        let top = self.root.join(&self.dir);
-        std::fs::create_dir(&top).map_err(|e| {
-            format!(
-                "creating {}: {e} (a directory left by an interrupted run? remove it or choose another job name)",
-                top.display()
-            )
-        })?;
-        self.dirs.push(self.dir.clone());
-        for b in 0..self.m.mailboxes {
-            for sub in [None, Some("tmp"), Some("new"), Some("cur")] {
-                let rel = match sub {
-                    None => format!("{}/box{b}", self.dir),
-                    Some(s) => self.in_box(b, s, None),
-                };
-                std::fs::create_dir(self.root.join(&rel)).map_err(|e| format!("creating {rel}: {e}"))?;
-                self.dirs.push(rel);
-            }
+        if self.thread == 0 {
+            self.pool.lay_out(&self.root)?;
         }
         Ok(Vec::new())
     }
@@ -162,15 +225,10 @@ impl Source for Maildir {
         }
     }
 
-    fn start(&mut self, at: Stamp) {
-        self.started = Some(at);
-    }
-
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if ctx.inflight > 0 {
             return Next::Drain;
         }
-        self.started.get_or_insert(ctx.now);
         if self.finishing && self.step == Step::Begin {
             self.finishing = false;
             self.delivered_now(ctx.now);
@@ -178,121 +236,123 @@ impl Source for Maildir {
         let (tmp, new, dir) = match self.ids {
             Some(ids) => ids,
             None => {
-                let (Ok(a), Ok(b), Ok(c)) =
-                    (ctx.names.add(&self.dir), ctx.names.add(&self.dir), ctx.names.add(&self.dir))
-                else {
+                let (Ok(a), Ok(b), Ok(c)) = (ctx.names.add("."), ctx.names.add("."), ctx.names.add(".")) else {
                     return Next::Done;
                 };
                 self.ids = Some((a, b, c));
                 (a, b, c)
             }
         };
+        if !self.pool.is_ready() {
+            return Next::Done; // the first deliverer could not make the pool; it says why
+        }
         let call = loop {
             match self.step {
                 Step::Begin => {
+                    self.started.get_or_insert(ctx.now);
                     let enough = self.m.messages.is_some_and(|n| self.seq >= n);
                     if ctx.ending || enough {
-                        self.step = Step::Cleanup(0);
+                        self.step = Step::EndBarrier;
                         continue;
                     }
-                    let mailbox = self.rng.random_range(0..self.m.mailboxes);
-                    let size = self.rng.random_range(self.m.min_size.0..=self.m.max_size.0);
+                    self.mailbox = self.rng.random_range(0..self.pool.mailboxes);
+                    self.size = self.rng.random_range(self.m.min_size.0..=self.m.max_size.0);
                     self.seq += 1;
-                    self.current = Message { mailbox, seq: self.seq, size };
-                    let t = self.in_box(mailbox, "tmp", Some(&self.current));
-                    if !self.set(ctx, tmp, &t) {
+                    self.name = self.pool.message_name(self.thread, self.seq, self.size);
+                    let t = format!("{}/{}", self.pool.boxdir(self.mailbox, "tmp"), self.name);
+                    if ctx.names.reuse(tmp, &t).is_err() {
                         return Next::Done;
                     }
-                    self.step = Step::Write { left: size };
+                    self.step = Step::Write { left: self.size };
                     let flags = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
-                    break Call::Open { name: tmp, file: FILE, flags };
+                    break Issue::now(Call::Open { name: tmp, file: FILE, flags });
                 }
                 Step::Write { left } if left > 0 => {
                     let len = left.min(self.buffer_len() as u64) as u32;
                     self.step = Step::Write { left: left - len as u64 };
-                    break Call::Data { kind: OpKind::WriteCur, file: FILE, offset: 0, len };
+                    break Issue::now(Call::Data { kind: OpKind::WriteCur, file: FILE, offset: 0, len });
                 }
                 Step::Write { .. } => self.step = Step::Fsync,
                 Step::Fsync => {
                     self.step = Step::Close;
-                    break Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 };
+                    break Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 });
                 }
                 Step::Close => {
                     self.step = Step::Rename;
-                    break Call::Close { file: FILE };
+                    break Issue::now(Call::Close { file: FILE });
                 }
                 Step::Rename => {
-                    let n = self.in_box(self.current.mailbox, "new", Some(&self.current));
-                    if !self.set(ctx, new, &n) {
+                    let n = format!("{}/{}", self.pool.boxdir(self.mailbox, "new"), self.name);
+                    if ctx.names.reuse(new, &n).is_err() {
                         return Next::Done;
                     }
                     self.step = if self.m.dir_fsync { Step::DirSync } else { Step::Begin };
                     self.finishing = !self.m.dir_fsync;
-                    break Call::Rename { from: tmp, to: new };
+                    break Issue::now(Call::Rename { from: tmp, to: new });
                 }
                 Step::DirSync => {
-                    let d = self.in_box(self.current.mailbox, "new", None);
-                    if !self.set(ctx, dir, &d) {
+                    if ctx.names.reuse(dir, self.pool.boxdir(self.mailbox, "new")).is_err() {
                         return Next::Done;
                     }
                     self.step = Step::Begin;
                     self.finishing = true;
-                    break Call::FsyncDir { name: dir };
+                    break Issue::now(Call::FsyncDir { name: dir });
                 }
-                Step::Cleanup(i) if i < self.delivered.len() => {
-                    let m = self.delivered[i];
-                    let n = self.in_box(m.mailbox, "new", Some(&m));
-                    if !self.set(ctx, new, &n) {
-                        return Next::Done;
-                    }
-                    self.step = Step::Cleanup(i + 1);
-                    break Call::Unlink { name: new };
+                Step::EndBarrier => {
+                    self.step = if self.thread == 0 { Step::Sweep(0) } else { Step::Done };
+                    return Next::Barrier;
                 }
-                Step::Cleanup(_) if self.m.readers > 0 && !self.swept => {
-                    // Messages readers moved to cur/ and had not yet deleted when they stopped.
-                    self.swept = true;
-                    let mut left = Vec::new();
-                    for b in 0..self.m.mailboxes {
-                        let cur = self.root.join(self.in_box(b, "cur", None));
-                        for e in std::fs::read_dir(&cur).into_iter().flatten().flatten() {
-                            left.push(format!("{}/{}", self.in_box(b, "cur", None), e.file_name().to_string_lossy()));
+                Step::Sweep(i) => match self.swept(i) {
+                    Some(d) => {
+                        if ctx.names.reuse(dir, &d).is_err() {
+                            return Next::Done;
                         }
+                        self.step = Step::Remove(i);
+                        break Issue::untimed(Call::Readdir { name: dir });
                     }
-                    self.leftovers = left;
-                }
-                Step::Cleanup(_) if !self.leftovers.is_empty() => {
-                    let rel = self.leftovers.pop().unwrap_or_default();
-                    if !self.set(ctx, new, &rel) {
-                        return Next::Done;
+                    None => self.step = Step::RemoveDirs(self.dirs.len()),
+                },
+                Step::Remove(i) => match (self.listed.pop(), self.swept(i)) {
+                    (Some(n), Some(d)) => {
+                        if ctx.names.reuse(new, format!("{d}/{n}")).is_err() {
+                            return Next::Done;
+                        }
+                        break Issue::untimed(Call::Unlink { name: new });
                     }
-                    break Call::Unlink { name: new };
-                }
-                Step::Cleanup(_) => self.step = Step::RemoveDirs(self.dirs.len()),
+                    _ => self.step = Step::Sweep(i + 1),
+                },
                 Step::RemoveDirs(i) if i > 0 => {
-                    let d = self.dirs[i - 1].clone();
-                    if !self.set(ctx, dir, &d) {
+                    if ctx.names.reuse(dir, &self.dirs[i - 1]).is_err() {
                         return Next::Done;
                     }
                     self.step = Step::RemoveDirs(i - 1);
-                    break Call::Rmdir { name: dir };
+                    break Issue::untimed(Call::Rmdir { name: dir });
                 }
                 Step::RemoveDirs(_) => self.step = Step::Done,
                 Step::Done => return Next::Done,
             }
         };
-        Next::Issue(Issue::now(call))
+        Next::Issue(call)
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
-        let path = self.in_box(self.current.mailbox, "tmp", Some(&self.current));
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+        let path = || format!("{}/{}", self.pool.boxdir(self.mailbox, "tmp"), self.name);
         match (call, r) {
-            (Call::Data { len, .. }, Ok(n)) if *len > 0 && *n != *len as usize => {
-                Err(describe_failure(call, &path, *len, 0, r))
+            (Call::Readdir { .. }, Ok(_)) => {
+                // Only the messages this process named: whatever else is there stays (and its
+                // directory with it, which the rmdir below then says).
+                self.listed = names(buf).filter(|n| self.pool.ours(n).is_some()).map(str::to_string).collect();
+                Ok(())
             }
-            (Call::Data { len, .. }, Err(_)) => Err(describe_failure(call, &path, *len, 0, r)),
-            // A reader took the message from new/ meanwhile.
-            (Call::Unlink { .. }, Err(e)) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            (_, Err(_)) => Err(describe_failure(call, &path, 0, 0, r)),
+            (Call::Data { len, .. }, Ok(n)) if *len > 0 && *n != *len as usize => {
+                Err(describe_failure(call, &path(), *len, 0, r))
+            }
+            (Call::Data { len, .. }, Err(_)) => Err(describe_failure(call, &path(), *len, 0, r)),
+            (Call::Rmdir { .. }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) => Err(format!(
+                "{} is not empty at the end: a file iolab did not create is in it, and is left as it was",
+                self.pool.dir
+            )),
+            (_, Err(_)) => Err(describe_failure(call, &path(), 0, 0, r)),
             _ => Ok(()),
         }
     }
@@ -304,7 +364,7 @@ impl Source for Maildir {
         };
         let elapsed = secs(self.started, self.last);
         vec![
-            ("messages", self.delivered.len() as f64),
+            ("messages", self.delivered as f64),
             ("messages_after_discard", self.after_discard as f64),
             ("bytes_delivered", self.bytes as f64),
             ("discard_s", self.m.discard.as_secs_f64()),
@@ -314,19 +374,21 @@ impl Source for Maildir {
     }
 }
 
-/// A reader, as a POP/IMAP server reads a maildir: it lists new/ of the mailboxes of the
-/// deliverers it serves (deliverer d when d % readers == its index), moves each message to
-/// cur/ (`name:2,`), reads it whole and deletes it. It touches only messages iolab's deliverers
-/// made, in their directories.
+/// A reader, as a POP/IMAP server reads a maildir: it lists new/ of its mailboxes (mailbox b
+/// when b % readers is its index, so two readers never race for one message) with a timed
+/// readdir, moves each message of this process to cur/ (`name:2,`), reads it whole and
+/// deletes it.
 pub struct MaildirReader {
     m: MaildirJob,
-    root: PathBuf,
-    boxes: Vec<String>,
+    pool: std::sync::Arc<Pool>,
+    boxes: Vec<u32>,
     next_box: usize,
     empty_sweep: usize,
-    queue: Vec<(String, u64)>,
+    /// Messages listed and not yet taken: (mailbox, name, size).
+    queue: Vec<(u32, String, u64)>,
+    listing: u32,
     step: RStep,
-    current: (String, u64),
+    current: (u32, String, u64),
     ids: Option<(NameId, NameId)>,
     read: u64,
     bytes: u64,
@@ -340,26 +402,24 @@ enum RStep {
     Read(u64),
     Close,
     Unlink,
+    EndBarrier,
+    Done,
 }
 
 impl MaildirReader {
-    pub fn new(job: &str, m: &MaildirJob, reader: u32, deliverers: u32, root: PathBuf) -> MaildirReader {
+    pub fn new(m: &MaildirJob, pool: std::sync::Arc<Pool>, reader: u32) -> MaildirReader {
         let readers = m.readers.max(1);
-        let mut boxes = Vec::new();
-        for d in (0..deliverers).filter(|d| d % readers == reader) {
-            for b in 0..m.mailboxes {
-                boxes.push(format!("iolab.{job}.{d}/box{b}"));
-            }
-        }
+        let boxes = (0..m.mailboxes).filter(|b| b % readers == reader).collect();
         MaildirReader {
             m: m.clone(),
-            root,
+            pool,
             boxes,
             next_box: 0,
             empty_sweep: 0,
             queue: Vec::new(),
+            listing: 0,
             step: RStep::List,
-            current: (String::new(), 0),
+            current: (0, String::new(), 0),
             ids: None,
             read: 0,
             bytes: 0,
@@ -384,14 +444,15 @@ impl Source for MaildirReader {
                 (a, b)
             }
         };
-        if self.boxes.is_empty() {
+        if !self.pool.is_ready() {
             return Next::Done;
         }
         let call = loop {
             match self.step {
                 RStep::List => {
-                    if ctx.ending {
-                        return Next::Done;
+                    if ctx.ending || self.boxes.is_empty() {
+                        self.step = RStep::EndBarrier;
+                        continue;
                     }
                     if let Some(m) = self.queue.pop() {
                         self.current = m;
@@ -403,31 +464,17 @@ impl Source for MaildirReader {
                         self.empty_sweep = 0;
                         return Next::WaitUntil(ctx.now + std::time::Duration::from_millis(2));
                     }
-                    let bx = self.boxes[self.next_box % self.boxes.len()].clone();
+                    self.listing = self.boxes[self.next_box % self.boxes.len()];
                     self.next_box += 1;
-                    // The names, as the server's readdir sees them; the timed call is below.
-                    let dir = format!("{bx}/new");
-                    for e in std::fs::read_dir(self.root.join(&dir)).into_iter().flatten().flatten() {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        if let Some(size) = name.rsplit("S=").next().and_then(|s| s.parse::<u64>().ok()) {
-                            if name.contains(".iolab,S=") {
-                                self.queue.push((format!("{bx}/{name}"), size));
-                            }
-                        }
-                    }
-                    self.empty_sweep = if self.queue.is_empty() { self.empty_sweep + 1 } else { 0 };
-                    if ctx.names.reuse(a, &dir).is_err() {
+                    if ctx.names.reuse(a, self.pool.boxdir(self.listing, "new")).is_err() {
                         return Next::Done;
                     }
                     break Call::Readdir { name: a };
                 }
                 RStep::Rename => {
-                    let (msg, _) = &self.current;
-                    let Some((bx, name)) = msg.rsplit_once('/') else {
-                        self.step = RStep::List;
-                        continue;
-                    };
-                    let (from, to) = (format!("{bx}/new/{name}"), format!("{bx}/cur/{name}:2,"));
+                    let (bx, name, _) = &self.current;
+                    let from = format!("{}/{name}", self.pool.boxdir(*bx, "new"));
+                    let to = format!("{}/{name}:2,", self.pool.boxdir(*bx, "cur"));
                     if ctx.names.reuse(a, &from).is_err() || ctx.names.reuse(b, &to).is_err() {
                         return Next::Done;
                     }
@@ -435,7 +482,7 @@ impl Source for MaildirReader {
                     break Call::Rename { from: a, to: b };
                 }
                 RStep::Open => {
-                    self.step = RStep::Read(self.current.1);
+                    self.step = RStep::Read(self.current.2);
                     break Call::Open { name: b, file: FILE, flags: OpenFlags { read: true, ..Default::default() } };
                 }
                 RStep::Read(left) if left > 0 => {
@@ -451,30 +498,70 @@ impl Source for MaildirReader {
                 RStep::Unlink => {
                     self.step = RStep::List;
                     self.read += 1;
-                    self.bytes += self.current.1;
+                    self.bytes += self.current.2;
                     break Call::Unlink { name: b };
                 }
+                RStep::EndBarrier => {
+                    self.step = RStep::Done;
+                    return Next::Barrier;
+                }
+                RStep::Done => return Next::Done,
             }
         };
         Next::Issue(Issue::now(call))
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+        let at = || format!("{}/{}", self.pool.boxdir(self.current.0, "cur"), self.current.1);
         match (call, r) {
-            // The deliverer's cleanup removed it first (at the end of the run).
-            (Call::Rename { .. }, Err(e)) if e.kind() == io::ErrorKind::NotFound => {
-                self.step = RStep::List;
+            (Call::Readdir { .. }, Ok(_)) => {
+                let found: Vec<(u32, String, u64)> = names(buf)
+                    .filter_map(|n| self.pool.ours(n).map(|size| (self.listing, n.to_string(), size)))
+                    .collect();
+                self.empty_sweep = if found.is_empty() { self.empty_sweep + 1 } else { 0 };
+                self.queue = found;
                 Ok(())
             }
-            (Call::Data { len, .. }, Ok(n)) if *n != *len as usize => {
-                Err(describe_failure(call, &self.current.0, *len, 0, r))
-            }
-            (_, Err(_)) => Err(describe_failure(call, &self.current.0, 0, 0, r)),
+            (Call::Data { len, .. }, Ok(n)) if *n != *len as usize => Err(describe_failure(call, &at(), *len, 0, r)),
+            (_, Err(_)) => Err(describe_failure(call, &at(), 0, 0, r)),
             _ => Ok(()),
         }
     }
 
     fn figures(&self) -> Vec<(&'static str, f64)> {
         vec![("messages_read", self.read as f64), ("bytes_read", self.bytes as f64)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_names_are_unique_and_only_ours_are_taken() {
+        let m = MaildirJob {
+            mailboxes: 3,
+            min_size: iolab_spec::Bytes(0),
+            max_size: iolab_spec::Bytes(10),
+            dir_fsync: true,
+            messages: None,
+            discard: std::time::Duration::ZERO,
+            readers: 0,
+            discard_asked: None,
+        };
+        let pool = Pool::new("j", &m);
+        let a = pool.message_name(0, 1, 512);
+        let b = pool.message_name(0, 2, 512);
+        let c = pool.message_name(1, 1, 512);
+        assert!(a != b && a != c && b != c, "{a} {b} {c}");
+        assert!(!a.contains('/') && !a.contains(':'), "{a}");
+        assert_eq!(pool.ours(&a), Some(512));
+        assert_eq!(pool.ours(&format!("{a}:2,")), Some(512), "cur/'s flags");
+        for other in ["1.T0.iolab,S=5", "mine", "1732.M1P1_0Q1.elsewhere,S=5", ""] {
+            assert_eq!(pool.ours(other), None, "{other}");
+        }
+        assert_eq!(pool.dirs().len(), 1 + 3 * 4);
+        let listed = b"one\0two\0\0";
+        assert_eq!(names(listed).collect::<Vec<_>>(), ["one", "two"]);
     }
 }

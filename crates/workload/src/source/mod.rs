@@ -19,8 +19,35 @@ use crate::clock::Stamp;
 use iolab_engine::beneath::Beneath;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
+use iolab_spec::{Job, Workload};
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// What the threads of one job share, made once per job before its threads start: the pool
+/// a personality's threads work on together.
+#[derive(Clone, Default)]
+pub enum JobShared {
+    #[default]
+    Nothing,
+    /// maildir: the mailboxes every deliverer and reader uses.
+    Maildir(Arc<maildir::Pool>),
+    /// varmail: filebench's file set.
+    Varmail(Arc<varmail::FileSet>),
+    /// bonnie: the seekers' tickets.
+    Bonnie(Arc<bonnie::Tickets>),
+}
+
+impl JobShared {
+    pub fn for_job(job: &Job) -> Result<JobShared, String> {
+        Ok(match &job.workload {
+            Workload::Maildir(m) => JobShared::Maildir(Arc::new(maildir::Pool::new(&job.name, m))),
+            Workload::Varmail(v) => JobShared::Varmail(Arc::new(varmail::FileSet::new(&job.name, v, job.seed)?)),
+            Workload::Bonnie(b) => JobShared::Bonnie(Arc::new(bonnie::Tickets::new(b, job.seed))),
+            _ => JobShared::Nothing,
+        })
+    }
+}
 
 /// A name in the worker's name table (see [`Names`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,7 +97,13 @@ pub enum Call {
     Stat {
         name: NameId,
     },
+    /// List a directory: its entries' names reach the source's `completed` (see there).
     Readdir {
+        name: NameId,
+    },
+    /// syncfs(2) of the filesystem that holds `name`: its dirty data and metadata written out
+    /// (bonnie++'s sync() after its create and delete tests, for the target's filesystem only).
+    SyncFs {
         name: NameId,
     },
 }
@@ -98,6 +131,7 @@ impl Call {
             Call::FsyncDir { .. } => OpClass::DirSync,
             Call::Stat { .. } => OpClass::Stat,
             Call::Readdir { .. } => OpClass::Readdir,
+            Call::SyncFs { .. } => OpClass::Sync,
         }
     }
 }
@@ -109,11 +143,19 @@ pub struct Issue {
     /// When it was due (open-loop pacing): latency is measured from here instead of from
     /// the moment it is issued, so a late start is counted against the storage.
     pub due: Option<Stamp>,
+    /// Whether the call counts in its class's statistics. A namespace call that is not part
+    /// of what the original measures (removing what is left at the end, the directories a
+    /// personality made for itself) is made but not counted. Data calls are always counted.
+    pub timed: bool,
 }
 
 impl Issue {
     pub fn now(call: Call) -> Issue {
-        Issue { call, due: None }
+        Issue { call, due: None, timed: true }
+    }
+    /// A namespace call made but not counted (cleanup the original does outside its timing).
+    pub fn untimed(call: Call) -> Issue {
+        Issue { call, due: None, timed: false }
     }
 }
 
@@ -126,6 +168,10 @@ pub enum Next {
     /// Wait until everything in flight has completed, then ask again (a barrier, such as a
     /// flush after N writes).
     Drain,
+    /// Wait until everything in flight has completed and every other thread of the job has
+    /// reached a barrier too (or ended), then ask again: the stages of a personality that all
+    /// its threads pass together (see [`crate::rendezvous`]). The wait is not an operation.
+    Barrier,
     /// The source has no more work.
     Done,
 }
@@ -182,7 +228,8 @@ pub trait Source: Send {
         false
     }
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
-    /// brought in), empty for namespace calls. An `Err` ends the job with that message.
+    /// brought in), for `Readdir` the names it listed (each followed by a NUL byte, `.` and
+    /// `..` left out), empty for other namespace calls. An `Err` ends the job with that message.
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
     /// A file this source's `Open` just opened, before the engine takes it (a source sharing
     /// the opening with other threads keeps a duplicate of it).

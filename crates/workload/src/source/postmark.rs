@@ -64,10 +64,12 @@ impl Mt19937 {
 /// One of PostMark's file operations, as its algorithm decides them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PmOp {
-    /// Create file number `name` (in subdirectory `dir`) in table slot `slot` with `size` bytes.
+    /// Create file number `name` (in location `loc` and subdirectory `dir`) in table slot
+    /// `slot` with `size` bytes.
     Create {
         slot: u32,
         name: u32,
+        loc: Option<u32>,
         dir: Option<u32>,
         size: u32,
     },
@@ -113,6 +115,8 @@ pub struct Plan {
     queued: VecDeque<PmOp>,
     /// The first bytes of PostMark's text buffer (what its writes carry).
     pub text: Vec<u8>,
+    /// PostMark's weighted location index: a location's number once per unit of its weight.
+    locations: Vec<u32>,
 }
 
 impl Plan {
@@ -146,6 +150,13 @@ impl Plan {
             next_cleanup: 0,
             queued: VecDeque::new(),
             text,
+            // build_location_index: each location's index repeated by its weight.
+            locations: p
+                .locations
+                .iter()
+                .enumerate()
+                .flat_map(|(i, (_, w))| std::iter::repeat_n(i as u32, *w as usize))
+                .collect(),
         }
     }
 
@@ -170,12 +181,19 @@ impl Plan {
 
     fn create(&mut self) -> Option<PmOp> {
         let slot = self.find_free()?;
+        // create_file_name: the location (drawn by weight when there are several), then the
+        // subdirectory, then the name.
+        let loc = match self.locations.len() {
+            0 => None,
+            1 => Some(0),
+            n => Some(self.locations[self.rng.rnd(n as u32) as usize]),
+        };
         let dir = (self.p.subdirectories > 1).then(|| self.rng.rnd(self.p.subdirectories));
         self.created += 1;
         let size = self.p.size_low + self.rng.rnd(self.p.size_high - self.p.size_low);
         self.sizes[slot] = size;
         self.bytes_written += size as u64;
-        Some(PmOp::Create { slot: slot as u32, name: self.created as u32, dir, size })
+        Some(PmOp::Create { slot: slot as u32, name: self.created as u32, loc, dir, size })
     }
 
     fn delete(&mut self, slot: usize) -> Option<PmOp> {
@@ -310,6 +328,8 @@ pub struct Postmark {
     dir: String,
     root: Option<NameId>,
     subdirs: Vec<NameId>,
+    /// The directories to make inside the thread's own (locations, subdirectories).
+    dir_list: Vec<String>,
     names: Vec<Option<NameId>>,
     step: Step,
     started: Option<Stamp>,
@@ -331,6 +351,7 @@ impl Postmark {
             dir: format!("iolab.{job}.{thread}"),
             root: None,
             subdirs: Vec::new(),
+            dir_list: Vec::new(),
             names: vec![None; 2 * p.number as usize],
             step: Step::MakeRoot,
             started: None,
@@ -343,11 +364,37 @@ impl Postmark {
         }
     }
 
-    fn path_of(&self, name: u32, dir: Option<u32>) -> String {
-        match dir {
-            Some(d) => format!("{}/s{d}/{name}", self.dir),
-            None => format!("{}/{name}", self.dir),
+    fn path_of(&self, name: u32, loc: Option<u32>, dir: Option<u32>) -> String {
+        let mut p = self.dir.clone();
+        if let Some(l) = loc {
+            p.push_str(&format!("/loc{l}"));
         }
+        if let Some(d) = dir {
+            p.push_str(&format!("/s{d}"));
+        }
+        format!("{p}/{name}")
+    }
+
+    /// The directories inside the thread's own, parents first: each location's (`loc<N>`)
+    /// and the subdirectories `s0..` in each location (or in the thread's directory).
+    fn subdir_paths(&self) -> Vec<String> {
+        let subs = |base: &str| -> Vec<String> {
+            if self.p.subdirectories > 1 {
+                (0..self.p.subdirectories).map(|i| format!("{base}/s{i}")).collect()
+            } else {
+                Vec::new()
+            }
+        };
+        if self.p.locations.is_empty() {
+            return subs(&self.dir);
+        }
+        let mut out = Vec::new();
+        for l in 0..self.p.locations.len() {
+            let loc = format!("{}/loc{l}", self.dir);
+            out.push(loc.clone());
+            out.extend(subs(&loc));
+        }
+        out
     }
 
     /// PostMark's figures, under its names: counts, seconds and rates per second.
@@ -391,31 +438,6 @@ impl Postmark {
     }
 }
 
-/// Rates per second from summed counts and the longest thread's seconds, as PostMark divides
-/// them (creations, reads, appends and deletions mixed with transactions over the transactions'
-/// time; the pool's creation and deletion over their own; totals and bytes over all).
-pub fn derive_rates(f: &mut std::collections::BTreeMap<String, f64>) {
-    let g = |f: &std::collections::BTreeMap<String, f64>, k: &str| f.get(k).copied().unwrap_or(0.0);
-    let per = |n: f64, s: f64| if s > 0.0 { n / s } else { 0.0 };
-    let (e, t, c, d) = (g(f, "elapsed_s"), g(f, "transactions_s"), g(f, "creation_s"), g(f, "deletion_s"));
-    let rates = [
-        ("transactions_per_s", per(g(f, "transactions"), t)),
-        ("created_per_s", per(g(f, "created"), e)),
-        ("created_alone_per_s", per(g(f, "created_alone"), c)),
-        ("created_mixed_per_s", per(g(f, "created_mixed"), t)),
-        ("read_per_s", per(g(f, "read"), t)),
-        ("appended_per_s", per(g(f, "appended"), t)),
-        ("deleted_per_s", per(g(f, "deleted"), e)),
-        ("deleted_alone_per_s", per(g(f, "deleted_alone"), d)),
-        ("deleted_mixed_per_s", per(g(f, "deleted_mixed"), t)),
-        ("bytes_read_per_s", per(g(f, "bytes_read"), e)),
-        ("bytes_written_per_s", per(g(f, "bytes_written"), e)),
-    ];
-    for (k, v) in rates {
-        f.insert(k.to_string(), v);
-    }
-}
-
 impl Source for Postmark {
     fn buffer_len(&self) -> usize {
         self.p.chunk() as usize
@@ -436,11 +458,12 @@ impl Source for Postmark {
                 Step::MakeRoot => {
                     let Ok(name) = ctx.names.add(&self.dir) else { return Next::Done };
                     self.root = Some(name);
+                    self.dir_list = self.subdir_paths();
                     self.step = Step::MakeSubdirs(0);
                     break Call::Mkdir { name };
                 }
-                Step::MakeSubdirs(i) if self.p.subdirectories > 1 && i < self.p.subdirectories => {
-                    let Ok(name) = ctx.names.add(format!("{}/s{i}", self.dir)) else { return Next::Done };
+                Step::MakeSubdirs(i) if (i as usize) < self.dir_list.len() => {
+                    let Ok(name) = ctx.names.add(&self.dir_list[i as usize]) else { return Next::Done };
                     self.subdirs.push(name);
                     self.step = Step::MakeSubdirs(i + 1);
                     break Call::Mkdir { name };
@@ -467,8 +490,8 @@ impl Source for Postmark {
                         continue;
                     };
                     match op {
-                        PmOp::Create { slot, name, dir, size } => {
-                            self.current = self.path_of(name, dir);
+                        PmOp::Create { slot, name, loc, dir, size } => {
+                            self.current = self.path_of(name, loc, dir);
                             let Ok(id) = ctx.names.add(&self.current) else { return Next::Done };
                             self.names[slot as usize] = Some(id);
                             let flags = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
@@ -517,8 +540,9 @@ impl Source for Postmark {
                     break Call::Close { file: FILE };
                 }
                 Step::RemoveSubdirs(i) if (i as usize) < self.subdirs.len() => {
+                    // Children before their parents: the list in reverse.
                     self.step = Step::RemoveSubdirs(i + 1);
-                    break Call::Rmdir { name: self.subdirs[i as usize] };
+                    break Call::Rmdir { name: self.subdirs[self.subdirs.len() - 1 - i as usize] };
                 }
                 Step::RemoveSubdirs(_) => {
                     self.step = Step::RemoveRoot;
@@ -527,8 +551,14 @@ impl Source for Postmark {
                     self.step = Step::Done;
                     if self.plan.out_of_files {
                         self.out_of_files_error = Some(format!(
-                            "out of files after {} of {} transactions: the pool of {} files ran dry (bias create {}); increase `set number` or decrease `set transactions`",
-                            self.plan.transactions_done, self.p.transactions, self.p.number, self.p.bias_create
+                            "out of files after {} of {} transactions: the pool of {} files ran dry with bias create {} ({}; {}; {}); increase `set number`, decrease `set transactions` or raise `set bias create`",
+                            self.plan.transactions_done,
+                            self.p.transactions,
+                            self.p.number,
+                            self.p.bias_create,
+                            self.p.origin_of("number"),
+                            self.p.origin_of("transactions"),
+                            self.p.origin_of("bias_create"),
                         ));
                     }
                     let Some(name) = self.root else { continue };
@@ -589,6 +619,8 @@ mod tests {
             buffering: true,
             pm_seed: 42,
             fsync: false,
+            locations: Vec::new(),
+            origin: Default::default(),
         }
     }
 

@@ -3,7 +3,10 @@
 //! 0, 1 stride, 2 strides, ... each followed by an fsync), removed, and made again the way
 //! that fixed it (sequential writes of 1 MiB, one fsync at the end). Both times are figures,
 //! with the time the sparse pattern's bytes would take at the full initialisation's rate.
-//! Files are created with O_EXCL in the thread's own directory and removed at the end.
+//! With several creators, every thread finishes its sparse pass before any starts its full
+//! one (the job's threads meet at a barrier), so neither pass's time includes the other's
+//! I/O. Files are created with O_EXCL in the thread's own directory; removing them between
+//! the passes and at the end, and the directory, is not part of either time and is not counted.
 
 use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
 use crate::clock::Stamp;
@@ -28,6 +31,8 @@ enum Step {
     Fsync(u64),
     Close,
     Unlink(u32),
+    /// Every creator has finished its sparse pass before any starts the full one.
+    Barrier,
     RemoveDir,
     Done,
 }
@@ -96,20 +101,6 @@ impl Redolog {
     }
 }
 
-/// Figures over all threads: the two rates and the sparse pattern's expected time.
-pub fn derive_rates(f: &mut std::collections::BTreeMap<String, f64>) {
-    let g = |f: &std::collections::BTreeMap<String, f64>, k: &str| f.get(k).copied().unwrap_or(0.0);
-    let (ss, fs) = (g(f, "sparse_s"), g(f, "full_s"));
-    let full_rate = if fs > 0.0 { g(f, "full_bytes") / fs } else { 0.0 };
-    let sparse_rate = if ss > 0.0 { g(f, "sparse_bytes") / ss } else { 0.0 };
-    let expected = if full_rate > 0.0 { g(f, "sparse_bytes") / full_rate } else { 0.0 };
-    let speedup = if fs > 0.0 { ss / fs } else { 0.0 };
-    f.insert("full_bytes_per_s".into(), full_rate);
-    f.insert("sparse_bytes_per_s".into(), sparse_rate);
-    f.insert("sparse_expected_s".into(), expected);
-    f.insert("full_speedup".into(), speedup);
-}
-
 impl Source for Redolog {
     fn buffer_len(&self) -> usize {
         self.r.block.0.max(self.r.full_block.0) as usize
@@ -129,7 +120,7 @@ impl Source for Redolog {
                         self.names.push(n);
                     }
                     self.step = if self.files == 0 { Step::RemoveDir } else { Step::Open };
-                    break Call::Mkdir { name: d };
+                    break Issue::untimed(Call::Mkdir { name: d });
                 }
                 Step::Open => {
                     if self.t[2 * self.m()].is_none() {
@@ -144,7 +135,7 @@ impl Source for Redolog {
                         direct: self.direct,
                         ..Default::default()
                     };
-                    break Call::Open { name: self.names[self.file as usize], file: FILE, flags };
+                    break Issue::now(Call::Open { name: self.names[self.file as usize], file: FILE, flags });
                 }
                 Step::Write(k) if k < self.writes() && !(ctx.ending && self.mode == Mode::Full && k > 0) => {
                     let (offset, len) = self.write_at(k);
@@ -153,20 +144,20 @@ impl Source for Redolog {
                         Mode::Sparse => Step::Fsync(k + 1),
                         Mode::Full => Step::Write(k + 1),
                     };
-                    break Call::Data { kind: OpKind::Write, file: FILE, offset, len };
+                    break Issue::now(Call::Data { kind: OpKind::Write, file: FILE, offset, len });
                 }
                 Step::Write(_) => {
                     // The full initialisation's one fsync, at the end of the file.
                     self.step = Step::Close;
                     if self.mode == Mode::Full {
                         self.fsyncs[1] += 1;
-                        break Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 };
+                        break Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 });
                     }
                 }
                 Step::Fsync(k) => {
                     self.fsyncs[0] += 1;
                     self.step = Step::Write(k);
-                    break Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 };
+                    break Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 });
                 }
                 Step::Close => {
                     self.file += 1;
@@ -176,30 +167,34 @@ impl Source for Redolog {
                         self.t[2 * self.m() + 1] = Some(ctx.now);
                         Step::Unlink(0)
                     };
-                    break Call::Close { file: FILE };
+                    break Issue::now(Call::Close { file: FILE });
                 }
                 Step::Unlink(i) if i < self.file => {
                     self.step = Step::Unlink(i + 1);
-                    break Call::Unlink { name: self.names[i as usize] };
+                    break Issue::untimed(Call::Unlink { name: self.names[i as usize] });
                 }
                 Step::Unlink(_) => {
                     if self.mode == Mode::Sparse && !ctx.ending {
-                        self.mode = Mode::Full;
-                        self.file = 0;
-                        self.step = Step::Open;
+                        self.step = Step::Barrier;
                     } else {
                         self.step = Step::RemoveDir;
                     }
                 }
+                Step::Barrier => {
+                    self.mode = Mode::Full;
+                    self.file = 0;
+                    self.step = Step::Open;
+                    return Next::Barrier;
+                }
                 Step::RemoveDir => {
                     self.step = Step::Done;
                     let Some(d) = self.dir_id else { continue };
-                    break Call::Rmdir { name: d };
+                    break Issue::untimed(Call::Rmdir { name: d });
                 }
                 Step::Done => return Next::Done,
             }
         };
-        Next::Issue(Issue::now(call))
+        Next::Issue(call)
     }
 
     fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
@@ -262,5 +257,46 @@ mod tests {
         full.mode = Mode::Full;
         let f: Vec<(u64, u32)> = (0..full.writes()).map(|k| full.write_at(k)).collect();
         assert_eq!(f.iter().map(|x| x.1 as u64).sum::<u64>(), size);
+    }
+
+    /// Two creators of unequal work: neither starts its full pass before both finished their
+    /// sparse one.
+    #[test]
+    fn every_sparse_pass_ends_before_any_full_pass_starts() {
+        use crate::clock::FakeClock;
+        use crate::rendezvous::Rendezvous;
+        use crate::source::Names;
+        use crate::worker::{run, Window};
+        use std::sync::atomic::AtomicBool;
+        let d = tempfile::tempdir().unwrap();
+        let r = RedologJob {
+            files: 3,
+            file_size: Bytes::mib(2),
+            block: Bytes::kib(4),
+            stride: Bytes::kib(64),
+            full_block: Bytes::mib(1),
+        };
+        let clk = FakeClock::new(std::time::Duration::from_micros(1));
+        let start = crate::clock::Clock::now(&clk);
+        let w = Window { start, t0: start, deadline: None };
+        let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(2));
+        let one = |t: u32| {
+            let mut src = Redolog::new("j", &r, t, 2, false);
+            let mut e = iolab_engine::build("psync", 1, src.buffer_len()).unwrap();
+            let end = run(&mut src, &mut *e, &mut Names::new(d.path()), &clk, w, &stop, &barrier, &mut |_, _| {});
+            barrier.leave();
+            assert!(end.error.is_none(), "{:?}", end.error);
+            src
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(|| one(0));
+            let b = s.spawn(|| one(1));
+            (a.join().unwrap(), b.join().unwrap())
+        });
+        assert_eq!((a.files, b.files), (2, 1), "unequal work");
+        let sparse_end = a.t[1].unwrap().max(b.t[1].unwrap());
+        let full_start = a.t[2].unwrap().min(b.t[2].unwrap());
+        assert!(sparse_end <= full_start, "a full pass started before a sparse one ended");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "all removed");
     }
 }

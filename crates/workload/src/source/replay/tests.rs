@@ -278,7 +278,16 @@ fn issue_times(timing: Timing) -> Vec<u64> {
     let start = clk.now();
     let w = Window { start, t0: start, deadline: None };
     let mut names = Names::new(&target);
-    let end = worker::run(&mut spy, &mut *engine, &mut names, &clk, w, &AtomicBool::new(false), &mut |_, _| {});
+    let end = worker::run(
+        &mut spy,
+        &mut *engine,
+        &mut names,
+        &clk,
+        w,
+        &AtomicBool::new(false),
+        &crate::rendezvous::Rendezvous::new(1),
+        &mut |_, _| {},
+    );
     assert_eq!(end.error, None);
     forget();
     spy.issued.iter().map(|(at, _)| at.saturating_duration_since(start).as_micros() as u64).collect()
