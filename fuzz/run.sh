@@ -29,6 +29,7 @@ max_len() {
   case "$1" in
     units) echo 64 ;;
     job_file) echo 2048 ;;
+    fio_job) echo 2048 ;;
     scenario_file) echo 2048 ;;
     procfs) echo 4096 ;;
     histogram) echo 8192 ;;

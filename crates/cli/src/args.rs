@@ -18,7 +18,9 @@ Examples:
   4 KiB random reads at queue depth 32 for 30 s, JSON for scripts:
       iolab run --target /mnt/f --size 1G --rw randread --engine io_uring --iodepth 32 --runtime 30s --output json
   A job file with phases:
-      iolab run jobs/redo-log.toml";
+      iolab run jobs/redo-log.toml
+  A fio job file, with fio's JSON for the tools that read it:
+      iolab run randread.fio --output fio-json > out.json";
 
 #[derive(Parser, Debug)]
 #[command(name = "iolab", version, about = "A storage test bench for shared and replicated storage", after_help = EXAMPLES)]
@@ -29,9 +31,12 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run jobs from flags or a TOML job file.
+    /// Run jobs from flags, a TOML job file or a fio job file.
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Print the iolab TOML job file equivalent to a fio job file: what iolab understood.
+    #[command(after_help = CONVERT_EXAMPLES)]
+    Convert(ConvertArgs),
     /// Serve a node for a coordinator (`iolab run --node ...`): over stdin/stdout for ssh.
     #[command(after_help = AGENT_EXAMPLES)]
     Agent(AgentArgs),
@@ -101,6 +106,12 @@ Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREA
   in 4 directories, its CSV line into its HTML table:
       iolab run --workload bonnie --target /mnt/dir --bonnie-size 1G --bonnie-ram 512M --bonnie-files 64:0:0:4 --csv | bon_csv2html > b.html
 
+fio job files (recognised by their [sections], or --format fio):
+      iolab run jobs/randread.fio
+      iolab run legacy.fio --fio-lenient --size 1G       # skip what iolab does not map; flags win
+      iolab run randread.fio --output fio-json+ > out.json && fio_jsonplus_clat2csv out.json lat.csv
+      iolab run randread.fio --write-bw-log rr --write-lat-log rr   # rr_bw.1.log, rr_lat.1.log
+
 Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `iolab verify`):
       iolab run --target /mnt/f --size 1G --rw randrw --runtime 1m --verify-after --journal /mnt/jnl
 
@@ -123,6 +134,50 @@ the crash may hold its old or its new key; anything else is an error, classified
 lost_write, stale_read, misdirected, torn, never_written. Checked by the node that wrote the files,
 the map is then brought up to date and the journal started anew, so a run can go on from it.
 Exit status: 0 every block as expected, 1 errors found, 2 bad input or an I/O error.";
+
+const CONVERT_EXAMPLES: &str = "\
+Examples:
+      iolab convert randread.fio > randread.toml
+      iolab convert legacy.fio --fio-lenient      # options iolab does not map become comments
+
+Each job section becomes a [[phase.job]] table; a stonewall starts a new [[phase]]; numjobs is
+threads. Options iolab does not map are errors naming their file and line (exit 2), or with
+--fio-lenient comments at the top.";
+
+#[derive(Args, Debug)]
+pub struct ConvertArgs {
+    /// The fio job file.
+    pub job_file: PathBuf,
+    /// Leave out the options iolab does not map (listed as comments) instead of refusing the file.
+    #[arg(long)]
+    pub fio_lenient: bool,
+}
+
+/// How a job file is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum JobFormat {
+    /// fio's when its first section line is [name] and no [[table]] follows; TOML otherwise.
+    Auto,
+    Toml,
+    Fio,
+}
+
+/// fio-style logs from the run's per-second figures.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LogArgs {
+    /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1).
+    #[arg(long, value_name = "PREFIX")]
+    pub write_bw_log: Option<String>,
+    /// Write fio's IOPS log, PREFIX_iops.N.log.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_iops_log: Option<String>,
+    /// Write fio's latency log, PREFIX_lat.N.log (mean latency in ns, issue to completion).
+    #[arg(long, value_name = "PREFIX")]
+    pub write_lat_log: Option<String>,
+    /// The logs' window in ms (fio's log_avg_msec): a whole number of seconds.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub log_avg_msec: u64,
+}
 
 const RUNS_EXAMPLES: &str = "\
 RUN selectors, wherever a command takes RUN: an id (42), last, last~N (the one before last is
@@ -250,6 +305,12 @@ pub struct RmArgs {
 pub enum ExportFormat {
     Json,
     Csv,
+    /// fio's --output-format=json layout (one run).
+    #[value(name = "fio-json")]
+    FioJson,
+    /// fio's json+ (with each latency histogram's bins).
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
 }
 
 #[derive(Args, Debug)]
@@ -262,6 +323,8 @@ pub struct ExportArgs {
     /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
     #[arg(long)]
     pub histograms: bool,
+    #[command(flatten)]
+    pub logs: LogArgs,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -377,8 +440,17 @@ pub enum Output {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// A TOML job file; flags given beside it override every job in it.
+    /// A job file, iolab's TOML or fio's; flags given beside it override every job in it.
     pub job_file: Option<PathBuf>,
+    /// How to read the job file.
+    #[arg(long, value_enum, default_value_t = JobFormat::Auto)]
+    pub format: JobFormat,
+    /// fio job files: run without the options iolab does not map (each named as a warning)
+    /// instead of refusing the file.
+    #[arg(long)]
+    pub fio_lenient: bool,
+    #[command(flatten)]
+    pub logs: LogArgs,
     /// The job's options (each defined once, on `JobPatch`, with its job-file key).
     #[command(flatten)]
     pub job: JobPatch,
@@ -456,11 +528,25 @@ Examples:
           --target f --rw write --size 64M
 ";
 
+/// What a command that runs I/O prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunOutput {
+    Human,
+    Json,
+    /// fio's --output-format=json layout (iolab run only).
+    #[value(name = "fio-json")]
+    FioJson,
+    /// fio's json+, with each latency histogram's bins (iolab run only).
+    #[value(name = "fio-json+")]
+    FioJsonPlus,
+}
+
 #[derive(Args, Debug)]
 pub struct OutArgs {
-    /// human: a summary; json: the documented schema (docs/json.md) on stdout.
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    /// human: a summary; json: the documented schema (docs/json.md) on stdout; fio-json,
+    /// fio-json+: fio's layout (iolab run).
+    #[arg(long, short = 'o', value_enum, default_value_t = RunOutput::Human)]
+    pub output: RunOutput,
     /// Never draw the live progress line.
     #[arg(long)]
     pub no_progress: bool,
@@ -476,10 +562,27 @@ pub struct OutArgs {
 impl OutArgs {
     /// Refuse flags that do not go together, before anything runs.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.histograms && self.output != Output::Json {
+        if self.histograms && self.output != RunOutput::Json {
             anyhow::bail!("--histograms goes with --output json; the summary prints percentiles");
         }
         Ok(())
+    }
+
+    /// Refuse fio's layouts where a command has no fio equivalent.
+    pub fn check_no_fio(&self, command: &str) -> anyhow::Result<()> {
+        if self.is_fio() {
+            anyhow::bail!("--output fio-json is for `iolab run`; `{command}` prints human or json");
+        }
+        self.check()
+    }
+
+    /// Machine-readable output on stdout: no chatter there or on stderr.
+    pub fn machine(&self) -> bool {
+        self.output != RunOutput::Human
+    }
+
+    pub fn is_fio(&self) -> bool {
+        matches!(self.output, RunOutput::FioJson | RunOutput::FioJsonPlus)
     }
 }
 

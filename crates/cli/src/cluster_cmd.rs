@@ -3,7 +3,7 @@
 //! they come, the aggregate under node `*`; the summary printed is the aggregate's, with a
 //! scenario's verdict.
 
-use crate::args::{NodeArgs, OutArgs, Output, RunArgs, SaveArgs, ScenarioArgs};
+use crate::args::{NodeArgs, OutArgs, RunArgs, SaveArgs, ScenarioArgs};
 use crate::record::{Recorder, Tee};
 use crate::run_cmd::{emit, exit_code};
 use anyhow::{bail, Context, Result};
@@ -116,7 +116,7 @@ pub fn run_each(
     work: impl FnOnce(&[String]) -> Result<Vec<Option<Work>>>,
     stop: Arc<AtomicBool>,
 ) -> Result<RunResult> {
-    let json = out.output == Output::Json;
+    let json = out.machine();
     let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
     let work = work(&names)?;
     let mut rec = Recorder::begin(save, kind, name, plan)?;
@@ -180,7 +180,7 @@ pub fn run_scenario(
     scaling: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<RunResult> {
-    let json = out.output == Output::Json;
+    let json = out.machine();
     // The run as a whole: one phase per step, every part's jobs named by their node.
     let plan = Plan {
         phases: sc

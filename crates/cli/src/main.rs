@@ -6,6 +6,8 @@
 mod agent_cmd;
 mod args;
 mod cluster_cmd;
+mod fio_logs;
+mod job_file;
 mod progress;
 mod record;
 mod replay_cmd;
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
+        Command::Convert(a) => run_cmd::convert(a),
         Command::Agent(a) => agent_cmd::run(a),
         Command::Survey(a) => survey::run(*a, stop_on_ctrl_c()),
         Command::Watch(a) => watch::run(a, stop_on_ctrl_c()),

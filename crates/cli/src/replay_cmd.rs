@@ -4,7 +4,7 @@
 //! are the workload's (`iolab_workload::source::replay`), run by the executor wherever the job
 //! runs; here the fidelity it put in the job's result is printed.
 
-use crate::args::{Output, ReplayArgs};
+use crate::args::{ReplayArgs, RunOutput};
 use crate::run_cmd;
 use anyhow::{anyhow, bail, Context, Result};
 use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, ReplayLimits, Workload};
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    a.out.check()?;
+    a.out.check_no_fio("iolab replay")?;
     if a.nodes.given() {
         return on_nodes(a, stop);
     }
@@ -53,7 +53,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
     let fid = result.phases.first().and_then(|p| p.jobs.first()).and_then(|j| j.replay.clone());
-    if a.out.output == Output::Json {
+    if a.out.output == RunOutput::Json {
         #[derive(Serialize)]
         struct Out<'a> {
             /// The replay job's fidelity (also in `run.phases[0].jobs[0].replay`).
@@ -193,7 +193,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             }
         }
     }
-    if a.out.output == Output::Json {
+    if a.out.output == RunOutput::Json {
         #[derive(Serialize)]
         struct Out<'a> {
             fidelity_by_node: &'a BTreeMap<String, ReplayFidelity>,

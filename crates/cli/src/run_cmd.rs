@@ -1,11 +1,12 @@
 //! `iolab run`: flags or a job file become a plan, the plan runs, the result is printed.
 
-use crate::args::{OutArgs, Output, RunArgs, SaveArgs};
+use crate::args::{ConvertArgs, OutArgs, RunArgs, RunOutput, SaveArgs};
 use crate::progress::Progress;
 use crate::record::{Recorder, Tee};
 use anyhow::{Context, Result};
 use iolab_report::export::{self, Exporter, Input};
-use iolab_spec::{parse_job_file, Phase, Plan, Workload};
+use iolab_report::fio_json::FioJson;
+use iolab_spec::{Phase, Plan, Workload};
 use iolab_workload::{layout, run_plan, Control, Keep, RunResult, Status};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -14,15 +15,13 @@ use std::sync::Arc;
 
 pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     args.out.check()?;
-    if args.csv && args.out.output == Output::Json {
+    if args.csv && args.out.machine() {
         anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output json");
     }
     let overrides = args.job.clone();
     let plan = match &args.job_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {}", path.display()))?;
-            parse_job_file(&text, &overrides).with_context(|| format!("{}", path.display()))?
-        }
+        Some(path) => crate::job_file::plan(path, args.format, args.fio_lenient, &overrides, args.out.machine())?,
+        None if args.fio_lenient => anyhow::bail!("--fio-lenient goes with a fio job file"),
         None => {
             let job = overrides.resolve("job1")?;
             Plan { phases: vec![Phase { name: job.workload.label(), jobs: vec![job] }] }
@@ -37,12 +36,18 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if args.csv && !plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Bonnie(_))) {
         anyhow::bail!("--csv prints bonnie++'s CSV line: it needs --workload bonnie");
     }
+    crate::fio_logs::check(&args.logs, plan.phases.len())?;
     if args.nodes.given() {
         return crate::cluster_cmd::run(&args, &plan, &name, stop);
     }
     let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
+    for path in crate::fio_logs::write(&args.logs, &result)? {
+        if !args.out.machine() {
+            eprintln!("iolab: wrote {}", path.display());
+        }
+    }
     if args.cleanup {
-        cleanup(&plan, args.out.output == Output::Json);
+        cleanup(&plan, args.out.machine());
     }
     if args.csv {
         for (phase, r) in plan.phases.iter().zip(&result.phases) {
@@ -68,7 +73,7 @@ pub fn execute(
     name: &str,
     stop: Arc<AtomicBool>,
 ) -> Result<(RunResult, Option<i64>)> {
-    let json = out.output == Output::Json;
+    let json = out.machine();
     let draw = !json && !out.no_progress && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let mut progress = Progress::new(draw, json);
     let sample_interval = (!out.sample_interval.is_zero()).then_some(out.sample_interval);
@@ -128,9 +133,11 @@ fn failed(plan: &Plan, error: &str) -> RunResult {
 
 pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {
     let exporter: &dyn Exporter = match out.output {
-        Output::Json if out.histograms => &export::JsonHistograms,
-        Output::Json => &export::Json,
-        Output::Human => &export::Summary,
+        RunOutput::Json if out.histograms => &export::JsonHistograms,
+        RunOutput::Json => &export::Json,
+        RunOutput::FioJson => &FioJson { plus: false },
+        RunOutput::FioJsonPlus => &FioJson { plus: true },
+        RunOutput::Human => &export::Summary,
     };
     exporter.export(&Input::Run(result), &mut std::io::stdout().lock())?;
     Ok(())
@@ -166,4 +173,13 @@ pub fn cleanup(plan: &Plan, quiet: bool) {
             }
         }
     }
+}
+
+/// `iolab convert JOB.fio`: the iolab TOML job file that says what the fio file says.
+pub fn convert(a: ConvertArgs) -> Result<ExitCode> {
+    let f = crate::job_file::read_fio(&a.job_file, a.fio_lenient, false)?;
+    // The file must make a plan as it stands (every rule checked), not only parse.
+    f.plan(&Default::default()).with_context(|| format!("{}", a.job_file.display()))?;
+    print!("{}", f.to_toml());
+    Ok(ExitCode::SUCCESS)
 }

@@ -166,11 +166,25 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     }
     let store = Store::open_existing(&a.db.path())?;
     let runs = load_all(&store, &a.runs)?;
+    let fio = matches!(a.format, ExportFormat::FioJson | ExportFormat::FioJsonPlus);
+    if (fio || a.logs.write_bw_log.is_some() || a.logs.write_iops_log.is_some() || a.logs.write_lat_log.is_some())
+        && runs.len() != 1
+    {
+        bail!("fio's JSON and logs hold one run; {} runs matched: name one (an id, or last)", runs.len());
+    }
+    if let Some(r) = runs.first() {
+        crate::fio_logs::check(&a.logs, r.result.phases.len())?;
+        for path in crate::fio_logs::write(&a.logs, &r.result)? {
+            eprintln!("iolab: wrote {}", path.display());
+        }
+    }
     let mut out = std::io::stdout().lock();
     let exporter: &dyn Exporter = match a.format {
         ExportFormat::Json if a.histograms => &export::JsonHistograms,
         ExportFormat::Json => &export::Json,
         ExportFormat::Csv => &export::Csv,
+        ExportFormat::FioJson => &iolab_report::fio_json::FioJson { plus: false },
+        ExportFormat::FioJsonPlus => &iolab_report::fio_json::FioJson { plus: true },
     };
     exporter.export(&Input::Stored(&runs), &mut out)?;
     Ok(ExitCode::SUCCESS)

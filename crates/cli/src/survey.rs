@@ -5,7 +5,7 @@
 //! findings) is `iolab_report::survey`'s, keyed by the step's name, so the terminal and the
 //! HTML report say the same. A later issue adds a step here and its reading there.
 
-use crate::args::{Output, SurveyArgs};
+use crate::args::SurveyArgs;
 use crate::run_cmd::{emit, execute, exit_code};
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
@@ -142,7 +142,7 @@ pub fn steps() -> Vec<Step> {
 }
 
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    a.out.check()?;
+    a.out.check_no_fio("iolab survey")?;
     if !a.dir.is_dir() {
         bail!("{} is not a directory; give the directory to profile (create it first)", a.dir.display());
     }
@@ -192,7 +192,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             })
             .collect(),
     };
-    let json = a.out.output == Output::Json;
+    let json = a.out.machine();
     if !json {
         eprintln!(
             "iolab survey of {}: {} steps of {} s on a {} file, {} I/O{}",

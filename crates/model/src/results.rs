@@ -234,6 +234,12 @@ pub struct TimelinePoint {
     pub lat_p50_ns: u64,
     pub lat_p99_ns: u64,
     pub lat_max_ns: u64,
+    /// Mean latency of the reads that completed in this second (0 without any).
+    #[serde(default)]
+    pub read_lat_mean_ns: u64,
+    /// Mean latency of the writes that completed in this second (0 without any).
+    #[serde(default)]
+    pub write_lat_mean_ns: u64,
 }
 
 impl TimelinePoint {

@@ -8,6 +8,8 @@ mod charts;
 pub mod compare;
 pub mod csv;
 pub mod export;
+pub mod fio_json;
+pub mod fio_log;
 pub mod fmt;
 pub mod html;
 mod html_nodes;

@@ -12,6 +12,10 @@ use serde::{Deserialize, Serialize};
 pub struct BlockJob {
     /// Bytes each thread transfers in a size-bounded run; `None` means `size`.
     pub io_size: Option<Bytes>,
+    /// Where the job's region starts in the file (fio's offset): I/O falls in
+    /// [offset, offset + size). Absent in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Bytes>,
     pub rw: Rw,
     /// Read percentage of a mixed pattern.
     pub mix: u8,
@@ -49,6 +53,7 @@ impl BlockJob {
         }
         Ok(BlockJob {
             io_size: p.io_size,
+            offset: p.offset.filter(|o| o.0 > 0),
             rw,
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
@@ -92,6 +97,11 @@ impl BlockJob {
                 return err("size", format!("size {s} is smaller than the block size {}", self.bs.max()));
             }
         }
+        if let Some(o) = self.offset {
+            if job.direct && o.0 % 512 != 0 {
+                return err("offset", format!("{o}: with direct I/O the offset must be a multiple of 512 bytes"));
+            }
+        }
         if self.compressibility > 100 {
             return err("compressibility", format!("{} is not a percentage; accepted: 0 to 100", self.compressibility));
         }
@@ -105,6 +115,11 @@ impl BlockJob {
             return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
         }
         Ok(())
+    }
+
+    /// Where the job's region starts in its file, in bytes.
+    pub fn offset(&self) -> u64 {
+        self.offset.map_or(0, |o| o.0)
     }
 
     /// The effective fsync cadence (0 = never during the run).

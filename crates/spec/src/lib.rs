@@ -7,6 +7,7 @@
 pub mod block;
 pub mod bonnie;
 pub mod file;
+pub mod fio;
 pub mod job;
 pub mod maildir;
 pub mod patch;

@@ -35,6 +35,11 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, short = 's', value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<Bytes>,
+    /// Start the I/O this far into the file or device (fio's offset): the job uses
+    /// [offset, offset + size).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<Bytes>,
     /// Bytes each thread transfers in a bounded run (default: one pass over --size).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -312,6 +317,7 @@ fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
     match kind {
         WorkloadKind::Block => &[
             "size",
+            "offset",
             "io_size",
             "rw",
             "mix",

@@ -185,6 +185,15 @@ fn sum_seconds(parts: &[(&str, &PhaseResult)]) -> Vec<TimelinePoint> {
             }
             let o = &mut out[i];
             o.t_s = o.t_s.max(t.t_s);
+            let weighted = |a: u64, an: u64, b: u64, bn: u64| {
+                if an + bn == 0 {
+                    0
+                } else {
+                    ((a as f64 * an as f64 + b as f64 * bn as f64) / (an + bn) as f64).round() as u64
+                }
+            };
+            o.read_lat_mean_ns = weighted(o.read_lat_mean_ns, o.read_ops, t.read_lat_mean_ns, t.read_ops);
+            o.write_lat_mean_ns = weighted(o.write_lat_mean_ns, o.write_ops, t.write_lat_mean_ns, t.write_ops);
             o.read_ops += t.read_ops;
             o.read_bytes += t.read_bytes;
             o.write_ops += t.write_ops;

@@ -38,6 +38,8 @@ pub(crate) enum Msg {
 struct Pending {
     counts: TimelinePoint,
     hist: hdrhistogram::Histogram<u64>,
+    /// Latencies of the second's reads and writes summed (ns), for their means.
+    lat_sum: [f64; 2],
 }
 
 /// One worker's share: which job and thread it is, what it moved in the measured window, when
@@ -127,11 +129,13 @@ impl Aggregator {
         let p = self.pending.entry(sec).or_insert_with(|| Pending {
             counts: TimelinePoint { t_s: (sec + 1) as f64, ..Default::default() },
             hist: new_histogram(),
+            lat_sum: [0.0; 2],
         });
         p.counts.add(acc);
-        for c in [OpClass::Read, OpClass::Write] {
+        for (i, c) in [OpClass::Read, OpClass::Write].into_iter().enumerate() {
             if let Some(h) = &acc.get(c).hist {
                 let _ = p.hist.add(h);
+                p.lat_sum[i] += h.mean() * h.len() as f64;
             }
         }
     }
@@ -185,6 +189,9 @@ impl Aggregator {
                 point.lat_p99_ns = p.hist.value_at_quantile(0.99);
                 point.lat_max_ns = p.hist.max();
             }
+            let mean = |sum: f64, n: u64| if n > 0 { (sum / n as f64).round() as u64 } else { 0 };
+            point.read_lat_mean_ns = mean(p.lat_sum[0], point.read_ops);
+            point.write_lat_mean_ns = mean(p.lat_sum[1], point.write_ops);
             self.finalized_upto = self.finalized_upto.max(sec);
             self.recent.insert(sec, point.clone());
             while self.recent.len() > RECENT_S {

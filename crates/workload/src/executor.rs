@@ -105,6 +105,9 @@ pub enum RunError {
 type Replays = Vec<Vec<Option<Arc<Checked>>>>;
 /// Per phase, per job: its targets.
 type Targets = Vec<Vec<Vec<Target>>>;
+/// A phase made ready: each job's prepared replay (None for other workloads), and the files
+/// created for it now.
+type Prepared = (Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>);
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
@@ -254,7 +257,7 @@ fn prepare_phase(
     replays: &[Option<Arc<Checked>>],
     ctl: &Control,
     sink: &mut dyn Sink,
-) -> Result<(Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>), LayoutError> {
+) -> Result<Prepared, LayoutError> {
     let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
     // Replays make their target what the trace expects (re-checked: an earlier phase may have
@@ -505,7 +508,7 @@ fn run_phase(
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     match &job.workload {
-        Workload::Block(b) => b.budget_bytes(size),
+        Workload::Block(b) => b.budget_bytes(size.saturating_sub(b.offset())),
         Workload::Replay(_) => 0,
         Workload::Postmark(_)
         | Workload::Maildir(_)

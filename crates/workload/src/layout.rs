@@ -167,9 +167,21 @@ fn refuse(path: &Path, why: String) -> LayoutError {
 
 fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target, LayoutError> {
     let needs_data = job.workload.needs_data() || job.engine == EngineKind::Mmap;
+    // The job's region starts `off` bytes in: the file must reach offset + size.
+    let off = job.workload.block().map_or(0, |b| b.offset());
+    let past_offset = |size: u64| -> Result<u64, LayoutError> {
+        if off >= size {
+            Err(refuse(
+                path,
+                format!("the offset {off} is at or past its end ({size} bytes); use a smaller --offset or give --size"),
+            ))
+        } else {
+            Ok(size)
+        }
+    };
     match fs::metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let size = job.size.map(|s| s.0).ok_or_else(|| {
+            let size = job.size.map(|s| s.0.saturating_add(off)).ok_or_else(|| {
                 refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
             })?;
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -204,15 +216,15 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
                     0
                 };
                 let size = match (job.size, dev_len) {
-                    (Some(s), 0) => s.0,
-                    (Some(s), n) => s.0.min(n),
+                    (Some(s), 0) => s.0.saturating_add(off),
+                    (Some(s), n) => s.0.saturating_add(off).min(n),
                     (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
                     (None, n) => n,
                 };
                 return Ok(Target {
                     path: path.to_path_buf(),
                     kind: TargetKind::Device,
-                    size,
+                    size: past_offset(size)?,
                     existing: dev_len,
                     exists: true,
                     layout: false,
@@ -225,10 +237,11 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
                 return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
             }
             let existing = meta.len();
-            let size = job.size.map(|s| s.0).unwrap_or(existing);
+            let size = job.size.map(|s| s.0.saturating_add(off)).unwrap_or(existing);
             if size == 0 {
                 return Err(refuse(path, "it is empty and no size was given; add --size".into()));
             }
+            let size = past_offset(size)?;
             let grows = size > existing;
             let writes = job.workload.writes() || (needs_data && grows);
             if writes

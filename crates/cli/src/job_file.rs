@@ -1,0 +1,48 @@
+//! Job files for `iolab run` and `iolab convert`: iolab's TOML or fio's, told apart by their
+//! content (fio's first section line is `[name]`; iolab's files have `[[phase]]`) or by
+//! `--format`. A fio file's notes and skipped options go to stderr, each with its line.
+
+use crate::args::JobFormat;
+use anyhow::{Context, Result};
+use iolab_spec::fio::{self, FioFile};
+use iolab_spec::{parse_job_file, JobPatch, Plan};
+use std::path::Path;
+
+/// Whether `text` (from `path`) is read as a fio job file.
+fn is_fio(path: &Path, text: &str, format: JobFormat) -> bool {
+    match format {
+        JobFormat::Fio => true,
+        JobFormat::Toml => false,
+        JobFormat::Auto => path.extension().is_some_and(|e| e == "fio") || fio::looks_like_fio(text),
+    }
+}
+
+/// Read a fio job file, saying on stderr how its options were taken (the notes unless
+/// `quiet`; what --fio-lenient left out always).
+pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
+    let f = fio::parse(path, &fio::System, lenient)?;
+    if !quiet {
+        for n in &f.notes {
+            eprintln!("iolab: note: {n}");
+        }
+    }
+    for s in &f.skipped {
+        eprintln!("iolab: warning: left out (--fio-lenient): {s}");
+    }
+    Ok(f)
+}
+
+/// The plan of a job file under the command line's job flags.
+pub fn plan(path: &Path, format: JobFormat, lenient: bool, overrides: &JobPatch, quiet: bool) -> Result<Plan> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {}", path.display()))?;
+    if is_fio(path, &text, format) {
+        return Ok(read_fio(path, lenient, quiet)?.plan(overrides)?);
+    }
+    if lenient {
+        anyhow::bail!(
+            "--fio-lenient is for fio job files; {} reads as iolab's TOML (--format fio to read it as fio's)",
+            path.display()
+        );
+    }
+    parse_job_file(&text, overrides).with_context(|| format!("{}", path.display()))
+}
