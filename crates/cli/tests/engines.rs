@@ -275,3 +275,46 @@ fn weighted_block_sizes_and_zipf() {
     let avg = u(&r["bytes"]) as f64 / u(&r["ops"]) as f64;
     assert!((25_000.0..45_000.0).contains(&avg), "mean block ~34 KiB, got {avg}");
 }
+
+/// The pages of `path` in the page cache, in bytes (util-linux's fincore), if it can say.
+fn resident(path: &std::path::Path) -> Option<u64> {
+    let out = std::process::Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .arg(path)
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+#[test]
+fn invalidate_drops_the_target_s_cached_pages_before_the_phase() {
+    // On a disk-backed filesystem: tmpfs's pages are its storage and cannot be dropped.
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = d.path().join("f");
+    let f_s = f.to_str().unwrap();
+    iolab()
+        .args(["run", "--no-store", "--sample-interval", "0", "--target", f_s, "--size", "32M", "--rw", "write"])
+        .assert()
+        .success();
+    let Some(before) = resident(&f) else {
+        return common::skip("fincore (util-linux) cannot report the page cache here");
+    };
+    if before < 16 << 20 {
+        return common::skip(&format!("the written file is not in the page cache ({before} bytes resident)"));
+    }
+    // Read 4 KiB of it: without --invalidate the file stays cached, with it only what the read
+    // (and its readahead) brought back in is.
+    let read = |extra: &[&str]| {
+        iolab()
+            .args(["run", "--no-store", "--sample-interval", "0", "--target", f_s, "--size", "32M", "--rw", "read"])
+            .args(["--io-size", "4k"])
+            .args(extra)
+            .assert()
+            .success();
+        resident(&f).unwrap()
+    };
+    let kept = read(&[]);
+    assert!(kept >= 16 << 20, "a plain run drops nothing: {kept} bytes resident");
+    let dropped = read(&["--invalidate"]);
+    assert!(dropped < 4 << 20, "--invalidate left {dropped} bytes of 32 MiB in the page cache");
+}

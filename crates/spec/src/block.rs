@@ -36,6 +36,10 @@ pub struct BlockJob {
     /// New data in the buffer before every write (jobs stored before this option read as off).
     #[serde(default)]
     pub refill_buffers: bool,
+    /// Drop the target's cached pages before each phase (fio's invalidate; jobs stored before
+    /// this option read as off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalidate: bool,
 }
 
 impl BlockJob {
@@ -66,6 +70,7 @@ impl BlockJob {
             rate_iops: p.rate_iops,
             compressibility: p.compressibility.unwrap_or(0),
             refill_buffers: p.refill_buffers.unwrap_or(false),
+            invalidate: p.invalidate.unwrap_or(false),
         })
     }
 

@@ -122,6 +122,12 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refill_buffers: Option<bool>,
+    /// Drop the target's cached pages before each phase (written back first, then
+    /// posix_fadvise DONTNEED), so reads come from the storage and not from memory: fio's
+    /// invalidate=1, which a fio job file gets by default. Off by default for iolab's own jobs.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalidate: Option<bool>,
     /// Allow writing into an existing file that iolab did not create.
     #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -331,6 +337,7 @@ fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
             "rate_iops",
             "compressibility",
             "refill_buffers",
+            "invalidate",
             "overwrite",
             "device",
             "verify",

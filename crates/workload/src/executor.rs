@@ -315,6 +315,16 @@ fn prepare_phase(
             }
         }
     }
+    // fio's invalidate: the phase's reads start from the storage, not from what layout or an
+    // earlier phase left in memory.
+    for (job, ts) in &fresh {
+        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine != EngineKind::Null {
+            for t in ts {
+                sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
+                layout::drop_cached(t)?;
+            }
+        }
+    }
     Ok((runs, created))
 }
 

@@ -394,6 +394,17 @@ pub fn lay_out(
     Ok(())
 }
 
+/// Drop the target's pages from the page cache, as fio's `invalidate=1` does before a job: its
+/// dirty pages written back first (they cannot be dropped otherwise), then posix_fadvise
+/// DONTNEED over the whole file or device. Reads that follow come from the storage. On tmpfs,
+/// whose pages are the storage, nothing is dropped.
+pub fn drop_cached(t: &Target) -> Result<(), LayoutError> {
+    let f = fs::File::open(&t.path).map_err(io_err("opening to drop its cached pages", &t.path))?;
+    f.sync_data().map_err(io_err("writing back before dropping the cached pages of", &t.path))?;
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
+        .map_err(|e| io_err("dropping the cached pages of", &t.path)(io::Error::from(e)))
+}
+
 /// Remove a file only if iolab created it; returns whether it was removed.
 pub fn remove_owned(path: &Path) -> io::Result<bool> {
     match fs::symlink_metadata(path) {

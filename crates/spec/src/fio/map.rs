@@ -65,6 +65,7 @@ struct Raw {
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
+    invalidate: Option<(bool, Loc)>,
     stonewall: bool,
     kb: KbBase,
 }
@@ -264,6 +265,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
         }
         "end_fsync" => r.end_fsync = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "invalidate" => r.invalidate = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         "numjobs" => {
             let n = int(o)?;
             if n == 0 {
@@ -637,6 +639,15 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         set("compressibility", at);
         p.compressibility = Some(*v);
     }
+    // fio drops the file's cached pages before a job unless told not to (invalidate=1 is its
+    // default), so its reads come from the storage; the job file gets the same.
+    p.invalidate = Some(match &r.invalidate {
+        Some((v, at)) => {
+            set("invalidate", at);
+            *v
+        }
+        None => true,
+    });
     Ok(FioJob { patch: p, from, at: s.at.clone() })
 }
 

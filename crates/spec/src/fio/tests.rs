@@ -113,6 +113,14 @@ fn jobs_without_stonewall_share_a_phase_and_global_applies_below_it_only() {
 }
 
 #[test]
+fn a_fio_job_drops_the_cache_first_unless_it_says_not_to() {
+    let b = |text: &str| plan_of(text).phases[0].jobs[0].workload.block().unwrap().invalidate;
+    assert!(b("[j]\nfilename=/f\nsize=1m\nrw=read\n"), "fio's default is invalidate=1");
+    assert!(!b("[j]\nfilename=/f\nsize=1m\nrw=read\ninvalidate=0\n"));
+    assert!(b("[global]\ninvalidate=1\n[j]\nfilename=/f\nsize=1m\n"));
+}
+
+#[test]
 fn options_map_with_fio_units_and_semantics() {
     let plan = plan_of(
         "[j]\nname=mixed\ndirectory=/d\nrw=randrw\nrwmixwrite=30\nbssplit=4k/50:64k/\nsize=10m\nruntime=2m\n\
