@@ -359,24 +359,16 @@ impl Shared {
     }
 }
 
-/// How long before a start instant the coordinating thread stops sleeping and yields instead.
-const SPIN: Duration = Duration::from_millis(2);
-
-/// Wait until a wall-clock instant (no-op if it has passed), waking to check for a stop. It
-/// sleeps until [`SPIN`] before the instant, then yields the CPU in a loop until it passes:
-/// when many processes start at one instant on few CPUs (64 agents on 2 cores), each is then
-/// awake and gets a turn every few microseconds, instead of 64 timer wake-ups at the instant
-/// queued one behind the other (each a few hundred microseconds of work: ~9 ms for the last).
+/// Wait until a wall-clock instant (no-op if it has passed), waking at least every 50 ms to
+/// check for a stop; the last stretch is one sleep to the instant. (Yielding in a loop for the
+/// last 2 ms instead made every one of 64 agents on 2 cores runnable at once, and the
+/// scheduler's time slices then spread their starts over ~50 ms; timer wake-ups cost less.)
 fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     while let Ok(left) = at.duration_since(SystemTime::now()) {
         if left.is_zero() || stop.load(Ordering::Relaxed) {
             break;
         }
-        if left > SPIN {
-            std::thread::sleep((left - SPIN).min(Duration::from_millis(50)));
-        } else {
-            std::thread::yield_now();
-        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }
 
