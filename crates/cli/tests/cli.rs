@@ -445,6 +445,7 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
         total: p.total.clone(),
         cpu: p.cpu,
         system: p.system.clone(),
+        verify: p.verify.clone(),
     };
     for n in ["a", "b"] {
         store.add_phase(id, 0, n, &p).unwrap();

@@ -13,6 +13,7 @@ use crate::wire;
 use iolab_model::class::OpClass;
 use iolab_model::{ClassAcc, NodeInfo, NodeResult, PhaseResult, RunResult, Status, TimelinePoint, Totals};
 use iolab_spec::{Plan, Workload};
+use iolab_verify::HandedMap;
 use iolab_workload::layout::RunMark;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -112,6 +113,11 @@ impl NodeSpec {
         let mut p = plan.clone();
         for j in p.phases.iter_mut().flat_map(|ph| ph.jobs.iter_mut()) {
             j.target = self.localize_path(&j.target);
+            // Validated files are named by their path below the node's dir, so a file every
+            // node sees (a share mounted at another path on each) has one id on all of them.
+            if let (Some(v), Some(dir)) = (j.verify.as_mut(), &self.dir) {
+                v.id_root = Some(dir.clone());
+            }
         }
         p
     }
@@ -133,6 +139,8 @@ pub struct Work {
     pub plan: Plan,
     pub mkdirs: Vec<PathBuf>,
     pub run_mark: RunMark,
+    /// Key maps handed to the node with its run (`--verify-on other`: [`crate::cross`]).
+    pub keys: Vec<HandedMap>,
 }
 
 /// How the coordinator behaves.
@@ -214,6 +222,9 @@ pub struct ClusterResult {
     pub nodes: Vec<RunResult>,
     /// The merged run: aggregate phases with `jobs[].node` and `nodes[]`, top-level `nodes`.
     pub aggregate: RunResult,
+    /// Per node, as `nodes`: the key maps it handed over at its phases' ends (the latest of
+    /// each file; `--verify-on other`), checked on arrival.
+    pub key_maps: Vec<Vec<HandedMap>>,
 }
 
 impl Cluster {
@@ -276,7 +287,10 @@ impl Cluster {
     /// with what was measured. Setting `stop` stops every agent.
     pub fn run(&mut self, plan: &Plan, stop: Arc<AtomicBool>, obs: &mut dyn Observer) -> ClusterResult {
         let work =
-            vec![Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: RunMark::new() }); self.conns.len()];
+            vec![
+                Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: RunMark::new(), keys: Vec::new() });
+                self.conns.len()
+            ];
         self.run_each(plan, &work, stop, obs)
     }
 
@@ -298,8 +312,9 @@ impl Cluster {
         let infos: Vec<NodeInfo> = taking.iter().map(|(c, _)| c.info.clone()).collect();
         let mut states = self.rt.block_on(drive(&mut taking, opts, &stop, obs));
         let aggregate = aggregate(plan, &infos, &mut states, started_unix_s, stop.load(Ordering::Relaxed));
+        let key_maps = states.iter_mut().map(|s| std::mem::take(&mut s.maps)).collect();
         let nodes = states.into_iter().map(|s| s.result).collect();
-        ClusterResult { nodes, aggregate }
+        ClusterResult { nodes, aggregate, key_maps }
     }
 }
 
@@ -633,6 +648,8 @@ struct NodeState {
     /// Per phase: the node's latest progress (its phase as it stood), kept for a node lost
     /// before it sent the phase's end: what it measured until then.
     so_far: Vec<Option<PhaseResult>>,
+    /// Key maps the node handed over at its phases' ends, the latest of each file.
+    maps: Vec<HandedMap>,
     result: RunResult,
 }
 
@@ -651,6 +668,7 @@ impl NodeState {
             scheduled: vec![None; phases],
             timelines: vec![BTreeMap::new(); phases],
             so_far: vec![None; phases],
+            maps: Vec::new(),
             result,
         }
     }
@@ -732,6 +750,7 @@ async fn drive(
             node: c.spec.name.clone(),
             mkdirs,
             run_mark: work.run_mark.as_str().to_string(),
+            keys: work.keys.iter().map(crate::cross::map_out).collect(),
         };
         let _ = tx.send(Control { kind: Some(control::Kind::Start(start)) });
         let phases = local.phases.len();
@@ -992,6 +1011,15 @@ fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Ob
                         }
                         st.started[i] = Some(p.started_unix_ns);
                     }
+                    match crate::cross::maps_in(&p.keys) {
+                        Ok(maps) => {
+                            for m in maps {
+                                st.maps.retain(|h| h.file_id != m.file_id);
+                                st.maps.push(m);
+                            }
+                        }
+                        Err(e) => return st.invalid(e),
+                    }
                     for j in &mut r.jobs {
                         j.node = Some(name.clone());
                     }
@@ -1149,6 +1177,9 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             out.jobs.push(j);
         }
         out.interrupted |= p.interrupted;
+        if let Some(v) = &p.verify {
+            out.verify.get_or_insert_with(Default::default).merge(v, MERGED_ERRORS);
+        }
         out.cpu.user_s += p.cpu.user_s;
         out.cpu.system_s += p.cpu.system_s;
         // The seconds, placed on the common window by the node's start.
@@ -1173,6 +1204,7 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             total: p.total.clone(),
             cpu: p.cpu,
             system: p.system.clone(),
+            verify: p.verify.clone(),
         });
     }
     let mut acc = iolab_model::Acc::default();
@@ -1191,6 +1223,10 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
     }
     out
 }
+
+/// The most bad blocks the aggregate's `verify.first_errors` lists, over every node (each
+/// node's own list is bounded by its `--max-errors`).
+const MERGED_ERRORS: usize = 1000;
 
 /// Sum a node's second into the aggregate's (the latency figures: the worst node's).
 fn add_point(into: &mut TimelinePoint, p: &TimelinePoint) {
@@ -1252,7 +1288,12 @@ mod tests {
 
     fn end(phase: u32, elapsed_s: f64, started_unix_ns: i64) -> proto::Event {
         let r = PhaseResult { name: "a".into(), elapsed_s, ..Default::default() };
-        e(event::Kind::PhaseEnd(proto::Phase { phase, result: Some(wire::pack(&r)), started_unix_ns }))
+        e(event::Kind::PhaseEnd(proto::Phase {
+            phase,
+            result: Some(wire::pack(&r)),
+            started_unix_ns,
+            keys: Vec::new(),
+        }))
     }
 
     #[test]

@@ -24,14 +24,19 @@ pub enum ValidationError {
 }
 
 /// Open the files the phase's validating jobs use (`--verify`): their key maps and journals.
+/// `node` names the node in the stamps (the host name when `None`); `handed` are the key maps
+/// the coordinator handed over (`--verify-on other`): a file that has one takes its keys, and
+/// a job reading another node's file (`verify.peer`) must have one.
 pub fn open(
     phase: &Phase,
     targets: &[Vec<Target>],
     created: &HashSet<PathBuf>,
     carried: &Validated,
+    node: Option<&str>,
+    handed: &[iolab_verify::HandedMap],
 ) -> Result<Validated, ValidationError> {
     let mut out = Validated::new();
-    let node = iolab_sysstat::hostname();
+    let node = node.map_or_else(iolab_sysstat::hostname, str::to_string);
     for (job, ts) in phase.jobs.iter().zip(targets) {
         let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
         let key_block = b.bs.min().0 as u32;
@@ -56,13 +61,40 @@ pub fn open(
                 sync: v.journal_sync == iolab_spec::JournalSync::Sync,
                 max_errors: v.max_errors,
                 node: node.clone(),
+                id_root: v.id_root.clone(),
+                peer: v.peer.clone(),
             };
             let carry = carried.get(&t.path).map(|c| &**c);
             let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
+            match handed.iter().find(|h| h.file_id == tr.file_id) {
+                Some(h) => tr.take_keys(h)?,
+                None if v.peer.is_some() => {
+                    return Err(iolab_verify::VerifyError::Refused(format!(
+                        "job `{}` reads {} as node {} wrote it, but no key map of it was handed over (file id {:#018x}); the file ids differ when the nodes' dir= do not name the same directory of the share",
+                        job.name,
+                        tr.display,
+                        v.peer.as_deref().unwrap_or_default(),
+                        tr.file_id
+                    ))
+                    .into())
+                }
+                None => {}
+            }
             out.insert(t.path.clone(), Arc::new(tr));
         }
     }
     Ok(out)
+}
+
+/// The key maps to hand on after the phase (`--verify-on other`): of each file a job with it
+/// wrote (not those read from another node), for the coordinator to hand to the reader.
+pub fn handed_out(phase: &Phase, validated: &Validated) -> Vec<iolab_verify::HandedMap> {
+    if !phase.jobs.iter().any(|j| j.verify.as_ref().is_some_and(|v| v.on_other && v.peer.is_none())) {
+        return Vec::new();
+    }
+    let mut paths: Vec<_> = validated.keys().collect();
+    paths.sort();
+    paths.into_iter().map(|p| &validated[p]).filter(|t| t.peer.is_none()).map(|t| t.handed()).collect()
 }
 
 /// After the phase: `--verify-after`'s pass, the maps saved with their journals, and what
