@@ -82,6 +82,21 @@ fn two_nodes_check_each_others_files_and_find_nothing_on_a_coherent_directory() 
     for f in ["f.a", "f.b"] {
         assert_eq!(std::fs::metadata(share.join(f)).unwrap().len(), 2 << 20, "{f}");
     }
+    // Every field of a node's share is documented in docs/json.md, its verify too.
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let rows: Vec<&str> = doc.lines().filter_map(|l| l.strip_prefix("| `")?.split_once('`').map(|x| x.0)).collect();
+    assert!(rows.contains(&"phases[].nodes[].verify"));
+    let shares = &r["phases"][1]["nodes"];
+    for (k, _) in shares[0].as_object().unwrap() {
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("phases[].nodes[].{k}"))),
+            "phases[].nodes[].{k} undocumented"
+        );
+    }
+    for (k, _) in shares[0]["verify"].as_object().unwrap() {
+        assert!(rows.contains(&format!("phases[].verify.{k}").as_str()), "phases[].verify.{k} undocumented");
+    }
+    assert!(shares[0]["verify"]["checked_during"].is_u64());
     // A sequential writer covers every block: each read checks all 512 of the other's.
     let r = run_json(&[
         "run",
