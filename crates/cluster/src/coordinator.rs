@@ -1310,6 +1310,13 @@ mod tests {
                 bytes_so_far: 0,
             }))
         };
+        let bad_keys = {
+            let mut ev = end(0, 1.0, 5);
+            if let Some(event::Kind::PhaseEnd(p)) = ev.kind.as_mut() {
+                p.keys.push(proto::KeyMap { file_id: 1, key_block: 4096, keys: vec![1, 200], writer: "b".into() });
+            }
+            ev
+        };
         let cases: Vec<(&str, i64, Vec<proto::Event>, &str)> = vec![
             ("a phase past the plan", 0, vec![ready(4_000_000_000)], "phase 4000000001 of a plan of 2"),
             ("ready out of turn", 0, vec![ready(1)], "ready for phase 2 while phase 1 was next"),
@@ -1319,6 +1326,7 @@ mod tests {
             ("a phase of forever", 0, vec![ready(0), end(0, 1e300, 5)], "a phase of"),
             ("a negative phase", 0, vec![ready(0), end(0, -1.0, 5)], "a phase of"),
             ("a tick past the plan", 0, vec![tick(7, "1")], "phase 8 of a plan of 2"),
+            ("a key map out of range", 0, vec![ready(0), bad_keys.clone()], "a key map holding key 0xc8"),
         ];
         for (what, offset, events, says) in cases {
             let r = follow_events(&plan, offset, events);
@@ -1350,5 +1358,19 @@ mod tests {
         let p = n.localize(&plan);
         assert_eq!(p.phases[0].jobs[0].target, Path::new("/mnt/a/f"));
         assert_eq!(p.phases[0].jobs[1].target, Path::new("/abs/g"));
+        // A validated job's file ids are taken below the node's dir.
+        let mut v = plan.clone();
+        v.phases[0].jobs[0] = iolab_spec::JobPatch {
+            target: Some("f".into()),
+            rw: Some(iolab_spec::Rw::Write),
+            size: Some(iolab_spec::Bytes::mib(1)),
+            verify: Some(true),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let p = n.localize(&v);
+        assert_eq!(p.phases[0].jobs[0].verify.as_ref().unwrap().id_root.as_deref(), Some(Path::new("/mnt/a")));
+        assert_eq!(p.phases[0].jobs[1].verify, None);
     }
 }
