@@ -166,6 +166,9 @@ impl VerifyJob {
         if self.after {
             w.push("after");
         }
+        if self.on_other {
+            w.push("on other");
+        }
         if self.journal.is_some() {
             w.push(match self.journal_sync {
                 JournalSync::Sync => "sync journal",
