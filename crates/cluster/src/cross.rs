@@ -398,6 +398,19 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_seed_hands_over_a_key_map() {
+        use prost::Message;
+        let b = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/cluster/start_keys")).unwrap();
+        let c = proto::Control::decode(&b[1..]).unwrap();
+        let Some(proto::control::Kind::Start(s)) = c.kind else { panic!("not a Start") };
+        let maps = maps_in(&s.keys).unwrap();
+        assert_eq!(
+            (maps[0].key_block, maps[0].keys.as_slice(), maps[0].writer.as_str()),
+            (4096, &[1, 2, 0x7f][..], "n2")
+        );
+    }
+
+    #[test]
     fn hostile_key_maps_are_refused_whole() {
         let good = proto::KeyMap { file_id: 1, key_block: 4096, keys: vec![1, 2, 0], writer: "b".into() };
         assert_eq!(maps_in(std::slice::from_ref(&good)).unwrap()[0].keys, vec![1, 2, 0]);

@@ -245,6 +245,37 @@ mod tests {
     }
 
     #[test]
+    fn verify_on_other_turns_validation_on_and_refuses_what_it_cannot_do() {
+        let v = job(|p| p.verify_on = Some(VerifyOn::Other)).unwrap().verify.unwrap();
+        assert!(v.on_other && v.rounds == DEFAULT_ROUNDS && v.peer.is_none());
+        let v = job(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.verify_rounds = Some(5);
+        })
+        .unwrap();
+        assert_eq!(v.verify.as_ref().unwrap().rounds, 5);
+        assert_eq!(v.describe(), "randwrite 4k verify on other");
+        // `self` is plain validation.
+        assert!(!job(|p| p.verify_on = Some(VerifyOn::Writer)).unwrap().verify.unwrap().on_other);
+        let msg = |f: fn(&mut JobPatch)| job(f).unwrap_err().to_string();
+        assert!(msg(|p| p.verify_rounds = Some(2)).contains("--verify-on other"));
+        assert!(msg(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.journal = Some("/j".into());
+        })
+        .contains("coordinator"));
+        assert!(msg(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.rw = Some(Rw::Read);
+        })
+        .contains("writes nothing"));
+        // A reader's writer must be a node's name.
+        let mut j = job(|p| p.verify_on = Some(VerifyOn::Other)).unwrap();
+        j.verify.as_mut().unwrap().peer = Some("../x".into());
+        assert!(Plan { phases: vec![crate::Phase { name: "p".into(), jobs: vec![j] }] }.validate().is_err());
+    }
+
+    #[test]
     fn a_job_with_validation_reads_back_from_json() {
         let j = job(|p| {
             p.journal = Some("/j".into());
