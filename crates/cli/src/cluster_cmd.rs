@@ -214,6 +214,15 @@ pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let names: Vec<String> = specs(&args.nodes)?.into_iter().map(|s| s.name).collect();
     // Expand first: a bad scenario is refused before any node is contacted.
     let sc = scenario_of(&args, &names)?;
+    if sc
+        .steps
+        .iter()
+        .flat_map(|s| &s.parts)
+        .flat_map(|p| &p.jobs)
+        .any(|j| j.verify.as_ref().is_some_and(|v| v.on_other))
+    {
+        bail!("--verify-on other runs its own rounds of writes and read-backs: use it with `iolab run --node`, not a scenario");
+    }
     let scaling = args.scenario == "scaling";
     let overall = run_scenario(&sc, &args.nodes, &args.out, &args.save, args.link_speed, scaling, stop)?;
     emit(&overall, &args.out)?;

@@ -136,6 +136,13 @@ fn two_nodes_check_each_others_files_and_find_nothing_on_a_coherent_directory() 
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be relative"));
+    let out = iolab()
+        .args(["scenario", "locking", "--node", &node("a", &share), "--node", &node("b", &share)])
+        .args(["--size", "1M", "--verify-on", "other"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("iolab run --node"));
 }
 
 struct Quiet;

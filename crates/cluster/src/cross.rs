@@ -157,6 +157,19 @@ impl Rounds {
             if v.peer.is_some() {
                 return Err(format!("job `{}` already names a writer node", j.name));
             }
+            // Its key map travels in one message: at most MAX_HANDED_BLOCKS key blocks.
+            if let (Some(size), Some(b)) = (j.size, j.workload.block()) {
+                let blocks = size.0 / b.bs.min().0.max(1);
+                if blocks > iolab_verify::handed::MAX_HANDED_BLOCKS as u64 {
+                    return Err(format!(
+                        "job `{}`: {} key blocks of {} per file; --verify-on other hands a file's key map from node to node and takes at most {} (a smaller --size or a larger --bs)",
+                        j.name,
+                        blocks,
+                        b.bs.min(),
+                        iolab_verify::handed::MAX_HANDED_BLOCKS
+                    ));
+                }
+            }
             rounds = rounds.max(v.rounds.max(1));
         }
         let mut steps = Vec::new();
@@ -395,6 +408,8 @@ mod tests {
                 .unwrap(),
         );
         assert!(Rounds::new(&mixed, &two).unwrap_err().contains("every job"));
+        let huge = plan(|p| p.size = Some(Bytes::gib(128)));
+        assert!(Rounds::new(&huge, &two).unwrap_err().contains("at most"));
     }
 
     #[test]
