@@ -1,6 +1,6 @@
 //! Fuzz what the cluster crate reads from outside: `--node` values, nodes files, and the
 //! protobuf messages an agent or a coordinator receives (a packed phase result unpacked with
-//! its histograms), and a whole sequence of one node's events as the coordinator follows and
+//! its histograms, the key maps a run or a phase's end hands over), and a whole sequence of one node's events as the coordinator follows and
 //! merges them (`coordinator::follow_events`). Any input gives a value or an error, never a
 //! panic.
 #![no_main]
@@ -42,6 +42,8 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(c) = iolab_cluster::proto::Control::decode(rest) {
                 if let Some(iolab_cluster::proto::control::Kind::Start(s)) = c.kind {
                     let _ = serde_json::from_slice::<iolab_spec::Plan>(&s.plan_json).map(|p| p.validate());
+                    // The key maps handed over with a run (--verify-on other), as the agent checks them.
+                    let _ = iolab_cluster::cross::maps_in(&s.keys);
                 }
             }
             let _ = iolab_cluster::proto::Event::decode(rest);

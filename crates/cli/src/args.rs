@@ -115,6 +115,9 @@ fio job files (recognised by their [sections], or --format fio):
 Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `iolab verify`):
       iolab run --target /mnt/f --size 1G --rw randrw --runtime 1m --verify-after --journal /mnt/jnl
 
+Across nodes: each node writes and syncs f.NODE, the next node reads it back (stale reads of a cache):
+      iolab run --node a=ssh://h1,dir=/mnt/share --node b=ssh://h2,dir=/net/share --target f --rw write --size 64M --verify-on other
+
 Exit status: 0 done, 1 validation (--verify) found bad blocks, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
 
 const VERIFY_EXAMPLES: &str = "\

@@ -87,14 +87,66 @@ fn connect(
 }
 
 pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    if iolab_cluster::cross::wanted(plan) {
+        return verify_on_other(args, plan, name, stop);
+    }
     let same = |names: &[String]| -> Result<Vec<Option<Work>>> {
         let run_mark = iolab_workload::layout::RunMark::new();
         Ok(names
             .iter()
-            .map(|_| Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: run_mark.clone() }))
+            .map(|_| {
+                Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: run_mark.clone(), keys: Vec::new() })
+            })
             .collect())
     };
     let aggregate = run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)?;
+    if args.cleanup {
+        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
+    }
+    emit(&aggregate, &args.out)?;
+    Ok(exit_code(&aggregate))
+}
+
+/// `iolab run --node ... --verify-on other`: the rounds of iolab_cluster::cross (each node
+/// writes and syncs its file, then the next node reads and checks it), saved as one run whose
+/// phases are the steps; exit status 1 when any node found a bad block.
+fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let names = node_names(&args.nodes)?;
+    // Checked before any node is contacted.
+    let rounds = iolab_cluster::cross::Rounds::new(plan, &names).map_err(anyhow::Error::msg)?;
+    let json = args.out.machine();
+    let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
+    let mut rec = Recorder::begin(&args.save, "run", name, &rounds.plan())?;
+    let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
+    let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
+    let steps = rounds.steps.len();
+    let mut say = |s: &iolab_cluster::cross::Step, done: bool| {
+        if json {
+            return;
+        }
+        if draw && done {
+            eprintln!();
+        }
+        if !done {
+            let what = match s.kind {
+                iolab_cluster::cross::StepKind::Write => "every node writes and syncs its own file".to_string(),
+                iolab_cluster::cross::StepKind::Read => "every node reads and checks the next node's file".to_string(),
+            };
+            let i = rounds.steps.iter().position(|x| x.name == s.name).map_or(0, |i| i + 1);
+            eprintln!("iolab: step {i}/{steps}: {} ({what})", s.name);
+        }
+    };
+    let aggregate = rounds.run(&mut cluster, stop, &mut obs, &mut say);
+    if let Some(r) = rec.as_mut() {
+        for (i, p) in aggregate.phases.iter().enumerate() {
+            r.add_phase(i, iolab_store::AGGREGATE, p);
+        }
+        r.set_nodes(&aggregate.nodes, None);
+        r.finish(&aggregate);
+        if !json {
+            eprintln!("iolab: {}", r.where_());
+        }
+    }
     if args.cleanup {
         eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
@@ -162,6 +214,15 @@ pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let names: Vec<String> = specs(&args.nodes)?.into_iter().map(|s| s.name).collect();
     // Expand first: a bad scenario is refused before any node is contacted.
     let sc = scenario_of(&args, &names)?;
+    if sc
+        .steps
+        .iter()
+        .flat_map(|s| &s.parts)
+        .flat_map(|p| &p.jobs)
+        .any(|j| j.verify.as_ref().is_some_and(|v| v.on_other))
+    {
+        bail!("--verify-on other runs its own rounds of writes and read-backs: use it with `iolab run --node`, not a scenario");
+    }
     let scaling = args.scenario == "scaling";
     let overall = run_scenario(&sc, &args.nodes, &args.out, &args.save, args.link_speed, scaling, stop)?;
     emit(&overall, &args.out)?;
@@ -240,6 +301,7 @@ pub fn run_scenario(
                     plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs: p.jobs.clone() }] },
                     mkdirs: p.mkdirs.clone(),
                     run_mark: run_mark.clone(),
+                    keys: Vec::new(),
                 })
             })
             .collect();

@@ -179,6 +179,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
                     // The target directory, made on each node if missing (under its dir=).
                     mkdirs: vec![a.target.clone()],
                     run_mark: run_mark.clone(),
+                    keys: Vec::new(),
                 })
             })
             .collect())

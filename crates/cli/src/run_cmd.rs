@@ -40,6 +40,11 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if args.nodes.given() {
         return crate::cluster_cmd::run(&args, &plan, &name, stop);
     }
+    if iolab_cluster::cross::wanted(&plan) {
+        anyhow::bail!(
+            "--verify-on other has a node other than the writer read back: give two nodes or more with --node NAME=ADDR,dir=PATH (their dirs the same shared directory)"
+        );
+    }
     let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
     for path in crate::fio_logs::write(&args.logs, &result)? {
         if !args.out.machine() {

@@ -20,7 +20,8 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
 
 /// The protocol version this build speaks (see proto/agent.proto).
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: key maps handed over with Start and PhaseEnd (`--verify-on other`).
+pub const PROTOCOL_VERSION: u32 = 2;
 /// How long an agent runs on without hearing from its coordinator.
 pub const LEASE: Duration = Duration::from_millis(4500);
 /// How often each side says it is there: the coordinator's heartbeat, the agent's Alive. Nine
@@ -194,6 +195,13 @@ impl agent_server::Agent for AgentService {
             log(&format!("refused a run: {e}"));
             return Err(Status::permission_denied(e));
         }
+        let handed = match crate::cross::maps_in(&first.keys) {
+            Ok(h) => h,
+            Err(e) => {
+                log(&format!("refused a run: {e}"));
+                return Err(Status::invalid_argument(e));
+            }
+        };
         let node = first.node.clone();
         log(&format!("run for node `{node}`: {} phase(s)", plan.phases.len()));
         let (tx, rx) = mpsc::unbounded_channel::<Result<Event, Status>>();
@@ -242,11 +250,23 @@ impl agent_server::Agent for AgentService {
         });
         let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
         let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
-        let ctl = RunControl { stop: stop.clone(), start_at: None, gate: Some(gate), sample_interval, run_mark };
+        // A node's name as the coordinator calls it names it in validation stamps (the
+        // testbed's nodes share one host name); an empty one falls back to the host name.
+        let stamp_node = (!node.is_empty() && node.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+            .then(|| node.clone());
+        let ctl = RunControl {
+            stop: stop.clone(),
+            start_at: None,
+            gate: Some(gate),
+            sample_interval,
+            run_mark,
+            node: stamp_node,
+            handed,
+        };
         std::thread::Builder::new()
             .name("iolab-agent-run".into())
             .spawn(move || {
-                let mut sink = Forward { tx: tx.clone(), ramp: Duration::ZERO, started: Vec::new() };
+                let mut sink = Forward { tx: tx.clone(), ramp: Duration::ZERO, started: Vec::new(), maps: Vec::new() };
                 // Whatever happens to the run, the coordinator hears how it ended: a panic
                 // is a failed run, not a node that stays "alive" and never finishes.
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
@@ -338,6 +358,8 @@ struct Forward {
     ramp: Duration,
     /// Each phase's measured start, agent clock.
     started: Vec<Option<i64>>,
+    /// Key maps to send with the next phase_end.
+    maps: Vec<proto::KeyMap>,
 }
 
 impl Forward {
@@ -349,6 +371,7 @@ impl Forward {
             phase: index as u32,
             result: Some(wire::pack(r)),
             started_unix_ns: self.started.get(index).copied().flatten().unwrap_or(0),
+            keys: Vec::new(),
         }
     }
 }
@@ -387,7 +410,12 @@ impl Sink for Forward {
     fn progress(&mut self, index: usize, so_far: &PhaseResult) {
         self.send(event::Kind::Progress(self.phase(index, so_far)));
     }
+    fn key_maps(&mut self, _index: usize, maps: &[iolab_verify::HandedMap]) {
+        self.maps = maps.iter().map(crate::cross::map_out).collect();
+    }
     fn phase_end(&mut self, index: usize, result: &PhaseResult) {
-        self.send(event::Kind::PhaseEnd(self.phase(index, result)));
+        let mut p = self.phase(index, result);
+        p.keys = std::mem::take(&mut self.maps);
+        self.send(event::Kind::PhaseEnd(p));
     }
 }

@@ -13,6 +13,7 @@ use crate::wire;
 use iolab_model::class::OpClass;
 use iolab_model::{ClassAcc, NodeInfo, NodeResult, PhaseResult, RunResult, Status, TimelinePoint, Totals};
 use iolab_spec::{Plan, Workload};
+use iolab_verify::HandedMap;
 use iolab_workload::layout::RunMark;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -112,6 +113,11 @@ impl NodeSpec {
         let mut p = plan.clone();
         for j in p.phases.iter_mut().flat_map(|ph| ph.jobs.iter_mut()) {
             j.target = self.localize_path(&j.target);
+            // Validated files are named by their path below the node's dir, so a file every
+            // node sees (a share mounted at another path on each) has one id on all of them.
+            if let (Some(v), Some(dir)) = (j.verify.as_mut(), &self.dir) {
+                v.id_root = Some(dir.clone());
+            }
         }
         p
     }
@@ -133,6 +139,8 @@ pub struct Work {
     pub plan: Plan,
     pub mkdirs: Vec<PathBuf>,
     pub run_mark: RunMark,
+    /// Key maps handed to the node with its run (`--verify-on other`: [`crate::cross`]).
+    pub keys: Vec<HandedMap>,
 }
 
 /// How the coordinator behaves.
@@ -214,6 +222,9 @@ pub struct ClusterResult {
     pub nodes: Vec<RunResult>,
     /// The merged run: aggregate phases with `jobs[].node` and `nodes[]`, top-level `nodes`.
     pub aggregate: RunResult,
+    /// Per node, as `nodes`: the key maps it handed over at its phases' ends (the latest of
+    /// each file; `--verify-on other`), checked on arrival.
+    pub key_maps: Vec<Vec<HandedMap>>,
 }
 
 impl Cluster {
@@ -276,7 +287,10 @@ impl Cluster {
     /// with what was measured. Setting `stop` stops every agent.
     pub fn run(&mut self, plan: &Plan, stop: Arc<AtomicBool>, obs: &mut dyn Observer) -> ClusterResult {
         let work =
-            vec![Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: RunMark::new() }); self.conns.len()];
+            vec![
+                Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: RunMark::new(), keys: Vec::new() });
+                self.conns.len()
+            ];
         self.run_each(plan, &work, stop, obs)
     }
 
@@ -298,8 +312,9 @@ impl Cluster {
         let infos: Vec<NodeInfo> = taking.iter().map(|(c, _)| c.info.clone()).collect();
         let mut states = self.rt.block_on(drive(&mut taking, opts, &stop, obs));
         let aggregate = aggregate(plan, &infos, &mut states, started_unix_s, stop.load(Ordering::Relaxed));
+        let key_maps = states.iter_mut().map(|s| std::mem::take(&mut s.maps)).collect();
         let nodes = states.into_iter().map(|s| s.result).collect();
-        ClusterResult { nodes, aggregate }
+        ClusterResult { nodes, aggregate, key_maps }
     }
 }
 
@@ -633,6 +648,8 @@ struct NodeState {
     /// Per phase: the node's latest progress (its phase as it stood), kept for a node lost
     /// before it sent the phase's end: what it measured until then.
     so_far: Vec<Option<PhaseResult>>,
+    /// Key maps the node handed over at its phases' ends, the latest of each file.
+    maps: Vec<HandedMap>,
     result: RunResult,
 }
 
@@ -651,6 +668,7 @@ impl NodeState {
             scheduled: vec![None; phases],
             timelines: vec![BTreeMap::new(); phases],
             so_far: vec![None; phases],
+            maps: Vec::new(),
             result,
         }
     }
@@ -732,6 +750,7 @@ async fn drive(
             node: c.spec.name.clone(),
             mkdirs,
             run_mark: work.run_mark.as_str().to_string(),
+            keys: work.keys.iter().map(crate::cross::map_out).collect(),
         };
         let _ = tx.send(Control { kind: Some(control::Kind::Start(start)) });
         let phases = local.phases.len();
@@ -992,6 +1011,15 @@ fn on_event(st: &mut NodeState, kind: event::Kind, next: usize, obs: &mut dyn Ob
                         }
                         st.started[i] = Some(p.started_unix_ns);
                     }
+                    match crate::cross::maps_in(&p.keys) {
+                        Ok(maps) => {
+                            for m in maps {
+                                st.maps.retain(|h| h.file_id != m.file_id);
+                                st.maps.push(m);
+                            }
+                        }
+                        Err(e) => return st.invalid(e),
+                    }
                     for j in &mut r.jobs {
                         j.node = Some(name.clone());
                     }
@@ -1149,6 +1177,9 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             out.jobs.push(j);
         }
         out.interrupted |= p.interrupted;
+        if let Some(v) = &p.verify {
+            out.verify.get_or_insert_with(Default::default).merge(v, MERGED_ERRORS);
+        }
         out.cpu.user_s += p.cpu.user_s;
         out.cpu.system_s += p.cpu.system_s;
         // The seconds, placed on the common window by the node's start.
@@ -1173,6 +1204,7 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
             total: p.total.clone(),
             cpu: p.cpu,
             system: p.system.clone(),
+            verify: p.verify.clone(),
         });
     }
     let mut acc = iolab_model::Acc::default();
@@ -1191,6 +1223,10 @@ fn merge_phase(i: usize, states: &[NodeState]) -> PhaseResult {
     }
     out
 }
+
+/// The most bad blocks the aggregate's `verify.first_errors` lists, over every node (each
+/// node's own list is bounded by its `--max-errors`).
+const MERGED_ERRORS: usize = 1000;
 
 /// Sum a node's second into the aggregate's (the latency figures: the worst node's).
 fn add_point(into: &mut TimelinePoint, p: &TimelinePoint) {
@@ -1252,7 +1288,12 @@ mod tests {
 
     fn end(phase: u32, elapsed_s: f64, started_unix_ns: i64) -> proto::Event {
         let r = PhaseResult { name: "a".into(), elapsed_s, ..Default::default() };
-        e(event::Kind::PhaseEnd(proto::Phase { phase, result: Some(wire::pack(&r)), started_unix_ns }))
+        e(event::Kind::PhaseEnd(proto::Phase {
+            phase,
+            result: Some(wire::pack(&r)),
+            started_unix_ns,
+            keys: Vec::new(),
+        }))
     }
 
     #[test]
@@ -1269,6 +1310,13 @@ mod tests {
                 bytes_so_far: 0,
             }))
         };
+        let bad_keys = {
+            let mut ev = end(0, 1.0, 5);
+            if let Some(event::Kind::PhaseEnd(p)) = ev.kind.as_mut() {
+                p.keys.push(proto::KeyMap { file_id: 1, key_block: 4096, keys: vec![1, 200], writer: "b".into() });
+            }
+            ev
+        };
         let cases: Vec<(&str, i64, Vec<proto::Event>, &str)> = vec![
             ("a phase past the plan", 0, vec![ready(4_000_000_000)], "phase 4000000001 of a plan of 2"),
             ("ready out of turn", 0, vec![ready(1)], "ready for phase 2 while phase 1 was next"),
@@ -1278,6 +1326,7 @@ mod tests {
             ("a phase of forever", 0, vec![ready(0), end(0, 1e300, 5)], "a phase of"),
             ("a negative phase", 0, vec![ready(0), end(0, -1.0, 5)], "a phase of"),
             ("a tick past the plan", 0, vec![tick(7, "1")], "phase 8 of a plan of 2"),
+            ("a key map out of range", 0, vec![ready(0), bad_keys.clone()], "a key map holding key 0xc8"),
         ];
         for (what, offset, events, says) in cases {
             let r = follow_events(&plan, offset, events);
@@ -1309,5 +1358,19 @@ mod tests {
         let p = n.localize(&plan);
         assert_eq!(p.phases[0].jobs[0].target, Path::new("/mnt/a/f"));
         assert_eq!(p.phases[0].jobs[1].target, Path::new("/abs/g"));
+        // A validated job's file ids are taken below the node's dir.
+        let mut v = plan.clone();
+        v.phases[0].jobs[0] = iolab_spec::JobPatch {
+            target: Some("f".into()),
+            rw: Some(iolab_spec::Rw::Write),
+            size: Some(iolab_spec::Bytes::mib(1)),
+            verify: Some(true),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let p = n.localize(&v);
+        assert_eq!(p.phases[0].jobs[0].verify.as_ref().unwrap().id_root.as_deref(), Some(Path::new("/mnt/a")));
+        assert_eq!(p.phases[0].jobs[1].verify, None);
     }
 }

@@ -2,7 +2,8 @@
 //! under its `--allow` directories ([`allow`]); the coordinator ([`coordinator`]) reaches the
 //! agents ([`connect`]: over `ssh` or a local child's stdio, [`stdio`]), measures their clock
 //! offsets, starts every phase on all of them at one instant, streams their seconds and
-//! merges their results into one aggregate. They speak gRPC ([`proto`], from
+//! merges their results into one aggregate; [`cross`] runs validation across nodes (`--verify-on
+//! other`) as rounds of such runs. They speak gRPC ([`proto`], from
 //! proto/agent.proto); results travel packed by [`wire`]. Nothing here draws on a terminal.
 
 #![forbid(unsafe_code)]
@@ -11,6 +12,7 @@ pub mod agent;
 pub mod allow;
 pub mod connect;
 pub mod coordinator;
+pub mod cross;
 pub mod join;
 pub mod stdio;
 pub mod tls;

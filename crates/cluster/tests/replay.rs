@@ -61,6 +61,7 @@ async fn a_replay_runs_only_from_a_trace_the_coordinator_sent() {
             node: "n".into(),
             mkdirs: Vec::new(),
             run_mark: String::new(),
+            keys: Vec::new(),
         };
         tokio_stream::iter(vec![Control { kind: Some(control::Kind::Start(start)) }])
     };

@@ -377,6 +377,9 @@ pub struct NodeResult {
     /// The node's CPU, disks and network beside its window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<iolab_sysstat::SystemResult>,
+    /// The node's data validation in this phase (`--verify`), as its `phases[].verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyResult>,
 }
 
 /// A node of a run of several: where it was reached and how its clock stood.

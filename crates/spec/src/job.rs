@@ -96,6 +96,16 @@ word_enum!(
 );
 
 word_enum!(
+    /// Which node reads back and checks what a validating job wrote (`--verify-on`): `self`,
+    /// the writer (the default), or `other`, the next node of a run of several, after the
+    /// writer synced (IOR's -C), to catch cache coherency failures between nodes.
+    VerifyOn {
+        Writer => "self",
+        Other => "other",
+    }
+);
+
+word_enum!(
     /// Durability of writes: dd's `oflag=dsync` is `dsync`, `oflag=sync` is `sync`,
     /// a flush after every N writes is `fsync` or `fdatasync` with `fsync_every`.
     SyncMode {
@@ -640,9 +650,10 @@ impl Plan {
                     ));
                 }
                 j.validate()?;
-                // Validated reads check keys a journal or an earlier validated phase knows.
+                // Validated reads check keys a journal, an earlier validated phase or (reading
+                // another node's file) the coordinator's handed map knows.
                 let reads_only = j.workload.block().is_some_and(|b| !b.rw.writes());
-                if j.verify.as_ref().is_some_and(|v| v.journal.is_none()) && reads_only {
+                if j.verify.as_ref().is_some_and(|v| v.journal.is_none() && v.peer.is_none()) && reads_only {
                     let mut earlier = self.phases.iter().take_while(|q| !std::ptr::eq(*q, p)).flat_map(|q| &q.jobs);
                     if !earlier.any(|e| e.verify.is_some() && e.target == j.target) {
                         return Err(SpecError::field(

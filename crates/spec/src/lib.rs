@@ -22,7 +22,9 @@ pub mod verify;
 pub use block::BlockJob;
 pub use bonnie::BonnieJob;
 pub use file::parse_job_file;
-pub use job::{BlockSizes, Dist, EngineKind, Job, JournalSync, Phase, Plan, Rw, SyncMode, Workload, WorkloadKind};
+pub use job::{
+    BlockSizes, Dist, EngineKind, Job, JournalSync, Phase, Plan, Rw, SyncMode, VerifyOn, Workload, WorkloadKind,
+};
 pub use maildir::MaildirJob;
 pub use patch::{JobPatch, DEFAULT_SEED};
 pub use postmark::PostmarkJob;

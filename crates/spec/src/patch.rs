@@ -1,7 +1,9 @@
 //! Partial jobs: flags, a job file's `[defaults]` and each `[[phase.job]]` are all
 //! `JobPatch`es layered onto the built-in defaults, so every front end lands in one `Job`.
 
-use crate::job::{BlockJob, BlockSizes, Dist, EngineKind, Job, JournalSync, Rw, SyncMode, Workload, WorkloadKind};
+use crate::job::{
+    BlockJob, BlockSizes, Dist, EngineKind, Job, JournalSync, Rw, SyncMode, VerifyOn, Workload, WorkloadKind,
+};
 use crate::units::{duration_serde, Bytes};
 #[cfg(feature = "clap")]
 use crate::units::{parse_duration, parse_size};
@@ -162,6 +164,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_errors: Option<u64>,
+    /// Validation across nodes (with --node, two or more): self (the writer checks its reads; the default) or other: in each round every node writes and syncs its own file, then reads and checks the file the next node wrote (IOR's -C), so a node served stale cached data shows stale reads (implies --verify).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<VerifyOn>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_on: Option<VerifyOn>,
+    /// Validation across nodes: write-then-read rounds with --verify-on other (default 3; a stale read needs two: the reader cached the round before).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u32).range(1..=1000)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_rounds: Option<u32>,
 
     // PostMark (`--workload postmark`; its rules and defaults are in crate::postmark).
     /// PostMark: its configuration file (`set size 1024 262144`, `set number 5000`, ...), read when the plan is made.
@@ -346,6 +356,8 @@ fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
             "journal",
             "journal_sync",
             "max_errors",
+            "verify_on",
+            "verify_rounds",
         ],
         WorkloadKind::Postmark => &[
             "config",

@@ -3,7 +3,7 @@
 //! applies to the block workload, whose reads and writes are whole key blocks (the job's
 //! smallest block size), each a multiple of the 512-byte sector a stamp is made of.
 
-use crate::job::{EngineKind, Job, JournalSync, Workload};
+use crate::job::{EngineKind, Job, JournalSync, VerifyOn, Workload};
 use crate::patch::JobPatch;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,30 @@ pub struct VerifyJob {
     pub journal_sync: JournalSync,
     /// Stop after this many bad blocks (0: never).
     pub max_errors: u64,
+    /// `--verify-on other`: another node reads back and checks what this job wrote, in
+    /// `rounds` write-then-read rounds (the coordinator runs them: `iolab_cluster::cross`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub on_other: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rounds: u32,
+    /// Set by the coordinator on a job that reads a file another node wrote: that node's name.
+    /// Its keys are handed over with the run; an older key found is a stale read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Set by the coordinator: the node's directory (`dir=`), below which file ids are taken,
+    /// so every node names a shared file alike however it mounts the share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_root: Option<PathBuf>,
+}
+
+/// Write-then-read rounds of `--verify-on other` when `--verify-rounds` is not given.
+pub const DEFAULT_ROUNDS: u32 = 3;
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl VerifyJob {
@@ -35,8 +59,12 @@ impl VerifyJob {
         let on = p.verify.unwrap_or(false)
             || p.verify_before_rewrite.unwrap_or(false)
             || p.verify_after.unwrap_or(false)
-            || p.journal.is_some();
+            || p.journal.is_some()
+            || p.verify_on.is_some();
         if !on {
+            if p.verify_rounds.is_some() {
+                return Err(SpecError::field(name, "verify_rounds", "counts rounds of --verify-on other: add it"));
+            }
             if p.journal_sync.is_some() {
                 return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
             }
@@ -48,12 +76,27 @@ impl VerifyJob {
         if p.journal_sync.is_some() && p.journal.is_none() {
             return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
         }
+        let on_other = p.verify_on == Some(VerifyOn::Other);
+        if p.verify_rounds.is_some() && !on_other {
+            return Err(SpecError::field(name, "verify_rounds", "counts rounds of --verify-on other: add it"));
+        }
+        if on_other && p.journal.is_some() {
+            return Err(SpecError::field(
+                name,
+                "journal",
+                "--verify-on other hands the key maps from node to node through the coordinator; a journal is not kept with it",
+            ));
+        }
         Ok(Some(VerifyJob {
             before_rewrite: p.verify_before_rewrite.unwrap_or(false),
             after: p.verify_after.unwrap_or(false),
             journal: p.journal.clone(),
             journal_sync: p.journal_sync.unwrap_or(JournalSync::Async),
             max_errors: p.max_errors.unwrap_or(DEFAULT_MAX_ERRORS),
+            on_other,
+            rounds: if on_other { p.verify_rounds.unwrap_or(DEFAULT_ROUNDS) } else { 0 },
+            peer: None,
+            id_root: None,
         }))
     }
 
@@ -100,6 +143,17 @@ impl VerifyJob {
         if self.journal.as_ref().is_some_and(|d| d.as_os_str().is_empty()) {
             return err("journal", "an empty journal directory name".into());
         }
+        if self.on_other && self.peer.is_none() && !b.rw.writes() {
+            return err(
+                "verify_on",
+                format!("--verify-on other checks what a job writes on another node; `{}` writes nothing", b.rw),
+            );
+        }
+        if let Some(p) = &self.peer {
+            if p.is_empty() || !p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+                return err("verify", format!("the writer node `{}` is not a node's name", p.escape_debug()));
+            }
+        }
         Ok(())
     }
 
@@ -111,6 +165,9 @@ impl VerifyJob {
         }
         if self.after {
             w.push("after");
+        }
+        if self.on_other {
+            w.push("on other");
         }
         if self.journal.is_some() {
             w.push(match self.journal_sync {
@@ -185,6 +242,37 @@ mod tests {
             p.engine = Some(EngineKind::Null);
         })
         .contains("null"));
+    }
+
+    #[test]
+    fn verify_on_other_turns_validation_on_and_refuses_what_it_cannot_do() {
+        let v = job(|p| p.verify_on = Some(VerifyOn::Other)).unwrap().verify.unwrap();
+        assert!(v.on_other && v.rounds == DEFAULT_ROUNDS && v.peer.is_none());
+        let v = job(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.verify_rounds = Some(5);
+        })
+        .unwrap();
+        assert_eq!(v.verify.as_ref().unwrap().rounds, 5);
+        assert_eq!(v.describe(), "randwrite 4k verify on other");
+        // `self` is plain validation.
+        assert!(!job(|p| p.verify_on = Some(VerifyOn::Writer)).unwrap().verify.unwrap().on_other);
+        let msg = |f: fn(&mut JobPatch)| job(f).unwrap_err().to_string();
+        assert!(msg(|p| p.verify_rounds = Some(2)).contains("--verify-on other"));
+        assert!(msg(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.journal = Some("/j".into());
+        })
+        .contains("coordinator"));
+        assert!(msg(|p| {
+            p.verify_on = Some(VerifyOn::Other);
+            p.rw = Some(Rw::Read);
+        })
+        .contains("writes nothing"));
+        // A reader's writer must be a node's name.
+        let mut j = job(|p| p.verify_on = Some(VerifyOn::Other)).unwrap();
+        j.verify.as_mut().unwrap().peer = Some("../x".into());
+        assert!(Plan { phases: vec![crate::Phase { name: "p".into(), jobs: vec![j] }] }.validate().is_err());
     }
 
     #[test]

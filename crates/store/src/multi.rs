@@ -137,8 +137,14 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
         }
     }
     let timeline = if timeline.is_empty() { sum_seconds(parts) } else { timeline };
+    // Validation over every node, as the coordinator merged it.
+    let verify = parts.iter().filter_map(|(_, p)| p.verify.as_ref()).fold(None, |acc, v| {
+        let mut a: iolab_model::VerifyResult = acc.unwrap_or_default();
+        a.merge(v, 1000);
+        Some(a)
+    });
     let mut merged = PhaseResult {
-        verify: None,
+        verify,
         workload: Default::default(),
         notes: Vec::new(),
         name,
@@ -166,6 +172,7 @@ pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<
                 total: p.total.clone(),
                 cpu: p.cpu,
                 system: p.system.clone(),
+                verify: p.verify.clone(),
             })
             .collect(),
         first_done_s: None,

@@ -451,6 +451,7 @@ fn node_result(name: &str, p: &iolab_model::PhaseResult, skew: i64) -> iolab_mod
         total: p.total.clone(),
         cpu: p.cpu,
         system: p.system.clone(),
+        verify: p.verify.clone(),
     }
 }
 

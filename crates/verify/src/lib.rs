@@ -16,6 +16,7 @@
 
 pub mod check;
 pub mod error;
+pub mod handed;
 pub mod journal;
 pub mod map;
 pub mod pattern;
@@ -26,6 +27,7 @@ pub mod tracked;
 
 pub use check::{check_block, Expect, Finding};
 pub use error::{FormatError, VerifyError};
+pub use handed::HandedMap;
 pub use recover::{recover_dir, Recovered};
 pub use sector::{next_key, stamp_block, Stamp, MAX_KEY, SECTOR};
 pub use tracked::{Options, Tracked, When};
@@ -34,6 +36,27 @@ use std::path::Path;
 
 /// A file's id in its stamps: a 64-bit hash of its canonical path (FNV-1a, then mixed).
 pub fn file_id(canonical: &Path) -> u64 {
+    hash_path(canonical)
+}
+
+/// A file's id on a node that reaches the shared storage under `root` (its `dir=`): the hash
+/// of the path below `root`, so every node names a shared file alike however it mounts the
+/// share (`/mnt/a/f` on one node and `/net/share/f` on another are both `f`). A file outside
+/// `root` keeps the id of its canonical path. `root` is canonicalized first when it can be.
+pub fn file_id_under(canonical: &Path, root: &Path) -> u64 {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    match canonical.strip_prefix(&root) {
+        // A marker byte first, so a relative id never equals the id of an absolute path.
+        Ok(rel) => {
+            let mut tagged = std::ffi::OsString::from("\u{1}");
+            tagged.push(rel.as_os_str());
+            hash_path(Path::new(&tagged))
+        }
+        Err(_) => hash_path(canonical),
+    }
+}
+
+fn hash_path(canonical: &Path) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in canonical.as_os_str().as_encoded_bytes() {
         h ^= *b as u64;
@@ -110,5 +133,35 @@ mod corpus {
         for (name, bytes) in [("map", m), ("journal", j), ("block", s)] {
             std::fs::write(format!("{dir}/{name}"), bytes).unwrap();
         }
+    }
+}
+
+#[cfg(test)]
+mod ids {
+    use super::*;
+
+    #[test]
+    fn a_shared_file_has_one_id_on_every_node_however_it_is_mounted() {
+        // Node a mounts the share at /mnt/a, node b at /net/share: the same file `f`.
+        let on_a = file_id_under(Path::new("/mnt/a/sub/f"), Path::new("/mnt/a"));
+        let on_b = file_id_under(Path::new("/net/share/sub/f"), Path::new("/net/share"));
+        assert_eq!(on_a, on_b);
+        // By canonical path they differ: every cross-node read would be "misdirected".
+        assert_ne!(file_id(Path::new("/mnt/a/sub/f")), file_id(Path::new("/net/share/sub/f")));
+        // Another file below the root has another id, and no relative id is an absolute one's.
+        assert_ne!(on_a, file_id_under(Path::new("/mnt/a/sub/g"), Path::new("/mnt/a")));
+        assert_ne!(on_a, file_id(Path::new("sub/f")));
+        // A file outside the root keeps its canonical path's id.
+        assert_eq!(file_id_under(Path::new("/elsewhere/f"), Path::new("/mnt/a")), file_id(Path::new("/elsewhere/f")));
+        // A root given through a symlink is the directory it names.
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, d.path().join("link")).unwrap();
+        let real = std::fs::canonicalize(&real).unwrap();
+        assert_eq!(
+            file_id_under(&real.join("f"), &d.path().join("link")),
+            file_id_under(Path::new("/mnt/a/f"), Path::new("/mnt/a"))
+        );
     }
 }

@@ -69,6 +69,12 @@ impl KeyMap {
             k.fetch_or(key & !BUSY, Ordering::AcqRel);
         }
     }
+    /// Set every block's key from `keys` (busy bits dropped), before any I/O is on the map.
+    pub fn load(&self, keys: &[u8]) {
+        for (k, v) in self.keys.iter().zip(keys) {
+            k.store(v & !BUSY, Ordering::Release);
+        }
+    }
     /// The keys as they stand (busy bits dropped).
     pub fn snapshot(&self) -> Vec<u8> {
         self.keys.iter().map(|k| k.load(Ordering::Acquire) & !BUSY).collect()

@@ -5,10 +5,11 @@
 
 use crate::check::{Expect, Finding};
 use crate::error::VerifyError;
+use crate::handed::HandedMap;
 use crate::journal::{Journal, JournalHeader, JOURNAL_HEADER};
 use crate::map::{KeyMap, MapFile, UNKNOWN, UNSYNCED};
 use crate::scan::scan;
-use crate::{file_id, node_id, writer_words};
+use crate::{file_id, file_id_under, node_id, writer_words};
 use iolab_model::{BlockError, ErrorCounts, VerifyResult};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,13 @@ pub struct Options {
     pub max_errors: u64,
     /// This node's name (written into every header as its id).
     pub node: String,
+    /// File ids are of the path below this directory (the node's `dir=` in a run of several
+    /// nodes, so every node names a shared file alike: [`crate::file_id_under`]); `None`: of
+    /// the canonical path.
+    pub id_root: Option<PathBuf>,
+    /// The file was written by this other node (`--verify-on other`): its keys are handed over
+    /// ([`Tracked::take_keys`]), and an older key read is a stale read, not a lost write.
+    pub peer: Option<String>,
 }
 
 /// Where a finding was made.
@@ -56,6 +64,8 @@ pub struct Tracked {
     pub journal: Option<Journal>,
     pub node: String,
     pub node_id: u32,
+    /// The node that wrote the file, when it is another (see [`Options::peer`]).
+    pub peer: Option<String>,
     dir: Option<PathBuf>,
     epoch: u64,
     max_errors: u64,
@@ -124,7 +134,10 @@ impl Tracked {
         }
         let canonical = std::fs::canonicalize(path).map_err(|e| VerifyError::io(path, e))?;
         let display = canonical.display().to_string();
-        let id = file_id(&canonical);
+        let id = match &opts.id_root {
+            Some(root) => file_id_under(&canonical, root),
+            None => file_id(&canonical),
+        };
         let blocks = size / key_block as u64;
         let mut epoch = 1;
         let mut keys: Option<Vec<u8>> = None;
@@ -185,6 +198,7 @@ impl Tracked {
             journal,
             node: opts.node.clone(),
             node_id: node_id(&opts.node),
+            peer: opts.peer.clone(),
             dir: opts.journal.clone(),
             epoch,
             max_errors: opts.max_errors,
@@ -197,6 +211,36 @@ impl Tracked {
 
     pub fn blocks(&self) -> u64 {
         self.map.len()
+    }
+
+    /// Take the keys the coordinator handed over for this file (its own from an earlier run of
+    /// the same rounds, or another node's): before the phase's I/O begins.
+    pub fn take_keys(&self, h: &HandedMap) -> Result<(), VerifyError> {
+        if h.file_id != self.file_id || h.key_block != self.key_block || h.keys.len() as u64 != self.blocks() {
+            return Err(VerifyError::Refused(format!(
+                "the key map handed over for {} (file id {:#018x}, {} blocks of {} bytes, from node {}) is not this file's (file id {:#018x}, {} blocks of {})",
+                self.display,
+                h.file_id,
+                h.keys.len(),
+                h.key_block,
+                h.writer,
+                self.file_id,
+                self.blocks(),
+                self.key_block
+            )));
+        }
+        self.map.load(&h.keys);
+        Ok(())
+    }
+
+    /// The keys as they stand, to hand to another node.
+    pub fn handed(&self) -> HandedMap {
+        HandedMap {
+            file_id: self.file_id,
+            key_block: self.key_block,
+            keys: self.map.snapshot(),
+            writer: self.node.clone(),
+        }
     }
 
     /// Key blocks stamped.
@@ -232,7 +276,10 @@ impl Tracked {
             expected_key: expected,
             found_key: f.found_key,
             found_time_unix_ns: f.found_time_ns,
-            writer: f.writer.map(|(node, thread)| writer_words(node, thread, &[&self.node])),
+            writer: f.writer.map(|(node, thread)| {
+                let names: Vec<&str> = std::iter::once(self.node.as_str()).chain(self.peer.as_deref()).collect();
+                writer_words(node, thread, &names)
+            }),
             detail: f.detail,
             when: when.as_str().into(),
         };

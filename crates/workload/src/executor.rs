@@ -54,6 +54,10 @@ pub struct Control {
     /// The run's own mark (several steps on several nodes): files it creates are noted with
     /// it, and files noted with it may be written again (see [`layout::RunMark`]).
     pub run_mark: Option<layout::RunMark>,
+    /// The node's name in validation stamps (`None`: the host name).
+    pub node: Option<String>,
+    /// Key maps handed over by the coordinator for the files validated (`--verify-on other`).
+    pub handed: Vec<iolab_verify::HandedMap>,
 }
 
 /// What a phase is expected to take, for progress displays.
@@ -82,6 +86,9 @@ pub trait Sink {
     /// The phase as it stands, at its start and once a second while it runs: per-job and
     /// per-thread totals so far, `interrupted` set (what a run killed now would have measured).
     fn progress(&mut self, _index: usize, _so_far: &PhaseResult) {}
+    /// The key maps of the files the phase wrote with `--verify-on other`, just before its
+    /// `phase_end` (an agent sends them with it, for the coordinator to hand to the reader).
+    fn key_maps(&mut self, _index: usize, _maps: &[iolab_verify::HandedMap]) {}
     fn phase_end(&mut self, _index: usize, _result: &PhaseResult) {}
 }
 
@@ -204,7 +211,7 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 break;
             }
         };
-        let validated = match validation::open(phase, &targets, &created, &carried) {
+        let validated = match validation::open(phase, &targets, &created, &carried, ctl.node.as_deref(), &ctl.handed) {
             Ok(v) => v,
             Err(e) => {
                 if result.phases.is_empty() {
@@ -224,6 +231,10 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
             }
         };
         validation::finish(phase, &validated, &mut pr);
+        let maps = validation::handed_out(phase, &validated);
+        if !maps.is_empty() {
+            sink.key_maps(i, &maps);
+        }
         carried = validated;
         // A replay marks what it made and judges its fidelity, into its job's result.
         for (run, job) in runs.iter().zip(pr.jobs.iter_mut()) {

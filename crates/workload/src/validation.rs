@@ -24,14 +24,19 @@ pub enum ValidationError {
 }
 
 /// Open the files the phase's validating jobs use (`--verify`): their key maps and journals.
+/// `node` names the node in the stamps (the host name when `None`); `handed` are the key maps
+/// the coordinator handed over (`--verify-on other`): a file that has one takes its keys, and
+/// a job reading another node's file (`verify.peer`) must have one.
 pub fn open(
     phase: &Phase,
     targets: &[Vec<Target>],
     created: &HashSet<PathBuf>,
     carried: &Validated,
+    node: Option<&str>,
+    handed: &[iolab_verify::HandedMap],
 ) -> Result<Validated, ValidationError> {
     let mut out = Validated::new();
-    let node = iolab_sysstat::hostname();
+    let node = node.map_or_else(iolab_sysstat::hostname, str::to_string);
     for (job, ts) in phase.jobs.iter().zip(targets) {
         let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
         let key_block = b.bs.min().0 as u32;
@@ -56,13 +61,40 @@ pub fn open(
                 sync: v.journal_sync == iolab_spec::JournalSync::Sync,
                 max_errors: v.max_errors,
                 node: node.clone(),
+                id_root: v.id_root.clone(),
+                peer: v.peer.clone(),
             };
             let carry = carried.get(&t.path).map(|c| &**c);
             let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
+            match handed.iter().find(|h| h.file_id == tr.file_id) {
+                Some(h) => tr.take_keys(h)?,
+                None if v.peer.is_some() => {
+                    return Err(iolab_verify::VerifyError::Refused(format!(
+                        "job `{}` reads {} as node {} wrote it, but no key map of it was handed over (file id {:#018x}); the file ids differ when the nodes' dir= do not name the same directory of the share",
+                        job.name,
+                        tr.display,
+                        v.peer.as_deref().unwrap_or_default(),
+                        tr.file_id
+                    ))
+                    .into())
+                }
+                None => {}
+            }
             out.insert(t.path.clone(), Arc::new(tr));
         }
     }
     Ok(out)
+}
+
+/// The key maps to hand on after the phase (`--verify-on other`): of each file a job with it
+/// wrote (not those read from another node), for the coordinator to hand to the reader.
+pub fn handed_out(phase: &Phase, validated: &Validated) -> Vec<iolab_verify::HandedMap> {
+    if !phase.jobs.iter().any(|j| j.verify.as_ref().is_some_and(|v| v.on_other && v.peer.is_none())) {
+        return Vec::new();
+    }
+    let mut paths: Vec<_> = validated.keys().collect();
+    paths.sort();
+    paths.into_iter().map(|p| &validated[p]).filter(|t| t.peer.is_none()).map(|t| t.handed()).collect()
 }
 
 /// After the phase: `--verify-after`'s pass, the maps saved with their journals, and what
@@ -106,4 +138,73 @@ pub fn finish(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
         total.merge(&t.result(), keep);
     }
     pr.verify = Some(total);
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{run_plan, Control, Sink};
+    use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw, VerifyOn};
+    use iolab_verify::HandedMap;
+
+    /// Keeps the key maps a run hands out.
+    #[derive(Default)]
+    struct Maps(Vec<HandedMap>);
+    impl Sink for Maps {
+        fn key_maps(&mut self, _index: usize, maps: &[HandedMap]) {
+            self.0.extend_from_slice(maps);
+        }
+    }
+
+    fn plan(f: impl FnOnce(&mut JobPatch)) -> Plan {
+        let mut p = JobPatch { size: Some(Bytes::kib(64)), verify_on: Some(VerifyOn::Other), ..Default::default() };
+        f(&mut p);
+        Plan { phases: vec![Phase { name: "p".into(), jobs: vec![p.resolve("j").unwrap()] }] }
+    }
+
+    #[test]
+    fn a_reader_of_another_nodes_file_checks_the_keys_handed_over_and_only_those() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f.b");
+        // Node b writes its file: its map is handed out, 16 blocks of key 1.
+        let write = plan(|p| {
+            p.target = Some(f.clone());
+            p.rw = Some(Rw::Write);
+        });
+        let mut maps = Maps::default();
+        let ctl = Control { node: Some("b".into()), ..Default::default() };
+        let r = run_plan(&write, &ctl, &mut maps).unwrap();
+        assert_eq!(r.phases[0].verify.as_ref().unwrap().blocks_written, 16);
+        assert_eq!(maps.0.len(), 1);
+        assert_eq!((maps.0[0].writer.as_str(), maps.0[0].keys.clone()), ("b", vec![1u8; 16]));
+
+        // Node a reads it: without the map it is refused, with it every block checks out.
+        let mut read = plan(|p| {
+            p.target = Some(f.clone());
+            p.rw = Some(Rw::Read);
+        });
+        read.phases[0].jobs[0].verify.as_mut().unwrap().peer = Some("b".into());
+        let a = |handed: Vec<HandedMap>| Control { node: Some("a".into()), handed, ..Default::default() };
+        let err = run_plan(&read, &a(Vec::new()), &mut Maps::default()).unwrap_err().to_string();
+        assert!(err.contains("no key map") && err.contains("node b"), "{err}");
+        let mut got = Maps::default();
+        let r = run_plan(&read, &a(maps.0.clone()), &mut got).unwrap();
+        let v = r.phases[0].verify.clone().unwrap();
+        assert_eq!((v.checked_during, v.errors.total()), (16, 0));
+        assert!(got.0.is_empty(), "a reader hands out no map");
+
+        // Had b written key 2 to blocks 4 and 5 (a later round) that a still reads as key 1:
+        // two stale reads, where they are, written by b.
+        let mut later = maps.0[0].clone();
+        later.keys[4] = 2;
+        later.keys[5] = 2;
+        let r = run_plan(&read, &a(vec![later]), &mut Maps::default()).unwrap();
+        let v = r.phases[0].verify.clone().unwrap();
+        assert_eq!((v.errors.stale_read, v.errors.total()), (2, 2));
+        assert_eq!(v.first_errors.iter().map(|e| e.offset).collect::<Vec<_>>(), [4 * 4096, 5 * 4096]);
+        assert_eq!(v.first_errors[0].writer.as_deref(), Some("b/0"));
+        // A map of another size is refused, not half applied.
+        let mut short = maps.0[0].clone();
+        short.keys.pop();
+        assert!(run_plan(&read, &a(vec![short]), &mut Maps::default()).is_err());
+    }
 }

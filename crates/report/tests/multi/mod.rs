@@ -97,6 +97,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
             total: t,
             cpu: CpuTime { user_s: 0.05, system_s: 0.4 },
             system: Some(system(1.0, 4.0 + s.mb_s / 10.0, 30.0, net)),
+            verify: None,
         });
     }
     let m = total.get_mut(OpClass::Write);

@@ -123,7 +123,8 @@ impl<S: Source> Validating<S> {
                 continue;
             }
             checked += (key != 0) as u64;
-            let e = Expect { key, ..Default::default() };
+            // Another node's file, read after its writer synced: an older key is a stale read.
+            let e = Expect { key, stale: self.t.peer.is_some(), ..Default::default() };
             if let Some(f) = check_block(data, b * self.kb, self.t.file_id, &e) {
                 // Marked not to be checked again; the I/O's end releases it as it is.
                 self.t.found(b, key, f, when);
