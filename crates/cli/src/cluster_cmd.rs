@@ -87,9 +87,20 @@ fn connect(
 }
 
 pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    if iolab_cluster::cross::wanted(plan) {
-        return verify_on_other(args, plan, name, stop);
+    let aggregate = if iolab_cluster::cross::wanted(plan) {
+        verify_on_other(args, plan, name, stop)?
+    } else {
+        same_plan_on_each(args, plan, name, stop)?
+    };
+    if args.cleanup {
+        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
+    emit(&aggregate, &args.out)?;
+    Ok(exit_code(&aggregate))
+}
+
+/// `iolab run --node ...`: the same plan on every node at one start.
+fn same_plan_on_each(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<RunResult> {
     let same = |names: &[String]| -> Result<Vec<Option<Work>>> {
         let run_mark = iolab_workload::layout::RunMark::new();
         Ok(names
@@ -99,18 +110,14 @@ pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Re
             })
             .collect())
     };
-    let aggregate = run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)?;
-    if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
-    }
-    emit(&aggregate, &args.out)?;
-    Ok(exit_code(&aggregate))
+    run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)
 }
 
 /// `iolab run --node ... --verify-on other`: the rounds of iolab_cluster::cross (each node
 /// writes and syncs its file, then the next node reads and checks it), saved as one run whose
-/// phases are the steps; exit status 1 when any node found a bad block.
-fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+/// phases are the steps (whose `phases[].verify` gives exit status 1 when any node found a bad
+/// block).
+fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<RunResult> {
     let names = node_names(&args.nodes)?;
     // Checked before any node is contacted.
     let rounds = iolab_cluster::cross::Rounds::new(plan, &names).map_err(anyhow::Error::msg)?;
@@ -137,21 +144,22 @@ fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool
         }
     };
     let aggregate = rounds.run(&mut cluster, stop, &mut obs, &mut say);
-    if let Some(r) = rec.as_mut() {
+    save_aggregate(rec.as_mut(), &aggregate, json);
+    Ok(aggregate)
+}
+
+/// Save a run of several nodes' aggregate (each node's seconds were saved as they came).
+fn save_aggregate(rec: Option<&mut Recorder>, aggregate: &RunResult, json: bool) {
+    if let Some(r) = rec {
         for (i, p) in aggregate.phases.iter().enumerate() {
             r.add_phase(i, iolab_store::AGGREGATE, p);
         }
         r.set_nodes(&aggregate.nodes, None);
-        r.finish(&aggregate);
+        r.finish(aggregate);
         if !json {
             eprintln!("iolab: {}", r.where_());
         }
     }
-    if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
-    }
-    emit(&aggregate, &args.out)?;
-    Ok(exit_code(&aggregate))
 }
 
 /// Run one plan per node at one start (`work` makes them from the nodes' names; `None`: the
@@ -180,16 +188,7 @@ pub fn run_each(
     }
     let mut aggregate = result.aggregate;
     aggregate.started_unix_s = result.nodes.iter().map(|n| n.started_unix_s).fold(aggregate.started_unix_s, f64::min);
-    if let Some(r) = rec.as_mut() {
-        for (i, p) in aggregate.phases.iter().enumerate() {
-            r.add_phase(i, iolab_store::AGGREGATE, p);
-        }
-        r.set_nodes(&aggregate.nodes, None);
-        r.finish(&aggregate);
-        if !json {
-            eprintln!("iolab: {}", r.where_());
-        }
-    }
+    save_aggregate(rec.as_mut(), &aggregate, json);
     Ok(aggregate)
 }
 

@@ -33,22 +33,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow!(e))?;
     let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
     let (r, threads) = replay_job(&a, &trace_file)?;
-    let job = Job {
-        name: "replay".into(),
-        target,
-        size: None,
-        seed: iolab_spec::DEFAULT_SEED,
-        engine,
-        iodepth: 1,
-        direct: false,
-        threads,
-        runtime: None,
-        ramp: Duration::ZERO,
-        overwrite: a.overwrite,
-        device: false,
-        verify: None,
-        workload: Workload::Replay(r),
-    };
+    let job = job_of(&a, target, engine, r, threads);
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
@@ -72,6 +57,26 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(code)
+}
+
+/// The job that replays `r` under `target` with one worker per traced thread.
+fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, threads: u32) -> Job {
+    Job {
+        name: "replay".into(),
+        target,
+        size: None,
+        seed: iolab_spec::DEFAULT_SEED,
+        engine,
+        iodepth: 1,
+        direct: false,
+        threads,
+        runtime: None,
+        ramp: Duration::ZERO,
+        overwrite: a.overwrite,
+        device: false,
+        verify: None,
+        workload: Workload::Replay(r),
+    }
 }
 
 /// The replay job of one trace as these arguments shape it, and its thread count (the trace
@@ -137,22 +142,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let job_for = |node: &str| -> Job {
         let (r, threads) = &planned[&chosen[node]];
-        Job {
-            name: "replay".into(),
-            target: a.target.clone(),
-            size: None,
-            seed: iolab_spec::DEFAULT_SEED,
-            engine,
-            iodepth: 1,
-            direct: false,
-            threads: *threads,
-            runtime: None,
-            ramp: Duration::ZERO,
-            overwrite: a.overwrite,
-            device: false,
-            verify: None,
-            workload: Workload::Replay(r.clone()),
-        }
+        job_of(&a, a.target.clone(), engine, r.clone(), *threads)
     };
     // The run as a whole: one phase, every node's job named by its node.
     let jobs = names

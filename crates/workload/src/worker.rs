@@ -108,6 +108,25 @@ where
         };
     }
 
+    // A self-timing source's own work since the last call (a journal write) goes to its own
+    // class. Before an issue, `own_timings!(t)` evaluates to when the call's clock starts:
+    // after that work.
+    macro_rules! own_timings {
+        () => {
+            if times_itself {
+                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
+            }
+        };
+        ($t:expr) => {
+            if times_itself {
+                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
+                clk.now()
+            } else {
+                $t
+            }
+        };
+    }
+
     // Account one completion of `call` (its class, the slot its buffer is in, its latency).
     macro_rules! complete {
         ($c:expr, $call:expr, $class:expr, $lat:expr) => {{
@@ -127,9 +146,7 @@ where
                     error.get_or_insert(m);
                 }
             }
-            if times_itself {
-                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
-            }
+            own_timings!();
         }};
     }
 
@@ -217,13 +234,7 @@ where
                     if kind.writes() {
                         source.fill(&call, engine.buffer(0));
                     }
-                    // A source's own timed work (a journal write) is its own class, not this call's.
-                    let t = if times_itself {
-                        source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
-                        clk.now()
-                    } else {
-                        t
-                    };
+                    let t = own_timings!(t);
                     let begin = issue.due.unwrap_or(t);
                     match engine.perform_now(Op { kind, file, offset, len, slot: 0 }) {
                         Ok(c) => {
@@ -243,12 +254,7 @@ where
                 if kind.writes() {
                     source.fill(&call, engine.buffer(slot));
                 }
-                let t = if times_itself {
-                    source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
-                    clk.now()
-                } else {
-                    t
-                };
+                let t = own_timings!(t);
                 issued_at[slot as usize] = issue.due.unwrap_or(t);
                 meta[slot as usize] = (call, call.class());
                 if let Err(e) = engine.queue(Op { kind, file, offset, len, slot }) {
