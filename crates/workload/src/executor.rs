@@ -100,11 +100,11 @@ impl Sink for NoSink {}
 pub enum RunError {
     #[error(transparent)]
     Layout(#[from] LayoutError),
-    #[error("{0}")]
+    #[error(transparent)]
     Spec(#[from] iolab_spec::SpecError),
     #[error("job `{job}`: {why}")]
     Replay { job: String, why: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Validation(#[from] validation::ValidationError),
 }
 

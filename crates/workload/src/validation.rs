@@ -17,7 +17,7 @@ pub type Validated = HashMap<PathBuf, Arc<iolab_verify::Tracked>>;
 /// Why a phase's validated files could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum ValidationError {
-    #[error("{0}")]
+    #[error(transparent)]
     Spec(#[from] iolab_spec::SpecError),
     #[error("validation: {0}")]
     Verify(#[from] iolab_verify::VerifyError),
