@@ -18,6 +18,7 @@ pub mod check;
 pub mod error;
 pub mod handed;
 pub mod journal;
+pub mod linear;
 pub mod map;
 pub mod pattern;
 pub mod recover;
@@ -29,7 +30,7 @@ pub use check::{check_block, Expect, Finding};
 pub use error::{FormatError, VerifyError};
 pub use handed::HandedMap;
 pub use recover::{recover_dir, Recovered};
-pub use sector::{next_key, stamp_block, Stamp, MAX_KEY, SECTOR};
+pub use sector::{next_key, stamp_block, Stamp, Stamper, MAX_KEY, SECTOR};
 pub use tracked::{Options, Tracked, When};
 
 use std::path::Path;

@@ -1,11 +1,12 @@
 //! The data a stamped sector carries: 464 bytes derived from (file id, sector offset, key), so a
 //! reader checks a block without having kept it. Each 8-byte word is a fixed random word XOR one
-//! 64-bit value mixed from the three, so filling is one XOR pass (as cheap as a copy) and every
+//! 64-bit value mixed from the three ([`word`]), so filling is one XOR pass (as cheap as a copy) and every
 //! word differs between two keys, two offsets or two files. The data's CRC-32C is computed from
-//! that value through eight 256-entry tables (CRC-32C is affine over GF(2), so the CRC of
-//! `BASE ^ broadcast(w)` is a fixed part XOR one table entry per byte of `w`), which the tests
-//! check against the `crc32c` crate's own CRC of the bytes.
+//! that value through sixteen 16-entry tables (CRC-32C is affine over GF(2), so the CRC of
+//! `BASE ^ broadcast(w)` is a fixed part XOR one table entry per nibble of `w`, [`NibbleMap`]),
+//! which the tests check against the `crc32c` crate's own CRC of the bytes.
 
+use crate::linear::NibbleMap;
 use crate::sector::DATA_LEN;
 use std::sync::OnceLock;
 
@@ -30,11 +31,59 @@ pub const BASE: [u64; WORDS] = {
     b
 };
 
-/// The value a sector's data words are XORed with: distinct (file, offset, key) give unrelated
+/// Sectors are grouped by 4 KiB of file offset: the sectors of a group share one mixed value
+/// and differ by a fixed word each ([`DELTA`]), so a writer mixes and checksums once per group
+/// (the stamp's cost is mostly that: layout version 2). Distinct groups, keys or files still
+/// give unrelated values, and the eight sectors of a group differ in every word.
+pub const GROUP: u64 = 4096;
+
+/// What each sector of a group adds to the group's value (distinct, nonzero).
+pub const DELTA: [u64; 8] = {
+    let mut d = [0u64; 8];
+    let mut i = 0;
+    while i < 8 {
+        d[i] = splitmix(0x6465_6c74_6173_6563 ^ i as u64);
+        i += 1;
+    }
+    d
+};
+
+/// The value a sector's data words are XORed with: distinct (file, offset, key) give distinct
 /// values.
 #[inline]
 pub fn word(file_id: u64, sector_offset: u64, key: u8) -> u64 {
-    splitmix(splitmix(file_id ^ ((key as u64) << 56) ^ 0x5EC7_0000) ^ sector_offset)
+    word_at(word_seed(file_id, key), sector_offset)
+}
+
+/// The half of [`word`] every sector of one file and key shares, so stamping a block mixes it
+/// once.
+#[inline]
+pub fn word_seed(file_id: u64, key: u8) -> u64 {
+    splitmix(file_id ^ ((key as u64) << 56) ^ 0x5EC7_0000)
+}
+
+/// The value of the 4 KiB group a sector offset falls in.
+#[inline]
+pub fn group_word(seed: u64, sector_offset: u64) -> u64 {
+    splitmix(seed ^ (sector_offset & !(GROUP - 1)))
+}
+
+/// Which of its group's sectors the offset is.
+#[inline]
+pub fn in_group(sector_offset: u64) -> usize {
+    ((sector_offset / crate::sector::SECTOR as u64) % 8) as usize
+}
+
+/// [`word`] from its shared half and the sector's offset.
+#[inline]
+pub fn word_at(seed: u64, sector_offset: u64) -> u64 {
+    group_word(seed, sector_offset) ^ DELTA[in_group(sector_offset)]
+}
+
+/// [`word`] as layout version 1 made it (every sector mixed apart), to read its stamps.
+#[inline]
+pub fn word_v1(file_id: u64, sector_offset: u64, key: u8) -> u64 {
+    splitmix(word_seed(file_id, key) ^ sector_offset)
 }
 
 /// Write the data of a sector (`dst` is its 464 data bytes).
@@ -68,38 +117,26 @@ pub fn bytes(w: u64) -> Vec<u8> {
 }
 
 struct Tables {
+    /// The CRC-32C of the pattern of 0 (`BASE`'s).
     fixed: u32,
-    t: [[u32; 256]; 8],
+    /// What a value adds to it: the CRC-32C of a broadcast value is linear in the value.
+    linear: NibbleMap<16>,
 }
 
 fn tables() -> &'static Tables {
     static T: OnceLock<Tables> = OnceLock::new();
     T.get_or_init(|| {
-        let base: Vec<u8> = BASE.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let zero = crc32c::crc32c(&[0u8; DATA_LEN]);
-        let bcast = |w: u64| -> Vec<u8> { (0..WORDS).flat_map(|_| w.to_le_bytes()).collect() };
-        let d: Vec<u32> = (0..64).map(|j| crc32c::crc32c(&bcast(1u64 << j)) ^ zero).collect();
-        let mut t = [[0u32; 256]; 8];
-        for (k, table) in t.iter_mut().enumerate() {
-            for (b, e) in table.iter_mut().enumerate() {
-                *e = (0..8).filter(|i| b >> i & 1 == 1).fold(0, |acc, i| acc ^ d[8 * k + i]);
-            }
-        }
-        Tables { fixed: crc32c::crc32c(&base), t }
+        let fixed = crc32c::crc32c(&bytes(0));
+        Tables { fixed, linear: NibbleMap::new(|w| (crc32c::crc32c(&bytes(w)) ^ fixed) as u64) }
     })
 }
 
-/// The CRC-32C of the pattern of `w` (what `crc32c::crc32c(&bytes(w))` returns), in eight
-/// table look-ups.
+/// The CRC-32C of the pattern of `w` (what `crc32c::crc32c(&bytes(w))` returns), in sixteen
+/// look-ups of 1 KiB of tables.
 #[inline]
 pub fn crc(w: u64) -> u32 {
     let t = tables();
-    let b = w.to_le_bytes();
-    let mut c = t.fixed;
-    for (k, byte) in b.iter().enumerate() {
-        c ^= t.t[k][*byte as usize];
-    }
-    c
+    t.fixed ^ t.linear.apply(w) as u32
 }
 
 #[cfg(test)]
@@ -121,6 +158,19 @@ mod tests {
             prop_assert!(!matches(&data, word(f, o, k % 126 + 1)));
             prop_assert!(!matches(&data, word(f, o ^ 512, k)));
             prop_assert!(!matches(&data, word(f ^ 1, o, k)));
+            prop_assert!(!matches(&data, word(f, o ^ 4096, k)));
+            prop_assert!(!matches(&data, word_v1(f, o, k)));
+        }
+    }
+
+    #[test]
+    fn the_sectors_of_a_group_differ_in_every_word() {
+        for i in 0..8u64 {
+            for j in 0..i {
+                let a = bytes(word(7, 8192 + 512 * i, 3));
+                let b = bytes(word(7, 8192 + 512 * j, 3));
+                assert!(a.chunks(8).zip(b.chunks(8)).all(|(x, y)| x != y), "sectors {i} and {j}");
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use iolab_engine::OpKind;
 use iolab_model::OpClass;
 use iolab_verify::journal::ThreadJournal;
 use iolab_verify::map::UNKNOWN;
-use iolab_verify::{check_block, next_key, now_ns, stamp_block, Expect, Stamp as Header, Tracked, When};
+use iolab_verify::{check_block, next_key, now_ns, Expect, Stamper, Tracked, When};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +25,9 @@ pub struct Validating<S> {
     inner: S,
     t: Arc<Tracked>,
     kb: u64,
-    thread: u32,
+    /// log2 of `kb` when it is a power of two: blocks found by a shift, not a division.
+    kb_shift: Option<u32>,
+    stamper: Stamper,
     before_rewrite: bool,
     journal: Option<ThreadJournal>,
     /// An access whose blocks another I/O holds, to issue once they are free.
@@ -36,28 +38,67 @@ pub struct Validating<S> {
     timed: Vec<(u64, u64)>,
     /// A journal write failed: the job ends with this.
     failure: Option<String>,
+    /// The worker's clock at its start and the wall-clock time then (ns since the Unix epoch):
+    /// a stamp's time is read from the worker's clock, which it reads anyway, not from the
+    /// system's.
+    epoch: Option<(Stamp, u64)>,
+    /// The time of the operation being issued, ns since the Unix epoch.
+    time_ns: u64,
+    /// Key blocks written and not yet added to the shared count (added when the source is
+    /// dropped, at the end of its worker, before the phase's validation results are taken).
+    written: u64,
+}
+
+impl<S> Drop for Validating<S> {
+    fn drop(&mut self) {
+        self.t.wrote(self.written);
+    }
 }
 
 impl<S: Source> Validating<S> {
     pub fn new(inner: S, t: Arc<Tracked>, thread: u32, before_rewrite: bool) -> Self {
         let kb = t.key_block as u64;
         let journal = t.journal.as_ref().map(|_| ThreadJournal::new(thread));
+        let stamper = Stamper::new(t.file_id, t.node_id, thread);
         Validating {
             inner,
             t,
             kb,
-            thread,
+            kb_shift: kb.is_power_of_two().then(|| kb.trailing_zeros()),
+            stamper,
             before_rewrite,
             journal,
             held: None,
             after_preread: None,
             timed: Vec::new(),
             failure: None,
+            written: 0,
+            epoch: None,
+            time_ns: 0,
         }
     }
 
+    /// The key block an offset falls in.
+    #[inline]
+    fn block_of(&self, offset: u64) -> u64 {
+        match self.kb_shift {
+            Some(s) => offset >> s,
+            None => offset / self.kb,
+        }
+    }
+
+    /// Whether `x` bytes are whole key blocks.
+    #[inline]
+    fn whole(&self, x: u64) -> bool {
+        match self.kb_shift {
+            Some(_) => x & (self.kb - 1) == 0,
+            None => x.is_multiple_of(self.kb),
+        }
+    }
+
+    #[inline]
     fn blocks(&self, offset: u64, len: u32) -> std::ops::Range<u64> {
-        offset / self.kb..(offset + len as u64).div_ceil(self.kb)
+        self.block_of(offset)..self.block_of(offset + len as u64 + self.kb - 1)
     }
 
     /// Claim every block of the range, or none.
@@ -117,7 +158,7 @@ impl<S: Source> Validating<S> {
         let kb = self.kb as usize;
         let mut checked = 0;
         for (i, data) in buf.chunks_exact(kb).enumerate() {
-            let b = offset / self.kb + i as u64;
+            let b = self.block_of(offset) + i as u64;
             let key = self.t.map.key(b);
             if key == UNKNOWN {
                 continue;
@@ -142,8 +183,7 @@ impl<S: Source> Validating<S> {
             return if ctx.inflight > 0 { Next::Drain } else { Next::WaitUntil(ctx.now + Duration::from_micros(20)) };
         }
         if kind.writes() {
-            let written_before = r.clone().any(|b| !matches!(self.t.map.key(b), 0 | UNKNOWN));
-            if self.before_rewrite && written_before {
+            if self.before_rewrite && r.clone().any(|b| !matches!(self.t.map.key(b), 0 | UNKNOWN)) {
                 self.after_preread = Some((issue, false));
                 return Next::Issue(Issue::now(Call::Data { kind: OpKind::Read, file: FILE, offset, len }));
             }
@@ -171,10 +211,16 @@ impl<S: Source> Source for Validating<S> {
         self.inner.prime(slot, buf)
     }
     fn start(&mut self, at: Stamp) {
+        self.epoch = Some((at, now_ns()));
         self.inner.start(at)
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
+        if let Some((s0, unix0)) = self.epoch {
+            // To 2^20 ns (about a millisecond; the coarse clock this replaced had 4 ms), so the
+            // stamper redoes its header checksum about once a millisecond, not every write.
+            self.time_ns = unix0.saturating_add(ctx.now.0.saturating_sub(s0.0)) & !((1 << 20) - 1);
+        }
         if self.failure.is_some() || self.t.stopped() {
             if ctx.inflight > 0 {
                 return Next::Drain;
@@ -198,9 +244,9 @@ impl<S: Source> Source for Validating<S> {
             None => self.inner.next(ctx),
         };
         match next {
-            Next::Issue(i) if validated(&i.call).is_some() => {
-                let (offset, len) = validated(&i.call).map_or((0, 0), |(_, o, l)| (o, l));
-                if !offset.is_multiple_of(self.kb) || !(len as u64).is_multiple_of(self.kb) {
+            Next::Issue(i) => {
+                let Some((_, offset, len)) = validated(&i.call) else { return Next::Issue(i) };
+                if !self.whole(offset) || !self.whole(len as u64) {
                     self.failure = Some(format!(
                         "validation needs whole key blocks of {} bytes; an I/O of {len} bytes at offset {offset} is not",
                         self.kb
@@ -223,18 +269,11 @@ impl<S: Source> Source for Validating<S> {
             return self.inner.fill(call, buf);
         };
         let kb = self.kb as usize;
-        let time_ns = now_ns();
+        let time_ns = if self.epoch.is_some() { self.time_ns } else { now_ns() };
         let n = (len as usize).min(buf.len());
         for (i, block) in buf[..n].chunks_exact_mut(kb).enumerate() {
-            let b = offset / self.kb + i as u64;
-            let h = Header {
-                file_id: self.t.file_id,
-                key: self.t.map.key(b),
-                time_ns,
-                node: self.t.node_id,
-                thread: self.thread,
-            };
-            stamp_block(block, b * self.kb, &h);
+            let b = self.block_of(offset) + i as u64;
+            self.stamper.stamp(block, b * self.kb, self.t.map.key(b), time_ns);
         }
     }
 
@@ -251,7 +290,7 @@ impl<S: Source> Source for Validating<S> {
                 && matches!(self.after_preread, Some((Issue { call: Call::Data { offset: o, len: l, .. }, .. }, false)) if o == offset && l == len);
             if kind.writes() {
                 if whole {
-                    self.t.wrote(r.end - r.start);
+                    self.written += r.end - r.start;
                     if self.journal.is_some() {
                         for b in r.clone() {
                             let key = self.t.map.key(b);
