@@ -87,7 +87,7 @@ pub fn word_v1(file_id: u64, sector_offset: u64, key: u8) -> u64 {
 }
 
 /// Write the data of a sector (`dst` is its 464 data bytes).
-#[inline]
+#[inline(always)]
 pub fn fill(dst: &mut [u8], w: u64) {
     for (chunk, b) in dst.chunks_exact_mut(8).zip(BASE.iter()) {
         chunk.copy_from_slice(&(b ^ w).to_le_bytes());
