@@ -18,6 +18,7 @@ pub mod mmap;
 pub mod null;
 pub mod open;
 pub mod psync;
+pub mod realtime;
 pub mod uring;
 
 pub use buffer::{fill_pattern, refill, BufferPool};

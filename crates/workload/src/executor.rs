@@ -449,7 +449,13 @@ fn run_phase(
         shared.set_spawned(true);
         drop(tx);
         shared.ready.wait();
+        // A phase started at an agreed instant (several nodes) is started by this thread at
+        // real-time priority where the system allows it, so that other work on the node (other
+        // agents' workers on a shared test machine) cannot hold back its start; normal again
+        // once the workers are released.
+        let mut realtime = None;
         if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
+            realtime = iolab_engine::realtime::Realtime::enter().ok();
             sleep_until(at, &ctl.stop);
         }
         if let Some(at) = ctl.start_at {
@@ -459,6 +465,7 @@ fn run_phase(
         let started_at = SystemTime::now();
         let _ = shared.start.set(phase_start);
         shared.go.wait();
+        drop(realtime);
         sink.started(index, started_at);
         let t0 = phase_start + max_ramp;
         // Samples come over their own channel, so a sampler never keeps the workers' channel
