@@ -16,6 +16,10 @@ pub const CHUNK: usize = 1024;
 /// Operations a writer holds back over all threads: past it, every thread's unfinished chunk is
 /// written (so memory does not grow with the threads a trace has seen).
 pub const MAX_PENDING: usize = 64 * 1024;
+/// Emptied chunk buffers a writer keeps for the next threads, and the largest it keeps (in
+/// operations): a big one handed to a short thread would stay with it while it lives.
+const SPARE: usize = 16;
+const SPARE_OPS: usize = 64;
 /// The largest record a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_RECORD: usize = 64 << 20;
 
@@ -147,9 +151,12 @@ pub struct Writer<W: Write> {
     /// its 32 KiB output buffer first, so two small writes per record made memset a sixth of
     /// an import's time.
     out: io::BufWriter<flate2::write::GzEncoder<W>>,
-    pending: HashMap<u32, Vec<Op>>,
+    pending: foldhash::HashMap<u32, Vec<Op>>,
     /// Operations in `pending`, over all threads.
     held: usize,
+    /// Buffers of written chunks, reused: a trace of many short threads would otherwise
+    /// allocate and grow one per thread.
+    spare: Vec<Vec<Op>>,
     buf: Vec<u8>,
     ops: u64,
 }
@@ -159,8 +166,9 @@ impl<W: Write> Writer<W> {
         w.write_all(MAGIC)?;
         Ok(Writer {
             out: io::BufWriter::with_capacity(1 << 16, flate2::write::GzEncoder::new(w, flate2::Compression::fast())),
-            pending: HashMap::new(),
+            pending: foldhash::HashMap::default(),
             held: 0,
+            spare: Vec::new(),
             buf: Vec::new(),
             ops: 0,
         })
@@ -181,7 +189,7 @@ impl<W: Write> Writer<W> {
     pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
         self.ops += 1;
         self.held += 1;
-        let v = self.pending.entry(tid).or_default();
+        let v = self.pending.entry(tid).or_insert_with(|| self.spare.pop().unwrap_or_default());
         v.push(op);
         if v.len() >= CHUNK {
             self.flush_thread(tid)?;
@@ -197,7 +205,14 @@ impl<W: Write> Writer<W> {
         if let Some(ops) = self.pending.remove(&tid) {
             self.held -= ops.len();
             if !ops.is_empty() {
-                self.record(&Record::Chunk { tid, ops })?;
+                let chunk = Record::Chunk { tid, ops };
+                self.record(&chunk)?;
+                if let Record::Chunk { mut ops, .. } = chunk {
+                    if self.spare.len() < SPARE && ops.capacity() <= SPARE_OPS {
+                        ops.clear();
+                        self.spare.push(ops);
+                    }
+                }
             }
         }
         Ok(())

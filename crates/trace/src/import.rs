@@ -10,7 +10,8 @@
 
 use crate::format::{oflags, Kind, Op, Record, Writer, NO_FILE, VERSION};
 use crate::line::{self, Body};
-use std::collections::{BinaryHeap, HashMap};
+use foldhash::HashMap;
+use std::collections::BinaryHeap;
 use std::io::{self, BufRead, Write};
 
 /// Longest line kept; the rest of a longer line is skipped and the line counted bad.
@@ -59,21 +60,39 @@ pub struct Held {
     pub paths: usize,
 }
 
-/// Reads lines of at most [`MAX_LINE`] bytes.
+/// Reads lines of at most [`MAX_LINE`] bytes: in place in the reader's buffer when the whole
+/// line is there, else gathered in a buffer of its own.
 pub struct Lines<R: BufRead> {
     r: R,
     buf: Vec<u8>,
+    /// Bytes of the line last returned in place, consumed at the next call.
+    used: usize,
     pub line_no: u64,
     pub bytes: u64,
 }
 
 impl<R: BufRead> Lines<R> {
     pub fn new(r: R) -> Self {
-        Lines { r, buf: Vec::with_capacity(512), line_no: 0, bytes: 0 }
+        Lines { r, buf: Vec::with_capacity(512), used: 0, line_no: 0, bytes: 0 }
     }
 
     /// The next line (without its newline) and whether it was cut; `None` at the end.
     pub fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        self.r.consume(std::mem::take(&mut self.used));
+        let whole = loop {
+            match self.r.fill_buf() {
+                Ok(a) => break memchr::memchr(b'\n', a).filter(|&i| i < MAX_LINE),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(i) = whole {
+            self.used = i + 1;
+            self.bytes += self.used as u64;
+            self.line_no += 1;
+            // The same buffer again: nothing was consumed since.
+            return Ok(Some((&self.r.fill_buf()?[..i], false)));
+        }
         self.buf.clear();
         let mut cut = false;
         let mut any = false;
@@ -238,18 +257,18 @@ impl<W: Write> Importer<W> {
         w.record(&Record::Header { version: VERSION, source: source.to_string(), epoch_ns: 0 })?;
         Ok(Importer {
             w,
-            pending: HashMap::new(),
-            tgid: HashMap::new(),
-            live: HashMap::new(),
+            pending: HashMap::default(),
+            tgid: HashMap::default(),
+            live: HashMap::default(),
             threads_seen: 0,
-            fds: HashMap::new(),
-            refs: HashMap::new(),
-            cwd: HashMap::new(),
+            fds: HashMap::default(),
+            refs: HashMap::default(),
+            cwd: HashMap::default(),
             next_file: 0,
-            path_ids: HashMap::new(),
+            path_ids: HashMap::default(),
             next_path: 0,
-            names: HashMap::new(),
-            calls: HashMap::new(),
+            names: HashMap::default(),
+            calls: HashMap::default(),
             first_ns: None,
             last_ns: 0,
             bad_lines: 0,
@@ -352,7 +371,7 @@ impl<W: Write> Importer<W> {
 
     /// One line of text.
     pub fn line(&mut self, text: &str, source: &str, n: u64, tid: Option<u32>) {
-        if text.trim().is_empty() {
+        if line::trim(text).is_empty() {
             return;
         }
         let l = match line::parse(text) {
@@ -562,16 +581,16 @@ impl<W: Write> Importer<W> {
         let r = line::parse_ret(ret);
         let result = r.value.unwrap_or(i64::MIN);
         let ok = r.value.is_some_and(|v| v >= 0);
-        let a = line::split_args(args);
-        let arg = |i: usize| a.get(i).copied().unwrap_or("");
+        let a = line::first_args(args);
+        let arg = |i: usize| a.get(i);
         let num = |i: usize| line::parse_int(arg(i)).unwrap_or(0);
         let tgid = self.tgid_of(tid);
         // The cwd that -y shows for AT_FDCWD is the process's, now.
         if arg(0).starts_with("AT_FDCWD<") {
             if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
-                let p = line::unescape(p);
-                if self.cwd.get(&tgid) != Some(&p) {
-                    self.cwd.insert(tgid, p);
+                let p = line::unescape_cow(p);
+                if self.cwd.get(&tgid).map(String::as_str) != Some(&*p) {
+                    self.cwd.insert(tgid, p.into_owned());
                 }
             }
         }
@@ -604,13 +623,17 @@ impl<W: Write> Importer<W> {
                 };
                 op.kind = Kind::Open;
                 op.flags = flags;
-                let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
+                // The path as opened is needed only where `-y` does not show the result's.
                 if ok {
-                    let p = r.path.map(line::unescape).unwrap_or(resolved);
+                    let p = match r.path {
+                        Some(p) => line::unescape(p),
+                        None => self.resolve(tgid, dir, path).unwrap_or_default(),
+                    };
                     let id = self.new_file(p, flags, false)?;
                     self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or("").into() });
                     op.file = id;
                 } else {
+                    let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
                     op.offset = u64::from(self.path_id(resolved)?);
                 }
             }
@@ -740,7 +763,7 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok && result > 0 {
                     let child = result as u32;
-                    let thread = args.contains("CLONE_THREAD");
+                    let thread = memchr::memmem::find(args.as_bytes(), b"CLONE_THREAD").is_some();
                     if thread {
                         self.set_tgid(child, tgid);
                     } else {

@@ -32,24 +32,61 @@ pub struct Line<'a> {
 /// Why a line was not understood.
 pub type LineError = &'static str;
 
+/// The ASCII bytes `str::trim` takes off (it takes `\x0b` too, which `trim_ascii` keeps).
+fn ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// `str::trim_start`, byte by byte while the bytes are ASCII (a non-ASCII byte at the edge
+/// leaves the rest to `str::trim_start`, which knows Unicode's spaces).
+pub fn trim_start(s: &str) -> &str {
+    let i = s.bytes().take_while(|&b| ws(b)).count();
+    let t = &s[i..];
+    if t.as_bytes().first().is_some_and(|&b| b >= 0x80) {
+        t.trim_start()
+    } else {
+        t
+    }
+}
+
+/// `str::trim_end`, the same way.
+pub fn trim_end(s: &str) -> &str {
+    let j = s.len() - s.bytes().rev().take_while(|&b| ws(b)).count();
+    let t = &s[..j];
+    if t.as_bytes().last().is_some_and(|&b| b >= 0x80) {
+        t.trim_end()
+    } else {
+        t
+    }
+}
+
+/// `str::trim`, the same way.
+pub fn trim(s: &str) -> &str {
+    trim_end(trim_start(s))
+}
+
 fn digits(s: &[u8]) -> usize {
     s.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// Parse `S.FFFFFF` (or `S`) into nanoseconds.
 pub fn parse_seconds(s: &str) -> Option<u64> {
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (s, ""),
+    let b = s.as_bytes();
+    let (int, frac) = match memchr::memchr(b'.', b) {
+        Some(i) => (&b[..i], &b[i + 1..]),
+        None => (b, &b""[..]),
     };
-    if int.is_empty() || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    if int.is_empty() || !int.iter().all(u8::is_ascii_digit) || !frac.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let secs: u64 = int.parse().ok()?;
+    let mut secs: u64 = 0;
+    for &d in int {
+        secs = secs.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
     let mut ns: u64 = 0;
     let mut scale = 100_000_000u64;
-    for b in frac.bytes().take(9) {
-        ns += u64::from(b - b'0') * scale;
+    for &d in frac.iter().take(9) {
+        ns += u64::from(d - b'0') * scale;
         scale /= 10;
     }
     secs.checked_mul(1_000_000_000)?.checked_add(ns)
@@ -70,22 +107,25 @@ fn parse_clock(s: &str) -> Option<u64> {
 
 /// Take apart one line (without its newline).
 pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
-    let mut s = line.trim_end_matches(['\r', '\n']);
+    let mut s = line;
+    while let Some(rest) = s.strip_suffix(['\r', '\n']) {
+        s = rest;
+    }
     let mut pid = None;
     // `[pid N] ` prefix (strace writing to its stderr).
     if let Some(rest) = s.strip_prefix("[pid ") {
-        let rest = rest.trim_start();
+        let rest = trim_start(rest);
         let n = digits(rest.as_bytes());
         let after = &rest[n..];
         let Some(after) = after.strip_prefix(']') else { return Err("a `[pid N]` prefix without its `]`") };
         pid = Some(rest[..n].parse().map_err(|_| "a pid that is not a number")?);
-        s = after.trim_start();
+        s = trim_start(after);
     } else {
         // `PID  ` prefix (-f with -o): digits then a space.
         let n = digits(s.as_bytes());
         if n > 0 && s.as_bytes().get(n) == Some(&b' ') {
             pid = Some(s[..n].parse().map_err(|_| "a pid that is not a number")?);
-            s = s[n..].trim_start();
+            s = trim_start(&s[n..]);
         }
     }
     // Timestamp.
@@ -94,9 +134,10 @@ pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
         let end = memchr::memchr(b' ', s.as_bytes()).ok_or("a timestamp with nothing after it")?;
         let ts = &s[..end];
         time_ns = Some(
-            if ts.contains(':') { parse_clock(ts) } else { parse_seconds(ts) }.ok_or("a timestamp that is not one")?,
+            if memchr::memchr(b':', ts.as_bytes()).is_some() { parse_clock(ts) } else { parse_seconds(ts) }
+                .ok_or("a timestamp that is not one")?,
         );
-        s = s[end..].trim_start();
+        s = trim_start(&s[end..]);
     }
     if s.starts_with("+++ ") {
         return Ok(Line { pid, time_ns, dur_ns: None, body: Body::Exit });
@@ -105,7 +146,7 @@ pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
         return Ok(Line { pid, time_ns, dur_ns: None, body: Body::Signal });
     }
     if let Some(rest) = s.strip_prefix("<... ") {
-        let end = rest.find(" resumed>").ok_or("a `<...` without ` resumed>`")?;
+        let end = memchr::memmem::find(rest.as_bytes(), b" resumed>").ok_or("a `<...` without ` resumed>`")?;
         let name = &rest[..end];
         if !is_name(name) {
             return Err("a resumed call whose name is not a syscall name");
@@ -131,11 +172,23 @@ fn is_name(s: &str) -> bool {
     !s.is_empty() && s.len() < 40 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// Where the last ` = ` starts.
+fn rfind_eq(b: &[u8]) -> Option<usize> {
+    let mut end = b.len();
+    while let Some(i) = memchr::memrchr(b'=', &b[..end]) {
+        if i >= 1 && b.get(i - 1) == Some(&b' ') && b.get(i + 1) == Some(&b' ') {
+            return Some(i - 1);
+        }
+        end = i;
+    }
+    None
+}
+
 /// Split `args) = ret <dur>` into its parts.
 fn split_result(s: &str) -> Result<(&str, &str, Option<u64>), LineError> {
-    let eq = memchr::memmem::rfind(s.as_bytes(), b" = ").ok_or("a call without `) = ` (a truncated line?)")?;
-    let args = s[..eq].trim_end().strip_suffix(')').ok_or("a call without `) = ` (a truncated line?)")?;
-    let mut ret = s[eq + 3..].trim_end();
+    let eq = rfind_eq(s.as_bytes()).ok_or("a call without `) = ` (a truncated line?)")?;
+    let args = trim_end(&s[..eq]).strip_suffix(')').ok_or("a call without `) = ` (a truncated line?)")?;
+    let mut ret = trim_end(&s[eq + 3..]);
     let mut dur_ns = None;
     if ret.ends_with('>') {
         if let Some(lt) =
@@ -164,26 +217,35 @@ pub struct Ret<'a> {
 }
 
 pub fn parse_ret(s: &str) -> Ret<'_> {
-    let s = s.trim();
-    let (num, rest) = match s.find(' ') {
-        Some(i) => (&s[..i], s[i + 1..].trim_start()),
+    let s = trim(s);
+    let (num, rest) = match memchr::memchr(b' ', s.as_bytes()) {
+        Some(i) => (&s[..i], trim_start(&s[i + 1..])),
         None => (s, ""),
     };
-    let (num, path) = match num.find('<') {
+    let (num, path) = match memchr::memchr(b'<', num.as_bytes()) {
         Some(i) => {
-            let p = s[i + 1..].rfind('>').map(|e| &s[i + 1..i + 1 + e]);
+            let p = memchr::memrchr(b'>', &s.as_bytes()[i + 1..]).map(|e| &s[i + 1..i + 1 + e]);
             (&num[..i], p)
         }
         None => (num, None),
     };
     let value = parse_int(num);
-    let errno = if value == Some(-1) { rest.split(' ').next().filter(|e| e.starts_with('E')) } else { None };
+    let errno = if value == Some(-1) {
+        Some(&rest[..memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len())]).filter(|e| e.starts_with('E'))
+    } else {
+        None
+    };
     Ret { value, errno, path }
 }
 
 /// A decimal, hex (`0x`) or octal (`0NNN`) integer, possibly negative.
 pub fn parse_int(s: &str) -> Option<i64> {
-    let s = s.trim();
+    let s = trim(s);
+    let b = s.as_bytes();
+    // The common case, a short decimal without sign or leading zero, without `str::parse`.
+    if (1..=18).contains(&b.len()) && b.iter().all(u8::is_ascii_digit) && (b[0] != b'0' || b.len() == 1) {
+        return Some(b.iter().fold(0i64, |v, &d| v * 10 + i64::from(d - b'0')));
+    }
     let (neg, s) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s),
@@ -220,7 +282,7 @@ pub fn split_args(s: &str) -> Vec<&str> {
                 b'[' | b'{' | b'(' => depth += 1,
                 b']' | b'}' | b')' => depth -= 1,
                 b',' if depth <= 0 => {
-                    out.push(s[start..i].trim());
+                    out.push(trim(&s[start..i]));
                     start = i + 1;
                 }
                 _ => {}
@@ -228,11 +290,71 @@ pub fn split_args(s: &str) -> Vec<&str> {
         }
         i += 1;
     }
-    let last = s.get(start..).unwrap_or("").trim();
+    let last = trim(s.get(start..).unwrap_or(""));
     if !last.is_empty() || !out.is_empty() {
         out.push(last);
     }
     out
+}
+
+/// How many arguments [`first_args`] takes apart: the importer reads no later one.
+pub const ARGS: usize = 4;
+
+/// The first [`ARGS`] arguments of a call, as [`split_args`] gives them (`""` past the last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Args<'a> {
+    parts: [&'a str; ARGS],
+}
+
+impl<'a> Args<'a> {
+    /// Argument `i` (from 0), or `""`; `i` must be below [`ARGS`].
+    pub fn get(&self, i: usize) -> &'a str {
+        debug_assert!(i < ARGS, "first_args keeps {ARGS} arguments");
+        self.parts.get(i).copied().unwrap_or("")
+    }
+}
+
+/// [`split_args`] without a `Vec` and without looking past the [`ARGS`]th argument: a quoted
+/// string is skipped to its closing quote with `memchr`.
+pub fn first_args(s: &str) -> Args<'_> {
+    let b = s.as_bytes();
+    let mut parts = [""; ARGS];
+    let mut n = 0;
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // Inside quotes only `\` (which takes the next byte with it) and `"` count.
+                i += 1;
+                while i < b.len() {
+                    match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                        Some(k) if b[i + k] == b'\\' => i += k + 2,
+                        Some(k) => {
+                            i += k;
+                            break;
+                        }
+                        None => i = b.len(),
+                    }
+                }
+            }
+            b'[' | b'{' | b'(' => depth += 1,
+            b']' | b'}' | b')' => depth -= 1,
+            b',' if depth <= 0 => {
+                parts[n] = trim(&s[start..i]);
+                n += 1;
+                if n == ARGS {
+                    return Args { parts };
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts[n] = trim(s.get(start..).unwrap_or(""));
+    Args { parts }
 }
 
 /// An fd argument under `-y`: `3</a/b>`, `3</a/b>(deleted)`, `AT_FDCWD</cwd>`, or plain `3`.
@@ -245,12 +367,12 @@ pub struct FdArg<'a> {
 }
 
 pub fn parse_fd(s: &str) -> Option<FdArg<'_>> {
-    let s = s.trim();
-    let (head, path, deleted) = match s.find('<') {
+    let s = trim(s);
+    let (head, path, deleted) = match memchr::memchr(b'<', s.as_bytes()) {
         Some(i) => {
             let tail = &s[i + 1..];
-            let end = tail.rfind('>')?;
-            (&s[..i], Some(&tail[..end]), tail[end + 1..].trim() == "(deleted)")
+            let end = memchr::memrchr(b'>', tail.as_bytes())?;
+            (&s[..i], Some(&tail[..end]), trim(&tail[end + 1..]) == "(deleted)")
         }
         None => (s, None, false),
     };
@@ -261,7 +383,7 @@ pub fn parse_fd(s: &str) -> Option<FdArg<'_>> {
 /// A quoted string argument, unescaped (`\76` is `>`, `\n`, `\"`, `\\`, `\xNN`). `None` if
 /// the argument is not a quoted string.
 pub fn unquote(s: &str) -> Option<String> {
-    let s = s.trim();
+    let s = trim(s);
     let s = s.strip_suffix("...").unwrap_or(s);
     let inner = s.strip_prefix('"')?.strip_suffix('"')?;
     Some(unescape(inner))
@@ -269,8 +391,13 @@ pub fn unquote(s: &str) -> Option<String> {
 
 /// strace's escapes in a path: octal `\NNN`, `\xNN`, and the C letters.
 pub fn unescape(s: &str) -> String {
-    if !s.contains('\\') {
-        return s.to_string();
+    unescape_cow(s).into_owned()
+}
+
+/// [`unescape`], borrowing `s` when it has no escapes.
+pub fn unescape_cow(s: &str) -> std::borrow::Cow<'_, str> {
+    if memchr::memchr(b'\\', s.as_bytes()).is_none() {
+        return std::borrow::Cow::Borrowed(s);
     }
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -319,7 +446,7 @@ pub fn unescape(s: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
 #[cfg(test)]
@@ -342,6 +469,37 @@ mod tests {
         assert_eq!(l.body, Body::Resumed { name: "fsync", rest: "", ret: "0" });
         assert_eq!(parse("1795312721.182237 +++ exited with 0 +++").unwrap().body, Body::Exit);
         assert_eq!(parse("--- SIGCHLD {si_signo=SIGCHLD} ---").unwrap().body, Body::Signal);
+    }
+
+    #[test]
+    fn first_args_agree_with_split_args() {
+        for s in [
+            "",
+            " ",
+            "3, [{iov_base=\"a,b\", iov_len=1}, {iov_base=\"\", iov_len=2}], 2",
+            "AT_FDCWD</a>, \"x\\\",y\", O_RDONLY",
+            "1, 2, 3, 4, 5, 6",
+            "a), b, (c, d), e",
+            "\"unterminated, x",
+            "\"ends in a backslash\\",
+            ", ,,",
+            " \u{a0}x\u{85} , y\x0b",
+            "{a, [b, (c]}, d",
+        ] {
+            let v = split_args(s);
+            let a = first_args(s);
+            for i in 0..ARGS {
+                assert_eq!(a.get(i), v.get(i).copied().unwrap_or(""), "{s:?} argument {i}");
+            }
+        }
+        assert_eq!(trim(" \u{a0}x\u{85}\x0b"), "x");
+        assert_eq!(parse_int(" 0017 "), Some(0o17));
+        assert_eq!(parse_int("+17"), Some(17));
+        assert_eq!(parse_int("999999999999999999"), Some(999_999_999_999_999_999));
+        assert_eq!(parse_int("99999999999999999999"), None);
+        assert_eq!(parse_seconds("18446744073.709551615"), Some(u64::MAX));
+        assert_eq!(parse_seconds("18446744074"), None);
+        assert_eq!(parse_seconds("1.5"), Some(1_500_000_000));
     }
 
     #[test]
