@@ -3,6 +3,8 @@
 //! value and its `-T` duration, or the `<unfinished ...>` / `<... resumed>` halves, exits and
 //! signals. Anything else is an error in words, never a panic.
 
+use std::cell::Cell;
+
 /// What a line says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body<'a> {
@@ -69,25 +71,32 @@ fn digits(s: &[u8]) -> usize {
     s.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
-/// Parse `S.FFFFFF` (or `S`) into nanoseconds.
+/// Parse `S.FFFFFF` (or `S`) into nanoseconds (in one pass: digits, a dot, digits).
 pub fn parse_seconds(s: &str) -> Option<u64> {
     let b = s.as_bytes();
-    let (int, frac) = match memchr::memchr(b'.', b) {
-        Some(i) => (&b[..i], &b[i + 1..]),
-        None => (b, &b""[..]),
-    };
-    if int.is_empty() || !int.iter().all(u8::is_ascii_digit) || !frac.iter().all(u8::is_ascii_digit) {
+    let int = b.iter().take_while(|d| d.is_ascii_digit()).count();
+    if int == 0 {
         return None;
     }
     let mut secs: u64 = 0;
-    for &d in int {
+    for &d in &b[..int] {
         secs = secs.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     let mut ns: u64 = 0;
-    let mut scale = 100_000_000u64;
-    for &d in frac.iter().take(9) {
-        ns += u64::from(d - b'0') * scale;
-        scale /= 10;
+    if let Some((&dot, frac)) = b[int..].split_first() {
+        if dot != b'.' {
+            return None;
+        }
+        let mut scale = 100_000_000u64;
+        for (k, &d) in frac.iter().enumerate() {
+            if !d.is_ascii_digit() {
+                return None;
+            }
+            if k < 9 {
+                ns += u64::from(d - b'0') * scale;
+                scale /= 10;
+            }
+        }
     }
     secs.checked_mul(1_000_000_000)?.checked_add(ns)
 }
@@ -297,64 +306,105 @@ pub fn split_args(s: &str) -> Vec<&str> {
     out
 }
 
-/// How many arguments [`first_args`] takes apart: the importer reads no later one.
+/// How many arguments [`Args`] takes apart: the importer reads no later one.
 pub const ARGS: usize = 4;
 
-/// The first [`ARGS`] arguments of a call, as [`split_args`] gives them (`""` past the last).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Bytes that matter when splitting arguments outside quotes (the rest are skipped in a tight
+/// loop): 1 a quote, 2 an opening bracket, 3 a closing one, 4 a comma.
+const CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'"' as usize] = 1;
+    t[b'[' as usize] = 2;
+    t[b'{' as usize] = 2;
+    t[b'(' as usize] = 2;
+    t[b']' as usize] = 3;
+    t[b'}' as usize] = 3;
+    t[b')' as usize] = 3;
+    t[b',' as usize] = 4;
+    t
+};
+
+/// The first [`ARGS`] arguments of a call, as [`split_args`] gives them (`""` past the last),
+/// split lazily: an argument is looked for when it is first asked for, so a call whose first
+/// argument is all that is read costs a scan to the first comma. No `Vec`; a quoted string is
+/// skipped to its closing quote with `memchr`.
+#[derive(Debug, Clone)]
 pub struct Args<'a> {
-    parts: [&'a str; ARGS],
+    s: &'a str,
+    parts: [Cell<&'a str>; ARGS],
+    /// Arguments found so far.
+    found: Cell<usize>,
+    /// Where the next argument starts (past the end when there is none), and the bracket depth
+    /// there.
+    pos: Cell<usize>,
+    depth: Cell<i32>,
+}
+
+/// The arguments of a call, split when asked for ([`Args::get`]).
+pub fn first_args(s: &str) -> Args<'_> {
+    Args { s, parts: Default::default(), found: Cell::new(0), pos: Cell::new(0), depth: Cell::new(0) }
 }
 
 impl<'a> Args<'a> {
     /// Argument `i` (from 0), or `""`; `i` must be below [`ARGS`].
     pub fn get(&self, i: usize) -> &'a str {
-        debug_assert!(i < ARGS, "first_args keeps {ARGS} arguments");
-        self.parts.get(i).copied().unwrap_or("")
+        debug_assert!(i < ARGS, "Args keeps {ARGS} arguments");
+        while self.found.get() <= i && self.found.get() < ARGS && self.pos.get() <= self.s.len() {
+            self.next_part();
+        }
+        self.parts.get(i).filter(|_| i < self.found.get()).map_or("", Cell::get)
     }
-}
 
-/// [`split_args`] without a `Vec` and without looking past the [`ARGS`]th argument: a quoted
-/// string is skipped to its closing quote with `memchr`.
-pub fn first_args(s: &str) -> Args<'_> {
-    let b = s.as_bytes();
-    let mut parts = [""; ARGS];
-    let mut n = 0;
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'"' => {
-                // Inside quotes only `\` (which takes the next byte with it) and `"` count.
+    /// Find the argument that starts at `pos`: up to the next comma outside quotes and
+    /// brackets (a closing bracket too many counts as outside), or to the end.
+    fn next_part(&self) {
+        let (s, b) = (self.s, self.s.as_bytes());
+        let start = self.pos.get();
+        let mut depth = self.depth.get();
+        let mut i = start;
+        let end = loop {
+            while i < b.len() && CLASS[usize::from(b[i])] == 0 {
                 i += 1;
-                while i < b.len() {
-                    match memchr::memchr2(b'"', b'\\', &b[i..]) {
-                        Some(k) if b[i + k] == b'\\' => i += k + 2,
-                        Some(k) => {
-                            i += k;
-                            break;
+            }
+            if i >= b.len() {
+                break None;
+            }
+            match CLASS[usize::from(b[i])] {
+                1 => {
+                    // Inside quotes only `\` (which takes the next byte with it) and `"` count.
+                    i += 1;
+                    while i < b.len() {
+                        match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                            Some(k) if b[i + k] == b'\\' => i += k + 2,
+                            Some(k) => {
+                                i += k;
+                                break;
+                            }
+                            None => i = b.len(),
                         }
-                        None => i = b.len(),
                     }
                 }
+                2 => depth += 1,
+                3 => depth -= 1,
+                _ if depth <= 0 => break Some(i),
+                _ => {}
             }
-            b'[' | b'{' | b'(' => depth += 1,
-            b']' | b'}' | b')' => depth -= 1,
-            b',' if depth <= 0 => {
-                parts[n] = trim(&s[start..i]);
-                n += 1;
-                if n == ARGS {
-                    return Args { parts };
-                }
-                start = i + 1;
+            i += 1;
+        };
+        let n = self.found.get();
+        match end {
+            Some(comma) => {
+                self.parts[n].set(trim(&s[start..comma]));
+                self.pos.set(comma + 1);
             }
-            _ => {}
+            None => {
+                self.parts[n].set(trim(s.get(start..).unwrap_or("")));
+                self.pos.set(b.len() + 1);
+            }
         }
-        i += 1;
+        self.found.set(n + 1);
+        self.depth.set(depth);
     }
-    parts[n] = trim(s.get(start..).unwrap_or(""));
-    Args { parts }
 }
 
 /// An fd argument under `-y`: `3</a/b>`, `3</a/b>(deleted)`, `AT_FDCWD</cwd>`, or plain `3`.
@@ -485,10 +535,17 @@ mod tests {
             ", ,,",
             " \u{a0}x\u{85} , y\x0b",
             "{a, [b, (c]}, d",
+            "a, b)), c, [d, e",
+            "\"a\\\"\", \"b\", c, d, \"e",
         ] {
             let v = split_args(s);
             let a = first_args(s);
             for i in 0..ARGS {
+                assert_eq!(a.get(i), v.get(i).copied().unwrap_or(""), "{s:?} argument {i}");
+            }
+            // Asked for in any order, the same.
+            let a = first_args(s);
+            for i in (0..ARGS).rev() {
                 assert_eq!(a.get(i), v.get(i).copied().unwrap_or(""), "{s:?} argument {i}");
             }
         }
