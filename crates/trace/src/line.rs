@@ -41,6 +41,7 @@ fn ws(b: u8) -> bool {
 
 /// `str::trim_start`, byte by byte while the bytes are ASCII (a non-ASCII byte at the edge
 /// leaves the rest to `str::trim_start`, which knows Unicode's spaces).
+#[inline]
 pub fn trim_start(s: &str) -> &str {
     let i = s.bytes().take_while(|&b| ws(b)).count();
     let t = &s[i..];
@@ -52,6 +53,7 @@ pub fn trim_start(s: &str) -> &str {
 }
 
 /// `str::trim_end`, the same way.
+#[inline]
 pub fn trim_end(s: &str) -> &str {
     let j = s.len() - s.bytes().rev().take_while(|&b| ws(b)).count();
     let t = &s[..j];
@@ -63,6 +65,7 @@ pub fn trim_end(s: &str) -> &str {
 }
 
 /// `str::trim`, the same way.
+#[inline]
 pub fn trim(s: &str) -> &str {
     trim_end(trim_start(s))
 }
@@ -74,13 +77,16 @@ fn digits(s: &[u8]) -> usize {
 /// Parse `S.FFFFFF` (or `S`) into nanoseconds (in one pass: digits, a dot, digits).
 pub fn parse_seconds(s: &str) -> Option<u64> {
     let b = s.as_bytes();
-    let int = b.iter().take_while(|d| d.is_ascii_digit()).count();
+    let mut int = 0;
+    let mut secs: u64 = 0;
+    while let Some(d) = b.get(int).filter(|d| d.is_ascii_digit()) {
+        let d = u64::from(d - b'0');
+        // 19 digits cannot overflow a u64; past them, check.
+        secs = if int < 19 { secs * 10 + d } else { secs.checked_mul(10)?.checked_add(d)? };
+        int += 1;
+    }
     if int == 0 {
         return None;
-    }
-    let mut secs: u64 = 0;
-    for &d in &b[..int] {
-        secs = secs.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
     }
     let mut ns: u64 = 0;
     if let Some((&dot, frac)) = b[int..].split_first() {
