@@ -151,8 +151,16 @@ pub struct Writer<W: Write> {
     /// its 32 KiB output buffer first, so two small writes per record made memset a sixth of
     /// an import's time.
     out: io::BufWriter<flate2::write::GzEncoder<W>>,
-    pending: foldhash::HashMap<u32, Vec<Op>>,
-    /// Operations in `pending`, over all threads.
+    /// Each thread with operations held back: its slot in `slots`.
+    pending: foldhash::HashMap<u32, usize>,
+    /// The held-back operations, a slot per thread (slots of written threads are reused).
+    slots: Vec<Vec<Op>>,
+    free: Vec<usize>,
+    /// The thread of the last operation and its slot: a thread's calls mostly come in runs,
+    /// and a run then costs one table look-up (the table is cold when thousands of threads
+    /// are alive).
+    last: Option<(u32, usize)>,
+    /// Operations in `slots`, over all threads.
     held: usize,
     /// Buffers of written chunks, reused: a trace of many short threads would otherwise
     /// allocate and grow one per thread.
@@ -167,6 +175,9 @@ impl<W: Write> Writer<W> {
         Ok(Writer {
             out: io::BufWriter::with_capacity(1 << 16, flate2::write::GzEncoder::new(w, flate2::Compression::fast())),
             pending: foldhash::HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            last: None,
             held: 0,
             spare: Vec::new(),
             buf: Vec::new(),
@@ -189,7 +200,32 @@ impl<W: Write> Writer<W> {
     pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
         self.ops += 1;
         self.held += 1;
-        let v = self.pending.entry(tid).or_insert_with(|| self.spare.pop().unwrap_or_default());
+        let slot = match self.last {
+            Some((t, slot)) if t == tid => slot,
+            _ => {
+                let slot = match self.pending.get(&tid) {
+                    Some(&slot) => slot,
+                    None => {
+                        let buf = self.spare.pop().unwrap_or_default();
+                        let slot = match self.free.pop() {
+                            Some(slot) => {
+                                self.slots[slot] = buf;
+                                slot
+                            }
+                            None => {
+                                self.slots.push(buf);
+                                self.slots.len() - 1
+                            }
+                        };
+                        self.pending.insert(tid, slot);
+                        slot
+                    }
+                };
+                self.last = Some((tid, slot));
+                slot
+            }
+        };
+        let v = &mut self.slots[slot];
         v.push(op);
         if v.len() >= CHUNK {
             self.flush_thread(tid)?;
@@ -202,7 +238,12 @@ impl<W: Write> Writer<W> {
 
     /// Write `tid`'s unfinished chunk (the thread has ended) and forget the thread.
     pub fn flush_thread(&mut self, tid: u32) -> io::Result<()> {
-        if let Some(ops) = self.pending.remove(&tid) {
+        if let Some(slot) = self.pending.remove(&tid) {
+            if self.last.is_some_and(|(t, _)| t == tid) {
+                self.last = None;
+            }
+            let ops = std::mem::take(&mut self.slots[slot]);
+            self.free.push(slot);
             self.held -= ops.len();
             if !ops.is_empty() {
                 let chunk = Record::Chunk { tid, ops };
