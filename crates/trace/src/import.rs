@@ -159,18 +159,29 @@ struct FdEntry {
     raw: Box<str>,
 }
 
+/// A process (thread group) the importer knows: its threads alive, its fd table (once it has
+/// one) and its working directory (once known). One table entry per process: a fork-heavy
+/// trace creates and forgets one for every process, and one look-up beats three.
+#[derive(Default)]
+struct Proc {
+    live: u32,
+    fds: Option<HashMap<i64, FdEntry>>,
+    cwd: Option<String>,
+}
+
 /// The conversion state.
 pub struct Importer<W: Write> {
     w: Writer<W>,
     pending: HashMap<u32, Pending>,
     /// Threads alive: tid → tgid.
     tgid: HashMap<u32, u32>,
-    /// Threads alive per process.
-    live: HashMap<u32, u32>,
+    /// The last answer of `tgid`, for the next line of the same thread.
+    last_tgid: Option<(u32, u32)>,
     threads_seen: usize,
-    fds: HashMap<u32, HashMap<i64, FdEntry>>,
+    procs: HashMap<u32, Proc>,
+    /// Processes with an fd table.
+    fd_tables: usize,
     refs: HashMap<u32, u32>,
-    cwd: HashMap<u32, String>,
     next_file: u32,
     path_ids: HashMap<String, u32>,
     next_path: u32,
@@ -264,11 +275,11 @@ impl<W: Write> Importer<W> {
             w,
             pending: HashMap::default(),
             tgid: HashMap::default(),
-            live: HashMap::default(),
+            last_tgid: None,
             threads_seen: 0,
-            fds: HashMap::default(),
+            procs: HashMap::default(),
+            fd_tables: 0,
             refs: HashMap::default(),
-            cwd: HashMap::default(),
             next_file: 0,
             path_ids: HashMap::default(),
             next_path: 0,
@@ -286,7 +297,7 @@ impl<W: Write> Importer<W> {
 
     /// What the importer holds now.
     pub fn held(&self) -> Held {
-        Held { threads: self.tgid.len(), processes: self.fds.len(), ops: self.w.held(), paths: self.path_ids.len() }
+        Held { threads: self.tgid.len(), processes: self.fd_tables, ops: self.w.held(), paths: self.path_ids.len() }
     }
 
     fn bad(&mut self, source: &str, line: u64, reason: &str, text: &str) {
@@ -411,42 +422,50 @@ impl<W: Write> Importer<W> {
     }
 
     fn tgid_of(&mut self, tid: u32) -> u32 {
-        if let Some(&g) = self.tgid.get(&tid) {
-            return g;
+        if let Some((t, g)) = self.last_tgid {
+            if t == tid {
+                return g;
+            }
         }
-        self.tgid.insert(tid, tid);
-        *self.live.entry(tid).or_default() += 1;
-        self.threads_seen += 1;
-        tid
+        let g = match self.tgid.get(&tid) {
+            Some(&g) => g,
+            None => {
+                self.tgid.insert(tid, tid);
+                self.procs.entry(tid).or_default().live += 1;
+                self.threads_seen += 1;
+                tid
+            }
+        };
+        self.last_tgid = Some((tid, g));
+        g
     }
 
     /// `tid` belongs to process `tgid` (a clone with CLONE_THREAD, or a new process).
     fn set_tgid(&mut self, tid: u32, tgid: u32) {
+        self.last_tgid = None;
         match self.tgid.insert(tid, tgid) {
             Some(old) if old == tgid => return,
             Some(old) => self.leave_process(old),
             None => self.threads_seen += 1,
         }
-        *self.live.entry(tgid).or_default() += 1;
+        self.procs.entry(tgid).or_default().live += 1;
     }
 
     /// A thread of `tgid` is gone; with the last, the process's fd table and cwd go too.
     fn leave_process(&mut self, tgid: u32) {
-        let left = match self.live.get_mut(&tgid) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
+        match self.procs.get_mut(&tgid) {
+            Some(p) if p.live > 1 => {
+                p.live -= 1;
                 return;
             }
-            _ => 0,
-        };
-        debug_assert_eq!(left, 0);
-        self.live.remove(&tgid);
-        if let Some(t) = self.fds.remove(&tgid) {
+            _ => {}
+        }
+        if let Some(t) = self.procs.remove(&tgid).and_then(|p| p.fds) {
+            self.fd_tables -= 1;
             for e in t.into_values() {
                 self.unref(e.file);
             }
         }
-        self.cwd.remove(&tgid);
     }
 
     /// `+++ exited` / `+++ killed`: a call the thread left unfinished never returned; its last
@@ -455,6 +474,7 @@ impl<W: Write> Importer<W> {
         if let Some(p) = self.pending.remove(&tid) {
             self.call(tid, p.time_ns, None, &p.name, &p.args, "?", source, n, text);
         }
+        self.last_tgid = None;
         let Some(tgid) = self.tgid.remove(&tid) else { return };
         if let Err(e) = self.w.flush_thread(tid).and_then(|_| self.w.record(&Record::Thread { tid, tgid })) {
             self.bad(source, n, &format!("cannot write the trace: {e}"), text);
@@ -494,8 +514,8 @@ impl<W: Write> Importer<W> {
         }
         let base = match dir.and_then(line::parse_fd) {
             Some(f) if f.fd.is_some() => f.path.map(line::unescape),
-            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd.get(&tgid).cloned()),
-            None => self.cwd.get(&tgid).cloned(),
+            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd(tgid).cloned()),
+            None => self.cwd(tgid).cloned(),
         };
         Some(match base {
             Some(b) => normalize(&format!("{}/{}", b.trim_end_matches('/'), p)),
@@ -511,9 +531,22 @@ impl<W: Write> Importer<W> {
         Ok(id)
     }
 
+    fn cwd(&self, tgid: u32) -> Option<&String> {
+        self.procs.get(&tgid).and_then(|p| p.cwd.as_ref())
+    }
+
+    fn set_cwd(&mut self, tgid: u32, cwd: String) {
+        self.procs.entry(tgid).or_default().cwd = Some(cwd);
+    }
+
     fn set_fd(&mut self, tgid: u32, fd: i64, e: FdEntry) {
         *self.refs.entry(e.file).or_insert(0) += 1;
-        if let Some(old) = self.fds.entry(tgid).or_default().insert(fd, e) {
+        let p = self.procs.entry(tgid).or_default();
+        let t = p.fds.get_or_insert_with(|| {
+            self.fd_tables += 1;
+            HashMap::default()
+        });
+        if let Some(old) = t.insert(fd, e) {
             self.unref(old.file);
         }
     }
@@ -536,7 +569,7 @@ impl<W: Write> Importer<W> {
         let Some(f) = line::parse_fd(arg) else { return Ok(NO_FILE) };
         let Some(fd) = f.fd else { return Ok(NO_FILE) };
         let raw = f.path.unwrap_or("");
-        if let Some(e) = self.fds.get(&tgid).and_then(|t| t.get(&fd)) {
+        if let Some(e) = self.procs.get(&tgid).and_then(|p| p.fds.as_ref()).and_then(|t| t.get(&fd)) {
             if raw.is_empty() || *e.raw == *raw {
                 return Ok(e.file);
             }
@@ -594,8 +627,8 @@ impl<W: Write> Importer<W> {
         if arg(0).starts_with("AT_FDCWD<") {
             if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
                 let p = line::unescape_cow(p);
-                if self.cwd.get(&tgid).map(String::as_str) != Some(&*p) {
-                    self.cwd.insert(tgid, p.into_owned());
+                if self.cwd(tgid).map(String::as_str) != Some(&*p) {
+                    self.set_cwd(tgid, p.into_owned());
                 }
             }
         }
@@ -647,7 +680,8 @@ impl<W: Write> Importer<W> {
                 if let Some(fd) = line::parse_fd(arg(0)).and_then(|f| f.fd) {
                     op.file = self.file_of(tgid, arg(0))?;
                     if ok {
-                        if let Some(e) = self.fds.get_mut(&tgid).and_then(|t| t.remove(&fd)) {
+                        let t = self.procs.get_mut(&tgid).and_then(|p| p.fds.as_mut());
+                        if let Some(e) = t.and_then(|t| t.remove(&fd)) {
                             op.count = self.unref(e.file);
                         }
                     }
@@ -709,14 +743,14 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok {
                     if let Some(p) = self.resolve(tgid, None, arg(0)) {
-                        self.cwd.insert(tgid, p);
+                        self.set_cwd(tgid, p);
                     }
                 }
             }
             "fchdir" => {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if let (true, Some(p)) = (ok, line::parse_fd(arg(0)).and_then(|f| f.path)) {
-                    self.cwd.insert(tgid, line::unescape(p));
+                    self.set_cwd(tgid, line::unescape(p));
                 }
             }
             "fsync" | "fdatasync" => {
@@ -773,14 +807,20 @@ impl<W: Write> Importer<W> {
                         self.set_tgid(child, tgid);
                     } else {
                         self.set_tgid(child, child);
-                        if let Some(t) = self.fds.get(&tgid).cloned() {
+                        // The child starts with copies of the parent's fd table and cwd.
+                        let parent = self.procs.get(&tgid).map(|p| (p.fds.clone(), p.cwd.clone()));
+                        let (fds, cwd) = parent.unwrap_or_default();
+                        if let Some(t) = fds {
                             for e in t.values() {
                                 *self.refs.entry(e.file).or_insert(0) += 1;
                             }
-                            self.fds.insert(child, t);
+                            let c = self.procs.entry(child).or_default();
+                            if c.fds.replace(t).is_none() {
+                                self.fd_tables += 1;
+                            }
                         }
-                        if let Some(c) = self.cwd.get(&tgid).cloned() {
-                            self.cwd.insert(child, c);
+                        if let Some(cwd) = cwd {
+                            self.set_cwd(child, cwd);
                         }
                     }
                 }
@@ -789,7 +829,9 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok {
                     // O_CLOEXEC fds close here; which ones is not in the trace, so keep all.
-                    self.cwd.remove(&tgid);
+                    if let Some(p) = self.procs.get_mut(&tgid) {
+                        p.cwd = None;
+                    }
                 }
             }
             other => op.kind = Kind::Other(self.name_id(other)?),
