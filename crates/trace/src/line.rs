@@ -83,6 +83,15 @@ fn rfind_near(b: &[u8], x: u8) -> Option<usize> {
     b.iter().rposition(|&c| c == x)
 }
 
+/// A pid's digits as a number (up to 9 digits without `str::parse`).
+fn pid_of(d: &str) -> Result<u32, LineError> {
+    let b = d.as_bytes();
+    if (1..=9).contains(&b.len()) && b.iter().all(u8::is_ascii_digit) {
+        return Ok(b.iter().fold(0u32, |v, &c| v * 10 + u32::from(c - b'0')));
+    }
+    d.parse().map_err(|_| "a pid that is not a number")
+}
+
 fn digits(s: &[u8]) -> usize {
     s.iter().take_while(|b| b.is_ascii_digit()).count()
 }
@@ -146,13 +155,13 @@ pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
         let n = digits(rest.as_bytes());
         let after = &rest[n..];
         let Some(after) = after.strip_prefix(']') else { return Err("a `[pid N]` prefix without its `]`") };
-        pid = Some(rest[..n].parse().map_err(|_| "a pid that is not a number")?);
+        pid = Some(pid_of(&rest[..n])?);
         s = trim_start(after);
     } else {
         // `PID  ` prefix (-f with -o): digits then a space.
         let n = digits(s.as_bytes());
         if n > 0 && s.as_bytes().get(n) == Some(&b' ') {
-            pid = Some(s[..n].parse().map_err(|_| "a pid that is not a number")?);
+            pid = Some(pid_of(&s[..n])?);
             s = trim_start(&s[n..]);
         }
     }
