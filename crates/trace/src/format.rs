@@ -17,9 +17,10 @@ pub const CHUNK: usize = 1024;
 /// written (so memory does not grow with the threads a trace has seen).
 pub const MAX_PENDING: usize = 64 * 1024;
 /// Emptied chunk buffers a writer keeps for the next threads, and the largest it keeps (in
-/// operations): a big one handed to a short thread would stay with it while it lives.
+/// bytes, about 64 operations): a big one handed to a short thread would stay with it while it
+/// lives.
 const SPARE: usize = 16;
-const SPARE_OPS: usize = 64;
+const SPARE_BYTES: usize = 4096;
 /// The largest record a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_RECORD: usize = 64 << 20;
 
@@ -145,6 +146,17 @@ pub enum FormatError {
     Corrupt(String),
 }
 
+/// A thread's operations held back, already encoded as they will be in its chunk.
+#[derive(Default)]
+struct Held {
+    ops: usize,
+    bytes: Vec<u8>,
+}
+
+fn postcard_error(e: postcard::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
 /// Writes records; chunks operations per thread.
 pub struct Writer<W: Write> {
     /// Records reach the compressor 64 KiB at a time: each write into flate2's encoder zeroes
@@ -154,7 +166,9 @@ pub struct Writer<W: Write> {
     /// Each thread with operations held back: its slot in `slots`.
     pending: foldhash::HashMap<u32, usize>,
     /// The held-back operations, a slot per thread (slots of written threads are reused).
-    slots: Vec<Vec<Op>>,
+    /// They are encoded as they come (about 20 bytes each, where an `Op` is 56): the encoding
+    /// is done while the operation is fresh in the cache, and a chunk is written by copying.
+    slots: Vec<Held>,
     free: Vec<usize>,
     /// The thread of the last operation and its slot: a thread's calls mostly come in runs,
     /// and a run then costs one table look-up (the table is cold when thousands of threads
@@ -164,7 +178,7 @@ pub struct Writer<W: Write> {
     held: usize,
     /// Buffers of written chunks, reused: a trace of many short threads would otherwise
     /// allocate and grow one per thread.
-    spare: Vec<Vec<Op>>,
+    spare: Vec<Vec<u8>>,
     buf: Vec<u8>,
     ops: u64,
 }
@@ -187,8 +201,7 @@ impl<W: Write> Writer<W> {
 
     pub fn record(&mut self, r: &Record) -> io::Result<()> {
         self.buf.clear();
-        let bytes = postcard::to_extend(r, std::mem::take(&mut self.buf))
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let bytes = postcard::to_extend(r, std::mem::take(&mut self.buf)).map_err(postcard_error)?;
         self.out.write_all(&(bytes.len() as u32).to_le_bytes())?;
         self.out.write_all(&bytes)?;
         self.buf = bytes;
@@ -206,7 +219,7 @@ impl<W: Write> Writer<W> {
                 let slot = match self.pending.get(&tid) {
                     Some(&slot) => slot,
                     None => {
-                        let buf = self.spare.pop().unwrap_or_default();
+                        let buf = Held { ops: 0, bytes: self.spare.pop().unwrap_or_default() };
                         let slot = match self.free.pop() {
                             Some(slot) => {
                                 self.slots[slot] = buf;
@@ -225,9 +238,13 @@ impl<W: Write> Writer<W> {
                 slot
             }
         };
-        let v = &mut self.slots[slot];
-        v.push(op);
-        if v.len() >= CHUNK {
+        let h = &mut self.slots[slot];
+        // Encoded on the stack (at most 71 bytes: five 10-byte and three 5-byte varints and the
+        // kind), then copied once.
+        let mut enc = [0u8; 80];
+        h.bytes.extend_from_slice(postcard::to_slice(&op, &mut enc).map_err(postcard_error)?);
+        h.ops += 1;
+        if h.ops >= CHUNK {
             self.flush_thread(tid)?;
         }
         if self.held >= MAX_PENDING {
@@ -242,17 +259,27 @@ impl<W: Write> Writer<W> {
             if self.last.is_some_and(|(t, _)| t == tid) {
                 self.last = None;
             }
-            let ops = std::mem::take(&mut self.slots[slot]);
+            let Held { ops, mut bytes } = std::mem::take(&mut self.slots[slot]);
             self.free.push(slot);
-            self.held -= ops.len();
-            if !ops.is_empty() {
-                let chunk = Record::Chunk { tid, ops };
-                self.record(&chunk)?;
-                if let Record::Chunk { mut ops, .. } = chunk {
-                    if self.spare.len() < SPARE && ops.capacity() <= SPARE_OPS {
-                        ops.clear();
-                        self.spare.push(ops);
-                    }
+            self.held -= ops;
+            if ops > 0 {
+                // The record `Record::Chunk { tid, ops }` is: what an empty chunk of `tid`
+                // encodes to without its last byte (the length 0), the number of operations,
+                // then the operations (postcard's layout: varints, a sequence's length first).
+                let mut head = [0u8; 32];
+                let empty = postcard::to_slice(&Record::Chunk { tid, ops: Vec::new() }, &mut head)
+                    .map_err(postcard_error)?
+                    .len();
+                let mut count = [0u8; 16];
+                let count = postcard::to_slice(&ops, &mut count).map_err(postcard_error)?;
+                let len = empty - 1 + count.len() + bytes.len();
+                self.out.write_all(&(len as u32).to_le_bytes())?;
+                self.out.write_all(&head[..empty - 1])?;
+                self.out.write_all(count)?;
+                self.out.write_all(&bytes)?;
+                if self.spare.len() < SPARE && bytes.capacity() <= SPARE_BYTES {
+                    bytes.clear();
+                    self.spare.push(bytes);
                 }
             }
         }
@@ -532,6 +559,36 @@ mod tests {
         assert_eq!(t.files[&0].path, "/a");
         assert!(matches!(Trace::read(&bytes[..bytes.len() / 2]), Err(FormatError::Corrupt(_))));
         assert!(matches!(Trace::read(&b"hello world, not a trace"[..]), Err(FormatError::NotATrace)));
+    }
+
+    #[test]
+    fn chunks_are_what_postcard_makes_of_them() {
+        let ops: Vec<Op> = (0..300u64)
+            .map(|i| Op {
+                start_ns: i << 30,
+                dur_ns: i,
+                kind: if i % 3 == 0 { Kind::Other(i as u32) } else { Kind::Pwrite },
+                file: if i % 5 == 0 { NO_FILE } else { i as u32 },
+                offset: i << 40,
+                size: 4096,
+                count: 0,
+                flags: 0,
+                result: if i % 7 == 0 { i64::MIN } else { -(i as i64) },
+            })
+            .collect();
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for op in &ops {
+            w.op(300_000, *op).unwrap();
+        }
+        let bytes = w.finish(0, 0, 0).unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert_eq!(r.next_record().unwrap(), Some(Record::Chunk { tid: 300_000, ops: ops.clone() }));
+        // Byte for byte: the decompressed stream is the length and postcard's encoding.
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[MAGIC.len()..]).read_to_end(&mut raw).unwrap();
+        let want = postcard::to_allocvec(&Record::Chunk { tid: 300_000, ops }).unwrap();
+        assert_eq!(&raw[..4], &(want.len() as u32).to_le_bytes());
+        assert_eq!(&raw[4..4 + want.len()], &want[..]);
     }
 
     #[test]
