@@ -115,16 +115,18 @@ pub fn parse_seconds(s: &str) -> Option<u64> {
         if dot != b'.' {
             return None;
         }
-        let mut scale = 100_000_000u64;
-        for (k, &d) in frac.iter().enumerate() {
+        // The first nine digits are the nanoseconds; the rest must be digits too.
+        let mut kept = 0;
+        for &d in frac {
             if !d.is_ascii_digit() {
                 return None;
             }
-            if k < 9 {
-                ns += u64::from(d - b'0') * scale;
-                scale /= 10;
+            if kept < 9 {
+                ns = ns * 10 + u64::from(d - b'0');
+                kept += 1;
             }
         }
+        ns *= [1_000_000_000, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1][kept];
     }
     secs.checked_mul(1_000_000_000)?.checked_add(ns)
 }
