@@ -871,3 +871,48 @@ impl<W: Write> Importer<W> {
         Ok((w, summary))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines come out the same whether the reader's buffer holds them whole (read in place) or
+    /// cuts them anywhere (gathered), with and without a last newline, and a line past
+    /// [`MAX_LINE`] is cut either way.
+    #[test]
+    fn lines_in_place_or_gathered() {
+        let mut text = b"1 a(b) = 0\n\n22 long line here\r\nno newline at the end".to_vec();
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut with_long = text.clone();
+        with_long.push(b'\n');
+        with_long.extend_from_slice(&long);
+        with_long.extend_from_slice(b"\nafter\n");
+        text.push(b'\n');
+        for input in [&text[..], &with_long[..]] {
+            let all = |mut l: Lines<&mut dyn BufRead>| {
+                let mut out = Vec::new();
+                while let Some((line, cut)) = l.next_line().unwrap() {
+                    out.push((line.to_vec(), cut));
+                }
+                (out, l.line_no, l.bytes)
+            };
+            let mut whole = input;
+            let want = all(Lines::new(&mut whole));
+            assert_eq!(want.2, input.len() as u64);
+            for cap in [1, 2, 3, 7, 11, 64, 1 << 16, MAX_LINE, MAX_LINE + 1] {
+                let mut r = io::BufReader::with_capacity(cap, input);
+                assert_eq!(all(Lines::new(&mut r)), want, "buffer of {cap}");
+            }
+        }
+        let mut r = &with_long[..];
+        let (lines, _, _) = {
+            let mut l = Lines::new(&mut r as &mut dyn BufRead);
+            let mut out = Vec::new();
+            while let Some((line, cut)) = l.next_line().unwrap() {
+                out.push((line.len(), cut));
+            }
+            (out, l.line_no, l.bytes)
+        };
+        assert_eq!(lines, vec![(10, false), (0, false), (18, false), (21, false), (MAX_LINE, true), (5, false)]);
+    }
+}
