@@ -416,14 +416,28 @@ impl<'a> Args<'a> {
             }
             match CLASS[usize::from(b[i])] {
                 1 => {
-                    // Inside quotes only `\` (which takes the next byte with it) and `"` count
-                    // (strace shows 32 bytes of a string unless told otherwise: a short loop).
+                    // Inside quotes only `\` (which takes the next byte with it) and `"` count:
+                    // a plain loop over the first bytes (an escape or a short string), then
+                    // memchr2 (strace shows 32 bytes of a string unless told otherwise).
                     i += 1;
-                    while i < b.len() {
+                    let plain = (i + 8).min(b.len());
+                    while i < plain {
                         match b[i] {
                             b'\\' => i += 2,
                             b'"' => break,
                             _ => i += 1,
+                        }
+                    }
+                    if i < b.len() && b[i] != b'"' {
+                        while i < b.len() {
+                            match memchr::memchr2(b'"', b'\\', &b[i..]) {
+                                Some(k) if b[i + k] == b'\\' => i += k + 2,
+                                Some(k) => {
+                                    i += k;
+                                    break;
+                                }
+                                None => i = b.len(),
+                            }
                         }
                     }
                 }
@@ -579,6 +593,9 @@ mod tests {
             " \u{a0}x\u{85} , y\x0b",
             "{a, [b, (c]}, d",
             "a, b)), c, [d, e",
+            "\"0123456789\\\"abc,def\\\\\", x, \"a long string without escapes, at all\", y",
+            "\"0123456\\\",\", \"01234567\\\\\", \"012345678\"\", z",
+            "\"01234567\\",
             "\"a\\\"\", \"b\", c, d, \"e",
         ] {
             let v = split_args(s);
