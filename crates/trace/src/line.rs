@@ -96,39 +96,53 @@ fn digits(s: &[u8]) -> usize {
     s.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
-/// Parse `S.FFFFFF` (or `S`) into nanoseconds (in one pass: digits, a dot, digits).
+/// Parse `S.FFFFFF` (or `S`) into nanoseconds.
 pub fn parse_seconds(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
+    match seconds_prefix(s.as_bytes()) {
+        (v, n) if n == s.len() => v,
+        _ => None,
+    }
+}
+
+/// The longest start of `b` of the form `S` or `S.F` (digits, a dot, digits), read in one
+/// pass: its length and its value in nanoseconds (`None` if empty or too large).
+fn seconds_prefix(b: &[u8]) -> (Option<u64>, usize) {
     let mut int = 0;
     let mut secs: u64 = 0;
+    let mut overflow = false;
     while let Some(d) = b.get(int).filter(|d| d.is_ascii_digit()) {
         let d = u64::from(d - b'0');
         // 19 digits cannot overflow a u64; past them, check.
-        secs = if int < 19 { secs * 10 + d } else { secs.checked_mul(10)?.checked_add(d)? };
+        if int < 19 {
+            secs = secs * 10 + d;
+        } else {
+            match secs.checked_mul(10).and_then(|v| v.checked_add(d)) {
+                Some(v) => secs = v,
+                None => overflow = true,
+            }
+        }
         int += 1;
     }
     if int == 0 {
-        return None;
+        return (None, 0);
     }
+    let mut n = int;
     let mut ns: u64 = 0;
-    if let Some((&dot, frac)) = b[int..].split_first() {
-        if dot != b'.' {
-            return None;
-        }
-        // The first nine digits are the nanoseconds; the rest must be digits too.
+    if b.get(n) == Some(&b'.') {
+        n += 1;
+        // The first nine digits are the nanoseconds; the rest are read and dropped.
         let mut kept = 0;
-        for &d in frac {
-            if !d.is_ascii_digit() {
-                return None;
-            }
+        while let Some(d) = b.get(n).filter(|d| d.is_ascii_digit()) {
             if kept < 9 {
                 ns = ns * 10 + u64::from(d - b'0');
                 kept += 1;
             }
+            n += 1;
         }
         ns *= [1_000_000_000, 100_000_000, 10_000_000, 1_000_000, 100_000, 10_000, 1_000, 100, 10, 1][kept];
     }
-    secs.checked_mul(1_000_000_000)?.checked_add(ns)
+    let v = if overflow { None } else { secs.checked_mul(1_000_000_000).and_then(|v| v.checked_add(ns)) };
+    (v, n)
 }
 
 /// `HH:MM:SS[.ffffff]` into nanoseconds since midnight.
@@ -170,6 +184,14 @@ pub fn parse(line: &str) -> Result<Line<'_>, LineError> {
     // Timestamp.
     let mut time_ns = None;
     if s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        // `-ttt`: seconds then a space, in one pass.
+        let (secs, n) = seconds_prefix(s.as_bytes());
+        if s.as_bytes().get(n) == Some(&b' ') {
+            time_ns = Some(secs.ok_or("a timestamp that is not one")?);
+            s = trim_start(&s[n..]);
+        }
+    }
+    if time_ns.is_none() && s.as_bytes().first().is_some_and(u8::is_ascii_digit) {
         let end = find_near(s.as_bytes(), b' ').ok_or("a timestamp with nothing after it")?;
         let ts = &s[..end];
         time_ns = Some(
