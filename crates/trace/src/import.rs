@@ -13,6 +13,7 @@ use crate::line::{self, Body};
 use foldhash::HashMap;
 use std::collections::BinaryHeap;
 use std::io::{self, BufRead, Write};
+use std::sync::Arc;
 
 /// Longest line kept; the rest of a longer line is skipped and the line counted bad.
 pub const MAX_LINE: usize = 1 << 20;
@@ -166,7 +167,8 @@ struct FdEntry {
 struct Proc {
     live: u32,
     fds: Option<HashMap<i64, FdEntry>>,
-    cwd: Option<String>,
+    /// Shared: processes mostly have their parent's, or the same as the last one set.
+    cwd: Option<Arc<str>>,
 }
 
 /// The conversion state.
@@ -181,6 +183,8 @@ pub struct Importer<W: Write> {
     procs: HashMap<u32, Proc>,
     /// Processes with an fd table.
     fd_tables: usize,
+    /// The cwd set last, shared with the next process that has the same.
+    last_cwd: Option<Arc<str>>,
     refs: HashMap<u32, u32>,
     next_file: u32,
     path_ids: HashMap<String, u32>,
@@ -279,6 +283,7 @@ impl<W: Write> Importer<W> {
             threads_seen: 0,
             procs: HashMap::default(),
             fd_tables: 0,
+            last_cwd: None,
             refs: HashMap::default(),
             next_file: 0,
             path_ids: HashMap::default(),
@@ -514,8 +519,8 @@ impl<W: Write> Importer<W> {
         }
         let base = match dir.and_then(line::parse_fd) {
             Some(f) if f.fd.is_some() => f.path.map(line::unescape),
-            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd(tgid).cloned()),
-            None => self.cwd(tgid).cloned(),
+            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd(tgid).map(str::to_string)),
+            None => self.cwd(tgid).map(str::to_string),
         };
         Some(match base {
             Some(b) => normalize(&format!("{}/{}", b.trim_end_matches('/'), p)),
@@ -531,11 +536,20 @@ impl<W: Write> Importer<W> {
         Ok(id)
     }
 
-    fn cwd(&self, tgid: u32) -> Option<&String> {
-        self.procs.get(&tgid).and_then(|p| p.cwd.as_ref())
+    fn cwd(&self, tgid: u32) -> Option<&str> {
+        self.procs.get(&tgid).and_then(|p| p.cwd.as_deref())
     }
 
-    fn set_cwd(&mut self, tgid: u32, cwd: String) {
+    /// Set a process's cwd, sharing the last one set when it is the same text.
+    fn set_cwd(&mut self, tgid: u32, cwd: &str) {
+        let cwd = match &self.last_cwd {
+            Some(last) if **last == *cwd => last.clone(),
+            _ => {
+                let new: Arc<str> = cwd.into();
+                self.last_cwd = Some(new.clone());
+                new
+            }
+        };
         self.procs.entry(tgid).or_default().cwd = Some(cwd);
     }
 
@@ -627,8 +641,8 @@ impl<W: Write> Importer<W> {
         if arg(0).starts_with("AT_FDCWD<") {
             if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
                 let p = line::unescape_cow(p);
-                if self.cwd(tgid).map(String::as_str) != Some(&*p) {
-                    self.set_cwd(tgid, p.into_owned());
+                if self.cwd(tgid) != Some(&*p) {
+                    self.set_cwd(tgid, &p);
                 }
             }
         }
@@ -743,14 +757,14 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok {
                     if let Some(p) = self.resolve(tgid, None, arg(0)) {
-                        self.set_cwd(tgid, p);
+                        self.set_cwd(tgid, &p);
                     }
                 }
             }
             "fchdir" => {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if let (true, Some(p)) = (ok, line::parse_fd(arg(0)).and_then(|f| f.path)) {
-                    self.set_cwd(tgid, line::unescape(p));
+                    self.set_cwd(tgid, &line::unescape_cow(p));
                 }
             }
             "fsync" | "fdatasync" => {
@@ -820,7 +834,7 @@ impl<W: Write> Importer<W> {
                             }
                         }
                         if let Some(cwd) = cwd {
-                            self.set_cwd(child, cwd);
+                            self.procs.entry(child).or_default().cwd = Some(cwd);
                         }
                     }
                 }
