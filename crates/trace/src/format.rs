@@ -16,6 +16,11 @@ pub const CHUNK: usize = 1024;
 /// Operations a writer holds back over all threads: past it, every thread's unfinished chunk is
 /// written (so memory does not grow with the threads a trace has seen).
 pub const MAX_PENDING: usize = 64 * 1024;
+/// Emptied chunk buffers a writer keeps for the next threads, and the largest it keeps (in
+/// bytes, about 64 operations): a big one handed to a short thread would stay with it while it
+/// lives.
+const SPARE: usize = 16;
+const SPARE_BYTES: usize = 4096;
 /// The largest record a reader accepts (a corrupt length must not allocate gigabytes).
 pub const MAX_RECORD: usize = 64 << 20;
 
@@ -46,6 +51,34 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The variant's index (its place in the declaration, as serde numbers it) and `Other`'s
+    /// name id.
+    fn index(self) -> (u32, Option<u32>) {
+        let i = match self {
+            Kind::Open => 0,
+            Kind::Close => 1,
+            Kind::Read => 2,
+            Kind::Write => 3,
+            Kind::Pread => 4,
+            Kind::Pwrite => 5,
+            Kind::Readv => 6,
+            Kind::Writev => 7,
+            Kind::Preadv => 8,
+            Kind::Pwritev => 9,
+            Kind::Lseek => 10,
+            Kind::Fsync => 11,
+            Kind::Fdatasync => 12,
+            Kind::SyncFileRange => 13,
+            Kind::Ftruncate => 14,
+            Kind::Fallocate => 15,
+            Kind::Unlink => 16,
+            Kind::Rename => 17,
+            Kind::Mkdir => 18,
+            Kind::Other(name) => return (19, Some(name)),
+        };
+        (i, None)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Open => "open",
@@ -141,15 +174,75 @@ pub enum FormatError {
     Corrupt(String),
 }
 
+/// A thread's operations held back, already encoded as they will be in its chunk.
+#[derive(Default)]
+struct Held {
+    ops: usize,
+    bytes: Vec<u8>,
+}
+
+/// The longest encoded operation: five 10-byte and three 5-byte varints and a 6-byte kind.
+const OP_MAX: usize = 5 * 10 + 3 * 5 + 6;
+
+/// Append postcard's encoding of `op` to `out`, the bytes `postcard::to_extend` gives
+/// (unsigned integers as LEB128 varints, signed ones zigzagged first, an enum as its variant's
+/// index and then its fields; the test `op_encoding_is_postcards` holds the two equal). Done
+/// by hand because serde's way through postcard's slice flavour, a `memcpy` call per field,
+/// was an eighth of a fork-heavy import.
+fn encode_op(op: &Op, out: &mut Vec<u8>) {
+    fn varint(b: &mut [u8; OP_MAX], n: &mut usize, mut v: u64) {
+        while v >= 0x80 {
+            b[*n] = v as u8 | 0x80;
+            v >>= 7;
+            *n += 1;
+        }
+        b[*n] = v as u8;
+        *n += 1;
+    }
+    let mut b = [0u8; OP_MAX];
+    let mut n = 0;
+    varint(&mut b, &mut n, op.start_ns);
+    varint(&mut b, &mut n, op.dur_ns);
+    let (index, other) = op.kind.index();
+    varint(&mut b, &mut n, u64::from(index));
+    if let Some(name) = other {
+        varint(&mut b, &mut n, u64::from(name));
+    }
+    varint(&mut b, &mut n, u64::from(op.file));
+    varint(&mut b, &mut n, op.offset);
+    varint(&mut b, &mut n, op.size);
+    varint(&mut b, &mut n, u64::from(op.count));
+    varint(&mut b, &mut n, u64::from(op.flags));
+    varint(&mut b, &mut n, ((op.result << 1) ^ (op.result >> 63)) as u64);
+    out.extend_from_slice(&b[..n]);
+}
+
+fn postcard_error(e: postcard::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}
+
 /// Writes records; chunks operations per thread.
 pub struct Writer<W: Write> {
     /// Records reach the compressor 64 KiB at a time: each write into flate2's encoder zeroes
     /// its 32 KiB output buffer first, so two small writes per record made memset a sixth of
     /// an import's time.
     out: io::BufWriter<flate2::write::GzEncoder<W>>,
-    pending: HashMap<u32, Vec<Op>>,
-    /// Operations in `pending`, over all threads.
+    /// Each thread with operations held back: its slot in `slots`.
+    pending: foldhash::HashMap<u32, usize>,
+    /// The held-back operations, a slot per thread (slots of written threads are reused).
+    /// They are encoded as they come (about 20 bytes each, where an `Op` is 56): the encoding
+    /// is done while the operation is fresh in the cache, and a chunk is written by copying.
+    slots: Vec<Held>,
+    free: Vec<usize>,
+    /// The thread of the last operation and its slot: a thread's calls mostly come in runs,
+    /// and a run then costs one table look-up (the table is cold when thousands of threads
+    /// are alive).
+    last: Option<(u32, usize)>,
+    /// Operations in `slots`, over all threads.
     held: usize,
+    /// Buffers of written chunks, reused: a trace of many short threads would otherwise
+    /// allocate and grow one per thread.
+    spare: Vec<Vec<u8>>,
     buf: Vec<u8>,
     ops: u64,
 }
@@ -159,8 +252,12 @@ impl<W: Write> Writer<W> {
         w.write_all(MAGIC)?;
         Ok(Writer {
             out: io::BufWriter::with_capacity(1 << 16, flate2::write::GzEncoder::new(w, flate2::Compression::fast())),
-            pending: HashMap::new(),
+            pending: foldhash::HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            last: None,
             held: 0,
+            spare: Vec::new(),
             buf: Vec::new(),
             ops: 0,
         })
@@ -168,8 +265,7 @@ impl<W: Write> Writer<W> {
 
     pub fn record(&mut self, r: &Record) -> io::Result<()> {
         self.buf.clear();
-        let bytes = postcard::to_extend(r, std::mem::take(&mut self.buf))
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+        let bytes = postcard::to_extend(r, std::mem::take(&mut self.buf)).map_err(postcard_error)?;
         self.out.write_all(&(bytes.len() as u32).to_le_bytes())?;
         self.out.write_all(&bytes)?;
         self.buf = bytes;
@@ -181,9 +277,35 @@ impl<W: Write> Writer<W> {
     pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
         self.ops += 1;
         self.held += 1;
-        let v = self.pending.entry(tid).or_default();
-        v.push(op);
-        if v.len() >= CHUNK {
+        let slot = match self.last {
+            Some((t, slot)) if t == tid => slot,
+            _ => {
+                let slot = match self.pending.get(&tid) {
+                    Some(&slot) => slot,
+                    None => {
+                        let buf = Held { ops: 0, bytes: self.spare.pop().unwrap_or_default() };
+                        let slot = match self.free.pop() {
+                            Some(slot) => {
+                                self.slots[slot] = buf;
+                                slot
+                            }
+                            None => {
+                                self.slots.push(buf);
+                                self.slots.len() - 1
+                            }
+                        };
+                        self.pending.insert(tid, slot);
+                        slot
+                    }
+                };
+                self.last = Some((tid, slot));
+                slot
+            }
+        };
+        let h = &mut self.slots[slot];
+        encode_op(&op, &mut h.bytes);
+        h.ops += 1;
+        if h.ops >= CHUNK {
             self.flush_thread(tid)?;
         }
         if self.held >= MAX_PENDING {
@@ -194,10 +316,32 @@ impl<W: Write> Writer<W> {
 
     /// Write `tid`'s unfinished chunk (the thread has ended) and forget the thread.
     pub fn flush_thread(&mut self, tid: u32) -> io::Result<()> {
-        if let Some(ops) = self.pending.remove(&tid) {
-            self.held -= ops.len();
-            if !ops.is_empty() {
-                self.record(&Record::Chunk { tid, ops })?;
+        if let Some(slot) = self.pending.remove(&tid) {
+            if self.last.is_some_and(|(t, _)| t == tid) {
+                self.last = None;
+            }
+            let Held { ops, mut bytes } = std::mem::take(&mut self.slots[slot]);
+            self.free.push(slot);
+            self.held -= ops;
+            if ops > 0 {
+                // The record `Record::Chunk { tid, ops }` is: what an empty chunk of `tid`
+                // encodes to without its last byte (the length 0), the number of operations,
+                // then the operations (postcard's layout: varints, a sequence's length first).
+                let mut head = [0u8; 32];
+                let empty = postcard::to_slice(&Record::Chunk { tid, ops: Vec::new() }, &mut head)
+                    .map_err(postcard_error)?
+                    .len();
+                let mut count = [0u8; 16];
+                let count = postcard::to_slice(&ops, &mut count).map_err(postcard_error)?;
+                let len = empty - 1 + count.len() + bytes.len();
+                self.out.write_all(&(len as u32).to_le_bytes())?;
+                self.out.write_all(&head[..empty - 1])?;
+                self.out.write_all(count)?;
+                self.out.write_all(&bytes)?;
+                if self.spare.len() < SPARE && bytes.capacity() <= SPARE_BYTES {
+                    bytes.clear();
+                    self.spare.push(bytes);
+                }
             }
         }
         Ok(())
@@ -476,6 +620,72 @@ mod tests {
         assert_eq!(t.files[&0].path, "/a");
         assert!(matches!(Trace::read(&bytes[..bytes.len() / 2]), Err(FormatError::Corrupt(_))));
         assert!(matches!(Trace::read(&b"hello world, not a trace"[..]), Err(FormatError::NotATrace)));
+    }
+
+    #[test]
+    fn chunks_are_what_postcard_makes_of_them() {
+        let ops: Vec<Op> = (0..300u64)
+            .map(|i| Op {
+                start_ns: i << 30,
+                dur_ns: i,
+                kind: if i % 3 == 0 { Kind::Other(i as u32) } else { Kind::Pwrite },
+                file: if i % 5 == 0 { NO_FILE } else { i as u32 },
+                offset: i << 40,
+                size: 4096,
+                count: 0,
+                flags: 0,
+                result: if i % 7 == 0 { i64::MIN } else { -(i as i64) },
+            })
+            .collect();
+        let mut w = Writer::new(Vec::new()).unwrap();
+        for op in &ops {
+            w.op(300_000, *op).unwrap();
+        }
+        let bytes = w.finish(0, 0, 0).unwrap();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert_eq!(r.next_record().unwrap(), Some(Record::Chunk { tid: 300_000, ops: ops.clone() }));
+        // Byte for byte: the decompressed stream is the length and postcard's encoding.
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[MAGIC.len()..]).read_to_end(&mut raw).unwrap();
+        let want = postcard::to_allocvec(&Record::Chunk { tid: 300_000, ops }).unwrap();
+        assert_eq!(&raw[..4], &(want.len() as u32).to_le_bytes());
+        assert_eq!(&raw[4..4 + want.len()], &want[..]);
+    }
+
+    #[test]
+    fn op_encoding_is_postcards() {
+        // Every kind, by the index serde gives it: decoding index i must give the kind whose
+        // index() is i (a variant added or moved without updating index() fails here).
+        let mut kinds = Vec::new();
+        for i in 0u8..=19 {
+            let bytes = if i == 19 { vec![19, 0x80, 0x01] } else { vec![i] };
+            let k: Kind = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(k.index().0, u32::from(i), "{k:?}");
+            kinds.push(k);
+        }
+        assert!(postcard::from_bytes::<Kind>(&[20]).is_err(), "a kind after Other: update Kind::index");
+        kinds.push(Kind::Other(u32::MAX));
+        let edges = [0u64, 1, 0x7f, 0x80, 0x3fff, 0x4000, u64::from(u32::MAX), i64::MAX as u64, u64::MAX];
+        let results = [0i64, 1, -1, 63, -64, 64, -65, i64::MAX, i64::MIN];
+        for (k, kind) in kinds.iter().enumerate() {
+            for (j, &e) in edges.iter().enumerate() {
+                let op = Op {
+                    start_ns: e,
+                    dur_ns: edges[(j + 1) % edges.len()],
+                    kind: *kind,
+                    file: e as u32,
+                    offset: edges[(j + k) % edges.len()],
+                    size: !e,
+                    count: (e >> 7) as u32,
+                    flags: (e >> 32) as u32,
+                    result: results[(j + k) % results.len()],
+                };
+                let mut mine = Vec::new();
+                encode_op(&op, &mut mine);
+                assert_eq!(mine, postcard::to_allocvec(&op).unwrap(), "{op:?}");
+                assert!(mine.len() <= OP_MAX);
+            }
+        }
     }
 
     #[test]

@@ -10,8 +10,10 @@
 
 use crate::format::{oflags, Kind, Op, Record, Writer, NO_FILE, VERSION};
 use crate::line::{self, Body};
-use std::collections::{BinaryHeap, HashMap};
+use foldhash::HashMap;
+use std::collections::BinaryHeap;
 use std::io::{self, BufRead, Write};
+use std::sync::Arc;
 
 /// Longest line kept; the rest of a longer line is skipped and the line counted bad.
 pub const MAX_LINE: usize = 1 << 20;
@@ -21,6 +23,11 @@ pub const BAD_KEPT: usize = 50;
 /// past it the table starts afresh (a path named again then gets a new id, which is correct,
 /// only larger).
 pub const PATHS_KEPT: usize = 256 * 1024;
+
+/// `CLONE_THREAD` in clone's flags (a finder built once: building one per call showed in the
+/// profile of a fork-heavy trace).
+static CLONE_THREAD: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"CLONE_THREAD"));
 
 /// A line that was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -59,21 +66,39 @@ pub struct Held {
     pub paths: usize,
 }
 
-/// Reads lines of at most [`MAX_LINE`] bytes.
+/// Reads lines of at most [`MAX_LINE`] bytes: in place in the reader's buffer when the whole
+/// line is there, else gathered in a buffer of its own.
 pub struct Lines<R: BufRead> {
     r: R,
     buf: Vec<u8>,
+    /// Bytes of the line last returned in place, consumed at the next call.
+    used: usize,
     pub line_no: u64,
     pub bytes: u64,
 }
 
 impl<R: BufRead> Lines<R> {
     pub fn new(r: R) -> Self {
-        Lines { r, buf: Vec::with_capacity(512), line_no: 0, bytes: 0 }
+        Lines { r, buf: Vec::with_capacity(512), used: 0, line_no: 0, bytes: 0 }
     }
 
     /// The next line (without its newline) and whether it was cut; `None` at the end.
     pub fn next_line(&mut self) -> io::Result<Option<(&[u8], bool)>> {
+        self.r.consume(std::mem::take(&mut self.used));
+        let whole = loop {
+            match self.r.fill_buf() {
+                Ok(a) => break memchr::memchr(b'\n', a).filter(|&i| i < MAX_LINE),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(i) = whole {
+            self.used = i + 1;
+            self.bytes += self.used as u64;
+            self.line_no += 1;
+            // The same buffer again: nothing was consumed since.
+            return Ok(Some((&self.r.fill_buf()?[..i], false)));
+        }
         self.buf.clear();
         let mut cut = false;
         let mut any = false;
@@ -135,18 +160,32 @@ struct FdEntry {
     raw: Box<str>,
 }
 
+/// A process (thread group) the importer knows: its threads alive, its fd table (once it has
+/// one) and its working directory (once known). One table entry per process: a fork-heavy
+/// trace creates and forgets one for every process, and one look-up beats three.
+#[derive(Default)]
+struct Proc {
+    live: u32,
+    fds: Option<HashMap<i64, FdEntry>>,
+    /// Shared: processes mostly have their parent's, or the same as the last one set.
+    cwd: Option<Arc<str>>,
+}
+
 /// The conversion state.
 pub struct Importer<W: Write> {
     w: Writer<W>,
     pending: HashMap<u32, Pending>,
     /// Threads alive: tid → tgid.
     tgid: HashMap<u32, u32>,
-    /// Threads alive per process.
-    live: HashMap<u32, u32>,
+    /// The last answer of `tgid`, for the next line of the same thread.
+    last_tgid: Option<(u32, u32)>,
     threads_seen: usize,
-    fds: HashMap<u32, HashMap<i64, FdEntry>>,
+    procs: HashMap<u32, Proc>,
+    /// Processes with an fd table.
+    fd_tables: usize,
+    /// The cwd set last, shared with the next process that has the same.
+    last_cwd: Option<Arc<str>>,
     refs: HashMap<u32, u32>,
-    cwd: HashMap<u32, String>,
     next_file: u32,
     path_ids: HashMap<String, u32>,
     next_path: u32,
@@ -238,18 +277,19 @@ impl<W: Write> Importer<W> {
         w.record(&Record::Header { version: VERSION, source: source.to_string(), epoch_ns: 0 })?;
         Ok(Importer {
             w,
-            pending: HashMap::new(),
-            tgid: HashMap::new(),
-            live: HashMap::new(),
+            pending: HashMap::default(),
+            tgid: HashMap::default(),
+            last_tgid: None,
             threads_seen: 0,
-            fds: HashMap::new(),
-            refs: HashMap::new(),
-            cwd: HashMap::new(),
+            procs: HashMap::default(),
+            fd_tables: 0,
+            last_cwd: None,
+            refs: HashMap::default(),
             next_file: 0,
-            path_ids: HashMap::new(),
+            path_ids: HashMap::default(),
             next_path: 0,
-            names: HashMap::new(),
-            calls: HashMap::new(),
+            names: HashMap::default(),
+            calls: HashMap::default(),
             first_ns: None,
             last_ns: 0,
             bad_lines: 0,
@@ -262,7 +302,7 @@ impl<W: Write> Importer<W> {
 
     /// What the importer holds now.
     pub fn held(&self) -> Held {
-        Held { threads: self.tgid.len(), processes: self.fds.len(), ops: self.w.held(), paths: self.path_ids.len() }
+        Held { threads: self.tgid.len(), processes: self.fd_tables, ops: self.w.held(), paths: self.path_ids.len() }
     }
 
     fn bad(&mut self, source: &str, line: u64, reason: &str, text: &str) {
@@ -352,7 +392,7 @@ impl<W: Write> Importer<W> {
 
     /// One line of text.
     pub fn line(&mut self, text: &str, source: &str, n: u64, tid: Option<u32>) {
-        if text.trim().is_empty() {
+        if line::trim(text).is_empty() {
             return;
         }
         let l = match line::parse(text) {
@@ -387,42 +427,50 @@ impl<W: Write> Importer<W> {
     }
 
     fn tgid_of(&mut self, tid: u32) -> u32 {
-        if let Some(&g) = self.tgid.get(&tid) {
-            return g;
+        if let Some((t, g)) = self.last_tgid {
+            if t == tid {
+                return g;
+            }
         }
-        self.tgid.insert(tid, tid);
-        *self.live.entry(tid).or_default() += 1;
-        self.threads_seen += 1;
-        tid
+        let g = match self.tgid.get(&tid) {
+            Some(&g) => g,
+            None => {
+                self.tgid.insert(tid, tid);
+                self.procs.entry(tid).or_default().live += 1;
+                self.threads_seen += 1;
+                tid
+            }
+        };
+        self.last_tgid = Some((tid, g));
+        g
     }
 
     /// `tid` belongs to process `tgid` (a clone with CLONE_THREAD, or a new process).
     fn set_tgid(&mut self, tid: u32, tgid: u32) {
+        self.last_tgid = None;
         match self.tgid.insert(tid, tgid) {
             Some(old) if old == tgid => return,
             Some(old) => self.leave_process(old),
             None => self.threads_seen += 1,
         }
-        *self.live.entry(tgid).or_default() += 1;
+        self.procs.entry(tgid).or_default().live += 1;
     }
 
     /// A thread of `tgid` is gone; with the last, the process's fd table and cwd go too.
     fn leave_process(&mut self, tgid: u32) {
-        let left = match self.live.get_mut(&tgid) {
-            Some(n) if *n > 1 => {
-                *n -= 1;
+        match self.procs.get_mut(&tgid) {
+            Some(p) if p.live > 1 => {
+                p.live -= 1;
                 return;
             }
-            _ => 0,
-        };
-        debug_assert_eq!(left, 0);
-        self.live.remove(&tgid);
-        if let Some(t) = self.fds.remove(&tgid) {
+            _ => {}
+        }
+        if let Some(t) = self.procs.remove(&tgid).and_then(|p| p.fds) {
+            self.fd_tables -= 1;
             for e in t.into_values() {
                 self.unref(e.file);
             }
         }
-        self.cwd.remove(&tgid);
     }
 
     /// `+++ exited` / `+++ killed`: a call the thread left unfinished never returned; its last
@@ -431,6 +479,7 @@ impl<W: Write> Importer<W> {
         if let Some(p) = self.pending.remove(&tid) {
             self.call(tid, p.time_ns, None, &p.name, &p.args, "?", source, n, text);
         }
+        self.last_tgid = None;
         let Some(tgid) = self.tgid.remove(&tid) else { return };
         if let Err(e) = self.w.flush_thread(tid).and_then(|_| self.w.record(&Record::Thread { tid, tgid })) {
             self.bad(source, n, &format!("cannot write the trace: {e}"), text);
@@ -470,8 +519,8 @@ impl<W: Write> Importer<W> {
         }
         let base = match dir.and_then(line::parse_fd) {
             Some(f) if f.fd.is_some() => f.path.map(line::unescape),
-            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd.get(&tgid).cloned()),
-            None => self.cwd.get(&tgid).cloned(),
+            Some(f) => f.path.map(line::unescape).or_else(|| self.cwd(tgid).map(str::to_string)),
+            None => self.cwd(tgid).map(str::to_string),
         };
         Some(match base {
             Some(b) => normalize(&format!("{}/{}", b.trim_end_matches('/'), p)),
@@ -487,9 +536,31 @@ impl<W: Write> Importer<W> {
         Ok(id)
     }
 
+    fn cwd(&self, tgid: u32) -> Option<&str> {
+        self.procs.get(&tgid).and_then(|p| p.cwd.as_deref())
+    }
+
+    /// Set a process's cwd, sharing the last one set when it is the same text.
+    fn set_cwd(&mut self, tgid: u32, cwd: &str) {
+        let cwd = match &self.last_cwd {
+            Some(last) if **last == *cwd => last.clone(),
+            _ => {
+                let new: Arc<str> = cwd.into();
+                self.last_cwd = Some(new.clone());
+                new
+            }
+        };
+        self.procs.entry(tgid).or_default().cwd = Some(cwd);
+    }
+
     fn set_fd(&mut self, tgid: u32, fd: i64, e: FdEntry) {
         *self.refs.entry(e.file).or_insert(0) += 1;
-        if let Some(old) = self.fds.entry(tgid).or_default().insert(fd, e) {
+        let p = self.procs.entry(tgid).or_default();
+        let t = p.fds.get_or_insert_with(|| {
+            self.fd_tables += 1;
+            HashMap::default()
+        });
+        if let Some(old) = t.insert(fd, e) {
             self.unref(old.file);
         }
     }
@@ -512,7 +583,7 @@ impl<W: Write> Importer<W> {
         let Some(f) = line::parse_fd(arg) else { return Ok(NO_FILE) };
         let Some(fd) = f.fd else { return Ok(NO_FILE) };
         let raw = f.path.unwrap_or("");
-        if let Some(e) = self.fds.get(&tgid).and_then(|t| t.get(&fd)) {
+        if let Some(e) = self.procs.get(&tgid).and_then(|p| p.fds.as_ref()).and_then(|t| t.get(&fd)) {
             if raw.is_empty() || *e.raw == *raw {
                 return Ok(e.file);
             }
@@ -562,16 +633,16 @@ impl<W: Write> Importer<W> {
         let r = line::parse_ret(ret);
         let result = r.value.unwrap_or(i64::MIN);
         let ok = r.value.is_some_and(|v| v >= 0);
-        let a = line::split_args(args);
-        let arg = |i: usize| a.get(i).copied().unwrap_or("");
+        let a = line::first_args(args);
+        let arg = |i: usize| a.get(i);
         let num = |i: usize| line::parse_int(arg(i)).unwrap_or(0);
         let tgid = self.tgid_of(tid);
         // The cwd that -y shows for AT_FDCWD is the process's, now.
         if arg(0).starts_with("AT_FDCWD<") {
             if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
-                let p = line::unescape(p);
-                if self.cwd.get(&tgid) != Some(&p) {
-                    self.cwd.insert(tgid, p);
+                let p = line::unescape_cow(p);
+                if self.cwd(tgid) != Some(&*p) {
+                    self.set_cwd(tgid, &p);
                 }
             }
         }
@@ -604,13 +675,17 @@ impl<W: Write> Importer<W> {
                 };
                 op.kind = Kind::Open;
                 op.flags = flags;
-                let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
+                // The path as opened is needed only where `-y` does not show the result's.
                 if ok {
-                    let p = r.path.map(line::unescape).unwrap_or(resolved);
+                    let p = match r.path {
+                        Some(p) => line::unescape(p),
+                        None => self.resolve(tgid, dir, path).unwrap_or_default(),
+                    };
                     let id = self.new_file(p, flags, false)?;
                     self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or("").into() });
                     op.file = id;
                 } else {
+                    let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
                     op.offset = u64::from(self.path_id(resolved)?);
                 }
             }
@@ -619,7 +694,8 @@ impl<W: Write> Importer<W> {
                 if let Some(fd) = line::parse_fd(arg(0)).and_then(|f| f.fd) {
                     op.file = self.file_of(tgid, arg(0))?;
                     if ok {
-                        if let Some(e) = self.fds.get_mut(&tgid).and_then(|t| t.remove(&fd)) {
+                        let t = self.procs.get_mut(&tgid).and_then(|p| p.fds.as_mut());
+                        if let Some(e) = t.and_then(|t| t.remove(&fd)) {
                             op.count = self.unref(e.file);
                         }
                     }
@@ -681,14 +757,14 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok {
                     if let Some(p) = self.resolve(tgid, None, arg(0)) {
-                        self.cwd.insert(tgid, p);
+                        self.set_cwd(tgid, &p);
                     }
                 }
             }
             "fchdir" => {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if let (true, Some(p)) = (ok, line::parse_fd(arg(0)).and_then(|f| f.path)) {
-                    self.cwd.insert(tgid, line::unescape(p));
+                    self.set_cwd(tgid, &line::unescape_cow(p));
                 }
             }
             "fsync" | "fdatasync" => {
@@ -740,19 +816,25 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok && result > 0 {
                     let child = result as u32;
-                    let thread = args.contains("CLONE_THREAD");
+                    let thread = CLONE_THREAD.find(args.as_bytes()).is_some();
                     if thread {
                         self.set_tgid(child, tgid);
                     } else {
                         self.set_tgid(child, child);
-                        if let Some(t) = self.fds.get(&tgid).cloned() {
+                        // The child starts with copies of the parent's fd table and cwd.
+                        let parent = self.procs.get(&tgid).map(|p| (p.fds.clone(), p.cwd.clone()));
+                        let (fds, cwd) = parent.unwrap_or_default();
+                        if let Some(t) = fds {
                             for e in t.values() {
                                 *self.refs.entry(e.file).or_insert(0) += 1;
                             }
-                            self.fds.insert(child, t);
+                            let c = self.procs.entry(child).or_default();
+                            if c.fds.replace(t).is_none() {
+                                self.fd_tables += 1;
+                            }
                         }
-                        if let Some(c) = self.cwd.get(&tgid).cloned() {
-                            self.cwd.insert(child, c);
+                        if let Some(cwd) = cwd {
+                            self.procs.entry(child).or_default().cwd = Some(cwd);
                         }
                     }
                 }
@@ -761,7 +843,9 @@ impl<W: Write> Importer<W> {
                 op.kind = Kind::Other(self.name_id(name)?);
                 if ok {
                     // O_CLOEXEC fds close here; which ones is not in the trace, so keep all.
-                    self.cwd.remove(&tgid);
+                    if let Some(p) = self.procs.get_mut(&tgid) {
+                        p.cwd = None;
+                    }
                 }
             }
             other => op.kind = Kind::Other(self.name_id(other)?),
@@ -799,5 +883,50 @@ impl<W: Write> Importer<W> {
         };
         let w = self.w.finish(self.bad_lines, 0, self.last_ns.saturating_sub(first))?;
         Ok((w, summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines come out the same whether the reader's buffer holds them whole (read in place) or
+    /// cuts them anywhere (gathered), with and without a last newline, and a line past
+    /// [`MAX_LINE`] is cut either way.
+    #[test]
+    fn lines_in_place_or_gathered() {
+        let mut text = b"1 a(b) = 0\n\n22 long line here\r\nno newline at the end".to_vec();
+        let long = vec![b'x'; MAX_LINE + 10];
+        let mut with_long = text.clone();
+        with_long.push(b'\n');
+        with_long.extend_from_slice(&long);
+        with_long.extend_from_slice(b"\nafter\n");
+        text.push(b'\n');
+        for input in [&text[..], &with_long[..]] {
+            let all = |mut l: Lines<&mut dyn BufRead>| {
+                let mut out = Vec::new();
+                while let Some((line, cut)) = l.next_line().unwrap() {
+                    out.push((line.to_vec(), cut));
+                }
+                (out, l.line_no, l.bytes)
+            };
+            let mut whole = input;
+            let want = all(Lines::new(&mut whole));
+            assert_eq!(want.2, input.len() as u64);
+            for cap in [1, 2, 3, 7, 11, 64, 1 << 16, MAX_LINE, MAX_LINE + 1] {
+                let mut r = io::BufReader::with_capacity(cap, input);
+                assert_eq!(all(Lines::new(&mut r)), want, "buffer of {cap}");
+            }
+        }
+        let mut r = &with_long[..];
+        let (lines, _, _) = {
+            let mut l = Lines::new(&mut r as &mut dyn BufRead);
+            let mut out = Vec::new();
+            while let Some((line, cut)) = l.next_line().unwrap() {
+                out.push((line.len(), cut));
+            }
+            (out, l.line_no, l.bytes)
+        };
+        assert_eq!(lines, vec![(10, false), (0, false), (18, false), (21, false), (MAX_LINE, true), (5, false)]);
     }
 }
