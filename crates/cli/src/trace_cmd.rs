@@ -146,16 +146,21 @@ fn records(path: &Path) -> Result<impl Iterator<Item = Result<Record, FormatErro
 }
 
 /// Write to stdout through `f`; a reader that went away (`| head`) ends the output quietly.
-fn to_stdout(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<ExitCode> {
+/// `f`'s own write errors are said to be stdout's; other errors (a bad trace) say what they are.
+fn to_stdout(f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<ExitCode> {
     let mut out = BufWriter::new(std::io::stdout().lock());
-    match f(&mut out).and_then(|_| out.flush()) {
+    match f(&mut out).and_then(|_| out.flush().context("writing to stdout")) {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
             // Nothing more can be written; drop what is buffered without a second error.
             std::mem::forget(out);
             Ok(ExitCode::SUCCESS)
         }
-        Err(e) => Err(e).context("writing to stdout"),
+        Err(e) => Err(e),
     }
 }
 
@@ -170,10 +175,10 @@ fn show(a: TraceShowArgs) -> Result<ExitCode> {
     if a.output == Output::Json {
         return to_stdout(|w| {
             serde_json::to_writer_pretty(&mut *w, &an).map_err(std::io::Error::from)?;
-            writeln!(w)
+            writeln!(w).context("writing to stdout")
         });
     }
-    to_stdout(|w| print_analysis(w, &an))
+    to_stdout(|w| print_analysis(w, &an).context("writing to stdout"))
 }
 
 fn op_table(ops: &BTreeMap<String, OpStat>) -> Table {
@@ -301,11 +306,12 @@ fn export(a: TraceExportArgs) -> Result<ExitCode> {
         }
         None => {
             let mut ex = None;
+            let recs = records(&a.trace)?;
             let code = to_stdout(|w| {
-                ex = Some(
-                    iolab_trace::fio::export(records(&a.trace).map_err(std::io::Error::other)?, remap.as_ref(), w)
-                        .map_err(std::io::Error::other)?,
-                );
+                ex = Some(iolab_trace::fio::export(recs, remap.as_ref(), w).map_err(|e| match e {
+                    iolab_trace::fio::ExportError::Io(e) => anyhow::Error::from(e).context("writing to stdout"),
+                    e => anyhow::Error::from(e).context(format!("cannot read the trace {}", a.trace.display())),
+                })?);
                 Ok(())
             })?;
             match ex {

@@ -337,4 +337,10 @@ fn clear_errors_for_missing_commands_and_bad_input() {
     let out = iolab().args(["trace", "show"]).arg(&s).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an iolab trace"));
+    // Exported to stdout, the same: said once, and not blamed on stdout.
+    let out = iolab().args(["trace", "export", "--fio"]).arg(&s).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("not an iolab trace").count(), 1, "{err}");
+    assert!(!err.contains("stdout"), "{err}");
 }

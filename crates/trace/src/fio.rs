@@ -59,9 +59,9 @@ struct Entry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Format(#[from] FormatError),
     #[error(
         "the trace has more than {MAX_ENTRIES} calls to export, which are merged by time in memory; export part of it with --target and a narrower --strip"

@@ -164,7 +164,7 @@ pub enum Record {
 
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
     #[error("not an iolab trace (the file does not start with the trace magic)")]
     NotATrace,
