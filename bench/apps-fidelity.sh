@@ -135,10 +135,10 @@ fi
 if want bonnie; then
     # A memory cgroup both tools run in, so a 1 GiB file cannot stay in the page cache.
     if [ -w /sys/fs/cgroup/memory ]; then
-        cg=/sys/fs/cgroup/memory/iolab-apps-fidelity
+        cg=/sys/fs/cgroup/memory/iolab-apps-fidelity.$$
         mkdir -p "$cg"; echo $((CG_MIB << 20)) >"$cg/memory.limit_in_bytes"
     elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-        cg=/sys/fs/cgroup/iolab-apps-fidelity
+        cg=/sys/fs/cgroup/iolab-apps-fidelity.$$
         mkdir -p "$cg"; echo $((CG_MIB << 20)) >"$cg/memory.max"
     else
         echo "no memory cgroup to run bonnie++ in (needs root and a memory controller): its block read would come from the page cache" >&2

@@ -711,6 +711,66 @@ fn bonnie_runs_bonnie_s_tests_prints_its_csv_and_leaves_the_users_files_alone() 
     }
 }
 
+/// Under strace (`-ff`: a file per thread, no calls split between lines), iolab's bonnie makes
+/// bonnie++ 2.00a's calls where they count in its rates: each file of the create tests is one
+/// open(O_CREAT|O_EXCL) and a close, with no fstat of the new file; and after the seeks each of
+/// the five seekers unlinks the data file, as bonnie++'s seekers do after their report (the
+/// first removes it, the four others find it gone), so the file is freed by whichever seeker
+/// closes it last.
+#[test]
+fn bonnie_under_strace_makes_bonnie_s_calls() {
+    if std::process::Command::new("strace").arg("-V").output().is_err() {
+        return skip("strace is not installed (apt-get install strace)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let prefix = dir.path().join("calls");
+    let out = std::process::Command::new("strace")
+        .args([
+            "-ff",
+            "-qq",
+            "--seccomp-bpf",
+            "-e",
+            "trace=openat,openat2,statx,fstat,newfstatat,unlink,unlinkat",
+            "-o",
+        ])
+        .arg(&prefix)
+        .arg(assert_cmd::cargo::cargo_bin("iolab"))
+        .args(["run", "--workload", "bonnie", "--name", "bn", "--target"])
+        .arg(&target)
+        .args(["--bonnie-size", "1M", "--bonnie-ram", "0", "--bonnie-files", "1", "--bonnie-char-size", "0"])
+        .args(["--no-store", "--no-progress"])
+        .env("IOLAB_DB", db_path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && err.contains("ptrace") {
+        return skip("strace cannot trace here (ptrace refused)");
+    }
+    assert!(out.status.success(), "{err}");
+    let mut lines = Vec::new();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let p = e.unwrap().path();
+        if p.file_name().unwrap().to_string_lossy().starts_with("calls.") {
+            lines.extend(std::fs::read_to_string(p).unwrap().lines().map(str::to_string).collect::<Vec<_>>());
+        }
+    }
+    let count = |f: &dyn Fn(&str) -> bool| lines.iter().filter(|l| f(l)).count();
+    // The create tests' files (write-only; the data file is opened read-write): 1024 twice.
+    assert_eq!(count(&|l| l.contains("O_WRONLY|O_CREAT|O_EXCL")), 2048, "one open per file created");
+    // An fstat of each new file would be 2048 more; what is left reads /proc/self/stat.
+    let fstats = count(&|l| (l.starts_with("statx(") || l.starts_with("fstat(")) && l.contains("\"\""));
+    assert!(fstats < 200, "{fstats} fstat calls: a create must not fstat the file it made");
+    // The data file's unlinks (not the create tests' directory of the same name, removed with
+    // AT_REMOVEDIR): none before the block write (no per-character test made it before), then
+    // one by each of the five seekers.
+    let data = |l: &str| l.starts_with("unlinkat(") && l.contains("\"Bonnie.") && !l.contains("AT_REMOVEDIR");
+    assert_eq!(count(&|l| data(l)), 5, "{lines:#?}");
+    assert_eq!(count(&|l| data(l) && l.contains("ENOENT")), 4, "the first seeker removes it, the others find it gone");
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "all removed");
+}
+
 /// bonnie++'s -n with sizes and directories, -b and -f: files with data spread over
 /// directories, read back by the stat tests, an fsync of each file and of its directory per
 /// create and of the directory per delete, no per-character tests.

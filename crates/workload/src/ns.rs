@@ -22,7 +22,9 @@ pub fn perform<E: Engine + ?Sized>(
     match *call {
         Call::Open { name, file, flags } => {
             let f = names.beneath()?.open_file(names.rel(name), flags)?;
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            // A file this open made (O_CREAT|O_EXCL) or emptied (O_TRUNC for writing) is
+            // empty: no fstat(2) to learn so, which an application's create does not make.
+            let len = if fresh(flags) { 0 } else { f.metadata().map(|m| m.len()).unwrap_or(0) };
             opened(file, &f);
             engine.set_file(file, f, len).map_err(other)?;
             Ok(0)
@@ -49,6 +51,11 @@ pub fn perform<E: Engine + ?Sized>(
             .map(|_| 0),
         Call::Data { .. } => Err(io::Error::from_raw_os_error(libc::EINVAL)),
     }
+}
+
+/// Whether an open with these flags leaves the file empty: it made it, or truncated it.
+fn fresh(flags: crate::source::OpenFlags) -> bool {
+    (flags.create && flags.exclusive) || (flags.truncate && flags.write)
 }
 
 /// readdir of a directory beneath the job's: every entry's name but `.` and `..`, each

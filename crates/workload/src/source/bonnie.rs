@@ -1,10 +1,12 @@
 //! bonnie++ 2.0's tests, in its order, in a directory of the job's own (`iolab.<job>`): the
 //! first thread runs the tests one after another — per-character write (1-byte write(2)
 //! calls), block write, rewrite (read a chunk, dirty it, seek back, write), per-character
-//! read, block read — then every thread of the job is one of bonnie++'s seekers: they start
-//! together (a barrier), take tickets from one shared list (bonnie++'s pipe) until it is empty
-//! — lseek and read a chunk, one in ten dirtied and written back — and the test ends when the
-//! last one is done (a barrier again). Then the first thread alone runs the create tests:
+//! read, block read — then every thread of the job is one of bonnie++'s seekers: each opens
+//! the file, they start together (a barrier), take tickets from one shared list (bonnie++'s
+//! pipe) until it is empty — lseek and read a chunk, one in ten dirtied and written back —
+//! and each stops its clock after its fsync and close (the test's time is the slowest
+//! seeker's) and then unlinks the file, as bonnie++'s seekers do, so the last close frees it
+//! inside the test when a seeker unlinked it first. Then the first thread alone runs the create tests:
 //! sequential create, stat and delete in directory (readdir) order, then random-named create,
 //! stat and delete in a shuffled order, each create and delete ending with a flush of the
 //! filesystem (bonnie++'s sync()), files optionally holding data and spread over directories
@@ -84,6 +86,9 @@ enum Item {
     UnitEnd,
     /// The job's threads line up (the seekers' start and end).
     Barrier,
+    /// The first thread stopped before the seek test (an error, a stop): nothing to seek in,
+    /// so this seeker cleans up and goes home.
+    IfAborted,
 }
 
 /// One finished test.
@@ -292,10 +297,14 @@ impl Bonnie {
             }
             GETC => q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw }))),
             SEEKS => {
-                // The seekers start together, each with the file open on its own.
+                // Each seeker opens the file on its own once the first thread's I/O tests have
+                // made it, and their clocks start together after that (bonnie++'s seekers open
+                // it, then wait for the tickets, and start the clock at the first one).
+                q.push_back(Item::Barrier);
+                q.push_back(Item::IfAborted);
+                q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw })));
                 q.push_back(Item::Barrier);
                 q.push_back(Item::Start);
-                q.push_back(Item::Do(Issue::now(Call::Open { name: data, file: FILE, flags: rw })));
                 return;
             }
             SEQ_CREATE | RAN_CREATE => {
@@ -439,13 +448,23 @@ impl Bonnie {
         let q = &mut self.queue;
         let top = self.top_id.unwrap_or(NameId(u32::MAX));
         match self.test {
-            PUTC | PUT_BLOCK | REWRITE | GETC | GET_BLOCK | SEEKS => {
+            PUTC | PUT_BLOCK | REWRITE | GETC | GET_BLOCK => {
                 q.push_back(Item::Do(Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 })));
                 q.push_back(Item::Do(Issue::now(Call::Close { file: FILE })));
-                if self.test == SEEKS {
-                    // The test ends when the last seeker is done.
-                    q.push_back(Item::Barrier);
-                }
+            }
+            SEEKS => {
+                // Each seeker's clock stops after its fsync and close (its own report); the
+                // test's time is the slowest seeker's. Then, as bonnie++'s seeker does after
+                // its report, it unlinks the data file (the first one removes it, the others
+                // find it gone): a seeker still seeking keeps the file open, and the last
+                // close frees its blocks inside that seeker's time, as in bonnie++. The
+                // threads line up before the first one goes on to the create tests.
+                q.push_back(Item::Do(Issue::now(Call::Data { kind: OpKind::Fsync, file: FILE, offset: 0, len: 0 })));
+                q.push_back(Item::Do(Issue::now(Call::Close { file: FILE })));
+                q.push_back(Item::Stop);
+                q.push_back(Item::Do(Issue::untimed(Call::Unlink { name: self.data_id.unwrap_or(NameId(u32::MAX)) })));
+                q.push_back(Item::Barrier);
+                return;
             }
             SEQ_CREATE | RAN_CREATE => q.push_back(Item::Do(Issue::now(Call::SyncFs { name: top }))),
             SEQ_DEL | RAN_DEL => {
@@ -580,6 +599,11 @@ impl Source for Bonnie {
                 match item {
                     Item::Do(issue) => return Next::Issue(issue),
                     Item::Barrier => return Next::Barrier,
+                    Item::IfAborted if self.tickets.abort.load(Ordering::Relaxed) => {
+                        self.cleaning = true;
+                        self.queue_cleanup();
+                    }
+                    Item::IfAborted => {}
                     Item::Start if self.test == SEEKS && self.tickets.abort.load(Ordering::Relaxed) => {
                         // The first thread stopped before the seeks: nothing to seek in.
                         self.cleaning = true;
@@ -660,6 +684,12 @@ impl Source for Bonnie {
                 }
             }
             (Call::Close { .. }, _) => self.open = false,
+            // Another seeker removed the data file first (see `post`).
+            (Call::Unlink { name }, Err(e))
+                if *name == data && self.test == SEEKS && e.kind() == io::ErrorKind::NotFound =>
+            {
+                self.data_exists = false
+            }
             (Call::Unlink { name }, Ok(_)) => {
                 if *name == data {
                     self.data_exists = false;
@@ -703,6 +733,9 @@ impl Source for Bonnie {
             (Call::Rmdir { name }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) && Some(*name) == self.top_id => {
                 Some(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir))
             }
+            (Call::Unlink { name }, Err(e)) if *name == data && self.test == SEEKS && e.kind() == io::ErrorKind::NotFound => {
+                None
+            }
             // Cleaning up after an error: what is already gone is fine.
             (_, Err(e)) if self.cleaning && e.kind() == io::ErrorKind::NotFound => None,
             (_, Err(_)) => Some(describe_failure(call, &at(), 0, 0, r)),
@@ -724,8 +757,12 @@ impl Source for Bonnie {
             let Some(d) = d else { continue };
             out.push((AMOUNT[i], d.amount));
             out.push((LATENCY[i], d.latency_ns as f64 / 1000.0));
-            if self.main() {
+            // Each seeker's own time too: the seek test's is the slowest one's (combined as
+            // the longest), as bonnie++ takes the first start to the last stop.
+            if self.main() || i == SEEKS {
                 out.push((SECS[i], d.secs));
+            }
+            if self.main() {
                 out.push((CPU[i], if d.secs > 0.0 { 100.0 * d.cpu / d.secs } else { 0.0 }));
             }
         }
