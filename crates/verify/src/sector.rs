@@ -55,8 +55,8 @@ pub fn stamp_block(buf: &mut [u8], offset: u64, s: &Stamp) {
 }
 
 /// One writer's stamping: the header fields that change seldom (file, node, thread, the
-/// coarse time) are laid out and their CRC-32C taken once, and they are redone only when the
-/// time moves on. The sectors of a block differ only in their offset, pattern and data
+/// time, which the caller keeps coarse) are laid out and their CRC-32C taken once, and they
+/// are redone only when the time moves on. The sectors of a block differ only in their offset, pattern and data
 /// checksum, and blocks in their key: each sector's header checksum follows from the kept one
 /// by table (CRC-32C is affine: changing a field's bits flips a fixed set of checksum bits,
 /// [`HeaderTables`]); the tests check it against the CRC of the bytes. The sectors are written

@@ -21,6 +21,11 @@ use std::time::{Duration, Instant};
 /// The file index validated calls use (the block workload's one file).
 const FILE: u32 = 0;
 
+/// A stamp's time is kept to 2^20 ns (about a millisecond; the coarse clock it came from before
+/// had 4 ms), so the stamper redoes its header checksum about once a millisecond, not every
+/// write.
+const TIME_MASK: u64 = !((1 << 20) - 1);
+
 pub struct Validating<S> {
     inner: S,
     t: Arc<Tracked>,
@@ -42,7 +47,7 @@ pub struct Validating<S> {
     /// a stamp's time is read from the worker's clock, which it reads anyway, not from the
     /// system's.
     epoch: Option<(Stamp, u64)>,
-    /// The time of the operation being issued, ns since the Unix epoch.
+    /// The time of the operation being issued, ns since the Unix epoch (to 2^20 ns).
     time_ns: u64,
     /// Key blocks written and not yet added to the shared count (added when the source is
     /// dropped, at the end of its worker, before the phase's validation results are taken).
@@ -74,7 +79,7 @@ impl<S: Source> Validating<S> {
             failure: None,
             written: 0,
             epoch: None,
-            time_ns: 0,
+            time_ns: now_ns() & TIME_MASK,
         }
     }
 
@@ -217,9 +222,7 @@ impl<S: Source> Source for Validating<S> {
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if let Some((s0, unix0)) = self.epoch {
-            // To 2^20 ns (about a millisecond; the coarse clock this replaced had 4 ms), so the
-            // stamper redoes its header checksum about once a millisecond, not every write.
-            self.time_ns = unix0.saturating_add(ctx.now.0.saturating_sub(s0.0)) & !((1 << 20) - 1);
+            self.time_ns = unix0.saturating_add(ctx.now.0.saturating_sub(s0.0)) & TIME_MASK;
         }
         if self.failure.is_some() || self.t.stopped() {
             if ctx.inflight > 0 {
@@ -269,7 +272,7 @@ impl<S: Source> Source for Validating<S> {
             return self.inner.fill(call, buf);
         };
         let kb = self.kb as usize;
-        let time_ns = if self.epoch.is_some() { self.time_ns } else { now_ns() };
+        let time_ns = self.time_ns;
         let n = (len as usize).min(buf.len());
         for (i, block) in buf[..n].chunks_exact_mut(kb).enumerate() {
             let b = self.block_of(offset) + i as u64;
