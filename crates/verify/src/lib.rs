@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check;
+pub mod content;
 pub mod error;
 pub mod handed;
 pub mod journal;

@@ -84,6 +84,19 @@ impl Stamper {
         Stamper { crc: crc32c::crc32c(&tmpl[..44]), tmpl, time_ns: 0, arch: pulp::Arch::new() }
     }
 
+    /// Stamp for another file from now on (a writer of many files keeps one stamper).
+    pub fn set_file(&mut self, file_id: u64) {
+        if u64_at(&self.tmpl, 16) != file_id {
+            self.tmpl[16..24].copy_from_slice(&file_id.to_le_bytes());
+            self.crc = crc32c::crc32c(&self.tmpl[..44]);
+        }
+    }
+
+    /// The file this stamper stamps for.
+    pub fn file(&self) -> u64 {
+        u64_at(&self.tmpl, 16)
+    }
+
     /// Stamp a key block with `key`, written at `time_ns` (see [`stamp_block`]).
     #[inline]
     pub fn stamp(&mut self, buf: &mut [u8], offset: u64, key: u8, time_ns: u64) {
