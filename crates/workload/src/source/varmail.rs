@@ -179,6 +179,8 @@ pub struct Varmail {
     id: Option<(NameId, NameId)>,
     /// The file open, its index and size.
     open: Option<(u32, u64)>,
+    /// The file being deleted: busy until its unlink has completed (then free, not existing).
+    deleting: Option<u32>,
     step: Step,
     loops: u64,
     flowops: u64,
@@ -199,6 +201,7 @@ impl Varmail {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7661_726d_6169_6c01 ^ ((thread as u64) << 32)),
             id: None,
             open: None,
+            deleting: None,
             step: Step::Flow(0),
             loops: 0,
             flowops: 0,
@@ -267,8 +270,10 @@ impl Source for Varmail {
                         // deletefile: the next existing file from the shared rotor.
                         0 => {
                             let Some((i, _)) = self.set.pick(true) else { continue };
-                            // Free at once (deleted), as flowoplib_deletefile unbusies it.
-                            self.set.release(i, false, 0);
+                            // Free (not existing) once the unlink is done, as
+                            // flowoplib_deletefile unbusies it after its unlink: freed before,
+                            // another thread could create it while it still exists.
+                            self.deleting = Some(i);
                             let Some(name) = self.name(ctx, i) else { return Next::Done };
                             break Issue::now(Call::Unlink { name });
                         }
@@ -387,6 +392,9 @@ impl Source for Varmail {
     }
 
     fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+        if let (Call::Unlink { .. }, Some(i)) = (call, self.deleting.take()) {
+            self.set.release(i, false, 0);
+        }
         match (call, r) {
             (Call::Data { kind: OpKind::ReadCur, .. }, Ok(n)) => {
                 self.at_eof = *n == 0;
