@@ -910,6 +910,16 @@ pub struct ReplayArgs {
     /// [default: 1G].
     #[arg(long, value_name = "SIZE", value_parser = parse_bytes)]
     pub max_memory: Option<Bytes>,
+    /// Validate the data: every write stamped, every read checked against what the replay wrote
+    /// there (errors in `phases[].verify`, exit status 1).
+    #[arg(long)]
+    pub verify: bool,
+    /// With --verify: read every file the replay wrote back, before it removes it and at the end.
+    #[arg(long)]
+    pub verify_after: bool,
+    /// With --verify: stop after this many errors (0: never) [default: 50].
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<u64>,
     #[command(flatten)]
     pub out: OutArgs,
     #[command(flatten)]

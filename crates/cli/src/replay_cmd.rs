@@ -20,6 +20,9 @@ use std::time::Duration;
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check_no_fio("iolab replay")?;
+    if a.max_errors.is_some() && !(a.verify || a.verify_after) {
+        bail!("--max-errors counts validation errors: add --verify");
+    }
     if a.nodes.given() {
         return on_nodes(a, stop);
     }
@@ -74,7 +77,17 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         ramp: Duration::ZERO,
         overwrite: a.overwrite,
         device: false,
-        verify: None,
+        verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {
+            before_rewrite: false,
+            after: a.verify_after,
+            journal: None,
+            journal_sync: iolab_spec::JournalSync::Async,
+            max_errors: a.max_errors.unwrap_or(iolab_spec::DEFAULT_MAX_ERRORS),
+            on_other: false,
+            rounds: 0,
+            peer: None,
+            id_root: None,
+        }),
         workload: Workload::Replay(r),
     }
 }

@@ -440,3 +440,131 @@ fn phases_carry_the_map_and_the_store_keeps_validation() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("verify: key blocks of 4.0 KiB, checked 512 by the workload's reads; no errors"), "{text}");
 }
+
+/// `--verify` on the application workloads: each validates its files (writes stamped, reads and
+/// the files it leaves checked) and reports nothing on a clean run.
+#[test]
+fn application_workloads_validate_their_files_and_clean_runs_report_nothing() {
+    let dir = disk_tempdir();
+    let runs: [(&str, &[&str]); 5] = [
+        ("postmark", &["--number", "300", "--transactions", "2000"]),
+        ("varmail", &["--nfiles", "200", "--runtime", "1s"]),
+        ("maildir", &["--readers", "1", "--runtime", "2s"]),
+        ("redolog", &["--files", "2", "--size", "4M"]),
+        ("bonnie", &["--bonnie-size", "16m", "--bonnie-ram", "8m", "--bonnie-files", "1"]),
+    ];
+    for (w, extra) in runs {
+        let t = dir.path().join(w);
+        std::fs::create_dir(&t).unwrap();
+        let mut args = vec!["run", "--workload", w, "--target", t.to_str().unwrap(), "--verify", "--verify-after"];
+        args.extend_from_slice(extra);
+        let (code, v) = json_of(&args);
+        let ver = verify_of(&v);
+        assert_eq!((code, total_errors(&v)), (0, 0), "{w}: {ver}");
+        assert!(u(&ver["blocks_written"]) > 0, "{w}: {ver}");
+        assert!(u(&ver["checked_after"]) > 0, "{w}: {ver}");
+        if w != "redolog" {
+            assert!(u(&ver["checked_during"]) > 0, "{w}: its reads were checked: {ver}");
+        }
+        assert_eq!(u(&ver["key_block"]), 512, "{w}");
+    }
+    // What only a block file can have is refused with the way out.
+    let t = dir.path().join("postmark");
+    let out = iolab()
+        .args(["run", "--workload", "postmark", "--target", t.to_str().unwrap(), "--journal", "/tmp/j"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a journal applies to the block workload") && err.contains("--verify-after"), "{err}");
+}
+
+/// Faults made in delivered messages while a validated maildir run goes on (a flipped byte, a
+/// zeroed sector, a zeroed message, a message cut short: three of each) are each found by `--verify-after`, with
+/// their class, file and sector, and nothing else is.
+#[test]
+fn faults_made_in_delivered_messages_are_found_with_their_class_file_and_sector() {
+    let dir = disk_tempdir();
+    let t = dir.path().join("mail");
+    std::fs::create_dir(&t).unwrap();
+    let child = iolab_process()
+        .args(["run", "--workload", "maildir", "--target", t.to_str().unwrap(), "--runtime", "4s"])
+        .args(["--min-size", "3k", "--max-size", "8k", "--mailboxes", "4", "--verify", "--verify-after"])
+        .args(["--output", "json", "--no-store", "--no-progress"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Messages renamed into new/ are final: no reader takes them.
+    let delivered = || {
+        let mut v: Vec<std::path::PathBuf> = walk(&t)
+            .into_iter()
+            .filter(|p| p.parent().and_then(|d| d.file_name()).is_some_and(|n| n == "new"))
+            .collect();
+        v.sort();
+        v
+    };
+    let start = std::time::Instant::now();
+    let mut victims = delivered();
+    while victims.len() < 12 && start.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+        victims = delivered();
+    }
+    assert!(victims.len() >= 12, "12 messages delivered within 3 s: {}", victims.len());
+    let mut expected: BTreeMap<String, (&str, u64)> = BTreeMap::new();
+    for (i, p) in victims.iter().take(12).enumerate() {
+        let mut b = std::fs::read(p).unwrap();
+        let class = match i % 4 {
+            0 => {
+                b[700] ^= 0x20;
+                ("corrupted", 512)
+            }
+            // A message is one write: one sector of it zeroed is a torn write, all of it
+            // zeroed is data never written.
+            1 => {
+                b[1024..1536].fill(0);
+                ("torn", 1024)
+            }
+            2 => {
+                b.fill(0);
+                ("never_written", 0)
+            }
+            _ => {
+                b.truncate(1000);
+                ("lost_write", 512)
+            }
+        };
+        std::fs::write(p, &b).unwrap();
+        expected.insert(p.display().to_string(), class);
+    }
+    let out = child.wait_with_output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(out.status.code(), Some(1), "errors found: exit status 1");
+    let ver = verify_of(&v);
+    assert_eq!(total_errors(&v), 12, "{ver}");
+    for c in ["corrupted", "torn", "never_written", "lost_write"] {
+        assert_eq!(u(&ver["errors"][c]), 3, "{c}: {ver}");
+    }
+    for e in ver["first_errors"].as_array().unwrap() {
+        let file = e["file"].as_str().unwrap();
+        let (class, sector) = expected.get(file).unwrap_or_else(|| panic!("an error where no fault was made: {e}"));
+        assert_eq!((e["class"].as_str().unwrap(), u(&e["sector_offset"])), (*class, *sector), "{e}");
+        assert_eq!(e["when"], "after");
+    }
+}
+
+fn walk(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(d) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -33,7 +33,7 @@ pub use replay::{ReplayJob, ReplayLimits, Timing};
 pub use scenario::{builtin, parse_scenario_file, BuiltinOptions, Part, Scenario, ScenarioFile, Step};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use varmail::VarmailJob;
-pub use verify::VerifyJob;
+pub use verify::{VerifyJob, DEFAULT_MAX_ERRORS};
 
 /// A job or job file that cannot run, said in one line that names the field.
 #[derive(Debug, thiserror::Error)]

@@ -324,9 +324,28 @@ fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> 
     s.parse()
 }
 
-/// Options every workload takes, by job-file key.
-const COMMON: &[&str] =
-    &["name", "workload", "target", "seed", "engine", "iodepth", "direct", "threads", "runtime", "ramp"];
+/// Options every workload takes, by job-file key (validation's: what each workload can do with
+/// them is [`crate::verify::VerifyJob::validate`]'s to say).
+const COMMON: &[&str] = &[
+    "name",
+    "workload",
+    "target",
+    "seed",
+    "engine",
+    "iodepth",
+    "direct",
+    "threads",
+    "runtime",
+    "ramp",
+    "verify",
+    "verify_before_rewrite",
+    "verify_after",
+    "journal",
+    "journal_sync",
+    "max_errors",
+    "verify_on",
+    "verify_rounds",
+];
 
 /// Each workload's own options, by job-file key.
 fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
@@ -350,14 +369,6 @@ fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
             "invalidate",
             "overwrite",
             "device",
-            "verify",
-            "verify_before_rewrite",
-            "verify_after",
-            "journal",
-            "journal_sync",
-            "max_errors",
-            "verify_on",
-            "verify_rounds",
         ],
         WorkloadKind::Postmark => &[
             "config",

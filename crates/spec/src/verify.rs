@@ -1,7 +1,9 @@
 //! Data validation's options (`--verify`, `--verify-before-rewrite`, `--verify-after`,
-//! `--journal`, `--journal-sync`, `--max-errors`) with their rules and defaults. Validation
-//! applies to the block workload, whose reads and writes are whole key blocks (the job's
-//! smallest block size), each a multiple of the 512-byte sector a stamp is made of.
+//! `--journal`, `--journal-sync`, `--max-errors`) with their rules and defaults. On the block
+//! workload reads and writes are whole key blocks (the job's smallest block size), each a
+//! multiple of the 512-byte sector a stamp is made of, with a key map and a journal; on an
+//! application workload or a replay the files are followed by name and checked byte for byte
+//! (`--verify`, `--verify-after`, `--max-errors`).
 
 use crate::job::{EngineKind, Job, JournalSync, VerifyOn, Workload};
 use crate::patch::JobPatch;
@@ -103,18 +105,28 @@ impl VerifyJob {
     /// Validation's rules for `job`.
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        let Workload::Block(b) = &job.workload else {
-            return err(
-                "verify",
-                format!(
-                    "validation applies to the block workload (whole key blocks at aligned offsets); `{}` writes files of its own sizes",
-                    job.workload.label()
-                ),
-            );
-        };
         if job.engine == EngineKind::Null {
             return err("verify", "the null engine moves no data to validate; pick psync, io_uring or mmap".into());
         }
+        let Workload::Block(b) = &job.workload else {
+            // An application workload or a replay: its files are followed by name and checked
+            // byte for byte (crates/verify's content validation); what needs one file of whole
+            // key blocks is refused.
+            let label = job.workload.label();
+            let only = |what: &str| {
+                format!("{what} applies to the block workload (one file of whole key blocks); `{label}` creates, appends to and deletes files of its own sizes: use --verify and --verify-after")
+            };
+            if self.journal.is_some() {
+                return err("journal", only("a journal"));
+            }
+            if self.on_other || self.peer.is_some() {
+                return err("verify_on", only("--verify-on other"));
+            }
+            if self.before_rewrite {
+                return err("verify_before_rewrite", only("--verify-before-rewrite"));
+            }
+            return Ok(());
+        };
         let key = b.bs.min().0;
         if !key.is_multiple_of(512) || b.bs.0.iter().any(|(s, _)| !s.0.is_multiple_of(key)) {
             return err(
@@ -232,11 +244,29 @@ mod tests {
             p.bs = Some("8k".parse().unwrap());
         })
         .contains("size"));
-        assert!(msg(|p| {
-            p.verify = Some(true);
+        // An application workload validates its files, without a journal.
+        fn pm(p: &mut JobPatch) {
+            p.rw = None;
+            p.size = None;
             p.workload = Some(crate::WorkloadKind::Postmark);
+        }
+        let v = job(|p| {
+            pm(p);
+            p.verify = Some(true);
+            p.verify_after = Some(true);
         })
-        .contains("does not apply to workload postmark"));
+        .unwrap();
+        assert!(v.verify.unwrap().after);
+        assert!(msg(|p| {
+            pm(p);
+            p.journal = Some("/j".into());
+        })
+        .contains("a journal applies to the block workload"));
+        assert!(msg(|p| {
+            pm(p);
+            p.verify_before_rewrite = Some(true);
+        })
+        .contains("use --verify and --verify-after"));
         assert!(msg(|p| {
             p.verify = Some(true);
             p.engine = Some(EngineKind::Null);

@@ -474,7 +474,8 @@ impl Content {
         }
         let wrong = {
             let img = image_of(k);
-            part.iter().enumerate().filter(|&(i, &c)| c != img[(a - s) as usize + i]).count()
+            let header_end = if stamped { s + HEADER_LEN as u64 } else { s };
+            (a.max(header_end)..b).filter(|&o| part[(o - a) as usize] != img[(o - s) as usize]).count()
         };
         // Bytes of the header's place that fit an older header of this place (the fields a
         // reader can know: magic, version, offset, file id): older data, key unknown.

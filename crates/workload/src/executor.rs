@@ -20,6 +20,7 @@ use crate::source::redolog::Redolog;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::varmail::Varmail;
 use crate::source::verify::Validating;
+use crate::source::verify_files::{FileSet, FilesValidating};
 use crate::source::{JobShared, Names, Source};
 use crate::validation;
 use crate::worker::{self, Window};
@@ -222,7 +223,8 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 break;
             }
         };
-        let mut pr = match run_phase(i, phase, &targets, &runs, &validated, ctl, sink) {
+        let file_sets = validation::file_sets(phase, ctl.node.as_deref());
+        let mut pr = match run_phase(i, phase, &targets, &runs, (&validated, &file_sets), ctl, sink) {
             Ok(pr) => pr,
             Err(e) => {
                 result.status = Status::Failed;
@@ -231,6 +233,7 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
             }
         };
         validation::finish(phase, &validated, &mut pr);
+        validation::finish_files(phase, &file_sets, &mut pr);
         let maps = validation::handed_out(phase, &validated);
         if !maps.is_empty() {
             sink.key_maps(i, &maps);
@@ -390,7 +393,7 @@ fn run_phase(
     phase: &Phase,
     targets: &[Vec<Target>],
     runs: &[Option<Arc<ReplayRun>>],
-    validated: &validation::Validated,
+    (validated, file_sets): (&validation::Validated, &[Option<Arc<FileSet>>]),
     ctl: &Control,
     sink: &mut dyn Sink,
 ) -> Result<PhaseResult, String> {
@@ -428,10 +431,24 @@ fn run_phase(
                 let run = runs.get(ji).cloned().flatten();
                 let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let together = &per_job[ji];
+                let files = file_sets.get(ji).cloned().flatten();
                 let started =
                     std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
                         if shared.all_spawned() {
-                            worker_main(ji, worker, t, job, target, run, tracked, max_ramp, shared, together, stop, tx)
+                            worker_main(
+                                ji,
+                                worker,
+                                t,
+                                job,
+                                target,
+                                run,
+                                (tracked, files),
+                                max_ramp,
+                                shared,
+                                together,
+                                stop,
+                                tx,
+                            )
                         }
                     });
                 if let Err(e) = started {
@@ -546,7 +563,7 @@ fn worker_main(
     job: &Job,
     target: Option<&Target>,
     run: Option<Arc<ReplayRun>>,
-    tracked: Option<Arc<iolab_verify::Tracked>>,
+    (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
     together: &(Rendezvous, Result<JobShared, String>),
@@ -574,27 +591,40 @@ fn worker_main(
             }
             _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
         },
-        (Workload::Replay(_), _) => drive(
+        (Workload::Replay(_), _) => drive_files(
+            files,
+            thread,
             run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
             w,
         ),
-        (Workload::Postmark(p), _) => drive(Ok(Postmark::new(&job.name, p, thread)), w),
-        (Workload::Redolog(r), _) => drive(Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w),
+        (Workload::Postmark(p), _) => drive_files(files, thread, Ok(Postmark::new(&job.name, p, thread)), w),
+        (Workload::Redolog(r), _) => {
+            drive_files(files, thread, Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w)
+        }
         (Workload::Varmail(v), JobShared::Varmail(set)) => {
             let root = w.root.clone();
-            drive(Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+            drive_files(files, thread, Ok(Varmail::new(v, set, job.seed, thread, root)), w)
         }
         (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
-            drive(Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
+            drive_files(files, thread, Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
         }
         (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
-            drive(Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
+            drive_files(files, thread, Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
         }
         (Workload::Maildir(m), JobShared::Maildir(pool)) => {
             let root = w.root.clone();
-            drive(Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
+            drive_files(files, thread, Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
         }
         _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
+    }
+}
+
+/// Run an application workload's or a replay's source, inside its validation when the job has
+/// a file set (`--verify`).
+fn drive_files<S: Source>(files: Option<Arc<FileSet>>, thread: u32, source: Result<S, String>, w: Work) {
+    match files {
+        Some(set) => drive(source.map(|s| FilesValidating::new(s, set, thread)), w),
+        None => drive(source, w),
     }
 }
 

@@ -1,10 +1,12 @@
 //! Data validation's part in running a phase (`--verify`): before it, the files its validating
-//! jobs use are opened with their key maps and journals (shared by the threads and jobs on one
-//! file, a later phase taking on an earlier one's map); after it, `--verify-after`'s pass, the
-//! maps saved with their journals and what was found in `phases[].verify`. The stamps, maps,
+//! block jobs use are opened with their key maps and journals (shared by the threads and jobs on
+//! one file, a later phase taking on an earlier one's map), and each application or replay job
+//! gets its file set; after it, `--verify-after`'s pass, the maps saved with their journals and
+//! what was found in `phases[].verify`. The stamps, maps,
 //! journals and checks themselves are crates/verify's; the executor calls these two.
 
 use crate::layout::Target;
+use crate::source::verify_files::FileSet;
 use iolab_model::{PhaseResult, VerifyResult};
 use iolab_spec::Phase;
 use std::collections::{HashMap, HashSet};
@@ -138,6 +140,31 @@ pub fn finish(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
         total.merge(&t.result(), keep);
     }
     pr.verify = Some(total);
+}
+
+/// The file sets of the phase's jobs that validate an application workload or a replay
+/// (`--verify` on a workload other than block), by job; `None` for the others.
+pub fn file_sets(phase: &Phase, node: Option<&str>) -> Vec<Option<Arc<FileSet>>> {
+    let node = node.map_or_else(iolab_sysstat::hostname, str::to_string);
+    phase
+        .jobs
+        .iter()
+        .map(|j| match (&j.verify, j.workload.block()) {
+            (Some(v), None) => Some(Arc::new(FileSet::new(&node, v.max_errors, v.after))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// After the phase: `--verify-after`'s pass over the files the jobs left, and what their
+/// validation found, added to `phases[].verify`.
+pub fn finish_files(phase: &Phase, sets: &[Option<Arc<FileSet>>], pr: &mut PhaseResult) {
+    for (job, set) in phase.jobs.iter().zip(sets) {
+        let (Some(set), Some(v)) = (set, &job.verify) else { continue };
+        set.verify_after();
+        let keep = if v.max_errors == 0 { 1000 } else { v.max_errors as usize };
+        pr.verify.get_or_insert_with(VerifyResult::default).merge(&set.tally.result(), keep);
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod redolog;
 pub mod replay;
 pub mod varmail;
 pub mod verify;
+pub mod verify_files;
 
 use crate::clock::Stamp;
 use iolab_engine::beneath::Beneath;
