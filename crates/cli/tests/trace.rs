@@ -36,7 +36,7 @@ fn record_show_export_and_replay_a_real_program() {
     if !have("strace") || !have("cc") {
         return skip("strace or cc is missing");
     }
-    let d = tempfile::tempdir().unwrap();
+    let d = disk_tempdir();
     if !direct_ok(d.path()) {
         return skip("the temp directory's filesystem refuses O_DIRECT");
     }
@@ -201,6 +201,24 @@ fn record_show_export_and_replay_a_real_program() {
     let absent: Vec<&String> = docs.difference(&seen).filter(|d| !d.contains(".mismatches[].")).collect();
     assert!(absent.is_empty(), "documented but absent: {absent:?}");
     assert!(replay["left_out"]["other calls"]["clone3"].as_u64().unwrap() >= 2, "{replay}");
+    // Validated: every write the replay makes is stamped and read back at the end, as faithful.
+    let checked = json(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--target".as_ref(),
+        target.as_os_str(),
+        "--timing".as_ref(),
+        "afap".as_ref(),
+        "--verify-after".as_ref(),
+        "--no-store".as_ref(),
+        "--output".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(checked["fidelity"]["counts_equal"], true, "{}", checked["fidelity"]);
+    let v = &checked["run"]["phases"][0]["verify"];
+    assert_eq!(v["blocks_written"], 6 * 32768 / 512, "{v}");
+    assert!(v["checked_after"].as_u64().unwrap() >= 6 * 32768 / 512, "{v}");
+    assert_eq!(v["errors"].as_object().unwrap().values().filter_map(|x| x.as_u64()).sum::<u64>(), 0, "{v}");
 }
 
 /// The documented paths under `phases[].jobs[].replay` (first backticked cell of each row).
