@@ -139,7 +139,7 @@ impl FileSet {
 /// A file open in this worker's table.
 struct OpenFile {
     content: Shared,
-    path: Arc<str>,
+    path: Arc<Path>,
     /// The descriptor's position, when it is known.
     pos: Option<u64>,
     append: bool,
@@ -151,7 +151,7 @@ enum Pending {
     Rename { from: PathBuf, to: PathBuf },
     Unlink { path: PathBuf, content: Option<Shared> },
     Write { content: Shared, file_id: u64, offset: u64, len: u64, key: u8, at_pos: bool },
-    Read { content: Shared, path: Arc<str>, offset: u64, len: u64, version: u64, at_pos: bool },
+    Read { content: Shared, path: Arc<Path>, offset: u64, len: u64, version: u64, at_pos: bool },
     Truncate { content: Shared, len: u64 },
     Allocate { content: Shared, offset: u64, len: u64, mode: u32 },
     Seek,
@@ -192,7 +192,7 @@ impl<S: Source> FilesValidating<S> {
 
     fn place(&mut self, index: u32, path: &str) {
         let content = self.set.open(Path::new(path), false);
-        self.table.insert(index, OpenFile { content, path: path.into(), pos: Some(0), append: false });
+        self.table.insert(index, OpenFile { content, path: Path::new(path).into(), pos: Some(0), append: false });
     }
 
     /// What the call needs remembered until it completes (and, for a write, its key).
@@ -344,8 +344,7 @@ impl<S: Source> Source for FilesValidating<S> {
             (Pending::Open { path, flags }, Call::Open { file, .. }) if ok.is_some() => {
                 let fresh = flags.truncate || (flags.create && flags.exclusive);
                 let content = self.set.open(&path, fresh);
-                let display: Arc<str> = path.display().to_string().into();
-                self.table.insert(*file, OpenFile { content, path: display, pos: Some(0), append: flags.append });
+                self.table.insert(*file, OpenFile { content, path: path.into(), pos: Some(0), append: flags.append });
             }
             (_, Call::Close { file }) => {
                 self.table.remove(file);
@@ -383,7 +382,7 @@ impl<S: Source> Source for FilesValidating<S> {
                             c.forget(*s, 512);
                         }
                         drop(c);
-                        self.report(&path, found, When::During);
+                        self.report(&path.display().to_string(), found, When::During);
                     }
                 }
                 if at_pos {
