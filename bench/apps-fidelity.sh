@@ -24,6 +24,9 @@
 #   ROUNDS=5 IOLAB=target/release/iolab bash bench/apps-fidelity.sh /mnt/test
 #   PARTS=pm,bonnie,fsmark bash bench/apps-fidelity.sh   # which comparisons (default all three)
 #   RT=1 bash bench/apps-fidelity.sh             # every measured command at real-time priority
+#   BONNIE_FAST=1 BONNIE_FILES=0 BONNIE_MIB=4096 PARTS=bonnie bash bench/apps-fidelity.sh
+#                                                # block tests only: bonnie++ -f -n 0, iolab
+#                                                # --bonnie-char-size 0 --bonnie-files 0
 #
 # RT=1 runs each tool under `chrt -f 50`, so that on a shared machine other processes (builds)
 # do not take the CPU from the phases that are CPU-bound (PostMark's transactions in the page
@@ -36,6 +39,7 @@ IOLAB=${IOLAB:-$(dirname "$0")/../target/release/iolab}
 BONNIE_MIB=${BONNIE_MIB:-1024}
 BONNIE_FILES=${BONNIE_FILES:-64}
 CG_MIB=${CG_MIB:-256}
+BONNIE_FAST=${BONNIE_FAST:-0}
 FSM_FILES=${FSM_FILES:-2000}
 want() { [[ ",$PARTS," == *",$1,"* ]]; }
 rt=()
@@ -151,10 +155,12 @@ if want bonnie; then
     for r in $(seq "$ROUNDS"); do
         rm -rf "$dir/real" "$dir/iolab"; mkdir -p "$dir/real" "$dir/iolab"
         drop
-        incg bonnie++ -d "$dir/real" -s "$BONNIE_MIB" -r "$CG_MIB" -n "$BONNIE_FILES" -u root -m real -q >"$out/real.$r.csv" 2>/dev/null
+        fast_real=(); fast_iolab=()
+        if [[ $BONNIE_FAST == 1 ]]; then fast_real=(-f); fast_iolab=(--bonnie-char-size 0); fi
+        incg bonnie++ -d "$dir/real" -s "$BONNIE_MIB" -r "$CG_MIB" -n "$BONNIE_FILES" "${fast_real[@]}" -u root -m real -q >"$out/real.$r.csv" 2>/dev/null
         drop
         incg "$IOLAB" run --workload bonnie --name iolab --target "$dir/iolab" --bonnie-size "${BONNIE_MIB}M" \
-            --bonnie-ram "${CG_MIB}M" --bonnie-files "$BONNIE_FILES" --no-store --no-progress --sample-interval 0 \
+            --bonnie-ram "${CG_MIB}M" --bonnie-files "$BONNIE_FILES" "${fast_iolab[@]}" --no-store --no-progress --sample-interval 0 \
             --csv >"$out/iolab.$r.csv"
         python3 - "$r" "$out/real.$r.csv" "$out/iolab.$r.csv" <<'EOF'
 import sys
@@ -164,7 +170,7 @@ cols = {"put_block": 11, "get_block": 17, "seq_create": 26, "ran_create": 32, "p
         "getc": 15, "seeks": 19, "seq_stat": 28, "seq_del": 30, "ran_stat": 34, "ran_del": 36}
 rows = [open(p).read().strip().split(",") for p in sys.argv[2:]]
 for name, row in zip(("bonnie++", "iolab"), rows):
-    print(sys.argv[1], name, *(row[i] for i in cols.values()))
+    print(sys.argv[1], name, *((row[i] if i < len(row) and row[i] else "-") for i in cols.values()))
 EOF
     done | tee "$out/bonnie.txt"
     python3 - "$out/bonnie.txt" <<'EOF'
