@@ -7,20 +7,16 @@
 //! same pattern behind 48 bytes of pattern instead of a header (the sector's [`image`]), so a
 //! later write to the rest of the sector, or a read of part of it, still knows what each byte
 //! should be. In a file the run created, bytes no write reached are a hole and read as zeros.
-//! The classes are the block checker's ([`crate::check`]); [`Tally`] counts and keeps what is
-//! found, as [`crate::Tracked`] does for one block file.
+//! The classes are the block checker's ([`crate::check`]); a [`crate::Tally`] counts and keeps
+//! what is found.
 
 use crate::check::{check_block, Expect, Finding};
 use crate::map::UNKNOWN;
 use crate::pattern;
 use crate::sector::{judge, next_key, Header, Sector, Stamper, HEADER_LEN, MAX_KEY, SECTOR};
-use crate::tracked::When;
-use crate::writer_words;
-use iolab_model::{BlockError, ErrorClass, ErrorCounts, VerifyResult};
+use iolab_model::ErrorClass;
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 const S: u64 = SECTOR as u64;
 
@@ -628,88 +624,6 @@ fn header_is(h: &[u8], s: u64, file_id: u64, key: u8) -> bool {
         && u64_at(8) == Some(s)
         && u64_at(16) == Some(file_id)
         && crc == Some(crc32c::crc32c(&h[..44]))
-}
-
-/// What the validation of a job's files counted and found (all its threads).
-pub struct Tally {
-    node: String,
-    max_errors: u64,
-    written: AtomicU64,
-    checked: [AtomicU64; 3],
-    count: AtomicU64,
-    errors: Mutex<(ErrorCounts, Vec<BlockError>)>,
-}
-
-impl Tally {
-    pub fn new(node: &str, max_errors: u64) -> Tally {
-        Tally {
-            node: node.to_string(),
-            max_errors,
-            written: AtomicU64::new(0),
-            checked: Default::default(),
-            count: AtomicU64::new(0),
-            errors: Mutex::new(Default::default()),
-        }
-    }
-    /// The node's name in the stamps.
-    pub fn node(&self) -> &str {
-        &self.node
-    }
-    /// Sectors stamped.
-    pub fn wrote(&self, sectors: u64) {
-        self.written.fetch_add(sectors, Ordering::Relaxed);
-    }
-    pub fn checked(&self, when: When, sectors: u64) {
-        let i = match when {
-            When::During => 0,
-            When::BeforeRewrite => 1,
-            When::After | When::Recovery => 2,
-        };
-        self.checked[i].fetch_add(sectors, Ordering::Relaxed);
-    }
-    /// The `--max-errors` limit was reached.
-    pub fn stopped(&self) -> bool {
-        self.max_errors > 0 && self.count.load(Ordering::Relaxed) >= self.max_errors
-    }
-    /// Record an error found in `file` (its name as the report shows it).
-    pub fn found(&self, file: &str, sector: u64, expected: u8, f: Finding, when: When) {
-        self.count.fetch_add(1, Ordering::Relaxed);
-        let e = BlockError {
-            class: f.class,
-            file: file.to_string(),
-            offset: sector,
-            sector_offset: f.sector_offset,
-            expected_key: expected,
-            found_key: f.found_key,
-            found_time_unix_ns: f.found_time_ns,
-            writer: f.writer.map(|(node, thread)| writer_words(node, thread, &[self.node.as_str()])),
-            detail: f.detail,
-            when: when.as_str().into(),
-        };
-        if let Ok(mut g) = self.errors.lock() {
-            g.0.add(e.class, 1);
-            let keep = if self.max_errors == 0 { 1000 } else { self.max_errors as usize };
-            if g.1.len() < keep {
-                g.1.push(e);
-            }
-        }
-    }
-    pub fn result(&self) -> VerifyResult {
-        let (errors, first) = self.errors.lock().map(|g| (g.0, g.1.clone())).unwrap_or_default();
-        VerifyResult {
-            key_block: S,
-            blocks_written: self.written.load(Ordering::Relaxed),
-            checked_during: self.checked[0].load(Ordering::Relaxed),
-            checked_before_rewrite: self.checked[1].load(Ordering::Relaxed),
-            checked_after: self.checked[2].load(Ordering::Relaxed),
-            errors,
-            first_errors: first,
-            stopped: self.stopped(),
-            journal: None,
-            journal_sync: None,
-            pending: 0,
-        }
-    }
 }
 
 #[cfg(test)]

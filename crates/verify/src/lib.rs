@@ -25,6 +25,7 @@ pub mod pattern;
 pub mod recover;
 pub mod scan;
 pub mod sector;
+pub mod tally;
 pub mod tracked;
 
 pub use check::{check_block, Expect, Finding};
@@ -32,6 +33,7 @@ pub use error::{FormatError, VerifyError};
 pub use handed::HandedMap;
 pub use recover::{recover_dir, Recovered};
 pub use sector::{next_key, stamp_block, Stamp, Stamper, MAX_KEY, SECTOR};
+pub use tally::Tally;
 pub use tracked::{Options, Tracked, When};
 
 use std::path::Path;

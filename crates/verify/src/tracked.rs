@@ -9,11 +9,10 @@ use crate::handed::HandedMap;
 use crate::journal::{Journal, JournalHeader, JOURNAL_HEADER};
 use crate::map::{KeyMap, MapFile, UNKNOWN, UNSYNCED};
 use crate::scan::scan;
-use crate::{file_id, file_id_under, node_id, writer_words};
-use iolab_model::{BlockError, ErrorCounts, VerifyResult};
+use crate::tally::Tally;
+use crate::{file_id, file_id_under, node_id};
+use iolab_model::VerifyResult;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// How a run validates (the job's `--verify` options).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,11 +67,7 @@ pub struct Tracked {
     pub peer: Option<String>,
     dir: Option<PathBuf>,
     epoch: u64,
-    max_errors: u64,
-    written: AtomicU64,
-    checked: [AtomicU64; 3],
-    error_count: AtomicU64,
-    errors: Mutex<(ErrorCounts, Vec<BlockError>)>,
+    tally: Tally,
 }
 
 /// Where a file's map and journal live in a journal directory.
@@ -201,11 +196,7 @@ impl Tracked {
             peer: opts.peer.clone(),
             dir: opts.journal.clone(),
             epoch,
-            max_errors: opts.max_errors,
-            written: AtomicU64::new(0),
-            checked: Default::default(),
-            error_count: AtomicU64::new(0),
-            errors: Mutex::new((ErrorCounts::default(), Vec::new())),
+            tally: Tally::new(&opts.node, opts.peer.as_deref(), key_block as u64, opts.max_errors),
         })
     }
 
@@ -246,53 +237,26 @@ impl Tracked {
     /// Key blocks stamped.
     #[inline]
     pub fn wrote(&self, blocks: u64) {
-        self.written.fetch_add(blocks, Ordering::Relaxed);
+        self.tally.wrote(blocks);
     }
     /// Key blocks checked.
     #[inline]
     pub fn checked(&self, when: When, blocks: u64) {
-        let i = match when {
-            When::During => 0,
-            When::BeforeRewrite => 1,
-            When::After | When::Recovery => 2,
-        };
-        self.checked[i].fetch_add(blocks, Ordering::Relaxed);
+        self.tally.checked(when, blocks);
     }
 
     /// The `--max-errors` limit was reached: stop.
     #[inline]
     pub fn stopped(&self) -> bool {
-        self.max_errors > 0 && self.error_count.load(Ordering::Relaxed) >= self.max_errors
+        self.tally.stopped()
     }
 
     /// Record an error found in `block`; returns whether to go on.
     pub fn found(&self, block: u64, expected: u8, f: Finding, when: When) -> bool {
-        let n = self.error_count.fetch_add(1, Ordering::Relaxed) + 1;
-        let e = BlockError {
-            class: f.class,
-            file: self.display.clone(),
-            offset: block * self.key_block as u64,
-            sector_offset: f.sector_offset,
-            expected_key: expected,
-            found_key: f.found_key,
-            found_time_unix_ns: f.found_time_ns,
-            writer: f.writer.map(|(node, thread)| {
-                let names: Vec<&str> = std::iter::once(self.node.as_str()).chain(self.peer.as_deref()).collect();
-                writer_words(node, thread, &names)
-            }),
-            detail: f.detail,
-            when: when.as_str().into(),
-        };
-        if let Ok(mut g) = self.errors.lock() {
-            g.0.add(e.class, 1);
-            let keep = if self.max_errors == 0 { 1000 } else { self.max_errors as usize };
-            if g.1.len() < keep {
-                g.1.push(e);
-            }
-        }
+        let go_on = self.tally.found(&self.display, block * self.key_block as u64, expected, f, when);
         // A block found bad is not checked again (its later reads would repeat the finding).
         self.map.mark(block, UNKNOWN);
-        self.max_errors == 0 || n < self.max_errors
+        go_on
     }
 
     /// Read the whole file back and check every block the map knows (`--verify-after`).
@@ -343,19 +307,10 @@ impl Tracked {
 
     /// What was stamped, checked and found.
     pub fn result(&self) -> VerifyResult {
-        let (errors, first) = self.errors.lock().map(|g| (g.0, g.1.clone())).unwrap_or_default();
         VerifyResult {
-            key_block: self.key_block as u64,
-            blocks_written: self.written.load(Ordering::Relaxed),
-            checked_during: self.checked[0].load(Ordering::Relaxed),
-            checked_before_rewrite: self.checked[1].load(Ordering::Relaxed),
-            checked_after: self.checked[2].load(Ordering::Relaxed),
-            errors,
-            first_errors: first,
-            stopped: self.stopped(),
             journal: self.dir.as_ref().map(|d| d.display().to_string()),
             journal_sync: self.journal.as_ref().map(|j| if j.sync { "sync" } else { "async" }.to_string()),
-            pending: 0,
+            ..self.tally.result()
         }
     }
 }

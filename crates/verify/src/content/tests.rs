@@ -234,29 +234,6 @@ fn contended_and_failed_writes_are_not_checked_and_a_file_not_created_only_where
 }
 
 #[test]
-fn tally_counts_and_keeps_errors_up_to_the_limit() {
-    let t = Tally::new("n1", 2);
-    t.wrote(5);
-    t.checked(When::During, 3);
-    let f = Finding {
-        class: ErrorClass::LostWrite,
-        sector_offset: 512,
-        found_key: Some(1),
-        found_time_ns: None,
-        writer: Some((crate::node_id("n1"), 3)),
-        detail: "x".into(),
-    };
-    t.found("a/b", 512, 2, f.clone(), When::During);
-    assert!(!t.stopped());
-    t.found("a/b", 1024, 2, f, When::After);
-    let r = t.result();
-    assert!(t.stopped() && r.stopped);
-    assert_eq!((r.blocks_written, r.checked_during, r.errors.lost_write, r.first_errors.len()), (5, 3, 2, 2));
-    assert_eq!(r.first_errors[0].writer.as_deref(), Some("n1/3"));
-    assert_eq!(r.key_block, 512);
-}
-
-#[test]
 fn any_bytes_read_anywhere_are_judged_without_a_panic() {
     // What a read brings in is the storage's to say: garbage, stamps of other places, headers
     // with hostile fields; every read is judged, never a panic.

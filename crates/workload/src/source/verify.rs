@@ -21,10 +21,35 @@ use std::time::{Duration, Instant};
 /// The file index validated calls use (the block workload's one file).
 const FILE: u32 = 0;
 
-/// A stamp's time is kept to 2^20 ns (about a millisecond; the coarse clock it came from before
-/// had 4 ms), so the stamper redoes its header checksum about once a millisecond, not every
-/// write.
-const TIME_MASK: u64 = !((1 << 20) - 1);
+/// The time a validating source writes into its stamps: the wall-clock time at the worker's
+/// start, moved on by the worker's clock (which it reads anyway), not the system's; kept to
+/// 2^20 ns (about a millisecond; the coarse clock it came from before had 4 ms), so a stamper
+/// redoes its header checksum about once a millisecond, not every write.
+pub(super) struct StampTime {
+    /// The worker's clock at its start and the wall-clock time then (ns since the Unix epoch).
+    epoch: Option<(Stamp, u64)>,
+    /// The time of the operation being issued, ns since the Unix epoch (to 2^20 ns).
+    pub ns: u64,
+}
+
+impl StampTime {
+    const MASK: u64 = !((1 << 20) - 1);
+
+    pub fn new() -> StampTime {
+        StampTime { epoch: None, ns: now_ns() & Self::MASK }
+    }
+    /// The worker starts at `at`.
+    pub fn start(&mut self, at: Stamp) {
+        self.epoch = Some((at, now_ns()));
+    }
+    /// The worker's clock reads `now`.
+    #[inline]
+    pub fn tick(&mut self, now: Stamp) {
+        if let Some((s0, unix0)) = self.epoch {
+            self.ns = unix0.saturating_add(now.0.saturating_sub(s0.0)) & Self::MASK;
+        }
+    }
+}
 
 pub struct Validating<S> {
     inner: S,
@@ -43,12 +68,7 @@ pub struct Validating<S> {
     timed: Vec<(u64, u64)>,
     /// A journal write failed: the job ends with this.
     failure: Option<String>,
-    /// The worker's clock at its start and the wall-clock time then (ns since the Unix epoch):
-    /// a stamp's time is read from the worker's clock, which it reads anyway, not from the
-    /// system's.
-    epoch: Option<(Stamp, u64)>,
-    /// The time of the operation being issued, ns since the Unix epoch (to 2^20 ns).
-    time_ns: u64,
+    time: StampTime,
     /// Key blocks written and not yet added to the shared count (added when the source is
     /// dropped, at the end of its worker, before the phase's validation results are taken).
     written: u64,
@@ -78,8 +98,7 @@ impl<S: Source> Validating<S> {
             timed: Vec::new(),
             failure: None,
             written: 0,
-            epoch: None,
-            time_ns: now_ns() & TIME_MASK,
+            time: StampTime::new(),
         }
     }
 
@@ -216,14 +235,12 @@ impl<S: Source> Source for Validating<S> {
         self.inner.prime(slot, buf)
     }
     fn start(&mut self, at: Stamp) {
-        self.epoch = Some((at, now_ns()));
+        self.time.start(at);
         self.inner.start(at)
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
-        if let Some((s0, unix0)) = self.epoch {
-            self.time_ns = unix0.saturating_add(ctx.now.0.saturating_sub(s0.0)) & TIME_MASK;
-        }
+        self.time.tick(ctx.now);
         if self.failure.is_some() || self.t.stopped() {
             if ctx.inflight > 0 {
                 return Next::Drain;
@@ -272,7 +289,7 @@ impl<S: Source> Source for Validating<S> {
             return self.inner.fill(call, buf);
         };
         let kb = self.kb as usize;
-        let time_ns = self.time_ns;
+        let time_ns = self.time.ns;
         let n = (len as usize).min(buf.len());
         for (i, block) in buf[..n].chunks_exact_mut(kb).enumerate() {
             let b = self.block_of(offset) + i as u64;

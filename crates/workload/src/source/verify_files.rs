@@ -9,21 +9,20 @@
 //! read back and checked just before the workload deletes it (by this wrapper, outside the
 //! operations counted) and the files left at the end after the phase ([`FileSet::verify_after`]).
 
+use super::verify::StampTime;
 use super::{Call, Ctx, FileChange, Issue, Next, OpenFlags, SetupFile, Source};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
-use iolab_verify::content::{self, Content, Tally};
-use iolab_verify::{now_ns, Stamper, When};
+use iolab_verify::content::{self, Content};
+use iolab_verify::Tally;
+use iolab_verify::{Stamper, When};
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// A stamp's time is kept to 2^20 ns, as the block validator's.
-const TIME_MASK: u64 = !((1 << 20) - 1);
 
 type Shared = Arc<Mutex<Content>>;
 
@@ -43,7 +42,7 @@ impl FileSet {
     pub fn new(node: &str, max_errors: u64, after: bool) -> FileSet {
         FileSet {
             files: Mutex::new(HashMap::new()),
-            tally: Tally::new(node, max_errors),
+            tally: Tally::new(node, None, 512, max_errors),
             created: AtomicU64::new(0),
             after,
         }
@@ -164,8 +163,7 @@ pub struct FilesValidating<S> {
     stamper: Stamper,
     table: HashMap<u32, OpenFile>,
     inflight: VecDeque<(Call, Pending)>,
-    epoch: Option<(Stamp, u64)>,
-    time_ns: u64,
+    time: StampTime,
     written: u64,
 }
 
@@ -184,8 +182,7 @@ impl<S: Source> FilesValidating<S> {
             stamper,
             table: HashMap::new(),
             inflight: VecDeque::new(),
-            epoch: None,
-            time_ns: now_ns() & TIME_MASK,
+            time: StampTime::new(),
             written: 0,
         }
     }
@@ -294,14 +291,12 @@ impl<S: Source> Source for FilesValidating<S> {
         self.inner.prime(slot, buf)
     }
     fn start(&mut self, at: Stamp) {
-        self.epoch = Some((at, now_ns()));
+        self.time.start(at);
         self.inner.start(at)
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
-        if let Some((s0, unix0)) = self.epoch {
-            self.time_ns = unix0.saturating_add(ctx.now.0.saturating_sub(s0.0)) & TIME_MASK;
-        }
+        self.time.tick(ctx.now);
         if self.set.tally.stopped() {
             return if ctx.inflight > 0 { Next::Drain } else { Next::Done };
         }
@@ -326,7 +321,7 @@ impl<S: Source> Source for FilesValidating<S> {
         };
         self.stamper.set_file(*file_id);
         let n = (*len as usize).min(buf.len());
-        content::fill(&mut self.stamper, &mut buf[..n], *offset, *key, self.time_ns);
+        content::fill(&mut self.stamper, &mut buf[..n], *offset, *key, self.time.ns);
     }
 
     fn checks_reads(&self) -> bool {
