@@ -150,6 +150,11 @@ pub struct Bonnie {
     subdirs_exist: bool,
     open: bool,
     cleaning: bool,
+    /// Blocks the running write test has filled: bonnie++ bumps byte `n % chunk` of its
+    /// buffer before the n-th block of the block write and the rewrite, so past the first
+    /// chunk-count blocks no page it writes is all zeros (a disk that skips or compresses
+    /// zeros must not make iolab's writes cheaper than bonnie++'s).
+    bumps: u64,
 }
 
 fn cpu_now() -> f64 {
@@ -188,6 +193,7 @@ impl Bonnie {
             subdirs_exist: false,
             open: false,
             cleaning: false,
+            bumps: 0,
         }
     }
 
@@ -282,6 +288,7 @@ impl Bonnie {
         let data = self.data();
         let create = OpenFlags { read: true, write: true, create: true, exclusive: true, ..Default::default() };
         let rw = OpenFlags { read: true, write: true, ..Default::default() };
+        self.bumps = 0;
         let q = &mut self.queue;
         match self.test {
             PUTC | PUT_BLOCK => {
@@ -563,12 +570,22 @@ impl Source for Bonnie {
         buf.fill(0);
     }
 
-    /// Rewrite dirties what it read; the block write's and the seekers' writes too (bonnie++
-    /// bumps a byte).
+    /// Each write bumps a byte of the buffer, as bonnie++ does: the block write and the
+    /// rewrite (which writes back what it read) bump byte `n % chunk` before their n-th block;
+    /// the other writes bump the first byte.
     fn fill(&mut self, _call: &Call, buf: &mut [u8]) {
-        if let Some(b) = buf.first_mut() {
-            *b = b.wrapping_add(1);
+        if buf.is_empty() {
+            return;
         }
+        let i = match self.test {
+            PUT_BLOCK | REWRITE => {
+                let i = (self.bumps % buf.len() as u64) as usize;
+                self.bumps += 1;
+                i
+            }
+            _ => 0,
+        };
+        buf[i] = buf[i].wrapping_add(1);
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
@@ -858,6 +875,36 @@ mod tests {
         assert_eq!(size_text(1024, &['M', 'G']), "1G");
         assert_eq!(size_text(16, &['M', 'G']), "16M");
         assert_eq!(size_text(4096, &[' ', 'k', 'm']), "4k");
+    }
+
+    #[test]
+    fn block_writes_bump_byte_n_mod_chunk_as_bonnie_does() {
+        let j = iolab_spec::JobPatch {
+            target: Some("/t".into()),
+            workload: Some(iolab_spec::WorkloadKind::Bonnie),
+            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
+            bonnie_ram: Some(iolab_spec::Bytes(0)),
+            ..Default::default()
+        }
+        .resolve("b")
+        .unwrap();
+        let iolab_spec::Workload::Bonnie(b) = &j.workload else { panic!() };
+        let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0);
+        let mut buf = vec![0u8; s.buffer_len()];
+        s.prime(0, &mut buf);
+        let call = Call::SyncFs { name: NameId(0) };
+        s.test = PUT_BLOCK;
+        s.bumps = 0;
+        for _ in 0..buf.len() + 2 {
+            s.fill(&call, &mut buf);
+        }
+        // Every byte bumped once, the first two twice: no zero left in the buffer.
+        assert!(buf[2..].iter().all(|&x| x == 1), "each byte of the chunk bumped in turn");
+        assert_eq!(&buf[..2], &[2, 2]);
+        // The seekers' writes bump the first byte only.
+        s.test = SEEKS;
+        s.fill(&call, &mut buf);
+        assert_eq!(&buf[..3], &[3, 2, 1]);
     }
 
     #[test]
