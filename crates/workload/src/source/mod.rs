@@ -266,6 +266,7 @@ pub struct Names {
     root: PathBuf,
     paths: Vec<PathBuf>,
     dir: std::cell::OnceCell<Result<Beneath, String>>,
+    kept: std::cell::RefCell<crate::ns::DirCache>,
 }
 
 impl Names {
@@ -281,6 +282,10 @@ impl Names {
             .get_or_init(|| Beneath::open(&self.root).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.clone()))
+    }
+    /// The subdirectory the namespace layer keeps open between calls.
+    pub(crate) fn dir_cache(&self) -> &std::cell::RefCell<crate::ns::DirCache> {
+        &self.kept
     }
     /// Register `rel` (relative to the root) and return its id.
     pub fn add(&mut self, rel: impl AsRef<Path>) -> Result<NameId, String> {
