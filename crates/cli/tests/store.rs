@@ -212,14 +212,16 @@ fn compare_finds_a_real_regression_and_calls_equal_runs_noise() {
     let db = db(&dir);
     let f = dir.path().join("cmp");
     let fs = f.to_str().unwrap();
-    // Open-loop rates make the configurations' IOPS differ by design: 400 against 300.
+    // Open-loop rates make the configurations' IOPS differ by design: 400 against 200. Half,
+    // not three quarters: on a loaded machine one baseline run can fall 20% short (seen in CI:
+    // 400, 400, 322), and three runs must still tell the regression from that noise.
     for (cfg, iops) in [
         ("fast", "400"),
         ("fast", "400"),
         ("fast", "400"),
-        ("slow", "300"),
-        ("slow", "300"),
-        ("slow", "300"),
+        ("slow", "200"),
+        ("slow", "200"),
+        ("slow", "200"),
         ("same", "400"),
         ("same", "400"),
         ("same", "400"),
@@ -272,7 +274,7 @@ fn compare_finds_a_real_regression_and_calls_equal_runs_noise() {
     let row = c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "read_iops").unwrap();
     let slow = &row["cells"][1];
     let pct = slow["pct_of_baseline"].as_f64().unwrap();
-    assert!((70.0..80.0).contains(&pct), "300 of 400 IOPS: {pct}%");
+    assert!((45.0..60.0).contains(&pct), "200 of 400 IOPS: {pct}%");
     assert_eq!(slow["verdict"], "regressed");
     // The baseline can be any configuration; then slow -> fast is an improvement.
     let out = iolab()
