@@ -42,26 +42,22 @@ fn in_parent<T>(
     let (Some(last), Some(dir)) = (rel.file_name(), rel.parent()) else {
         // The root itself, or a name ending in `.`: the layer's own checks say why.
         let p = b.parent(rel)?;
-        return f(p.fd(), p.name()).map_err(os);
+        return f(p.fd(), p.name()).map_err(io::Error::from);
     };
     if dir.as_os_str().is_empty() {
-        return f(b.fd(), last).map_err(os);
+        return f(b.fd(), last).map_err(io::Error::from);
     }
     let mut cache = names.dir_cache().borrow_mut();
     let now = RESHAPED.load(Ordering::Acquire);
     match &cache.0 {
-        Some((p, fd, at)) if *at == now && p.as_path() == dir => f(fd.as_fd(), last).map_err(os),
+        Some((p, fd, at)) if *at == now && p.as_path() == dir => f(fd.as_fd(), last).map_err(io::Error::from),
         _ => {
             let fd = b.resolve(dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())?;
-            let r = f(fd.as_fd(), last).map_err(os);
+            let r = f(fd.as_fd(), last).map_err(io::Error::from);
             cache.0 = Some((dir.to_path_buf(), fd, now));
             r
         }
     }
-}
-
-fn os(e: rustix::io::Errno) -> io::Error {
-    io::Error::from_raw_os_error(e.raw_os_error())
 }
 
 /// A rename or rmdir: counted before and after, so no worker keeps a directory it moved.

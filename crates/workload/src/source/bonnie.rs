@@ -866,6 +866,24 @@ pub fn csv_line(b: &BonnieJob, name: &str, seed: u64, f: &BTreeMap<String, f64>)
 mod tests {
     use super::*;
 
+    /// A bonnie job on a 16 MiB file, sized for no RAM.
+    fn job16() -> iolab_spec::Job {
+        iolab_spec::JobPatch {
+            target: Some("/t".into()),
+            workload: Some(iolab_spec::WorkloadKind::Bonnie),
+            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
+            bonnie_ram: Some(iolab_spec::Bytes(0)),
+            ..Default::default()
+        }
+        .resolve("b")
+        .unwrap()
+    }
+
+    fn bonnie(j: &iolab_spec::Job) -> &BonnieJob {
+        let iolab_spec::Workload::Bonnie(b) = &j.workload else { panic!("a bonnie job") };
+        b
+    }
+
     #[test]
     fn bonnie_s_latency_and_size_texts() {
         assert_eq!(latency_text(5609.4), "5609us");
@@ -879,16 +897,8 @@ mod tests {
 
     #[test]
     fn block_writes_bump_byte_n_mod_chunk_as_bonnie_does() {
-        let j = iolab_spec::JobPatch {
-            target: Some("/t".into()),
-            workload: Some(iolab_spec::WorkloadKind::Bonnie),
-            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
-            bonnie_ram: Some(iolab_spec::Bytes(0)),
-            ..Default::default()
-        }
-        .resolve("b")
-        .unwrap();
-        let iolab_spec::Workload::Bonnie(b) = &j.workload else { panic!() };
+        let j = job16();
+        let b = bonnie(&j);
         let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0);
         let mut buf = vec![0u8; s.buffer_len()];
         s.prime(0, &mut buf);
@@ -909,16 +919,8 @@ mod tests {
 
     #[test]
     fn tickets_are_bonnie_s_one_in_ten_updates_taken_once() {
-        let b = iolab_spec::JobPatch {
-            target: Some("/t".into()),
-            workload: Some(iolab_spec::WorkloadKind::Bonnie),
-            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
-            bonnie_ram: Some(iolab_spec::Bytes(0)),
-            ..Default::default()
-        }
-        .resolve("b")
-        .unwrap();
-        let iolab_spec::Workload::Bonnie(b) = &b.workload else { panic!() };
+        let j = job16();
+        let b = bonnie(&j);
         let t = Tickets::new(b, 1);
         let all: Vec<_> = std::iter::from_fn(|| t.take()).collect();
         assert_eq!(all.len(), 8192);
