@@ -543,8 +543,10 @@ fn varmail_runs_filebench_s_flow_and_leaves_the_users_files_alone() {
         ops("write") + ops("open")
     );
     assert_eq!(ops("close"), ops("create") + ops("open"));
-    // Reads go on until one returns nothing, as filebench's readwholefile does.
-    assert!(ops("read") >= 2.0 * ops("open"));
+    // Reads go on until one returns nothing, as filebench's readwholefile does: two reads per
+    // open at least (data, then nothing), but for one open per thread whose reads the end cut
+    // short.
+    assert!(ops("read") + 2.0 >= 2.0 * ops("open"), "reads {} against opens {}: {c}", ops("read"), ops("open"));
     let left: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(left, vec!["f0".to_string()]);
