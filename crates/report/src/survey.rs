@@ -257,6 +257,35 @@ pub fn locking_verdict(l: &RunResult) -> Vec<String> {
     }
 }
 
+/// The profile `iolab survey` prints: the table of steps, what stands out, why it stopped
+/// early if it did, and the locking check beside it (`--node`).
+pub fn profile(survey: &RunResult, locking: Option<&RunResult>) -> String {
+    use std::fmt::Write;
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header(["step", "result", "system"]);
+    for row in rows(&survey.phases) {
+        t.add_row(row);
+    }
+    let mut out = format!("{t}\n");
+    for line in findings(&survey.phases, &survey.plan.phases) {
+        let _ = writeln!(out, "- {line}");
+    }
+    if let Some(e) = &survey.error {
+        let _ = writeln!(out, "stopped early: {e}");
+    }
+    if let Some(l) = locking {
+        out.push_str("the locking check:\n");
+        for [step, all, per] in locking_rows(l) {
+            let _ = writeln!(out, "  {step:<10} {all} ({per})");
+        }
+        for (i, line) in locking_verdict(l).iter().enumerate() {
+            let _ = writeln!(out, "  {}{line}", if i == 0 { "" } else { "- " });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

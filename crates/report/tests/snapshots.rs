@@ -60,7 +60,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     };
     StoredRun {
         id,
-        kind: "run".into(),
+        kind: iolab_model::RunKind::Run,
         name: "mail.toml".into(),
         labels: [("config".to_string(), config.to_string()), ("note".to_string(), "a, \"quoted\" one".to_string())]
             .into(),
