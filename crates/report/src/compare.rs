@@ -647,31 +647,10 @@ mod tests {
             pid: 1,
             ended_unix_s: None,
             result: iolab_model::RunResult {
-                nodes: Vec::new(),
-                verdict: None,
-                schema_version: iolab_model::SCHEMA_VERSION,
                 iolab_version: "0".into(),
-                node: "n".into(),
-                started_unix_s: 0.0,
                 status: iolab_model::Status::Complete,
-                error: None,
-                plan: iolab_spec::Plan { phases: Vec::new() },
-                phases: vec![PhaseResult {
-                    verify: None,
-                    workload: Default::default(),
-                    notes: Vec::new(),
-                    nodes: Vec::new(),
-                    first_done_s: None,
-                    last_done_s: None,
-                    name: phase.into(),
-                    elapsed_s: 1.0,
-                    interrupted: false,
-                    total,
-                    jobs: Vec::new(),
-                    timeline: Vec::new(),
-                    cpu: Default::default(),
-                    system: None,
-                }],
+                phases: vec![PhaseResult { elapsed_s: 1.0, total, ..PhaseResult::new(phase) }],
+                ..iolab_model::RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0)
             },
         }
     }

@@ -294,33 +294,12 @@ mod tests {
             workload: Default::default(),
             replay: None,
         };
-        let phase = PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "write".into(),
-            elapsed_s: 1.0,
-            interrupted: false,
-            total,
-            jobs: vec![job],
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: None,
-        };
+        let phase = PhaseResult { elapsed_s: 1.0, total, jobs: vec![job], ..PhaseResult::new("write") };
         RunResult {
-            nodes: Vec::new(),
-            verdict: None,
-            schema_version: iolab_model::SCHEMA_VERSION,
             iolab_version: "0".into(),
-            node: "n".into(),
-            started_unix_s: 0.0,
             status: Status::Complete,
-            error: None,
-            plan: iolab_spec::Plan { phases: Vec::new() },
             phases: vec![phase],
+            ..RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0)
         }
     }
 

@@ -894,20 +894,10 @@ mod tests {
     fn the_last_partial_second_is_scaled_or_left_out() {
         let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
         let mut p = PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "p".into(),
             elapsed_s: 2.5,
-            interrupted: false,
             total: Default::default(),
-            jobs: vec![],
             timeline: vec![pt(1.0, 100), pt(2.0, 120), pt(3.0, 50)],
-            cpu: Default::default(),
-            system: None,
+            ..PhaseResult::new("p")
         };
         let ops = |t: &TimelinePoint| t.read_ops as f64;
         assert_eq!(per_second(&p, &ops), vec![(1.0, 100.0), (2.0, 120.0), (2.5, 100.0)]);

@@ -302,22 +302,7 @@ mod tests {
         s.mean.cpu.all.iowait_pct = iowait;
         s.mean.disks.insert("vda".into(), disk);
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
-        PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: key.into(),
-            elapsed_s: 1.0,
-            interrupted: false,
-            total: Totals::from_acc(&a, 1.0),
-            jobs: Vec::new(),
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: Some(s),
-        }
+        PhaseResult { elapsed_s: 1.0, total: Totals::from_acc(&a, 1.0), system: Some(s), ..PhaseResult::new(key) }
     }
 
     fn busy(r_s: f64, r_await: f64, w_s: f64, w_await: f64) -> DiskRates {
