@@ -44,7 +44,7 @@ pub enum StoreError {
     Sql { path: PathBuf, what: &'static str, source: rusqlite::Error },
     #[error("results database: stored data of run {run} is damaged: {what}: {source}")]
     Damaged { run: i64, what: String, source: serde_json::Error },
-    #[error("results database: run {run}: {source} (an iolab newer than this one stored it; use that one)")]
+    #[error("results database: run {run}: {source} (a newer iolab stored it: read it with that one)")]
     UnknownKind { run: i64, source: UnknownWord },
 }
 

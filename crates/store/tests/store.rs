@@ -158,6 +158,35 @@ fn selectors_and_listing() {
     assert!(store.load(b).is_err());
 }
 
+/// Every kind word an iolab has stored reads back as its kind; a word this iolab does not know
+/// (a newer iolab's) is refused naming the run and the word, in `list` and `load` alike.
+#[test]
+fn run_kinds_read_back_from_their_words_and_an_unknown_word_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let store = Store::open(&path).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let plan = Plan { phases: Vec::new() };
+    let mut ids = Vec::new();
+    for k in iolab_model::RunKind::ALL {
+        ids.push((k, store.begin_run(k, "k", &BTreeMap::new(), &host, &plan, 1.0).unwrap()));
+    }
+    let c = Connection::open(&path).unwrap();
+    for (k, id) in &ids {
+        let word: String = c.query_row("SELECT kind FROM runs WHERE id = ?1", [id], |r| r.get(0)).unwrap();
+        assert_eq!(word, k.as_str(), "stored as today's word");
+        assert_eq!(store.load(*id).unwrap().kind, *k);
+    }
+    let listed: Vec<_> = store.list(&ListFilter::default()).unwrap().into_iter().map(|r| r.kind).collect();
+    assert_eq!(listed, iolab_model::RunKind::ALL);
+    let (_, last) = ids[ids.len() - 1];
+    c.execute("UPDATE runs SET kind = 'steady' WHERE id = ?1", [last]).unwrap();
+    for e in [store.load(last).unwrap_err(), store.list(&ListFilter::default()).unwrap_err()] {
+        assert!(matches!(e, StoreError::UnknownKind { run, .. } if run == last), "{e}");
+        assert!(e.to_string().contains("`steady`") && e.to_string().contains("newer iolab"), "{e}");
+    }
+}
+
 #[test]
 fn two_writers_at_once_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
