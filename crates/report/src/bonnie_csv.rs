@@ -14,7 +14,7 @@ use std::io::Write;
 /// bonnie++ prints it.
 const SEEKS: usize = 5;
 
-/// One CSV line per bonnie job of each phase; a run without one has none.
+/// One CSV line per bonnie job of each phase; runs without one are refused.
 pub struct BonnieCsv;
 
 impl Exporter for BonnieCsv {
@@ -22,24 +22,31 @@ impl Exporter for BonnieCsv {
         "bonnie-csv"
     }
     fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
-        match input {
-            Input::Run(r) | Input::Survey(r, _) => lines(r, out),
-            Input::Stored(rs) => rs.iter().try_for_each(|r| lines(&r.result, out)),
-            Input::Comparison(_) => Err(ExportError::refused("bonnie-csv", "a comparison; it exports runs")),
+        let runs: Vec<&RunResult> = match input {
+            Input::Run(r) | Input::Survey(r, _) => vec![r],
+            Input::Stored(rs) => rs.iter().map(|r| &r.result).collect(),
+            Input::Comparison(_) => return Err(ExportError::refused("bonnie-csv", "a comparison; it exports runs")),
+        };
+        let lines: Vec<String> = runs.into_iter().flat_map(lines).collect();
+        if lines.is_empty() {
+            return Err(ExportError::refused("bonnie-csv", "runs without a bonnie job (--workload bonnie)"));
         }
+        lines.iter().try_for_each(|l| writeln!(out, "{l}"))?;
+        Ok(())
     }
 }
 
 /// Each bonnie job's line, in the plan's order, from its phase's figures.
-fn lines(r: &RunResult, out: &mut dyn Write) -> Result<(), ExportError> {
+fn lines(r: &RunResult) -> Vec<String> {
+    let mut out = Vec::new();
     for (phase, result) in r.plan.phases.iter().zip(&r.phases) {
         for j in &phase.jobs {
             if let Workload::Bonnie(b) = &j.workload {
-                writeln!(out, "{}", csv_line(b, &j.name, j.seed, &result.workload))?;
+                out.push(csv_line(b, &j.name, j.seed, &result.workload));
             }
         }
     }
-    Ok(())
+    out
 }
 
 /// bonnie++'s latency as it prints it: whole µs under a tenth of a second, whole ms under 100
@@ -124,6 +131,15 @@ mod tests {
     #[test]
     fn the_seek_test_is_where_bonnie_puts_it() {
         assert_eq!(TESTS[SEEKS], "seeks");
+    }
+
+    #[test]
+    fn a_run_without_a_bonnie_job_is_refused() {
+        let r = RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0);
+        let mut out = Vec::new();
+        let e = BonnieCsv.export(&Input::Run(&r), &mut out).unwrap_err();
+        assert!(matches!(e, ExportError::Refused { .. }) && e.to_string().contains("--workload bonnie"), "{e}");
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -336,6 +336,31 @@ mod tests {
         assert!(JsonHistograms.export(&Input::Comparison(&c), &mut out).is_err());
     }
 
+    /// A survey alone prints as a run; with its locking check, as `{survey, locking}` (each run's
+    /// own JSON, with histograms when asked); for people, as its profile.
+    #[test]
+    fn a_survey_exports_alone_as_its_run_and_beside_its_locking_check_as_two() {
+        let (s, l) = (run_with_histograms(), run_with_histograms());
+        let json = |e: &dyn Exporter, i: Input| {
+            let mut out = Vec::new();
+            e.export(&i, &mut out).unwrap();
+            serde_json::from_slice::<Value>(&out).unwrap()
+        };
+        assert_eq!(json(&Json, Input::Survey(&s, None)), json(&Json, Input::Run(&s)));
+        let both = json(&Json, Input::Survey(&s, Some(&l)));
+        assert_eq!(both.as_object().unwrap().keys().collect::<Vec<_>>(), ["locking", "survey"]);
+        assert_eq!(both["survey"], json(&Json, Input::Run(&s)));
+        let hist = json(&JsonHistograms, Input::Survey(&s, Some(&l)));
+        for k in ["survey", "locking"] {
+            assert_eq!(hist[k]["phases"][0]["total"]["classes"]["write"]["histogram"]["count"], 1000, "{k}");
+        }
+        let mut text = Vec::new();
+        Human.export(&Input::Survey(&s, None), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("step") && text.contains("result") && !text.contains("the locking check"), "{text}");
+        assert!(SurveyProfile.export(&Input::Run(&s), &mut Vec::new()).is_err());
+    }
+
     #[test]
     fn stored_runs_carry_their_histograms_and_cut_off_phases_none() {
         let mut r = run_with_histograms();
