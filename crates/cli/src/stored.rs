@@ -13,7 +13,7 @@ use iolab_report::fmt::{days_from_civil, utc};
 use iolab_report::format::Options;
 use iolab_report::html::ReportOptions;
 use iolab_store::{ListFilter, Store, StoredRun};
-use iolab_workload::model::{now_unix_s as now_unix, RunKind};
+use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::Status;
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,11 +21,11 @@ use std::process::ExitCode;
 /// `2026-11-20` (UTC midnight), Unix seconds, or an age such as `90m`, `2d`.
 fn parse_since(s: &str) -> Result<f64> {
     if let Some(n) = s.strip_suffix('d').and_then(|n| n.parse::<f64>().ok()) {
-        return Ok(now_unix() - n * 86400.0);
+        return Ok(now_unix_s() - n * 86400.0);
     }
     if let Ok(d) = iolab_spec::parse_duration(s) {
         if s.ends_with(|c: char| c.is_ascii_alphabetic()) {
-            return Ok(now_unix() - d.as_secs_f64());
+            return Ok(now_unix_s() - d.as_secs_f64());
         }
     }
     if let Ok(v) = s.parse::<f64>() {
@@ -286,8 +286,8 @@ mod tests {
         assert_eq!(days_from_civil(2026, 11, 22), 20779);
         assert_eq!(utc(20779.0 * 86400.0 + 3661.0), "2026-11-22 01:01:01 UTC");
         assert_eq!(parse_since("2026-11-22").unwrap(), 20779.0 * 86400.0);
-        assert!(parse_since("2d").unwrap() < now_unix() - 172_000.0);
-        assert!(parse_since("90m").unwrap() > now_unix() - 5500.0);
+        assert!(parse_since("2d").unwrap() < now_unix_s() - 172_000.0);
+        assert!(parse_since("90m").unwrap() > now_unix_s() - 5500.0);
         assert!(parse_since("yesterday").is_err());
     }
 }
