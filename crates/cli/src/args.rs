@@ -2,6 +2,7 @@
 //! man page from these types. The job flags are `iolab_spec::JobPatch` itself (its `clap`
 //! feature), the same type a job file's tables become, so each option is defined once.
 
+use crate::formats::{Format, Takes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use iolab_spec::{Bytes, JobPatch};
 use std::path::PathBuf;
@@ -41,10 +42,10 @@ pub enum Command {
     #[command(after_help = AGENT_EXAMPLES)]
     Agent(AgentArgs),
     /// Profile the storage under a directory in about a minute and a quarter.
-    #[command(after_help = SURVEY_EXAMPLES)]
+    #[command(after_help = SURVEY_EXAMPLES, mut_arg("output", |a| a.value_parser(Takes("survey"))))]
     Survey(Box<SurveyArgs>),
     /// Run a scenario (steps of jobs on several nodes at once) from a file, or a built-in: locking, scaling.
-    #[command(after_help = SCENARIO_EXAMPLES)]
+    #[command(after_help = SCENARIO_EXAMPLES, mut_arg("output", |a| a.value_parser(Takes("scenario"))))]
     Scenario(Box<ScenarioArgs>),
     /// Show CPU, disk and network figures for the storage under PATH, live, while something else runs.
     #[command(after_help = WATCH_EXAMPLES)]
@@ -56,7 +57,7 @@ pub enum Command {
     Show(ShowArgs),
     /// Delete stored runs.
     Rm(RmArgs),
-    /// Export stored runs as JSON or CSV (one row per phase × job × direction).
+    /// Export stored runs as JSON, CSV (one row per phase × job × direction), fio's JSON or bonnie++'s CSV.
     Export(ExportArgs),
     /// Compare runs: each metric absolute and as % of a baseline, with verdicts for repeated runs.
     #[command(after_help = COMPARE_EXAMPLES)]
@@ -67,7 +68,7 @@ pub enum Command {
     #[command(subcommand)]
     Trace(TraceCommand),
     /// Replay a recorded trace under a directory: same calls, same flags, per-thread order and timing.
-    #[command(after_help = REPLAY_EXAMPLES)]
+    #[command(after_help = REPLAY_EXAMPLES, mut_arg("output", |a| a.value_parser(Takes("replay"))))]
     Replay(Box<ReplayArgs>),
     /// Check the files of a validated run (--verify --journal DIR) against its journal: after a crash, or from another node.
     #[command(after_help = VERIFY_EXAMPLES)]
@@ -259,8 +260,8 @@ pub struct VerifyArgs {
     #[arg(long, default_value_t = iolab_spec::verify::DEFAULT_MAX_ERRORS)]
     pub max_errors: u64,
     /// human: a summary; json: a run's JSON with one phase, `verify` (docs/json.md).
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_parser = Takes("verify"), default_value = "human")]
+    pub output: Format,
     #[command(flatten)]
     pub save: SaveArgs,
 }
@@ -279,8 +280,8 @@ pub struct RunsArgs {
     /// Only runs with this status: running, complete, interrupted, failed.
     #[arg(long)]
     pub status: Option<String>,
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_parser = Takes("runs"), default_value = "human")]
+    pub output: Format,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -290,8 +291,8 @@ pub struct ShowArgs {
     /// Runs to show (see `iolab runs --help` for selectors).
     #[arg(required = true)]
     pub runs: Vec<String>,
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_parser = Takes("show"), default_value = "human")]
+    pub output: Format,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -304,24 +305,13 @@ pub struct RmArgs {
     pub db: DbArgs,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    Json,
-    Csv,
-    /// fio's --output-format=json layout (one run).
-    #[value(name = "fio-json")]
-    FioJson,
-    /// fio's json+ (with each latency histogram's bins).
-    #[value(name = "fio-json+")]
-    FioJsonPlus,
-}
-
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     #[arg(required = true)]
     pub runs: Vec<String>,
-    #[arg(long, short = 'f', value_enum, default_value_t = ExportFormat::Json)]
-    pub format: ExportFormat,
+    /// What to write on stdout (fio's JSON holds one run).
+    #[arg(long, short = 'f', value_parser = Takes("export"), default_value = "json")]
+    pub format: Format,
     /// With --format json: each operation class's latency histogram beside its figures (HDR V2
     /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
     #[arg(long)]
@@ -353,8 +343,8 @@ pub struct CompareArgs {
     /// Exit 1 when any metric regressed.
     #[arg(long)]
     pub fail_on_regression: bool,
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_parser = Takes("compare"), default_value = "human")]
+    pub output: Format,
     #[command(flatten)]
     pub db: DbArgs,
 }
@@ -403,8 +393,8 @@ pub struct WatchArgs {
     #[arg(long, short = 'd', value_parser = parse_dur)]
     pub duration: Option<Duration>,
     /// human: one line per interval; json: one JSON object per line.
-    #[arg(long, short = 'o', value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, short = 'o', value_parser = Takes("watch"), default_value = "human")]
+    pub output: Format,
     /// Store the samples in this results database, as a run of kind `watch` with one phase
     /// (`iolab runs`, `show` and `report` read it); --label alone stores in the default one.
     #[arg(long, value_name = "PATH")]
@@ -435,11 +425,8 @@ Examples:
       iolab survey /mnt/drbd --verify      # and a step that checks every block it reads
       iolab survey /tmp/x --output json > profile.json";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Human,
-    Json,
-}
+/// `trace_cmd`'s name for the one format type.
+pub use crate::formats::Format as Output;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -464,7 +451,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub cleanup: bool,
     /// With --workload bonnie: print bonnie++'s CSV line (what its -q prints; bon_csv2html and
-    /// bon_csv2txt read it) instead of the summary.
+    /// bon_csv2txt read it) instead of the summary, progress and notes still shown (as
+    /// --output bonnie-csv, which shows neither).
     #[arg(long)]
     pub csv: bool,
     #[command(flatten)]
@@ -531,25 +519,12 @@ Examples:
           --target f --rw write --size 64M
 ";
 
-/// What a command that runs I/O prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum RunOutput {
-    Human,
-    Json,
-    /// fio's --output-format=json layout (iolab run only).
-    #[value(name = "fio-json")]
-    FioJson,
-    /// fio's json+, with each latency histogram's bins (iolab run only).
-    #[value(name = "fio-json+")]
-    FioJsonPlus,
-}
-
 #[derive(Args, Debug)]
 pub struct OutArgs {
-    /// human: a summary; json: the documented schema (docs/json.md) on stdout; fio-json,
-    /// fio-json+: fio's layout (iolab run).
-    #[arg(long, short = 'o', value_enum, default_value_t = RunOutput::Human)]
-    pub output: RunOutput,
+    /// What to print on stdout; every format but human prints nothing else there (and no
+    /// progress line).
+    #[arg(long, short = 'o', value_parser = Takes("run"), default_value = "human")]
+    pub output: Format,
     /// Never draw the live progress line.
     #[arg(long)]
     pub no_progress: bool,
@@ -565,27 +540,20 @@ pub struct OutArgs {
 impl OutArgs {
     /// Refuse flags that do not go together, before anything runs.
     pub fn check(&self) -> anyhow::Result<()> {
-        if self.histograms && self.output != RunOutput::Json {
+        if self.histograms && self.output != Format::Json {
             anyhow::bail!("--histograms goes with --output json; the summary prints percentiles");
         }
         Ok(())
     }
 
-    /// Refuse fio's layouts where a command has no fio equivalent.
-    pub fn check_no_fio(&self, command: &str) -> anyhow::Result<()> {
-        if self.is_fio() {
-            anyhow::bail!("--output fio-json is for `iolab run`; `{command}` prints human or json");
-        }
-        self.check()
-    }
-
     /// Machine-readable output on stdout: no chatter there or on stderr.
     pub fn machine(&self) -> bool {
-        self.output != RunOutput::Human
+        self.output.is_machine()
     }
 
-    pub fn is_fio(&self) -> bool {
-        matches!(self.output, RunOutput::FioJson | RunOutput::FioJsonPlus)
+    /// What the format is asked for with, beside its name.
+    pub fn options(&self) -> iolab_report::format::Options {
+        iolab_report::format::Options { histograms: self.histograms }
     }
 }
 
@@ -785,8 +753,8 @@ pub struct TraceRecordArgs {
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
     /// human: a summary; json: the import summary.
-    #[arg(long, value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, value_parser = Takes("trace"), default_value = "human")]
+    pub output: Format,
 }
 
 #[derive(Args, Debug)]
@@ -797,8 +765,8 @@ pub struct TraceImportArgs {
     /// strace output: one file, or the per-thread files of `strace -ff` (NAME.TID).
     #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, value_parser = Takes("trace"), default_value = "human")]
+    pub output: Format,
 }
 
 #[derive(Args, Debug)]
@@ -810,8 +778,8 @@ pub struct TraceShowArgs {
     /// Device latency per I/O and per flush for the time model.
     #[arg(long, value_parser = parse_dur)]
     pub latency: Option<Duration>,
-    #[arg(long, value_enum, default_value_t = Output::Human)]
-    pub output: Output,
+    #[arg(long, value_parser = Takes("trace"), default_value = "human")]
+    pub output: Format,
 }
 
 #[derive(Args, Debug)]

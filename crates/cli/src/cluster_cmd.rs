@@ -4,12 +4,13 @@
 //! scenario's verdict.
 
 use crate::args::{NodeArgs, OutArgs, RunArgs, SaveArgs, ScenarioArgs};
+use crate::output::{emit, exit_code};
 use crate::record::{Recorder, Tee};
-use crate::run_cmd::{emit, exit_code};
 use anyhow::{bail, Context, Result};
 use iolab_cluster::coordinator::Observer;
 use iolab_cluster::{Cluster, NodeSpec, Options, Work};
 use iolab_spec::{Phase, Plan, Scenario};
+use iolab_workload::model::RunKind;
 use iolab_workload::results::{PhaseResult, RunResult, Status, TimelinePoint};
 use iolab_workload::{NoSink, Sink};
 use std::io::{IsTerminal, Write};
@@ -110,7 +111,7 @@ fn same_plan_on_each(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBo
             })
             .collect())
     };
-    run_each(&args.nodes, &args.out, &args.save, "run", name, plan, same, stop)
+    run_each(&args.nodes, &args.out, &args.save, RunKind::Run, name, plan, same, stop)
 }
 
 /// `iolab run --node ... --verify-on other`: the rounds of iolab_cluster::cross (each node
@@ -123,7 +124,7 @@ fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool
     let rounds = iolab_cluster::cross::Rounds::new(plan, &names).map_err(anyhow::Error::msg)?;
     let json = args.out.machine();
     let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
-    let mut rec = Recorder::begin(&args.save, "run", name, &rounds.plan())?;
+    let mut rec = Recorder::begin(&args.save, RunKind::Run, name, &rounds.plan())?;
     let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
     let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
     let steps = rounds.steps.len();
@@ -170,7 +171,7 @@ pub fn run_each(
     nodes: &NodeArgs,
     out: &OutArgs,
     save: &SaveArgs,
-    kind: &str,
+    kind: RunKind,
     name: &str,
     plan: &Plan,
     work: impl FnOnce(&[String]) -> Result<Vec<Option<Work>>>,
@@ -263,23 +264,9 @@ pub fn run_scenario(
             .collect(),
     };
     let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
-    let mut rec = Recorder::begin(save, "scenario", &sc.name, &plan)?;
+    let mut rec = Recorder::begin(save, RunKind::Scenario, &sc.name, &plan)?;
     let draw = !json && !out.no_progress && std::io::stderr().is_terminal();
-    let mut overall = RunResult {
-        schema_version: iolab_workload::results::SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").into(),
-        node: iolab_sysstat::hostname(),
-        started_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0),
-        status: Status::Running,
-        error: None,
-        plan: plan.clone(),
-        phases: Vec::new(),
-        nodes: cluster.infos(),
-        verdict: None,
-    };
+    let mut overall = RunResult { nodes: cluster.infos(), ..RunResult::begin(plan.clone()) };
     // One mark for every step: a file a step created may be written by a later step, on any
     // node that sees it in the same directory (a shared file seen through another mount, where
     // the file's own mark may not show), and nothing else (layout::RunMark).

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use iolab_spec::Plan;
 use iolab_store::Store;
 use iolab_sysstat::Rates;
+use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::results::{PhaseResult, RunResult, TimelinePoint};
 use iolab_workload::{Expect, Sink};
 
@@ -19,7 +20,6 @@ const SAMPLES_HELD: usize = 256;
 
 /// The recording connection's page cache, in KiB.
 const RECORDING_CACHE_KIB: u32 = 256;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub struct Recorder {
     store: Store,
@@ -32,13 +32,9 @@ pub struct Recorder {
     samples: Vec<Rates>,
 }
 
-fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
-
 impl Recorder {
     /// Open the database and record the run as started; `None` with `--no-store`.
-    pub fn begin(save: &SaveArgs, kind: &str, name: &str, plan: &Plan) -> Result<Option<Recorder>> {
+    pub fn begin(save: &SaveArgs, kind: RunKind, name: &str, plan: &Plan) -> Result<Option<Recorder>> {
         if save.no_store {
             return Ok(None);
         }
@@ -50,7 +46,7 @@ impl Recorder {
         let target = target.map(|t| iolab_sysstat::describe(&t, &Default::default()));
         let host = iolab_sysstat::host_facts(target.as_ref());
         let labels = save.labels.iter().cloned().collect();
-        let run = store.begin_run(kind, name, &labels, &host, plan, now_unix())?;
+        let run = store.begin_run(kind, name, &labels, &host, plan, now_unix_s())?;
         Ok(Some(Recorder {
             store,
             run,
@@ -145,7 +141,7 @@ impl Recorder {
     }
 
     pub fn finish(&mut self, r: &RunResult) {
-        let res = self.store.finish_run(self.run, r.status, r.error.as_deref(), now_unix());
+        let res = self.store.finish_run(self.run, r.status, r.error.as_deref(), now_unix_s());
         self.keep(res);
     }
 

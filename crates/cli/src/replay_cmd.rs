@@ -4,11 +4,13 @@
 //! are the workload's (`iolab_workload::source::replay`), run by the executor wherever the job
 //! runs; here the fidelity it put in the job's result is printed.
 
-use crate::args::{ReplayArgs, RunOutput};
+use crate::args::ReplayArgs;
+use crate::formats::Format;
+use crate::output::{emit, exit_code};
 use crate::run_cmd;
 use anyhow::{anyhow, bail, Context, Result};
 use iolab_spec::{EngineKind, Job, Phase, Plan, ReplayJob, ReplayLimits, Workload};
-use iolab_workload::model::ReplayFidelity;
+use iolab_workload::model::{ReplayFidelity, RunKind};
 use iolab_workload::source::replay;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    a.out.check_no_fio("iolab replay")?;
+    a.out.check()?;
     if a.max_errors.is_some() && !(a.verify || a.verify_after) {
         bail!("--max-errors counts validation errors: add --verify");
     }
@@ -39,9 +41,9 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let job = job_of(&a, target, engine, r, threads);
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
-    let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, "replay", &name, stop)?;
+    let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, RunKind::Replay, &name, stop)?;
     let fid = result.phases.first().and_then(|p| p.jobs.first()).and_then(|j| j.replay.clone());
-    if a.out.output == RunOutput::Json {
+    if a.out.output == Format::Json {
         #[derive(Serialize)]
         struct Out<'a> {
             /// The replay job's fidelity (also in `run.phases[0].jobs[0].replay`).
@@ -50,12 +52,12 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         println!("{}", serde_json::to_string_pretty(&Out { fidelity: &fid, run: &result })?);
     } else {
-        run_cmd::emit(&result, &a.out)?;
+        emit(&result, &a.out)?;
         if let Some(f) = &fid {
             print_fidelity(f);
         }
     }
-    let code = run_cmd::exit_code(&result);
+    let code = exit_code(&result);
     if code == ExitCode::SUCCESS && fid.as_ref().is_some_and(|f| !f.counts_equal || !f.results_equal) {
         return Ok(ExitCode::from(1));
     }
@@ -187,7 +189,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             })
             .collect())
     };
-    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, "replay", &name, &plan, work, stop)?;
+    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, RunKind::Replay, &name, &plan, work, stop)?;
     // Each node's fidelity, judged by its agent against its own trace.
     let mut fids: BTreeMap<String, ReplayFidelity> = BTreeMap::new();
     if let Some(ph) = result.phases.first() {
@@ -197,7 +199,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             }
         }
     }
-    if a.out.output == RunOutput::Json {
+    if a.out.output == Format::Json {
         #[derive(Serialize)]
         struct Out<'a> {
             fidelity_by_node: &'a BTreeMap<String, ReplayFidelity>,
@@ -205,13 +207,13 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         println!("{}", serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })?);
     } else {
-        run_cmd::emit(&result, &a.out)?;
+        emit(&result, &a.out)?;
         for (n, f) in &fids {
             println!("\nNode {n}:");
             print_fidelity(f);
         }
     }
-    let code = run_cmd::exit_code(&result);
+    let code = exit_code(&result);
     if code == ExitCode::SUCCESS
         && (fids.len() < names.len() || fids.values().any(|f| !f.counts_equal || !f.results_equal))
     {

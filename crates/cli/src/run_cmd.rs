@@ -1,13 +1,15 @@
 //! `iolab run`: flags or a job file become a plan, the plan runs, the result is printed.
 
-use crate::args::{ConvertArgs, OutArgs, RunArgs, RunOutput, SaveArgs};
+use crate::args::{ConvertArgs, OutArgs, RunArgs, SaveArgs};
+use crate::formats::Format;
+use crate::output::exit_code;
 use crate::progress::Progress;
 use crate::record::{Recorder, Tee};
 use anyhow::{Context, Result};
-use iolab_report::export::{self, Exporter, Input};
-use iolab_report::fio_json::FioJson;
+use iolab_report::export::Input;
 use iolab_spec::{Phase, Plan, Workload};
-use iolab_workload::{layout, run_plan, Control, Keep, RunResult, Status};
+use iolab_workload::model::RunKind;
+use iolab_workload::{layout, run_plan, Control, Keep, RunResult};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -16,8 +18,10 @@ use std::sync::Arc;
 pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     args.out.check()?;
     if args.csv && args.out.machine() {
-        anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output json");
+        anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output {}", args.out.output);
     }
+    // `--csv` is bonnie++'s CSV with the progress and notes of the human output.
+    let format = if args.csv { Format::BonnieCsv } else { args.out.output };
     let overrides = args.job.clone();
     let plan = match &args.job_file {
         Some(path) => crate::job_file::plan(path, args.format, args.fio_lenient, &overrides, args.out.machine())?,
@@ -33,8 +37,11 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Some(p) => p.display().to_string(),
         None => plan.phases.iter().flat_map(|p| &p.jobs).map(|j| j.describe()).next().unwrap_or_default(),
     };
-    if args.csv && !plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Bonnie(_))) {
-        anyhow::bail!("--csv prints bonnie++'s CSV line: it needs --workload bonnie");
+    if format == Format::BonnieCsv
+        && !plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Bonnie(_)))
+    {
+        let flag = if args.csv { "--csv" } else { "--output bonnie-csv" };
+        anyhow::bail!("{flag} prints bonnie++'s CSV line: it needs --workload bonnie");
     }
     crate::fio_logs::check(&args.logs, plan.phases.len())?;
     if args.nodes.given() {
@@ -45,7 +52,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             "--verify-on other has a node other than the writer read back: give two nodes or more with --node NAME=ADDR,dir=PATH (their dirs the same shared directory)"
         );
     }
-    let (result, _) = execute(&plan, &args.out, &args.save, "run", &name, stop)?;
+    let (result, _) = execute(&plan, &args.out, &args.save, RunKind::Run, &name, stop)?;
     for path in crate::fio_logs::write(&args.logs, &result)? {
         if !args.out.machine() {
             eprintln!("iolab: wrote {}", path.display());
@@ -54,17 +61,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if args.cleanup {
         cleanup(&plan, args.out.machine());
     }
-    if args.csv {
-        for (phase, r) in plan.phases.iter().zip(&result.phases) {
-            for j in &phase.jobs {
-                if let Workload::Bonnie(b) = &j.workload {
-                    println!("{}", iolab_workload::source::bonnie::csv_line(b, &j.name, j.seed, &r.workload));
-                }
-            }
-        }
-    } else {
-        emit(&result, &args.out)?;
-    }
+    crate::output::print(format, args.out.options(), &Input::Run(&result))?;
     Ok(exit_code(&result))
 }
 
@@ -74,7 +71,7 @@ pub fn execute(
     plan: &Plan,
     out: &OutArgs,
     save: &SaveArgs,
-    kind: &str,
+    kind: RunKind,
     name: &str,
     stop: Arc<AtomicBool>,
 ) -> Result<(RunResult, Option<i64>)> {
@@ -104,7 +101,7 @@ pub fn execute(
         Err(e) => {
             // A refusal found at the first phase's layout (no space): nothing was measured.
             if let Some(r) = rec.as_mut() {
-                r.finish(&failed(plan, &e.to_string()));
+                r.finish(&RunResult::failed(plan.clone(), e.to_string()));
             }
             return Err(e.into());
         }
@@ -119,47 +116,6 @@ pub fn execute(
         }
     }
     Ok((result, rec.map(|r| r.run)))
-}
-
-fn failed(plan: &Plan, error: &str) -> RunResult {
-    RunResult {
-        nodes: Vec::new(),
-        verdict: None,
-        schema_version: iolab_workload::results::SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").into(),
-        node: String::new(),
-        started_unix_s: 0.0,
-        status: Status::Failed,
-        error: Some(error.into()),
-        plan: plan.clone(),
-        phases: Vec::new(),
-    }
-}
-
-pub fn emit(result: &RunResult, out: &OutArgs) -> Result<()> {
-    let exporter: &dyn Exporter = match out.output {
-        RunOutput::Json if out.histograms => &export::JsonHistograms,
-        RunOutput::Json => &export::Json,
-        RunOutput::FioJson => &FioJson { plus: false },
-        RunOutput::FioJsonPlus => &FioJson { plus: true },
-        RunOutput::Human => &export::Summary,
-    };
-    exporter.export(&Input::Run(result), &mut std::io::stdout().lock())?;
-    Ok(())
-}
-
-pub fn exit_code(r: &RunResult) -> ExitCode {
-    match r.status {
-        // Data validation found bad blocks: a finding.
-        Status::Complete | Status::Running
-            if r.phases.iter().any(|p| p.verify.as_ref().is_some_and(|v| v.errors.total() > 0)) =>
-        {
-            ExitCode::from(1)
-        }
-        Status::Complete | Status::Running => ExitCode::SUCCESS,
-        Status::Interrupted => ExitCode::from(130),
-        Status::Failed => ExitCode::from(2),
-    }
 }
 
 /// Remove the plan's files that iolab created; others are left and named.

@@ -1,32 +1,31 @@
 //! The commands on stored runs: `runs`, `show`, `rm`, `export`, `compare`, `report`. Each opens
 //! the database that must already exist, resolves RUN selectors, and prints.
 
-use crate::args::{CompareArgs, ExportArgs, ExportFormat, Output, ReportArgs, RmArgs, RunsArgs, ShowArgs};
+use crate::args::{CompareArgs, ExportArgs, ReportArgs, RmArgs, RunsArgs, ShowArgs};
+use crate::formats::Format;
+use crate::output::print;
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_report::compare::{self, CompareOptions, Metric};
 use iolab_report::export::{self, Exporter, Input};
 use iolab_report::fmt::secs;
 use iolab_report::fmt::{days_from_civil, utc};
+use iolab_report::format::Options;
 use iolab_report::html::ReportOptions;
 use iolab_store::{ListFilter, Store, StoredRun};
+use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::Status;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
-
-fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
 
 /// `2026-11-20` (UTC midnight), Unix seconds, or an age such as `90m`, `2d`.
 fn parse_since(s: &str) -> Result<f64> {
     if let Some(n) = s.strip_suffix('d').and_then(|n| n.parse::<f64>().ok()) {
-        return Ok(now_unix() - n * 86400.0);
+        return Ok(now_unix_s() - n * 86400.0);
     }
     if let Ok(d) = iolab_spec::parse_duration(s) {
         if s.ends_with(|c: char| c.is_ascii_alphabetic()) {
-            return Ok(now_unix() - d.as_secs_f64());
+            return Ok(now_unix_s() - d.as_secs_f64());
         }
     }
     if let Ok(v) = s.parse::<f64>() {
@@ -64,7 +63,7 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
     };
     let list = store.list(&filter)?;
     let mut out = std::io::stdout().lock();
-    if a.output == Output::Json {
+    if a.output == Format::Json {
         serde_json::to_writer_pretty(&mut out, &list)?;
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
@@ -76,7 +75,7 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
         t.add_row([
             r.id.to_string(),
             utc(r.started_unix_s),
-            r.kind.clone(),
+            r.kind.to_string(),
             r.name.clone(),
             r.status.to_string(),
             r.phases.to_string(),
@@ -92,11 +91,11 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
 pub fn show(a: ShowArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&a.db.path())?;
     let runs = load_all(&store, &a.runs)?;
-    let mut out = std::io::stdout().lock();
-    if a.output == Output::Json {
-        export::Json.export(&Input::Stored(&runs), &mut out)?;
+    if a.output != Format::Human {
+        print(a.output, Options::default(), &Input::Stored(&runs))?;
         return Ok(ExitCode::SUCCESS);
     }
+    let mut out = std::io::stdout().lock();
     for r in &runs {
         let h = &r.host;
         writeln!(
@@ -161,15 +160,13 @@ pub fn rm(a: RmArgs) -> Result<ExitCode> {
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
-    if a.histograms && a.format != ExportFormat::Json {
-        bail!("--histograms goes with --format json; CSV has no place for them");
+    if a.histograms && a.format != Format::Json {
+        bail!("--histograms goes with --format json; {} has no place for them", a.format.name().to_uppercase());
     }
     let store = Store::open_existing(&a.db.path())?;
     let runs = load_all(&store, &a.runs)?;
-    let fio = matches!(a.format, ExportFormat::FioJson | ExportFormat::FioJsonPlus);
-    if (fio || a.logs.write_bw_log.is_some() || a.logs.write_iops_log.is_some() || a.logs.write_lat_log.is_some())
-        && runs.len() != 1
-    {
+    let logs = a.logs.write_bw_log.is_some() || a.logs.write_iops_log.is_some() || a.logs.write_lat_log.is_some();
+    if (a.format.is_fio() || logs) && runs.len() != 1 {
         bail!("fio's JSON and logs hold one run; {} runs matched: name one (an id, or last)", runs.len());
     }
     if let Some(r) = runs.first() {
@@ -178,15 +175,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
             eprintln!("iolab: wrote {}", path.display());
         }
     }
-    let mut out = std::io::stdout().lock();
-    let exporter: &dyn Exporter = match a.format {
-        ExportFormat::Json if a.histograms => &export::JsonHistograms,
-        ExportFormat::Json => &export::Json,
-        ExportFormat::Csv => &export::Csv,
-        ExportFormat::FioJson => &iolab_report::fio_json::FioJson { plus: false },
-        ExportFormat::FioJsonPlus => &iolab_report::fio_json::FioJson { plus: true },
-    };
-    exporter.export(&Input::Stored(&runs), &mut out)?;
+    print(a.format, Options { histograms: a.histograms }, &Input::Stored(&runs))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -207,7 +196,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         selectors.insert(0, b.clone());
     }
     let runs = load_all(&store, &selectors)?;
-    let metrics = a.metrics.iter().map(|m| Metric::parse(m).map_err(anyhow::Error::msg)).collect::<Result<Vec<_>>>()?;
+    let metrics = a.metrics.iter().map(|m| Metric::parse(m)).collect::<Result<Vec<_>, _>>()?;
     if !(0.0..100.0).contains(&a.noise) {
         bail!("--noise {}: give a percentage from 0 to 100", a.noise);
     }
@@ -219,17 +208,11 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     let c = compare::compare(&runs, &opts);
-    let mut out = std::io::stdout().lock();
-    if a.output == Output::Json {
-        export::Json.export(&Input::Comparison(&c), &mut out)?;
-    } else {
-        export::CompareTable.export(&Input::Comparison(&c), &mut out)?;
-        if c.too_few_runs() {
-            writeln!(
-                out,
-                "(repeat each configuration's runs under one --label and compare with --by CONFIG-KEY to get verdicts)"
-            )?;
-        }
+    print(a.output, Options::default(), &Input::Comparison(&c))?;
+    if a.output == Format::Human && c.too_few_runs() {
+        println!(
+            "(repeat each configuration's runs under one --label and compare with --by CONFIG-KEY to get verdicts)"
+        );
     }
     if a.fail_on_regression && c.regressions() > 0 {
         eprintln!("iolab: {} metric(s) regressed", c.regressions());
@@ -250,7 +233,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     }
     // A survey alone: its locking check (a run of its own) goes into its profile.
     let survey_locking = match runs.as_slice() {
-        [r] if r.kind == "survey" => survey_locking(&store, r),
+        [r] if r.kind == RunKind::Survey => survey_locking(&store, r),
         _ => None,
     };
     let opts = ReportOptions {
@@ -277,7 +260,7 @@ pub fn survey_locking(store: &Store, survey: &StoredRun) -> Option<StoredRun> {
         .list(&f)
         .ok()?
         .into_iter()
-        .filter(|r| r.kind == "scenario" && r.id > survey.id)
+        .filter(|r| r.kind == RunKind::Scenario && r.id > survey.id)
         .filter_map(|r| store.load(r.id).ok())
         .find(|r| r.pid == survey.pid)
 }
@@ -303,8 +286,8 @@ mod tests {
         assert_eq!(days_from_civil(2026, 11, 22), 20779);
         assert_eq!(utc(20779.0 * 86400.0 + 3661.0), "2026-11-22 01:01:01 UTC");
         assert_eq!(parse_since("2026-11-22").unwrap(), 20779.0 * 86400.0);
-        assert!(parse_since("2d").unwrap() < now_unix() - 172_000.0);
-        assert!(parse_since("90m").unwrap() > now_unix() - 5500.0);
+        assert!(parse_since("2d").unwrap() < now_unix_s() - 172_000.0);
+        assert!(parse_since("90m").unwrap() > now_unix_s() - 5500.0);
         assert!(parse_since("yesterday").is_err());
     }
 }

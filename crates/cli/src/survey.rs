@@ -6,11 +6,13 @@
 //! HTML report say the same. A later issue adds a step here and its reading there.
 
 use crate::args::SurveyArgs;
-use crate::run_cmd::{emit, execute, exit_code};
+use crate::output::exit_code;
+use crate::run_cmd::execute;
 use anyhow::{bail, Context, Result};
-use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use iolab_report::export::Input;
 use iolab_spec::{BlockSizes, Bytes, EngineKind, JobPatch, Phase, Plan, Rw, SyncMode};
 use iolab_workload::layout;
+use iolab_workload::model::RunKind;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -141,8 +143,24 @@ pub fn steps() -> Vec<Step> {
     ]
 }
 
+/// The survey's plan: each step a phase of its jobs, each after a warm-up (1 s, or half a
+/// short step). A flag that makes a step's job invalid (`--step-time 0`) is refused here.
+fn plan_of(steps: &[Step], ctx: &Ctx) -> Result<Plan> {
+    let ramp = JobPatch { ramp: Some(Duration::from_secs(1).min(ctx.time / 2)), ..Default::default() };
+    let mut phases = Vec::new();
+    for s in steps {
+        let jobs = (s.jobs)(ctx)
+            .into_iter()
+            .map(|j| ramp.layered(&j).resolve("job"))
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("the survey's step `{}`", s.key))?;
+        phases.push(Phase { name: s.key.to_string(), jobs });
+    }
+    Ok(Plan { phases })
+}
+
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    a.out.check_no_fio("iolab survey")?;
+    a.out.check()?;
     if !a.dir.is_dir() {
         bail!("{} is not a directory; give the directory to profile (create it first)", a.dir.display());
     }
@@ -175,23 +193,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if a.verify {
         steps.push(verify_step());
     }
-    let plan = Plan {
-        phases: steps
-            .iter()
-            .map(|s| Phase {
-                name: s.key.to_string(),
-                jobs: (s.jobs)(&ctx)
-                    .into_iter()
-                    .map(|j| {
-                        JobPatch { ramp: Some(Duration::from_secs(1).min(a.step_time / 2)), ..Default::default() }
-                            .layered(&j)
-                    })
-                    .map(|j| j.resolve("job"))
-                    .collect::<Result<Vec<_>, _>>()
-                    .expect("survey steps are valid jobs"),
-            })
-            .collect(),
-    };
+    let plan = plan_of(&steps, &ctx)?;
     let json = a.out.machine();
     if !json {
         eprintln!(
@@ -204,7 +206,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if ctx.uring { "" } else { "; io_uring unavailable, queue depth 32 uses 32 threads" }
         );
     }
-    let (result, run) = execute(&plan, &a.out, &a.save, "survey", &a.dir.display().to_string(), stop.clone())?;
+    let (result, run) = execute(&plan, &a.out, &a.save, RunKind::Survey, &a.dir.display().to_string(), stop.clone())?;
     // With nodes, seed 000's locking check beside the profile, each check one step long.
     let locking = if !a.nodes.given() {
         None
@@ -237,48 +239,13 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             let _ = layout::remove_owned(p);
         }
     }
-    if json {
-        match &locking {
-            Some(l) => {
-                #[derive(serde::Serialize)]
-                struct Out<'a> {
-                    survey: &'a iolab_workload::RunResult,
-                    locking: &'a iolab_workload::RunResult,
-                }
-                println!("{}", serde_json::to_string_pretty(&Out { survey: &result, locking: l })?);
-            }
-            None => emit(&result, &a.out)?,
-        }
-        if let Some(r) = &report {
-            eprintln!("iolab: report: {}", r.display());
-        }
-        return Ok(exit_code(&result));
-    }
-    let mut t = Table::new();
-    t.load_preset(UTF8_BORDERS_ONLY);
-    t.set_header(["step", "result", "system"]);
-    for row in iolab_report::survey::rows(&result.phases) {
-        t.add_row(row);
-    }
-    println!("{t}");
-    for line in iolab_report::survey::findings(&result.phases, &result.plan.phases) {
-        println!("- {line}");
-    }
-    if let Some(e) = &result.error {
-        println!("stopped early: {e}");
-    }
-    if let Some(l) = &locking {
-        println!("the locking check:");
-        for [step, all, per] in iolab_report::survey::locking_rows(l) {
-            println!("  {step:<10} {all} ({per})");
-        }
-        for (i, line) in iolab_report::survey::locking_verdict(l).iter().enumerate() {
-            println!("  {}{line}", if i == 0 { "" } else { "- " });
-        }
-    }
-    match &report {
-        Some(r) => println!("report: {} (open it in a browser; `iolab report` makes others)", r.display()),
-        None => println!("no report: the run was not saved (--no-store)"),
+    // The profile (human), or the survey's JSON beside its locking check's.
+    crate::output::print(a.out.output, a.out.options(), &Input::Survey(&result, locking.as_ref()))?;
+    match (&report, json) {
+        (Some(r), true) => eprintln!("iolab: report: {}", r.display()),
+        (Some(r), false) => println!("report: {} (open it in a browser; `iolab report` makes others)", r.display()),
+        (None, true) => {}
+        (None, false) => println!("no report: the run was not saved (--no-store)"),
     }
     Ok(exit_code(&result))
 }

@@ -2,25 +2,23 @@
 //! journals it kept, after a crash or from another node (iolab-verify's recovery), print what
 //! was found and keep it as a run of kind `verify` with one phase, `verify`.
 
-use crate::args::{Output, VerifyArgs};
+use crate::args::VerifyArgs;
+use crate::formats::Format;
 use anyhow::{Context, Result};
+use iolab_report::export::Input;
 use iolab_spec::{Phase, Plan};
 use iolab_store::Store;
-use iolab_workload::model::VerifyResult;
+use iolab_workload::model::{now_unix_s, RunKind, VerifyResult};
 use iolab_workload::{PhaseResult, RunResult, Status};
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
-
-fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
-}
+use std::time::Instant;
 
 pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     if !a.journal.is_dir() {
         anyhow::bail!("{} is not a directory; give the --journal DIR of a validated run", a.journal.display());
     }
     let node = a.as_node.clone().unwrap_or_else(iolab_sysstat::hostname);
-    let started = now_unix();
+    let started = now_unix_s();
     let t = Instant::now();
     let files = iolab_verify::recover_dir(&a.journal, &node, a.max_errors)
         .with_context(|| format!("checking the files of {}", a.journal.display()))?;
@@ -29,26 +27,11 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     for f in &files {
         v.merge(&f.result, keep);
     }
-    let phase = PhaseResult {
-        name: "verify".into(),
-        elapsed_s: t.elapsed().as_secs_f64(),
-        verify: Some(v),
-        ..Default::default()
-    };
+    let phase = PhaseResult { elapsed_s: t.elapsed().as_secs_f64(), verify: Some(v), ..PhaseResult::new("verify") };
     let plan = Plan { phases: vec![Phase { name: "verify".into(), jobs: Vec::new() }] };
-    let result = RunResult {
-        schema_version: iolab_workload::results::SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").into(),
-        node: node.clone(),
-        started_unix_s: started,
-        status: Status::Complete,
-        error: None,
-        plan,
-        phases: vec![phase],
-        nodes: Vec::new(),
-        verdict: None,
-    };
-    let json = a.output == Output::Json;
+    let result =
+        RunResult { status: Status::Complete, phases: vec![phase], ..RunResult::new(plan, node.clone(), started) };
+    let json = a.output == Format::Json;
     if !a.save.no_store {
         match save(&a, &result) {
             Ok(w) if !json => eprintln!("iolab: {w}"),
@@ -57,11 +40,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
         }
     }
     if json {
-        iolab_report::export::Exporter::export(
-            &iolab_report::export::Json,
-            &iolab_report::export::Input::Run(&result),
-            &mut std::io::stdout().lock(),
-        )?;
+        crate::output::print(a.output, Default::default(), &Input::Run(&result))?;
     } else {
         for f in &files {
             let replay = if f.records + f.bad_records + f.torn_tail == 0 {
@@ -77,8 +56,7 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
         }
         print!("{}", iolab_report::summary::render(&result));
     }
-    let bad = result.phases.iter().any(|p| p.verify.as_ref().is_some_and(|v| v.errors.total() > 0));
-    Ok(if bad { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if result.found_bad_blocks() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn save(a: &VerifyArgs, r: &RunResult) -> Result<String> {
@@ -87,8 +65,8 @@ fn save(a: &VerifyArgs, r: &RunResult) -> Result<String> {
     let host = iolab_sysstat::host_facts(None);
     let labels = a.save.labels.iter().cloned().collect();
     let name = format!("verify {}", a.journal.display());
-    let run = store.begin_run("verify", &name, &labels, &host, &r.plan, r.started_unix_s)?;
+    let run = store.begin_run(RunKind::Verify, &name, &labels, &host, &r.plan, r.started_unix_s)?;
     store.add_phase(run, 0, &host.hostname, &r.phases[0])?;
-    store.finish_run(run, r.status, None, now_unix())?;
+    store.finish_run(run, r.status, None, now_unix_s())?;
     Ok(format!("saved as run {run} in {}", path.display()))
 }

@@ -3,18 +3,20 @@
 //! or `--label` what it sampled is stored as a run of kind `watch` (one phase, `watch`, with the
 //! samples and their summary), so `iolab runs`, `show` and `report` read it like any run.
 
-use crate::args::{Output, WatchArgs};
+use crate::args::WatchArgs;
+use crate::formats::Format;
 use anyhow::{Context, Result};
 use iolab_spec::{Phase, Plan};
 use iolab_store::Store;
 use iolab_sysstat::{describe, ProcRoot, Rates, Snapshot, SysRoots, SystemResult, TargetInfo};
+use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::{PhaseResult, Status};
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 #[derive(serde::Serialize)]
 struct Line<'a> {
@@ -22,10 +24,6 @@ struct Line<'a> {
     #[serde(flatten)]
     rates: &'a Rates,
     target: &'a iolab_sysstat::TargetInfo,
-}
-
-fn now_unix() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// The name of a watch's one phase.
@@ -49,7 +47,7 @@ impl Saver {
         let plan = Plan { phases: vec![Phase { name: PHASE.into(), jobs: Vec::new() }] };
         let labels = labels.iter().cloned().collect();
         let name = format!("watch {}", path.display());
-        let run = store.begin_run("watch", &name, &labels, &host, &plan, now_unix())?;
+        let run = store.begin_run(RunKind::Watch, &name, &labels, &host, &plan, now_unix_s())?;
         let saver = Saver { store, run, node: host.hostname, broken: false, max: Rates::default() };
         // The phase from the start, marked cut short until it ends, so a watch that is killed
         // still reads back with the samples it saved.
@@ -83,29 +81,14 @@ impl Saver {
         summary.max = std::mem::take(&mut self.max);
         let r = self.store.add_phase(self.run, 0, &self.node, &phase(summary.mean.t_s, false, Some(summary)));
         self.keep(r);
-        let r = self.store.finish_run(self.run, Status::Complete, None, now_unix());
+        let r = self.store.finish_run(self.run, Status::Complete, None, now_unix_s());
         self.keep(r);
     }
 }
 
 /// The watch's one phase: no I/O of iolab's own, only the system beside it.
 fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> PhaseResult {
-    PhaseResult {
-        verify: None,
-        workload: Default::default(),
-        notes: Vec::new(),
-        nodes: Vec::new(),
-        first_done_s: None,
-        last_done_s: None,
-        name: PHASE.into(),
-        elapsed_s,
-        interrupted,
-        total: Default::default(),
-        jobs: Vec::new(),
-        timeline: Vec::new(),
-        cpu: Default::default(),
-        system: Some(system.unwrap_or_default()),
-    }
+    PhaseResult { elapsed_s, interrupted, system: Some(system.unwrap_or_default()), ..PhaseResult::new(PHASE) }
 }
 
 pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
@@ -114,7 +97,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         anyhow::bail!("{} does not exist; give a file or directory on the storage to watch", path.display());
     }
     let target = describe(&path, &SysRoots::default());
-    let json = a.output == Output::Json;
+    let json = a.output == Format::Json;
     let mut saver = match a.store_path() {
         Some(db) => Some(Saver::begin(&db, &a.labels, &path, &target)?),
         None => None,
@@ -154,7 +137,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         let mut rates = Rates::between(&prev, &cur, cur.at.saturating_duration_since(start.at).as_secs_f64());
         rates.disks.retain(|name, d| target.devices.contains(name) || !d.is_idle());
         rates.net.retain(|name, r| target.interfaces.iter().any(|i| &i.name == name) || !r.is_idle());
-        let unix_s = now_unix();
+        let unix_s = now_unix_s();
         if json {
             serde_json::to_writer(&mut out, &Line { unix_s, rates: &rates, target: &target })?;
             writeln!(out)?;

@@ -713,6 +713,36 @@ fn bonnie_runs_bonnie_s_tests_prints_its_csv_and_leaves_the_users_files_alone() 
     }
 }
 
+/// bonnie++'s CSV is one of the formats: `--output bonnie-csv` prints the line alone (nothing
+/// on stderr), `iolab export RUN --format bonnie-csv` prints the same line from the stored run,
+/// and a stored run without a bonnie job is refused rather than exported as nothing.
+#[test]
+fn bonnie_s_csv_is_a_format_of_run_and_of_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let db = dir.path().join("r.db");
+    let (t, db) = (target.to_str().unwrap(), db.to_str().unwrap());
+    let run = ["run", "--workload", "bonnie", "--target", t, "--bonnie-size", "1M", "--bonnie-ram", "0"];
+    let out = iolab().args(run).args(["--bonnie-files", "1", "--db", db, "--output", "bonnie-csv"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert_eq!(line.trim_end().split(',').count(), 50, "{line}: bonnie++ 2.0 prints 50 columns");
+    let exported = iolab().args(["export", "last", "--db", db, "--format", "bonnie-csv"]).output().unwrap();
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    assert_eq!(String::from_utf8(exported.stdout).unwrap(), line, "the stored run gives the printed line");
+
+    let f = format!("{t}/f");
+    let block = iolab().args(["run", "--target", &f, "--size", "1M", "--db", db, "--no-progress"]).output().unwrap();
+    assert!(block.status.success(), "{}", String::from_utf8_lossy(&block.stderr));
+    let refused = iolab().args(["export", "last", "--db", db, "--format", "bonnie-csv"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(refused.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--workload bonnie"), "{refused:?}");
+}
+
 /// Under strace (`-ff`: a file per thread, no calls split between lines), iolab's bonnie makes
 /// bonnie++ 2.00a's calls where they count in its rates: each file of the create tests is one
 /// open(O_CREAT|O_EXCL) and a close, with no fstat of the new file; and after the seeks each of

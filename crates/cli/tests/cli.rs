@@ -436,7 +436,16 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
     let store = iolab_store::Store::open(&db).unwrap();
     let one = store.load(1).unwrap();
     let p = one.result.phases[0].clone();
-    let id = store.begin_run("scenario", "locking", &Default::default(), &one.host, &one.result.plan, 1.0).unwrap();
+    let id = store
+        .begin_run(
+            iolab_workload::model::RunKind::Scenario,
+            "locking",
+            &Default::default(),
+            &one.host,
+            &one.result.plan,
+            1.0,
+        )
+        .unwrap();
     let share = |name: &str, error: Option<String>| NodeResult {
         name: name.into(),
         start_skew_ns: -42_000,

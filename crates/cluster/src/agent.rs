@@ -312,16 +312,8 @@ fn refuse_trace(e: TraceError) -> Status {
 /// An empty run result, for a run that ended without one.
 fn failed_run() -> iolab_model::RunResult {
     iolab_model::RunResult {
-        nodes: Vec::new(),
-        verdict: None,
-        schema_version: iolab_model::results::SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").into(),
-        node: iolab_sysstat::hostname(),
-        started_unix_s: 0.0,
         status: iolab_model::Status::Failed,
-        error: None,
-        plan: Plan { phases: Vec::new() },
-        phases: Vec::new(),
+        ..iolab_model::RunResult::new(Plan { phases: Vec::new() }, iolab_sysstat::hostname(), 0.0)
     }
 }
 

@@ -305,7 +305,7 @@ impl Cluster {
         stop: Arc<AtomicBool>,
         obs: &mut dyn Observer,
     ) -> ClusterResult {
-        let started_unix_s = unix_ns(SystemTime::now()) as f64 / 1e9;
+        let started_unix_s = iolab_model::now_unix_s();
         let opts = &self.opts;
         let mut taking: Vec<(&mut Conn, &Work)> =
             self.conns.iter_mut().zip(plans).filter_map(|(c, p)| p.as_ref().map(|p| (c, p))).collect();
@@ -1079,18 +1079,7 @@ struct NoObserver;
 impl Observer for NoObserver {}
 
 fn empty_run() -> RunResult {
-    RunResult {
-        nodes: Vec::new(),
-        verdict: None,
-        schema_version: iolab_model::results::SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").into(),
-        node: String::new(),
-        started_unix_s: 0.0,
-        status: Status::Running,
-        error: None,
-        plan: Plan { phases: Vec::new() },
-        phases: Vec::new(),
-    }
+    RunResult::new(Plan { phases: Vec::new() }, "", 0.0)
 }
 
 /// A node that failed mid-phase keeps what it measured until then: its latest progress, cut

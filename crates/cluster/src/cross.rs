@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// A key map as it travels.
 pub fn map_out(m: &HandedMap) -> proto::KeyMap {
@@ -237,20 +237,7 @@ impl Rounds {
         obs: &mut dyn Observer,
         hook: &mut dyn FnMut(&Step, bool),
     ) -> RunResult {
-        let started_unix_s =
-            SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-        let mut overall = RunResult {
-            schema_version: iolab_model::results::SCHEMA_VERSION,
-            iolab_version: env!("CARGO_PKG_VERSION").into(),
-            node: iolab_sysstat::hostname(),
-            started_unix_s,
-            status: Status::Running,
-            error: None,
-            plan: self.plan(),
-            phases: Vec::new(),
-            nodes: cluster.infos(),
-            verdict: None,
-        };
+        let mut overall = RunResult { nodes: cluster.infos(), ..RunResult::begin(self.plan()) };
         let names: Vec<String> = cluster.infos().into_iter().map(|i| i.name).collect();
         if names != self.nodes {
             overall.status = Status::Failed;

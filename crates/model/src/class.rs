@@ -29,14 +29,11 @@ macro_rules! classes {
         }
 
         impl FromStr for OpClass {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
+            type Err = crate::words::UnknownWord;
+            fn from_str(s: &str) -> Result<Self, crate::words::UnknownWord> {
                 match s {
                     $( $word => Ok(OpClass::$variant), )+
-                    other => Err(format!(
-                        "unknown operation class `{other}`; accepted: {}",
-                        [$($word),+].join(", ")
-                    )),
+                    other => Err(crate::words::UnknownWord::new("operation class", other, [$($word),+])),
                 }
             }
         }
@@ -146,7 +143,7 @@ mod tests {
             assert_eq!(c.index(), i);
             assert_eq!(c.as_str().parse::<OpClass>().unwrap(), *c);
         }
-        assert!("sideways".parse::<OpClass>().unwrap_err().contains("fallocate"));
+        assert!("sideways".parse::<OpClass>().unwrap_err().to_string().contains("fallocate"));
     }
 
     #[test]

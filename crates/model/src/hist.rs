@@ -63,6 +63,10 @@ pub enum DecodeError {
     Format(String),
     #[error("the histogram holds {found} values but its count says {said}")]
     Count { said: u64, found: u64 },
+    #[error("not an HDR V2 histogram: its compressed payload does not inflate: {0}")]
+    Inflate(#[source] std::io::Error),
+    #[error("not an HDR V2 histogram: {0}")]
+    Hdr(#[from] hdrhistogram::serialization::DeserializeError),
 }
 
 fn format(what: impl Into<String>) -> DecodeError {
@@ -129,7 +133,7 @@ pub fn decode(b: &[u8]) -> Result<Histogram<u64>, DecodeError> {
             ZlibDecoder::new(&body[..len])
                 .take((V2_HEADER + MAX_PAYLOAD + 1) as u64)
                 .read_to_end(&mut out)
-                .map_err(|e| format(format!("its compressed payload does not inflate: {e}")))?;
+                .map_err(DecodeError::Inflate)?;
             if out.len() > V2_HEADER + MAX_PAYLOAD {
                 return Err(format(format!("it inflates beyond {} MiB", MAX_PAYLOAD >> 20)));
             }
@@ -142,7 +146,7 @@ pub fn decode(b: &[u8]) -> Result<Histogram<u64>, DecodeError> {
         _ => return Err(format("unknown cookie (not V2 or V2 deflate)")),
     };
     check_v2(v2)?;
-    let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &v2[..]).map_err(|e| format(e.to_string()))?;
+    let mut h: Histogram<u64> = Deserializer::new().deserialize(&mut &v2[..])?;
     h.auto(true);
     Ok(h)
 }

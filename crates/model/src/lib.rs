@@ -3,21 +3,27 @@
 //! ([`class`]), counters with HDR histograms that merge ([`stats`]), a worker's fast recording
 //! buffer ([`recorder`]), a personality's own figures and how they combine ([`figures`]), a
 //! replay's fidelity ([`replay`]) and the result tree that
-//! `--output json` prints ([`results`], the contract of docs/json.md), and data validation's
-//! findings ([`verify`]).
+//! `--output json` prints ([`results`], the contract of docs/json.md, with its constructors),
+//! data validation's findings ([`verify`]), the kind of a stored run ([`kind`]) and the wall
+//! clock as results keep it ([`clock`]).
 
 #![forbid(unsafe_code)]
 
 pub mod class;
+pub mod clock;
 pub mod figures;
 pub mod hist;
+pub mod kind;
 pub mod recorder;
 pub mod replay;
 pub mod results;
 pub mod stats;
 pub mod verify;
+pub mod words;
 
 pub use class::{ClassCounts, OpClass};
+pub use clock::now_unix_s;
+pub use kind::RunKind;
 pub use recorder::Recorder;
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
@@ -26,3 +32,4 @@ pub use results::{
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
 pub use verify::{BlockError, ErrorClass, ErrorCounts, VerifyResult};
+pub use words::UnknownWord;

@@ -44,12 +44,12 @@ impl fmt::Display for Status {
 }
 
 impl FromStr for Status {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Status, String> {
+    type Err = crate::words::UnknownWord;
+    fn from_str(s: &str) -> Result<Status, crate::words::UnknownWord> {
         Status::ALL
             .into_iter()
             .find(|x| x.as_str() == s)
-            .ok_or_else(|| format!("unknown status `{s}`; accepted: {}", Status::ALL.map(|x| x.as_str()).join(", ")))
+            .ok_or_else(|| crate::words::UnknownWord::new("status", s, Status::ALL.map(Status::as_str)))
     }
 }
 
@@ -354,6 +354,12 @@ pub struct PhaseResult {
 }
 
 impl PhaseResult {
+    /// A phase named `name` with nothing measured yet; the executor, the store and the
+    /// commands that make a phase of their own (`watch`, `verify`) fill in what they have.
+    pub fn new(name: impl Into<String>) -> PhaseResult {
+        PhaseResult { name: name.into(), ..Default::default() }
+    }
+
     /// The phase's personality figures from its jobs' (see `workload`).
     pub fn roll_up_workload(&mut self) {
         self.workload = crate::figures::roll_up(self.jobs.iter().map(|j| (j.rw.as_str(), &j.workload)));
@@ -456,9 +462,59 @@ pub struct RunResult {
     pub verdict: Option<Verdict>,
 }
 
+impl RunResult {
+    /// A run of `plan` on `node` that began at `started_unix_s`: status running, no phases
+    /// yet, this iolab's version and schema.
+    pub fn new(plan: Plan, node: impl Into<String>, started_unix_s: f64) -> RunResult {
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            iolab_version: env!("CARGO_PKG_VERSION").to_string(),
+            node: node.into(),
+            started_unix_s,
+            status: Status::Running,
+            error: None,
+            plan,
+            phases: Vec::new(),
+            nodes: Vec::new(),
+            verdict: None,
+        }
+    }
+
+    /// A run of `plan` beginning now on this host ([`iolab_sysstat::hostname`]).
+    pub fn begin(plan: Plan) -> RunResult {
+        RunResult::new(plan, iolab_sysstat::hostname(), crate::clock::now_unix_s())
+    }
+
+    /// A run of `plan` that failed before it measured anything, and why.
+    pub fn failed(plan: Plan, error: impl Into<String>) -> RunResult {
+        RunResult { status: Status::Failed, error: Some(error.into()), ..RunResult::new(plan, "", 0.0) }
+    }
+
+    /// Whether data validation found a bad block in any phase (exit status 1).
+    pub fn found_bad_blocks(&self) -> bool {
+        self.phases.iter().any(|p| p.verify.as_ref().is_some_and(|v| v.errors.total() > 0))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_run_is_running_with_this_iolab_s_version() {
+        let plan = Plan { phases: Vec::new() };
+        let r = RunResult::new(plan.clone(), "n1", 12.5);
+        assert_eq!((r.status, r.node.as_str(), r.started_unix_s), (Status::Running, "n1", 12.5));
+        assert_eq!((r.schema_version, r.iolab_version.as_str()), (SCHEMA_VERSION, env!("CARGO_PKG_VERSION")));
+        assert!(r.phases.is_empty() && r.nodes.is_empty() && r.error.is_none() && r.verdict.is_none());
+        let f = RunResult::failed(plan.clone(), "no space");
+        assert_eq!((f.status, f.error.as_deref()), (Status::Failed, Some("no space")));
+        let b = RunResult::begin(plan);
+        assert!(b.started_unix_s > 1.6e9 && !b.node.is_empty());
+        let p = PhaseResult::new("write");
+        assert_eq!(p.name, "write");
+        assert!(!p.interrupted && p.jobs.is_empty() && p.system.is_none());
+    }
 
     #[test]
     fn status_words_round_trip() {

@@ -14,6 +14,11 @@ pub const HEIGHT: u32 = 330;
 const LEGEND_W: u32 = 160;
 const FONT: &str = "sans-serif";
 
+/// Why a chart could not be drawn: plotters' error, its cause (the SVG writer's) kept.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct ChartError(#[from] DrawingAreaErrorKind<std::io::Error>);
+
 /// Colours that stay apart on screen and on paper (Tableau 10).
 const PALETTE: [RGBColor; 10] = [
     RGBColor(0x4e, 0x79, 0xa7),
@@ -144,8 +149,7 @@ fn tidy_svg(svg: String) -> String {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn legend(area: &Area, entries: &[(String, RGBColor, Dash)]) -> Result<(), String> {
-    let e = |e: DrawingAreaErrorKind<_>| e.to_string();
+fn legend(area: &Area, entries: &[(String, RGBColor, Dash)]) -> Result<(), ChartError> {
     let row = 17;
     let top = 34;
     let max_rows = ((HEIGHT as i32 - top - 10) / row).max(1) as usize;
@@ -156,27 +160,27 @@ fn legend(area: &Area, entries: &[(String, RGBColor, Dash)]) -> Result<(), Strin
         let (x0, x1) = (4, 32);
         let st = ShapeStyle::from(c).stroke_width(2);
         match dash.pattern() {
-            None => area.draw(&PathElement::new(vec![(x0, y), (x1, y)], st)).map_err(e)?,
+            None => area.draw(&PathElement::new(vec![(x0, y), (x1, y)], st))?,
             Some((on, off)) => {
                 let (on, step) = (on as i32, (on + off) as i32);
                 for x in (x0..x1).step_by(step as usize) {
-                    area.draw(&PathElement::new(vec![(x, y), ((x + on).min(x1), y)], st)).map_err(e)?;
+                    area.draw(&PathElement::new(vec![(x, y), ((x + on).min(x1), y)], st))?;
                 }
             }
         }
-        area.draw(&Text::new(shorten(label, 20), (36, y - 7), style.clone())).map_err(e)?;
+        area.draw(&Text::new(shorten(label, 20), (36, y - 7), style.clone()))?;
     }
     if shown < entries.len() {
         let y = top + shown as i32 * row;
-        area.draw(&Text::new(format!("… {} more", entries.len() - shown), (36, y - 7), style)).map_err(e)?;
+        area.draw(&Text::new(format!("… {} more", entries.len() - shown), (36, y - 7), style))?;
     }
     Ok(())
 }
 
-fn draw_line<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
+fn draw_line<DB: DrawingBackend<ErrorType = std::io::Error>, CT: CoordTranslate<From = (f64, f64)>>(
     chart: &mut ChartContext<DB, CT>,
     s: &Series,
-) -> Result<(), String> {
+) -> Result<(), ChartError> {
     let c = color(s.color);
     let st = ShapeStyle::from(&c).stroke_width(2);
     let pts = s.points.iter().copied();
@@ -184,10 +188,10 @@ fn draw_line<DB: DrawingBackend, CT: CoordTranslate<From = (f64, f64)>>(
         None => chart.draw_series(LineSeries::new(pts, st).point_size(if s.points.len() < 40 { 2 } else { 0 })),
         Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts, on, off, st)),
     };
-    r.map(|_| ()).map_err(|e| e.to_string())?;
+    r?;
     if s.dash != Dash::Solid && s.points.len() == 1 {
         // A dashed line of one point draws nothing: mark the point.
-        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(|e| e.to_string())?;
+        chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
     }
     Ok(())
 }
@@ -202,8 +206,7 @@ macro_rules! lines_on {
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(58)
-            .build_cartesian_2d(0f64..$x_max, $y_range)
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(0f64..$x_max, $y_range)?;
         chart
             .configure_mesh()
             .x_desc($x_desc)
@@ -217,8 +220,7 @@ macro_rules! lines_on {
             .bold_line_style(GRID_BOLD)
             .light_line_style(GRID)
             .axis_style(INK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         for s in $series {
             draw_line(&mut chart, s)?;
         }
@@ -233,18 +235,18 @@ pub fn line_chart(
     y_desc: &str,
     series: &[Series],
     y_top: Option<f64>,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
         let x_max = series.iter().flat_map(|s| &s.points).map(|p| p.0).fold(1.0f64, f64::max);
         let y_max = series.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0f64, f64::max);
         let y_hi = y_top.unwrap_or(if y_max > 0.0 { y_max * 1.1 } else { 1.0 });
         lines_on!(&plot, title, x_desc, y_desc, x_max, 0f64..y_hi, series);
         legend(&side, &series.iter().map(|s| (s.label.clone(), color(s.color), s.dash)).collect::<Vec<_>>())?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(tidy_svg(svg))
 }
@@ -279,7 +281,7 @@ pub fn wants_log(series: &[Series]) -> bool {
 /// A line chart of `series` over a linear x and a log y spanning whole decades around the
 /// positive points; a point at or below zero (a second with no I/O) is drawn on the axis' floor.
 /// The y description should say "log scale".
-pub fn line_chart_log(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, String> {
+pub fn line_chart_log(title: &str, x_desc: &str, y_desc: &str, series: &[Series]) -> Result<String, ChartError> {
     let vals = series.iter().flat_map(|s| &s.points).map(|p| p.1).filter(|v| *v > 0.0);
     let (lo, hi) = vals.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let (lo, hi) = if hi > 0.0 { (decade_floor(lo), decade_ceil(hi * 1.01)) } else { (0.1, 1.0) };
@@ -291,12 +293,12 @@ pub fn line_chart_log(title: &str, x_desc: &str, y_desc: &str, series: &[Series]
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
         let x_max = series.iter().flat_map(|s| &s.points).map(|p| p.0).fold(1.0f64, f64::max);
         lines_on!(&plot, title, x_desc, y_desc, x_max, (lo..hi).log_scale(), &floored);
         legend(&side, &series.iter().map(|s| (s.label.clone(), color(s.color), s.dash)).collect::<Vec<_>>())?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(tidy_svg(svg))
 }
@@ -322,11 +324,11 @@ fn decade_ceil(v: f64) -> f64 {
 }
 
 /// Latency percentiles per set, one line with markers per set over p50…max, on a log y axis.
-pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
+pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
         let vals = sets.iter().flat_map(|s| s.ms).filter(|v| *v > 0.0);
         let (lo, hi) = vals.fold((f64::MAX, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
@@ -337,8 +339,7 @@ pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(58)
-            .build_cartesian_2d((0i32..4).into_segmented(), (lo..hi).log_scale())
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d((0i32..4).into_segmented(), (lo..hi).log_scale())?;
         chart
             .configure_mesh()
             .x_desc("percentile")
@@ -357,8 +358,7 @@ pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
             .bold_line_style(GRID_BOLD)
             .light_line_style(GRID)
             .axis_style(INK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         for s in sets {
             let c = color(s.color);
             let st = ShapeStyle::from(&c).stroke_width(2);
@@ -372,11 +372,11 @@ pub fn latency_chart(title: &str, sets: &[LatSet]) -> Result<String, String> {
                 None => chart.draw_series(LineSeries::new(pts.clone(), st)),
                 Some((on, off)) => chart.draw_series(DashedLineSeries::new(pts.clone(), on, off, st)),
             };
-            r.map_err(|e| e.to_string())?;
-            chart.draw_series(pts.iter().map(|p| Circle::new(p.clone(), 3, c.filled()))).map_err(|e| e.to_string())?;
+            r?;
+            chart.draw_series(pts.iter().map(|p| Circle::new(p.clone(), 3, c.filled())))?;
         }
         legend(&side, &sets.iter().map(|s| (s.label.clone(), color(s.color), s.dash)).collect::<Vec<_>>())?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(tidy_svg(svg))
 }
@@ -398,11 +398,11 @@ pub fn bar_chart(
     y_desc: &str,
     bars: &[Bar],
     legend_entries: &[(String, usize)],
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
         let y_max = bars.iter().map(|b| b.value).fold(0.0f64, f64::max);
         let y_hi = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
@@ -412,8 +412,7 @@ pub fn bar_chart(
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(58)
-            .build_cartesian_2d((0i32..n).into_segmented(), 0f64..y_hi)
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d((0i32..n).into_segmented(), 0f64..y_hi)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -432,33 +431,28 @@ pub fn bar_chart(
             .bold_line_style(GRID_BOLD)
             .light_line_style(GRID)
             .axis_style(INK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let i = i as i32;
-                let mut r = Rectangle::new(
-                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.value)],
-                    color(b.color).filled(),
-                );
-                r.set_margin(0, 0, 6, 6);
-                r
-            }))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                Text::new(
-                    axis_num(b.value),
-                    (SegmentValue::CenterOf(i as i32), b.value + y_hi * 0.02),
-                    (FONT, 13).into_font().color(&INK).pos(plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Center,
-                        plotters::style::text_anchor::VPos::Bottom,
-                    )),
-                )
-            }))
-            .map_err(|e| e.to_string())?;
+            .draw()?;
+        chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let i = i as i32;
+            let mut r = Rectangle::new(
+                [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), b.value)],
+                color(b.color).filled(),
+            );
+            r.set_margin(0, 0, 6, 6);
+            r
+        }))?;
+        chart.draw_series(bars.iter().enumerate().map(|(i, b)| {
+            Text::new(
+                axis_num(b.value),
+                (SegmentValue::CenterOf(i as i32), b.value + y_hi * 0.02),
+                (FONT, 13).into_font().color(&INK).pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Bottom,
+                )),
+            )
+        }))?;
         legend(&side, &legend_entries.iter().map(|(l, c)| (l.clone(), color(*c), Dash::Solid)).collect::<Vec<_>>())?;
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
     }
     Ok(tidy_svg(svg))
 }

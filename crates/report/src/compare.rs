@@ -92,6 +92,14 @@ impl Metric {
     pub const SyncP99Ms: Metric = m(OpClass::Sync, Stat::P99Ms);
 }
 
+/// A `--metric` that names no metric; it keeps the text, and says what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown metric `{0}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {classes} (for example write-mbs, sync-p99, create-iops), or a workload figure such as messages_per_min or transactions_per_s (docs/json.md lists them)",
+    classes = OpClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+)]
+pub struct UnknownMetric(pub String);
+
 impl Metric {
     /// The metrics compared by default for the classes every block job has, in table order;
     /// other classes add their IOPS and p99 when the baseline has them ([`Metric::defaults`]).
@@ -133,16 +141,11 @@ impl Metric {
         format!("{}-{}", self.class.as_str(), self.stat.key())
     }
 
-    pub fn parse(s: &str) -> Result<Metric, String> {
+    pub fn parse(s: &str) -> Result<Metric, UnknownMetric> {
         if let Some(m) = Metric::figure(s) {
             return Ok(m);
         }
-        let bad = || {
-            format!(
-                "unknown metric `{s}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {} (for example write-mbs, sync-p99, create-iops), or a workload figure such as messages_per_min or transactions_per_s (docs/json.md lists them)",
-                OpClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
-            )
-        };
+        let bad = || UnknownMetric(s.to_string());
         let (class, stat) = s.rsplit_once('-').ok_or_else(bad)?;
         let class: OpClass = class.parse().map_err(|_| bad())?;
         let stat = Stat::ALL.into_iter().find(|x| x.key() == stat).ok_or_else(bad)?;
@@ -575,7 +578,7 @@ mod tests {
         assert_eq!(m.value_in(&p), None);
         p.workload.insert("messages_per_min".into(), 1234.0);
         assert_eq!(m.value_in(&p), Some(1234.0));
-        assert!(Metric::parse("messages_per_hour").unwrap_err().contains("workload figure"));
+        assert!(Metric::parse("messages_per_hour").unwrap_err().to_string().contains("workload figure"));
         // Every personality's figures, bonnie++'s and the readers' among them.
         for f in ["put_block", "ran_del", "messages_read", "seeks_latency_us", "flowops_per_s"] {
             assert_eq!(Metric::parse(f).unwrap().figure, Some(f));
@@ -594,7 +597,7 @@ mod tests {
         let c = Metric::parse("create-p99").unwrap();
         assert_eq!((c.class, c.stat), (OpClass::Create, Stat::P99Ms));
         assert_eq!(serde_json::to_string(&Metric::SyncP99Ms).unwrap(), "\"sync_p99_ms\"");
-        assert!(Metric::parse("read-speed").unwrap_err().contains("mbs, iops, p50, p99"));
+        assert!(Metric::parse("read-speed").unwrap_err().to_string().contains("mbs, iops, p50, p99"));
         assert!(Metric::parse("teleport-iops").is_err());
         assert_eq!(Metric::defaults()[..9], Metric::ALL);
     }
@@ -637,38 +640,17 @@ mod tests {
         }
         StoredRun {
             id,
-            kind: "run".into(),
+            kind: iolab_model::RunKind::Run,
             name: "t".into(),
             labels: [("config".to_string(), config.to_string())].into(),
             host: Default::default(),
             pid: 1,
             ended_unix_s: None,
             result: iolab_model::RunResult {
-                nodes: Vec::new(),
-                verdict: None,
-                schema_version: iolab_model::SCHEMA_VERSION,
                 iolab_version: "0".into(),
-                node: "n".into(),
-                started_unix_s: 0.0,
                 status: iolab_model::Status::Complete,
-                error: None,
-                plan: iolab_spec::Plan { phases: Vec::new() },
-                phases: vec![PhaseResult {
-                    verify: None,
-                    workload: Default::default(),
-                    notes: Vec::new(),
-                    nodes: Vec::new(),
-                    first_done_s: None,
-                    last_done_s: None,
-                    name: phase.into(),
-                    elapsed_s: 1.0,
-                    interrupted: false,
-                    total,
-                    jobs: Vec::new(),
-                    timeline: Vec::new(),
-                    cpu: Default::default(),
-                    system: None,
-                }],
+                phases: vec![PhaseResult { elapsed_s: 1.0, total, ..PhaseResult::new(phase) }],
+                ..iolab_model::RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0)
             },
         }
     }

@@ -1,6 +1,9 @@
 //! Exporters: every way iolab writes results out — the JSON of docs/json.md, CSV, the HTML
-//! report, the compare table and the terminal summary — behind one small trait, so a command
-//! picks one by name and hands it what it has (a fresh run, stored runs, or a comparison).
+//! report, the compare table, the terminal summary, a survey's profile, fio's JSON
+//! ([`crate::fio_json`]) and bonnie++'s CSV ([`crate::bonnie_csv`]) — behind one small trait, so
+//! a command picks one by name ([`crate::format::Format::exporter`]) and hands it what it has (a
+//! fresh run, a survey, stored runs, or a comparison). A writer of several files (fio's logs,
+//! one per phase and kind) is one exporter per file.
 
 use crate::compare::{render_table, Comparison};
 use crate::html::{render, ReportOptions};
@@ -13,23 +16,52 @@ use std::io::{self, Write};
 /// What there is to export.
 #[derive(Clone, Copy)]
 pub enum Input<'a> {
-    /// A run that just ended (`iolab run`, `iolab survey`), stored or not.
+    /// A run that just ended (`iolab run`, `iolab scenario`, `iolab replay`), stored or not.
     Run(&'a RunResult),
+    /// A survey that just ended, with the locking check `--node` added beside it: its profile
+    /// for people, the two runs side by side in JSON.
+    Survey(&'a RunResult, Option<&'a RunResult>),
     /// Runs read back from the results database.
     Stored(&'a [StoredRun]),
     /// A comparison of stored runs.
     Comparison(&'a Comparison),
 }
 
+/// Why an export failed: an input the format does not take, or the writing, its cause kept.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("{format} cannot export {what}")]
+    Refused { format: &'static str, what: &'static str },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+impl ExportError {
+    /// `format` does not take this input; `what` says what it takes.
+    pub fn refused(format: &'static str, what: &'static str) -> ExportError {
+        ExportError::Refused { format, what }
+    }
+}
+
 pub trait Exporter {
     /// The format's name, as `--format`/`--output` spell it.
     fn name(&self) -> &'static str;
-    /// Write `input` in this format. An input the format does not take is an `InvalidInput` error.
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()>;
+    /// Write `input` in this format. An input the format does not take is refused
+    /// ([`ExportError::Refused`]).
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError>;
 }
 
-fn refuse(format: &str, what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidInput, format!("{format} cannot export {what}"))
+fn refuse(format: &'static str, what: &'static str) -> ExportError {
+    ExportError::refused(format, what)
+}
+
+/// A survey and its locking check, as the JSON of `iolab survey --node` gives them.
+#[derive(serde::Serialize)]
+struct SurveyJson<T> {
+    survey: T,
+    locking: T,
 }
 
 /// The documented JSON: a run's result object, an array of stored runs, or a comparison.
@@ -39,14 +71,14 @@ impl Exporter for Json {
     fn name(&self) -> &'static str {
         "json"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         match input {
-            Input::Run(r) => serde_json::to_writer_pretty(&mut *out, r),
+            Input::Run(r) | Input::Survey(r, None) => serde_json::to_writer_pretty(&mut *out, r),
+            Input::Survey(r, Some(l)) => serde_json::to_writer_pretty(&mut *out, &SurveyJson { survey: r, locking: l }),
             Input::Stored(rs) => serde_json::to_writer_pretty(&mut *out, rs),
             Input::Comparison(c) => serde_json::to_writer_pretty(&mut *out, c),
-        }
-        .map_err(io::Error::other)?;
-        writeln!(out)
+        }?;
+        Ok(writeln!(out)?)
     }
 }
 
@@ -59,15 +91,19 @@ impl Exporter for JsonHistograms {
     fn name(&self) -> &'static str {
         "json"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
+        let with_histograms = |r: &RunResult| -> Result<Value, ExportError> {
+            let mut v = serde_json::to_value(r)?;
+            add_run_histograms(r, &mut v);
+            Ok(v)
+        };
         let v = match input {
-            Input::Run(r) => {
-                let mut v = serde_json::to_value(r).map_err(io::Error::other)?;
-                add_run_histograms(r, &mut v);
-                v
+            Input::Run(r) | Input::Survey(r, None) => with_histograms(r)?,
+            Input::Survey(r, Some(l)) => {
+                serde_json::to_value(SurveyJson { survey: with_histograms(r)?, locking: with_histograms(l)? })?
             }
             Input::Stored(rs) => {
-                let mut v = serde_json::to_value(rs).map_err(io::Error::other)?;
+                let mut v = serde_json::to_value(rs)?;
                 if let Some(a) = v.as_array_mut() {
                     for (r, rv) in rs.iter().zip(a) {
                         if let Some(res) = rv.get_mut("result") {
@@ -79,8 +115,8 @@ impl Exporter for JsonHistograms {
             }
             Input::Comparison(_) => return Err(refuse("json with histograms", "a comparison; it exports runs")),
         };
-        serde_json::to_writer_pretty(&mut *out, &v).map_err(io::Error::other)?;
-        writeln!(out)
+        serde_json::to_writer_pretty(&mut *out, &v)?;
+        Ok(writeln!(out)?)
     }
 }
 
@@ -130,9 +166,9 @@ impl Exporter for Csv {
     fn name(&self) -> &'static str {
         "csv"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         match input {
-            Input::Stored(rs) => out.write_all(crate::csv::to_csv(rs).as_bytes()),
+            Input::Stored(rs) => Ok(out.write_all(crate::csv::to_csv(rs).as_bytes())?),
             _ => Err(refuse("csv", "this; it exports stored runs")),
         }
     }
@@ -145,9 +181,9 @@ impl Exporter for Html {
     fn name(&self) -> &'static str {
         "html"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         match input {
-            Input::Stored(rs) => out.write_all(render(rs, &self.0).as_bytes()),
+            Input::Stored(rs) => Ok(out.write_all(render(rs, &self.0).as_bytes())?),
             _ => Err(refuse("html", "this; it reports stored runs")),
         }
     }
@@ -160,9 +196,9 @@ impl Exporter for CompareTable {
     fn name(&self) -> &'static str {
         "table"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         match input {
-            Input::Comparison(c) => writeln!(out, "{}", render_table(c)),
+            Input::Comparison(c) => Ok(writeln!(out, "{}", render_table(c))?),
             _ => Err(refuse("the compare table", "runs; give it a comparison")),
         }
     }
@@ -175,11 +211,44 @@ impl Exporter for Summary {
     fn name(&self) -> &'static str {
         "human"
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         match input {
-            Input::Run(r) => write!(out, "{}", crate::summary::render(r)),
-            Input::Stored(rs) => rs.iter().try_for_each(|r| write!(out, "{}", crate::summary::render(&r.result))),
-            Input::Comparison(_) => Err(refuse("the summary", "a comparison; use the compare table")),
+            Input::Run(r) | Input::Survey(r, _) => write!(out, "{}", crate::summary::render(r))?,
+            Input::Stored(rs) => rs.iter().try_for_each(|r| write!(out, "{}", crate::summary::render(&r.result)))?,
+            Input::Comparison(_) => return Err(refuse("the summary", "a comparison; use the compare table")),
+        }
+        Ok(())
+    }
+}
+
+/// A survey's one-page profile: its steps, what stands out, the locking check beside it.
+pub struct SurveyProfile;
+
+impl Exporter for SurveyProfile {
+    fn name(&self) -> &'static str {
+        "human"
+    }
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
+        match input {
+            Input::Survey(r, locking) => Ok(write!(out, "{}", crate::survey::profile(r, *locking))?),
+            _ => Err(refuse("the survey's profile", "this; give it a survey")),
+        }
+    }
+}
+
+/// `human`, whatever the input: a run's summary, a survey's profile, each stored run's summary,
+/// the compare table.
+pub struct Human;
+
+impl Exporter for Human {
+    fn name(&self) -> &'static str {
+        "human"
+    }
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
+        match input {
+            Input::Run(_) | Input::Stored(_) => Summary.export(input, out),
+            Input::Survey(..) => SurveyProfile.export(input, out),
+            Input::Comparison(_) => CompareTable.export(input, out),
         }
     }
 }
@@ -225,33 +294,12 @@ mod tests {
             workload: Default::default(),
             replay: None,
         };
-        let phase = PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "write".into(),
-            elapsed_s: 1.0,
-            interrupted: false,
-            total,
-            jobs: vec![job],
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: None,
-        };
+        let phase = PhaseResult { elapsed_s: 1.0, total, jobs: vec![job], ..PhaseResult::new("write") };
         RunResult {
-            nodes: Vec::new(),
-            verdict: None,
-            schema_version: iolab_model::SCHEMA_VERSION,
             iolab_version: "0".into(),
-            node: "n".into(),
-            started_unix_s: 0.0,
             status: Status::Complete,
-            error: None,
-            plan: iolab_spec::Plan { phases: Vec::new() },
             phases: vec![phase],
+            ..RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0)
         }
     }
 
@@ -288,6 +336,31 @@ mod tests {
         assert!(JsonHistograms.export(&Input::Comparison(&c), &mut out).is_err());
     }
 
+    /// A survey alone prints as a run; with its locking check, as `{survey, locking}` (each run's
+    /// own JSON, with histograms when asked); for people, as its profile.
+    #[test]
+    fn a_survey_exports_alone_as_its_run_and_beside_its_locking_check_as_two() {
+        let (s, l) = (run_with_histograms(), run_with_histograms());
+        let json = |e: &dyn Exporter, i: Input| {
+            let mut out = Vec::new();
+            e.export(&i, &mut out).unwrap();
+            serde_json::from_slice::<Value>(&out).unwrap()
+        };
+        assert_eq!(json(&Json, Input::Survey(&s, None)), json(&Json, Input::Run(&s)));
+        let both = json(&Json, Input::Survey(&s, Some(&l)));
+        assert_eq!(both.as_object().unwrap().keys().collect::<Vec<_>>(), ["locking", "survey"]);
+        assert_eq!(both["survey"], json(&Json, Input::Run(&s)));
+        let hist = json(&JsonHistograms, Input::Survey(&s, Some(&l)));
+        for k in ["survey", "locking"] {
+            assert_eq!(hist[k]["phases"][0]["total"]["classes"]["write"]["histogram"]["count"], 1000, "{k}");
+        }
+        let mut text = Vec::new();
+        Human.export(&Input::Survey(&s, None), &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("step") && text.contains("result") && !text.contains("the locking check"), "{text}");
+        assert!(SurveyProfile.export(&Input::Run(&s), &mut Vec::new()).is_err());
+    }
+
     #[test]
     fn stored_runs_carry_their_histograms_and_cut_off_phases_none() {
         let mut r = run_with_histograms();
@@ -300,7 +373,7 @@ mod tests {
         r.phases.push(cut);
         let stored = StoredRun {
             id: 7,
-            kind: "run".into(),
+            kind: iolab_model::RunKind::Run,
             name: "flags".into(),
             labels: Default::default(),
             host: Default::default(),

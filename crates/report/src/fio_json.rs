@@ -9,12 +9,11 @@
 //! beyond the configured depth) is given as fio's zero or derived from the job, and docs/json.md
 //! says which.
 
-use crate::export::Exporter;
-use crate::export::Input;
+use crate::export::{ExportError, Exporter, Input};
 use iolab_model::{ClassTotals, JobResult, OpClass, PhaseResult, RunResult};
 use iolab_spec::{Job, Workload};
 use serde_json::{json, Map, Value};
-use std::io::{self, Write};
+use std::io::Write;
 
 /// fio's default `percentile_list`.
 pub const PERCENTILES: [f64; 17] =
@@ -33,22 +32,18 @@ impl Exporter for FioJson {
             "fio-json"
         }
     }
-    fn export(&self, input: &Input, out: &mut dyn Write) -> io::Result<()> {
+    fn export(&self, input: &Input, out: &mut dyn Write) -> Result<(), ExportError> {
         let run = match input {
             Input::Run(r) => *r,
             Input::Stored([one]) => &one.result,
             Input::Stored(_) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "fio's JSON holds one run: export one run at a time",
-                ))
+                return Err(ExportError::refused("fio's JSON", "several runs: it holds one; export one run at a time"))
             }
-            Input::Comparison(_) => {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "fio-json cannot export a comparison"))
-            }
+            Input::Survey(..) => return Err(ExportError::refused("fio-json", "a survey; export its run")),
+            Input::Comparison(_) => return Err(ExportError::refused("fio-json", "a comparison")),
         };
-        serde_json::to_writer_pretty(&mut *out, &document(run, self.plus)).map_err(io::Error::other)?;
-        writeln!(out)
+        serde_json::to_writer_pretty(&mut *out, &document(run, self.plus))?;
+        Ok(writeln!(out)?)
     }
 }
 

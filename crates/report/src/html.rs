@@ -4,6 +4,8 @@
 
 use crate::charts::{self, Dash, LatSet, Series};
 use crate::compare::{compare, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS};
+pub use crate::markup::escape;
+use crate::markup::figure;
 use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
 use iolab_store::StoredRun;
 use std::collections::BTreeSet;
@@ -46,22 +48,6 @@ pub fn default_title(runs: &[StoredRun]) -> String {
             }
         }
     }
-}
-
-/// Escape text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 pub use crate::fmt::utc;
@@ -144,8 +130,7 @@ footer { margin-top: 36px; font-size: 12px; color: var(--muted); }
 /// Render the report.
 pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     let title = if opts.title.trim().is_empty() { default_title(runs) } else { opts.title.clone() };
-    let now =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let now = iolab_model::now_unix_s();
     let mut h = String::new();
     let _ = write!(
         h,
@@ -165,7 +150,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     }
     // A survey opens with the profile and findings the terminal showed.
     if let [r] = runs {
-        if r.kind == "survey" || crate::survey::is_survey(&r.result.phases) {
+        if r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases) {
             profile_section(&mut h, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
         }
     }
@@ -247,7 +232,7 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     };
     let text = |s: &str| if s.is_empty() { "<span class=\"muted\">-</span>".to_string() } else { escape(s) };
     row(h, "name", &|r| text(&r.name));
-    row(h, "kind", &|r| text(&r.kind));
+    row(h, "kind", &|r| text(r.kind.as_str()));
     row(h, "status", &|r| {
         let st = r.result.status.as_str();
         let mut s = format!("<span class=\"status-{st}\">{st}</span>");
@@ -456,7 +441,9 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
 /// the report says what stands out too. A survey's are in its profile, folded, and not repeated.
 fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     let mut items = Vec::new();
-    for r in runs.iter().filter(|r| !(r.kind == "survey" || crate::survey::is_survey(&r.result.phases))) {
+    for r in
+        runs.iter().filter(|r| !(r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases)))
+    {
         for p in &r.result.phases {
             let plan = r.result.plan.phases.iter().find(|ph| ph.name == p.name);
             let mut found: Vec<String> = p.system.iter().flat_map(crate::system::findings).map(|f| f.text()).collect();
@@ -588,31 +575,6 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     );
 }
 
-/// A chart in its figure, or a note saying why there is none.
-pub(crate) fn figure(h: &mut String, marker: &str, result: Option<Result<String, String>>, caption: &str, empty: &str) {
-    match result {
-        Some(Ok(svg)) => {
-            let _ = write!(
-                h,
-                "<figure class=\"chart\" data-chart=\"{m}\">\n{svg}<figcaption>{c}</figcaption>\n</figure>\n",
-                m = escape(marker),
-                c = caption
-            );
-        }
-        Some(Err(e)) => {
-            let _ = writeln!(
-                h,
-                "<p class=\"note\" data-chart-skipped=\"{}\">Chart could not be drawn: {}</p>",
-                escape(marker),
-                escape(&e)
-            );
-        }
-        None => {
-            let _ = writeln!(h, "<p class=\"note\" data-chart-skipped=\"{}\">{}</p>", escape(marker), empty);
-        }
-    }
-}
-
 /// A per-second quantity of a phase's timeline, as (end of the second, value per second). The
 /// last second is usually cut short by the phase's end: its value is scaled to its length and
 /// plotted where the phase ended, or left out when it is under a quarter of a second.
@@ -675,195 +637,244 @@ fn phase_charts(
     rp: &[(usize, &StoredRun, &PhaseResult)],
     opts: &ReportOptions,
 ) {
-    let by = opts.by.as_deref();
-    let multi = rp.len() > 1;
-    let label = |r: &StoredRun| run_label(r, by);
-    let ph = escape(name);
+    let c = PhaseCharts { slug, name, ph: escape(name), rp, by: opts.by.as_deref(), multi: rp.len() > 1 };
+    c.rates(h);
+    c.latency(h);
+    let sys = c.sampled();
+    c.cpu(h, &sys);
+    c.disks(h, &sys);
+}
 
-    // Throughput and IOPS, one line per run, each run in its own colour and dash.
-    let per_sec = |f: &dyn Fn(&TimelinePoint) -> f64| -> Vec<Series> {
-        rp.iter()
+/// A run's system summary with samples, and the run's position among the phase's runs.
+type Sampled<'a> = Vec<(usize, &'a StoredRun, &'a iolab_sysstat::SystemResult)>;
+
+/// One phase's charts across the runs that have it: each run in its own colour and dash when
+/// there are several.
+struct PhaseCharts<'a> {
+    slug: &'a str,
+    name: &'a str,
+    /// The phase's name escaped for HTML.
+    ph: String,
+    rp: &'a [(usize, &'a StoredRun, &'a PhaseResult)],
+    by: Option<&'a str>,
+    multi: bool,
+}
+
+impl PhaseCharts<'_> {
+    fn label(&self, r: &StoredRun) -> String {
+        run_label(r, self.by)
+    }
+
+    /// One line per run of a per-second quantity.
+    fn per_sec(&self, f: &dyn Fn(&TimelinePoint) -> f64) -> Vec<Series> {
+        self.rp
+            .iter()
             .enumerate()
             .map(|(k, (_, r, p))| {
                 let (color, dash) = charts::run_style(k);
-                Series { label: label(r), points: per_second(p, f), color, dash }
+                Series { label: self.label(r), points: per_second(p, f), color, dash }
             })
             .filter(|s| !s.points.is_empty())
             .collect()
-    };
-    let tput = per_sec(&|t| (t.read_bytes + t.write_bytes) as f64 / 1e6);
-    let log = charts::wants_log(&tput);
-    let log_note = if log {
-        format!(
-            " The runs differ by {:.0}&times;, so the axis is logarithmic (a second with no I/O sits on its floor).",
-            charts::spread(&tput)
-        )
-    } else {
-        String::new()
-    };
-    figure(
-        h,
-        &format!("throughput-{slug}"),
-        (!tput.is_empty()).then(|| {
-            let title = format!("{name}: throughput");
-            if log {
-                charts::line_chart_log(&title, "time (s)", "MB/s (log scale)", &tput)
-            } else {
-                charts::line_chart(&title, "time (s)", "MB/s", &tput, None)
-            }
-        }),
-        &format!(
-            "Read + write MB/s (10<sup>6</sup> B/s) in each second of phase {ph}{}; a last, partial second is scaled to its length.{log_note}",
-            if multi { ", per run" } else { "" }
-        ),
-        &format!("Phase {ph}: no per-second timeline, so no throughput chart."),
-    );
-    let iops = per_sec(&|t| (t.read_ops + t.write_ops) as f64);
-    let log = charts::wants_log(&iops);
-    figure(
-        h,
-        &format!("iops-{slug}"),
-        (!iops.is_empty()).then(|| {
-            let title = format!("{name}: IOPS");
-            if log {
-                charts::line_chart_log(&title, "time (s)", "IOPS (log scale)", &iops)
-            } else {
-                charts::line_chart(&title, "time (s)", "IOPS", &iops, None)
-            }
-        }),
-        &format!(
-            "Reads + writes completed in each second of phase {ph}.{}",
-            if log { " The runs differ by more than 10&times;, so the axis is logarithmic." } else { "" }
-        ),
-        &format!("Phase {ph}: no per-second timeline, so no IOPS chart."),
-    );
-
-    // Latency percentiles: one set per run and operation class. With several runs each run
-    // keeps its colour and the class takes the dash; one run's classes take the colours.
-    let mut classes: Vec<OpClass> = Vec::new();
-    for (c, _) in rp.iter().flat_map(|(_, _, p)| p.total.iter()) {
-        if !classes.contains(&c) {
-            classes.push(c);
-        }
     }
-    let mut sets = Vec::new();
-    for (k, (_, r, p)) in rp.iter().enumerate() {
-        for (class, c) in p.total.iter() {
-            let (d, l) = (class.index(), &c.lat_ns);
-            let dir = if class == OpClass::Sync { "fsync" } else { class.as_str() };
-            let v = |ns: u64| ns as f64 / 1e6;
-            let nth_class = classes.iter().position(|c| *c == class).unwrap_or(0);
-            let (color, dash) = match (multi, classes.len()) {
-                (false, _) => (d, Dash::Solid),
-                (true, 1) => charts::run_style(k),
-                (true, _) => (charts::run_style(k).0, Dash::nth(nth_class)),
-            };
-            sets.push(LatSet {
-                label: if multi { format!("{dir} {}", label(r)) } else { dir.to_string() },
-                ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
-                color,
-                dash,
-            });
-        }
-    }
-    figure(
-        h,
-        &format!("latency-{slug}"),
-        (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
-        &format!(
-            "Completion latency of phase {ph} over the whole phase, per operation class{}.",
-            match (multi, classes.len()) {
-                (false, _) => "",
-                (true, 1) => " and run",
-                (true, _) => " and run (colour per run, line style per class)",
-            }
-        ),
-        &format!("Phase {ph}: no operations completed, so no latency chart."),
-    );
 
-    // CPU: with several runs, colour per run and line style per state; one run's states take
-    // the colours.
-    let sys: Vec<(usize, &StoredRun, &iolab_sysstat::SystemResult)> = rp
-        .iter()
-        .enumerate()
-        .filter_map(|(k, (_, r, p))| p.system.as_ref().filter(|s| !s.samples.is_empty()).map(|s| (k, *r, s)))
-        .collect();
-    let mut cpu = Vec::new();
-    for (k, r, s) in &sys {
-        let states: [(&str, CpuField); 3] =
-            [("user", |c| c.user_pct), ("system", |c| c.system_pct), ("iowait", |c| c.iowait_pct)];
-        for (i, (st, f)) in states.into_iter().enumerate() {
-            let (color, dash) = if multi { (charts::run_style(*k).0, Dash::nth(i)) } else { (i, Dash::Solid) };
-            cpu.push(Series {
-                label: if multi { format!("{st} {}", label(r)) } else { st.to_string() },
-                points: s.samples.iter().map(|x| (x.t_s, f(&x.cpu.all))).collect(),
-                color,
-                dash,
-            });
-        }
-    }
-    let cpu_top = cpu.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0f64, f64::max);
-    let cpu_top = (cpu_top * 1.15).clamp(5.0, 100.0);
-    figure(
-        h,
-        &format!("cpu-{slug}"),
-        (!cpu.is_empty())
-            .then(|| charts::line_chart(&format!("{name}: CPU"), "time (s)", "% of all CPUs", &cpu, Some(cpu_top))),
-        &format!(
-            "Whole-machine CPU time in user, system and iowait during phase {ph}, as sampled beside it{}.",
-            if multi { " (colour per run: user solid, system dashed, iowait dotted)" } else { "" }
-        ),
-        &format!("Phase {ph}: the system was not sampled (no samples), so no CPU chart."),
-    );
-
-    // Disks: the target's devices, or all present.
-    let mut util = Vec::new();
-    let mut wait = Vec::new();
-    let mut n = 0;
-    for (k, r, s) in &sys {
-        let mut devices: Vec<String> = match &s.target {
-            Some(t) if !t.devices.is_empty() => t.devices.clone(),
-            _ => Vec::new(),
+    /// Throughput and IOPS, one line per run.
+    fn rates(&self, h: &mut String) {
+        let (name, ph, slug) = (self.name, &self.ph, self.slug);
+        let tput = self.per_sec(&|t| (t.read_bytes + t.write_bytes) as f64 / 1e6);
+        let log = charts::wants_log(&tput);
+        let log_note = if log {
+            format!(
+                " The runs differ by {:.0}&times;, so the axis is logarithmic (a second with no I/O sits on its floor).",
+                charts::spread(&tput)
+            )
+        } else {
+            String::new()
         };
-        let present: BTreeSet<&String> = s.samples.iter().flat_map(|x| x.disks.keys()).collect();
-        devices.retain(|d| present.contains(d));
-        if devices.is_empty() {
-            devices = present.into_iter().cloned().collect();
-        }
-        for d in &devices {
-            let who = if multi { format!("{d} {}", label(r)) } else { d.clone() };
-            let pts = |f: fn(&iolab_sysstat::DiskRates) -> f64| -> Vec<(f64, f64)> {
-                s.samples.iter().filter_map(|x| x.disks.get(d).map(|v| (x.t_s, f(v)))).collect()
-            };
-            util.push(Series { label: who.clone(), points: pts(|v| v.util_pct), color: n, dash: Dash::nth(*k) });
-            wait.push(Series { label: format!("r {who}"), points: pts(|v| v.r_await_ms), color: n, dash: Dash::Solid });
-            wait.push(Series {
-                label: format!("w {who}"),
-                points: pts(|v| v.w_await_ms),
-                color: n,
-                dash: Dash::Dashed,
-            });
-            n += 1;
-        }
+        figure(
+            h,
+            &format!("throughput-{slug}"),
+            (!tput.is_empty()).then(|| {
+                let title = format!("{name}: throughput");
+                if log {
+                    charts::line_chart_log(&title, "time (s)", "MB/s (log scale)", &tput)
+                } else {
+                    charts::line_chart(&title, "time (s)", "MB/s", &tput, None)
+                }
+            }),
+            &format!(
+                "Read + write MB/s (10<sup>6</sup> B/s) in each second of phase {ph}{}; a last, partial second is scaled to its length.{log_note}",
+                if self.multi { ", per run" } else { "" }
+            ),
+            &format!("Phase {ph}: no per-second timeline, so no throughput chart."),
+        );
+        let iops = self.per_sec(&|t| (t.read_ops + t.write_ops) as f64);
+        let log = charts::wants_log(&iops);
+        figure(
+            h,
+            &format!("iops-{slug}"),
+            (!iops.is_empty()).then(|| {
+                let title = format!("{name}: IOPS");
+                if log {
+                    charts::line_chart_log(&title, "time (s)", "IOPS (log scale)", &iops)
+                } else {
+                    charts::line_chart(&title, "time (s)", "IOPS", &iops, None)
+                }
+            }),
+            &format!(
+                "Reads + writes completed in each second of phase {ph}.{}",
+                if log { " The runs differ by more than 10&times;, so the axis is logarithmic." } else { "" }
+            ),
+            &format!("Phase {ph}: no per-second timeline, so no IOPS chart."),
+        );
     }
-    figure(
-        h,
-        &format!("disk-util-{slug}"),
-        (!util.is_empty()).then(|| {
-            charts::line_chart(&format!("{name}: disk utilisation"), "time (s)", "% busy", &util, Some(100.0))
-        }),
-        &format!("Share of each interval the device was busy (iostat's %util) during phase {ph}."),
-        &format!(
-            "Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk utilisation chart."
-        ),
-    );
-    figure(
-        h,
-        &format!("disk-await-{slug}"),
-        (!wait.is_empty()).then(|| charts::line_chart(&format!("{name}: disk await"), "time (s)", "ms", &wait, None)),
-        &format!("Mean time a read (solid) or write (dashed) request spent at the device, queue included (iostat's r_await and w_await), during phase {ph}."),
-        &format!("Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk await chart."),
-    );
+
+    /// Latency percentiles: one set per run and operation class. With several runs each run
+    /// keeps its colour and the class takes the dash; one run's classes take the colours.
+    fn latency(&self, h: &mut String) {
+        let (name, ph, slug, multi) = (self.name, &self.ph, self.slug, self.multi);
+        let mut classes: Vec<OpClass> = Vec::new();
+        for (c, _) in self.rp.iter().flat_map(|(_, _, p)| p.total.iter()) {
+            if !classes.contains(&c) {
+                classes.push(c);
+            }
+        }
+        let mut sets = Vec::new();
+        for (k, (_, r, p)) in self.rp.iter().enumerate() {
+            for (class, c) in p.total.iter() {
+                let (d, l) = (class.index(), &c.lat_ns);
+                let dir = if class == OpClass::Sync { "fsync" } else { class.as_str() };
+                let v = |ns: u64| ns as f64 / 1e6;
+                let nth_class = classes.iter().position(|c| *c == class).unwrap_or(0);
+                let (color, dash) = match (multi, classes.len()) {
+                    (false, _) => (d, Dash::Solid),
+                    (true, 1) => charts::run_style(k),
+                    (true, _) => (charts::run_style(k).0, Dash::nth(nth_class)),
+                };
+                sets.push(LatSet {
+                    label: if multi { format!("{dir} {}", self.label(r)) } else { dir.to_string() },
+                    ms: [v(l.p50), v(l.p90), v(l.p99), v(l.p999), v(l.max)],
+                    color,
+                    dash,
+                });
+            }
+        }
+        figure(
+            h,
+            &format!("latency-{slug}"),
+            (!sets.is_empty()).then(|| charts::latency_chart(&format!("{name}: latency percentiles"), &sets)),
+            &format!(
+                "Completion latency of phase {ph} over the whole phase, per operation class{}.",
+                match (multi, classes.len()) {
+                    (false, _) => "",
+                    (true, 1) => " and run",
+                    (true, _) => " and run (colour per run, line style per class)",
+                }
+            ),
+            &format!("Phase {ph}: no operations completed, so no latency chart."),
+        );
+    }
+
+    /// The runs whose phase has system samples.
+    fn sampled(&self) -> Sampled<'_> {
+        self.rp
+            .iter()
+            .enumerate()
+            .filter_map(|(k, (_, r, p))| p.system.as_ref().filter(|s| !s.samples.is_empty()).map(|s| (k, *r, s)))
+            .collect()
+    }
+
+    /// CPU: with several runs, colour per run and line style per state; one run's states take
+    /// the colours. User and system as the terminal's `us` and `sy` count them.
+    fn cpu(&self, h: &mut String, sys: &Sampled) {
+        let (name, ph, slug, multi) = (self.name, &self.ph, self.slug, self.multi);
+        let mut cpu = Vec::new();
+        for (k, r, s) in sys {
+            let states: [(&str, CpuField); 3] =
+                [("user", |c| c.us()), ("system", |c| c.sy()), ("iowait", |c| c.iowait_pct)];
+            for (i, (st, f)) in states.into_iter().enumerate() {
+                let (color, dash) = if multi { (charts::run_style(*k).0, Dash::nth(i)) } else { (i, Dash::Solid) };
+                cpu.push(Series {
+                    label: if multi { format!("{st} {}", self.label(r)) } else { st.to_string() },
+                    points: s.samples.iter().map(|x| (x.t_s, f(&x.cpu.all))).collect(),
+                    color,
+                    dash,
+                });
+            }
+        }
+        let cpu_top = cpu.iter().flat_map(|s| &s.points).map(|p| p.1).fold(0.0f64, f64::max);
+        let cpu_top = (cpu_top * 1.15).clamp(5.0, 100.0);
+        figure(
+            h,
+            &format!("cpu-{slug}"),
+            (!cpu.is_empty()).then(|| {
+                charts::line_chart(&format!("{name}: CPU"), "time (s)", "% of all CPUs", &cpu, Some(cpu_top))
+            }),
+            &format!(
+                "Whole-machine CPU time in user (nice included), system (interrupts included) and iowait during phase {ph}, as sampled beside it{}.",
+                if multi { " (colour per run: user solid, system dashed, iowait dotted)" } else { "" }
+            ),
+            &format!("Phase {ph}: the system was not sampled (no samples), so no CPU chart."),
+        );
+    }
+
+    /// Disks: the target's devices, or all present; utilisation and await.
+    fn disks(&self, h: &mut String, sys: &Sampled) {
+        let (name, ph, slug, multi) = (self.name, &self.ph, self.slug, self.multi);
+        let mut util = Vec::new();
+        let mut wait = Vec::new();
+        let mut n = 0;
+        for (k, r, s) in sys {
+            let mut devices: Vec<String> = match &s.target {
+                Some(t) if !t.devices.is_empty() => t.devices.clone(),
+                _ => Vec::new(),
+            };
+            let present: BTreeSet<&String> = s.samples.iter().flat_map(|x| x.disks.keys()).collect();
+            devices.retain(|d| present.contains(d));
+            if devices.is_empty() {
+                devices = present.into_iter().cloned().collect();
+            }
+            for d in &devices {
+                let who = if multi { format!("{d} {}", self.label(r)) } else { d.clone() };
+                let pts = |f: fn(&iolab_sysstat::DiskRates) -> f64| -> Vec<(f64, f64)> {
+                    s.samples.iter().filter_map(|x| x.disks.get(d).map(|v| (x.t_s, f(v)))).collect()
+                };
+                util.push(Series { label: who.clone(), points: pts(|v| v.util_pct), color: n, dash: Dash::nth(*k) });
+                wait.push(Series {
+                    label: format!("r {who}"),
+                    points: pts(|v| v.r_await_ms),
+                    color: n,
+                    dash: Dash::Solid,
+                });
+                wait.push(Series {
+                    label: format!("w {who}"),
+                    points: pts(|v| v.w_await_ms),
+                    color: n,
+                    dash: Dash::Dashed,
+                });
+                n += 1;
+            }
+        }
+        figure(
+            h,
+            &format!("disk-util-{slug}"),
+            (!util.is_empty()).then(|| {
+                charts::line_chart(&format!("{name}: disk utilisation"), "time (s)", "% busy", &util, Some(100.0))
+            }),
+            &format!("Share of each interval the device was busy (iostat's %util) during phase {ph}."),
+            &format!(
+                "Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk utilisation chart."
+            ),
+        );
+        figure(
+            h,
+            &format!("disk-await-{slug}"),
+            (!wait.is_empty())
+                .then(|| charts::line_chart(&format!("{name}: disk await"), "time (s)", "ms", &wait, None)),
+            &format!("Mean time a read (solid) or write (dashed) request spent at the device, queue included (iostat's r_await and w_await), during phase {ph}."),
+            &format!("Phase {ph}: no disk samples (not sampled, or no block device did I/O), so no disk await chart."),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -883,20 +894,10 @@ mod tests {
     fn the_last_partial_second_is_scaled_or_left_out() {
         let pt = |t_s: f64, read_ops: u64| TimelinePoint { t_s, read_ops, ..Default::default() };
         let mut p = PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "p".into(),
             elapsed_s: 2.5,
-            interrupted: false,
             total: Default::default(),
-            jobs: vec![],
             timeline: vec![pt(1.0, 100), pt(2.0, 120), pt(3.0, 50)],
-            cpu: Default::default(),
-            system: None,
+            ..PhaseResult::new("p")
         };
         let ops = |t: &TimelinePoint| t.read_ops as f64;
         assert_eq!(per_second(&p, &ops), vec![(1.0, 100.0), (2.0, 120.0), (2.5, 100.0)]);

@@ -4,7 +4,7 @@
 //! scenario its four checks as bars with the verdict beside them.
 
 use crate::charts::{self, Bar, Dash, Series};
-use crate::html::{escape, figure};
+use crate::markup::{escape, figure};
 use crate::nodes::{cells, data_bw, headline, rows, HEADER};
 use iolab_model::{PhaseResult, Verdict};
 use iolab_store::StoredRun;
@@ -21,7 +21,7 @@ pub fn section(h: &mut String, runs: &[StoredRun]) {
     }
     h.push_str("<section id=\"nodes\">\n<h2>Nodes</h2>\n");
     for r in runs.iter().filter(|r| r.result.phases.iter().any(|p| !p.nodes.is_empty())) {
-        let _ = writeln!(h, "<h3>Run #{} {} {}</h3>", r.id, escape(&r.kind), escape(&r.name));
+        let _ = writeln!(h, "<h3>Run #{} {} {}</h3>", r.id, escape(r.kind.as_str()), escape(&r.name));
         if !r.result.nodes.is_empty() {
             let list: Vec<String> = r
                 .result

@@ -1,9 +1,13 @@
-//! iolab-report: what people read about stored runs. Comparisons with verdicts ([`compare`]),
-//! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]).
-//! Everything here reads `StoredRun`s; nothing reaches back into the engine.
+//! iolab-report: what people read about runs. Every output format, named once ([`format`]),
+//! each written by an exporter ([`export`]): the terminal summary, the JSON, CSV for
+//! spreadsheets ([`csv`]), fio's JSON ([`fio_json`]), bonnie++'s CSV ([`bonnie_csv`]); a
+//! survey's profile ([`survey`]); comparisons with verdicts ([`compare`]) and the
+//! self-contained HTML report with charts ([`html`]). Everything here reads results (fresh or
+//! `StoredRun`s); nothing reaches back into the engine.
 
 #![forbid(unsafe_code)]
 
+pub mod bonnie_csv;
 mod charts;
 pub mod compare;
 pub mod csv;
@@ -11,8 +15,10 @@ pub mod export;
 pub mod fio_json;
 pub mod fio_log;
 pub mod fmt;
+pub mod format;
 pub mod html;
 mod html_nodes;
+mod markup;
 pub mod nodes;
 pub mod summary;
 pub mod survey;

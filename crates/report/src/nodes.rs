@@ -63,7 +63,7 @@ pub fn rows(p: &PhaseResult) -> Vec<NodeRow> {
                 start_skew_ns: n.start_skew_ns,
                 cpu: n.system.as_ref().map(|s| {
                     let c = &s.mean.cpu.all;
-                    (c.user_pct, c.system_pct, c.iowait_pct)
+                    (c.us(), c.sy(), c.iowait_pct)
                 }),
                 net: n.system.as_ref().and_then(busiest_iface),
                 interrupted: n.interrupted,

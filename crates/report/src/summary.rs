@@ -225,22 +225,7 @@ mod tests {
         let mut s = SystemResult::default();
         s.mean.disks.insert("vda".into(), DiskRates { wkb_s: disk_mbs * 1e6 / 1024.0, ..Default::default() });
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
-        PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "p".into(),
-            elapsed_s: 1.0,
-            interrupted: false,
-            total: Totals::from_acc(&a, 1.0),
-            jobs: Vec::new(),
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: Some(s),
-        }
+        PhaseResult { elapsed_s: 1.0, total: Totals::from_acc(&a, 1.0), system: Some(s), ..PhaseResult::new("p") }
     }
 
     fn job(f: impl FnOnce(&mut JobPatch)) -> Vec<iolab_spec::Job> {

@@ -257,6 +257,35 @@ pub fn locking_verdict(l: &RunResult) -> Vec<String> {
     }
 }
 
+/// The profile `iolab survey` prints: the table of steps, what stands out, why it stopped
+/// early if it did, and the locking check beside it (`--node`).
+pub fn profile(survey: &RunResult, locking: Option<&RunResult>) -> String {
+    use std::fmt::Write;
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header(["step", "result", "system"]);
+    for row in rows(&survey.phases) {
+        t.add_row(row);
+    }
+    let mut out = format!("{t}\n");
+    for line in findings(&survey.phases, &survey.plan.phases) {
+        let _ = writeln!(out, "- {line}");
+    }
+    if let Some(e) = &survey.error {
+        let _ = writeln!(out, "stopped early: {e}");
+    }
+    if let Some(l) = locking {
+        out.push_str("the locking check:\n");
+        for [step, all, per] in locking_rows(l) {
+            let _ = writeln!(out, "  {step:<10} {all} ({per})");
+        }
+        for (i, line) in locking_verdict(l).iter().enumerate() {
+            let _ = writeln!(out, "  {}{line}", if i == 0 { "" } else { "- " });
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,22 +302,7 @@ mod tests {
         s.mean.cpu.all.iowait_pct = iowait;
         s.mean.disks.insert("vda".into(), disk);
         s.target = Some(TargetInfo { devices: vec!["vda".into()], ..Default::default() });
-        PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: key.into(),
-            elapsed_s: 1.0,
-            interrupted: false,
-            total: Totals::from_acc(&a, 1.0),
-            jobs: Vec::new(),
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: Some(s),
-        }
+        PhaseResult { elapsed_s: 1.0, total: Totals::from_acc(&a, 1.0), system: Some(s), ..PhaseResult::new(key) }
     }
 
     fn busy(r_s: f64, r_await: f64, w_s: f64, w_await: f64) -> DiskRates {

@@ -75,12 +75,7 @@ fn device(out: &mut String, name: &str, d: &DiskRates) {
 /// when many requests were merged, and reads' and writes' await apart when they differ.
 pub fn line(s: &SystemResult) -> String {
     let c = &s.mean.cpu.all;
-    let mut out = format!(
-        "cpu us {:.0}% sy {:.0}% wa {:.0}%",
-        c.user_pct + c.nice_pct,
-        c.system_pct + c.irq_pct + c.softirq_pct,
-        c.iowait_pct
-    );
+    let mut out = format!("cpu us {:.0}% sy {:.0}% wa {:.0}%", c.us(), c.sy(), c.iowait_pct);
     for (name, d) in devices(s) {
         device(&mut out, name, d);
     }

@@ -129,22 +129,7 @@ mod tests {
         let mut a = Acc::default();
         a.record(OpClass::Write, jobs.iter().map(|j| j.total.write().bytes).sum(), 1000);
         let elapsed = jobs.iter().map(|j| j.elapsed_s).fold(0.0, f64::max);
-        PhaseResult {
-            verify: None,
-            workload: Default::default(),
-            notes: Vec::new(),
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: "p".into(),
-            elapsed_s: elapsed,
-            interrupted: false,
-            total: Totals::from_acc(&a, elapsed),
-            jobs,
-            timeline: Vec::new(),
-            cpu: Default::default(),
-            system: None,
-        }
+        PhaseResult { elapsed_s: elapsed, total: Totals::from_acc(&a, elapsed), jobs, ..PhaseResult::new("p") }
     }
 
     #[test]

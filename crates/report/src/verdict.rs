@@ -62,8 +62,7 @@ impl NodeFig {
 
     fn fill_system(&mut self, s: &SystemResult, link_given: Option<f64>) {
         self.iowait = Some(s.mean.cpu.all.iowait_pct);
-        self.sys = Some(s.mean.cpu.all.system_pct);
-        self.user = Some(s.mean.cpu.all.user_pct);
+        (self.user, self.sys) = (Some(s.mean.cpu.all.us()), Some(s.mean.cpu.all.sy()));
         let target = s.target.as_ref();
         // The interfaces that carry the target's I/O; without any named, every one sampled
         // except loopback.

@@ -3,7 +3,7 @@
 //! `journal` operation class, shown with the others.
 
 use crate::fmt::{count, fmt_binary};
-use crate::html::escape;
+use crate::markup::escape;
 use iolab_model::{ErrorClass, VerifyResult};
 use std::fmt::Write;
 

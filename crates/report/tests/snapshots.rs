@@ -2,7 +2,7 @@
 //! shape (native ext4 against DRBD, three runs of each), so any change to either format shows up
 //! in review as a diff of `tests/snapshots/`.
 
-use iolab_model::{ClassTotals, LatNs, OpClass, PhaseResult, RunResult, Status, Totals, SCHEMA_VERSION};
+use iolab_model::{ClassTotals, LatNs, OpClass, PhaseResult, RunResult, Status, Totals};
 use iolab_report::compare::{compare, render_table, CompareOptions, Metric, Verdict};
 use iolab_spec::Plan;
 use iolab_store::StoredRun;
@@ -42,25 +42,10 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     };
     let mut read = Totals::default();
     *read.get_mut(OpClass::Read) = dir(r_ops, r_ops * 65536, secs, 150, 700);
-    let phase = |name: &str, t: Totals| PhaseResult {
-        verify: None,
-        workload: Default::default(),
-        notes: Vec::new(),
-        nodes: Vec::new(),
-        first_done_s: None,
-        last_done_s: None,
-        name: name.into(),
-        elapsed_s: secs,
-        interrupted: false,
-        total: t,
-        jobs: Vec::new(),
-        timeline: Vec::new(),
-        cpu: Default::default(),
-        system: None,
-    };
+    let phase = |name: &str, t: Totals| PhaseResult { elapsed_s: secs, total: t, ..PhaseResult::new(name) };
     StoredRun {
         id,
-        kind: "run".into(),
+        kind: iolab_model::RunKind::Run,
         name: "mail.toml".into(),
         labels: [("config".to_string(), config.to_string()), ("note".to_string(), "a, \"quoted\" one".to_string())]
             .into(),
@@ -68,16 +53,10 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
         pid: 1,
         ended_unix_s: Some(1_795_305_660.0 + id as f64),
         result: RunResult {
-            nodes: Vec::new(),
-            verdict: None,
-            schema_version: SCHEMA_VERSION,
             iolab_version: "0.1.0".into(),
-            node: "node1".into(),
-            started_unix_s: 1_795_305_600.0 + id as f64,
             status: Status::Complete,
-            error: None,
-            plan: Plan { phases: Vec::new() },
             phases: vec![phase("deliver", deliver), phase("read", read)],
+            ..RunResult::new(Plan { phases: Vec::new() }, "node1", 1_795_305_600.0 + id as f64)
         },
     }
 }

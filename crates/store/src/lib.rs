@@ -11,7 +11,8 @@ pub mod schema;
 mod select;
 
 use iolab_model::{
-    NodeInfo, OpClass, PhaseResult, RunResult, Status, ThreadResult, TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
+    NodeInfo, OpClass, PhaseResult, RunKind, RunResult, Status, ThreadResult, TimelinePoint, Totals, UnknownWord,
+    Verdict,
 };
 use iolab_spec::Plan;
 use iolab_sysstat::{HostFacts, Rates};
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use multi::AGGREGATE;
-pub use select::parse_selector;
+pub use select::{parse_selector, BadSelector};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -30,16 +31,32 @@ pub enum StoreError {
     Missing(PathBuf),
     #[error("{path} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab")]
     Newer { path: PathBuf, found: u32, known: u32 },
-    #[error("{path} is not a readable iolab database ({msg}); it was left as it is")]
-    Corrupt { path: PathBuf, msg: String },
+    #[error("{path} is not a readable iolab database ({source}); it was left as it is")]
+    Corrupt { path: PathBuf, source: NotIolab },
+    #[error("cannot make {dir} for the results database: {source}")]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    /// No run matches (the message names the selector and the database).
     #[error("{0}")]
     NotFound(String),
-    #[error("{0}")]
-    BadSelector(String),
+    #[error(transparent)]
+    BadSelector(#[from] BadSelector),
     #[error("results database {path}: {what}: {source}")]
     Sql { path: PathBuf, what: &'static str, source: rusqlite::Error },
-    #[error("results database: stored data of run {run} is damaged: {msg}")]
-    Damaged { run: i64, msg: String },
+    #[error("results database: stored data of run {run} is damaged: {what}: {source}")]
+    Damaged { run: i64, what: String, source: serde_json::Error },
+    #[error("results database: run {run}: {source} (a newer iolab stored it: read it with that one)")]
+    UnknownKind { run: i64, source: UnknownWord },
+}
+
+/// Why a file is not a database this iolab can read.
+#[derive(Debug, thiserror::Error)]
+pub enum NotIolab {
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("schema version {0} but no runs table; not an iolab database")]
+    NoRunsTable(u32),
+    #[error("an SQLite database of something else")]
+    Foreign,
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -48,8 +65,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredRun {
     pub id: i64,
-    /// `run` or `survey` (later: `scenario`, `replay`, `verify`).
-    pub kind: String,
+    /// The command that made it (stored and printed as its word: `run`, `survey`, ...).
+    pub kind: RunKind,
     /// What the user ran: a job file's name, its job in words when run from flags
     /// (`randwrite 4k direct io_uring QD32`), or the surveyed directory.
     pub name: String,
@@ -66,7 +83,7 @@ pub struct StoredRun {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunSummary {
     pub id: i64,
-    pub kind: String,
+    pub kind: RunKind,
     pub name: String,
     pub status: Status,
     pub started_unix_s: f64,
@@ -104,14 +121,16 @@ fn status_of(s: &str) -> Status {
     s.parse().unwrap_or(Status::Running)
 }
 
+/// A stored kind word: every word an iolab has stored reads back; another is refused by name.
+fn kind_of(run: i64, s: &str) -> Result<RunKind> {
+    s.parse().map_err(|source| StoreError::UnknownKind { run, source })
+}
+
 impl Store {
     /// Open (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Corrupt {
-                path: path.into(),
-                msg: format!("cannot create {}: {e}", dir.display()),
-            })?;
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { dir: dir.into(), source })?;
         }
         Self::connect(path)
     }
@@ -131,7 +150,7 @@ impl Store {
         // Read before writing anything: a corrupt or newer file must be left untouched. The
         // version and the tables are read in one transaction, so a database another process is
         // creating right now is seen either empty or complete, never half made.
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: path.into(), msg: e.to_string() };
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: path.into(), source: e.into() };
         let (version, tables, has_runs) = {
             let tx = conn.unchecked_transaction().map_err(corrupt)?;
             let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(corrupt)?;
@@ -145,13 +164,10 @@ impl Store {
             return Err(StoreError::Newer { path: path.into(), found: version, known: schema::VERSION });
         }
         if version > 0 && !has_runs {
-            return Err(StoreError::Corrupt {
-                path: path.into(),
-                msg: format!("schema version {version} but no runs table; not an iolab database"),
-            });
+            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::NoRunsTable(version) });
         }
         if version == 0 && tables > 0 {
-            return Err(StoreError::Corrupt { path: path.into(), msg: "an SQLite database of something else".into() });
+            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::Foreign });
         }
         // Another process creating the same database may hold the lock that switching to WAL
         // needs; SQLite does not always wait for it, so wait here.
@@ -214,7 +230,7 @@ impl Store {
     /// Record a run as it starts (status `running`); returns its id.
     pub fn begin_run(
         &self,
-        kind: &str,
+        kind: RunKind,
         name: &str,
         labels: &BTreeMap<String, String>,
         host: &HostFacts,
@@ -225,7 +241,7 @@ impl Store {
         tx.execute(
             "INSERT INTO runs (kind, name, status, started_unix_s, node, pid, iolab_version, plan_json, host_json) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
-                kind,
+                kind.as_str(),
                 name,
                 started_unix_s,
                 host.hostname,
@@ -355,7 +371,7 @@ impl Store {
 
     /// Run ids a selector names: `42`, `last`, `last~2`, or `key=value[,key=value]`.
     pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {
-        let ids = match parse_selector(selector).map_err(StoreError::BadSelector)? {
+        let ids = match parse_selector(selector)? {
             select::Selector::Id(id) => {
                 let found: Option<i64> = self
                     .conn
@@ -436,10 +452,13 @@ impl Store {
             .collect();
         let mut out = Vec::new();
         for (id, kind, name, status, started, node, pid, phases) in rows {
+            let kind = kind_of(id, &kind)?;
             let labels = self.labels(id)?;
             let status = live_status(status_of(&status), &node, pid).0;
             let keep = f.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
-                && f.name_contains.as_ref().is_none_or(|n| name.contains(n.as_str()) || kind.contains(n.as_str()))
+                && f.name_contains
+                    .as_ref()
+                    .is_none_or(|n| name.contains(n.as_str()) || kind.as_str().contains(n.as_str()))
                 && f.since_unix_s.is_none_or(|s| started >= s)
                 && f.status.is_none_or(|s| s == status);
             if keep {
@@ -453,7 +472,7 @@ impl Store {
     /// died (SIGKILL, power loss) shows as interrupted with the phases it saved and the
     /// timeline of the phase it was in.
     pub fn load(&self, id: i64) -> Result<StoredRun> {
-        let damaged = |msg: String| StoreError::Damaged { run: id, msg };
+        let damaged = |what: &'static str| move |source| StoreError::Damaged { run: id, what: what.into(), source };
         type Row = (String, String, String, Option<String>, f64, Option<f64>, String, u32, String, String, String);
         let row: Option<(Row, Option<String>, Option<String>)> = self
             .conn
@@ -475,15 +494,16 @@ impl Store {
                 self.path.display()
             )));
         };
-        let plan: Plan = serde_json::from_str(&plan_json).map_err(|e| damaged(format!("plan: {e}")))?;
-        let host: HostFacts = serde_json::from_str(&host_json).map_err(|e| damaged(format!("host facts: {e}")))?;
+        let kind = kind_of(id, &kind)?;
+        let plan: Plan = serde_json::from_str(&plan_json).map_err(damaged("plan"))?;
+        let host: HostFacts = serde_json::from_str(&host_json).map_err(damaged("host facts"))?;
         let (status, why) = live_status(status_of(&status), &node, pid);
         let infos: Vec<NodeInfo> = match nodes_json {
-            Some(j) => serde_json::from_str(&j).map_err(|e| damaged(format!("nodes: {e}")))?,
+            Some(j) => serde_json::from_str(&j).map_err(damaged("nodes"))?,
             None => Vec::new(),
         };
         let verdict: Option<Verdict> = match verdict_json {
-            Some(j) => Some(serde_json::from_str(&j).map_err(|e| damaged(format!("verdict: {e}")))?),
+            Some(j) => Some(serde_json::from_str(&j).map_err(damaged("verdict"))?),
             None => None,
         };
         let phases = if !infos.is_empty() || self.has_aggregate(id)? {
@@ -509,14 +529,11 @@ impl Store {
             result: RunResult {
                 nodes: infos,
                 verdict,
-                schema_version: SCHEMA_VERSION,
                 iolab_version: version,
-                node,
-                started_unix_s: started,
                 status,
                 error: error.or(why),
-                plan,
                 phases,
+                ..RunResult::new(plan, node, started)
             },
             host,
         })
@@ -544,7 +561,6 @@ impl Store {
     /// [`Store::phases_of`] with each phase's index and whether it had a phase row (or was
     /// rebuilt from its seconds alone).
     fn indexed_phases(&self, id: i64, node: &str, plan: &Plan) -> Result<Vec<multi::Indexed>> {
-        let damaged = |msg: String| StoreError::Damaged { run: id, msg };
         let mut st = self
             .conn
             .prepare("SELECT idx, result_json FROM phases WHERE run_id = ?1 AND node = ?2 ORDER BY idx")
@@ -557,7 +573,11 @@ impl Store {
         let mut phases = Vec::new();
         let mut idxs = Vec::new();
         for (idx, json) in rows {
-            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|e| damaged(format!("phase {idx}: {e}")))?;
+            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|source| StoreError::Damaged {
+                run: id,
+                what: format!("phase {idx}"),
+                source,
+            })?;
             p.timeline = self.timeline(id, node, idx)?;
             if let Some(s) = &mut p.system {
                 s.samples = self.samples(id, node, idx)?;
@@ -802,19 +822,12 @@ fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseRe
         t.bw_bytes = per_s(t.bytes);
     }
     PhaseResult {
-        verify: None,
-        workload: Default::default(),
-        notes: Vec::new(),
-        nodes: Vec::new(),
-        first_done_s: None,
-        last_done_s: None,
-        name: plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),
         elapsed_s: elapsed,
         interrupted: true,
         total,
-        jobs: Vec::new(),
         timeline,
-        cpu: Default::default(),
-        system: None,
+        ..PhaseResult::new(
+            plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),
+        )
     }
 }

@@ -9,9 +9,14 @@ pub enum Selector {
     Labels(Vec<(String, String)>),
 }
 
-pub fn parse_selector(s: &str) -> Result<Selector, String> {
+/// Text that is no run selector; it keeps the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a run selector; use an id (42), last, last~N, or a label such as config=ext4")]
+pub struct BadSelector(pub String);
+
+pub fn parse_selector(s: &str) -> Result<Selector, BadSelector> {
     let s = s.trim();
-    let bad = || format!("`{s}` is not a run selector; use an id (42), last, last~N, or a label such as config=ext4");
+    let bad = || BadSelector(s.to_string());
     if let Ok(id) = s.parse::<i64>() {
         return if id > 0 { Ok(Selector::Id(id)) } else { Err(bad()) };
     }

@@ -31,7 +31,7 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 fn save(store: &Store, r: &RunResult, l: &[(&str, &str)]) -> i64 {
     let host = iolab_sysstat::host_facts(None);
-    let id = store.begin_run("run", "test", &labels(l), &host, &r.plan, r.started_unix_s).unwrap();
+    let id = store.begin_run(iolab_model::RunKind::Run, "test", &labels(l), &host, &r.plan, r.started_unix_s).unwrap();
     for (i, p) in r.phases.iter().enumerate() {
         for t in &p.timeline {
             store.add_tick(id, i, &host.hostname, t).unwrap();
@@ -158,6 +158,35 @@ fn selectors_and_listing() {
     assert!(store.load(b).is_err());
 }
 
+/// Every kind word an iolab has stored reads back as its kind; a word this iolab does not know
+/// (a newer iolab's) is refused naming the run and the word, in `list` and `load` alike.
+#[test]
+fn run_kinds_read_back_from_their_words_and_an_unknown_word_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let store = Store::open(&path).unwrap();
+    let host = iolab_sysstat::host_facts(None);
+    let plan = Plan { phases: Vec::new() };
+    let mut ids = Vec::new();
+    for k in iolab_model::RunKind::ALL {
+        ids.push((k, store.begin_run(k, "k", &BTreeMap::new(), &host, &plan, 1.0).unwrap()));
+    }
+    let c = Connection::open(&path).unwrap();
+    for (k, id) in &ids {
+        let word: String = c.query_row("SELECT kind FROM runs WHERE id = ?1", [id], |r| r.get(0)).unwrap();
+        assert_eq!(word, k.as_str(), "stored as today's word");
+        assert_eq!(store.load(*id).unwrap().kind, *k);
+    }
+    let listed: Vec<_> = store.list(&ListFilter::default()).unwrap().into_iter().map(|r| r.kind).collect();
+    assert_eq!(listed, iolab_model::RunKind::ALL);
+    let (_, last) = ids[ids.len() - 1];
+    c.execute("UPDATE runs SET kind = 'steady' WHERE id = ?1", [last]).unwrap();
+    for e in [store.load(last).unwrap_err(), store.list(&ListFilter::default()).unwrap_err()] {
+        assert!(matches!(e, StoreError::UnknownKind { run, .. } if run == last), "{e}");
+        assert!(e.to_string().contains("`steady`") && e.to_string().contains("newer iolab"), "{e}");
+    }
+}
+
 #[test]
 fn two_writers_at_once_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -174,7 +203,14 @@ fn two_writers_at_once_lose_nothing() {
                     let mut ids = Vec::new();
                     for k in 0..10 {
                         let id = store
-                            .begin_run("run", &format!("w{w}-{k}"), &BTreeMap::new(), &host, &r.plan, 0.0)
+                            .begin_run(
+                                iolab_model::RunKind::Run,
+                                &format!("w{w}-{k}"),
+                                &BTreeMap::new(),
+                                &host,
+                                &r.plan,
+                                0.0,
+                            )
                             .unwrap();
                         for t in 0..20 {
                             let mut p = r.phases[0].timeline[0].clone();
@@ -315,7 +351,7 @@ fn rows_are_keyed_by_node() {
     let r = real_run(dir.path());
     let store = Store::open(&dir.path().join("results.db")).unwrap();
     let host = iolab_sysstat::host_facts(None);
-    let id = store.begin_run("run", "two", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let id = store.begin_run(iolab_model::RunKind::Run, "two", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
     let p = &r.phases[0];
     for t in &p.timeline {
         store.add_tick(id, 0, &host.hostname, t).unwrap();
@@ -353,7 +389,8 @@ fn a_second_changed_after_its_tick_is_saved_with_the_phase() {
     let r = real_run(dir.path());
     let store = Store::open(&dir.path().join("results.db")).unwrap();
     let host = iolab_sysstat::host_facts(None);
-    let id = store.begin_run("run", "late", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let id =
+        store.begin_run(iolab_model::RunKind::Run, "late", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
     let p = &r.phases[0];
     assert!(p.timeline.len() >= 2, "a 1.5 s phase has two seconds");
     // The first second was shown short of one read; the last was never ticked.
@@ -382,7 +419,8 @@ fn a_phase_saved_as_it_stands_reads_back_and_its_end_replaces_it() {
     let store = Store::open(&dir.path().join("results.db")).unwrap();
     let host = iolab_sysstat::host_facts(None);
     let node = &host.hostname;
-    let id = store.begin_run("run", "stands", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
+    let id =
+        store.begin_run(iolab_model::RunKind::Run, "stands", &labels(&[]), &host, &r.plan, r.started_unix_s).unwrap();
     let p = &r.phases[0];
     let samples = &p.system.as_ref().unwrap().samples;
     assert!(!p.jobs[0].per_thread.is_empty());
@@ -472,7 +510,9 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
     assert_eq!(pa.jobs[0].name, pb.jobs[0].name, "the jobs share a name");
     let store = Store::open(&dir.path().join("results.db")).unwrap();
     let host = iolab_sysstat::host_facts(None);
-    let id = store.begin_run("scenario", "locking", &labels(&[]), &host, &ra.plan, ra.started_unix_s).unwrap();
+    let id = store
+        .begin_run(iolab_model::RunKind::Scenario, "locking", &labels(&[]), &host, &ra.plan, ra.started_unix_s)
+        .unwrap();
     for (name, p) in [("a", pa), ("b", pb)] {
         let samples = &p.system.as_ref().unwrap().samples;
         store.add_second(id, 0, name, &p.timeline, samples, None).unwrap();
@@ -579,7 +619,7 @@ fn a_run_of_two_nodes_killed_mid_phase_shows_each_node_partial_phase() {
     plan.phases.push(iolab_spec::Phase { name: "p2".into(), jobs: plan.phases[0].jobs.clone() });
     let store = Store::open(&dir.path().join("results.db")).unwrap();
     let host = iolab_sysstat::host_facts(None);
-    let id = store.begin_run("run", "two", &labels(&[]), &host, &plan, r.started_unix_s).unwrap();
+    let id = store.begin_run(iolab_model::RunKind::Run, "two", &labels(&[]), &host, &plan, r.started_unix_s).unwrap();
     store
         .set_nodes(
             id,

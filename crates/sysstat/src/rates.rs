@@ -29,6 +29,20 @@ pub struct CpuPct {
 }
 
 impl CpuPct {
+    /// CPU "us" wherever iolab shows it (the terminal's `cpu us`, the report's user line, a
+    /// node's row, the scenarios' verdicts): time in user space, niced processes included, as
+    /// vmstat counts it.
+    pub fn us(&self) -> f64 {
+        self.user_pct + self.nice_pct
+    }
+
+    /// CPU "sy" wherever iolab shows it: time in the kernel, its hard and soft interrupts
+    /// included (where a storage stack spends much of its time), as vmstat counts it. With
+    /// [`CpuPct::us`], iowait, steal and idle it makes 100%.
+    pub fn sy(&self) -> f64 {
+        self.system_pct + self.irq_pct + self.softirq_pct
+    }
+
     pub fn between(a: &CpuTicks, b: &CpuTicks) -> CpuPct {
         let d = |x: u64, y: u64| counter_delta(x, y) as f64;
         let parts = [
@@ -242,5 +256,14 @@ mod tests {
         assert_eq!((p.user_pct, p.system_pct, p.idle_pct, p.iowait_pct), (10.0, 10.0, 60.0, 20.0));
         let idle = CpuPct::between(&a, &a);
         assert_eq!(idle.idle_pct, 100.0);
+    }
+
+    #[test]
+    fn us_and_sy_count_nice_and_interrupts_and_make_100_with_the_rest() {
+        let a = CpuTicks::default();
+        let b = CpuTicks { user: 10, nice: 5, system: 20, irq: 3, softirq: 7, iowait: 15, steal: 0, idle: 40 };
+        let p = CpuPct::between(&a, &b);
+        assert_eq!((p.us(), p.sy()), (15.0, 30.0));
+        assert_eq!(p.us() + p.sy() + p.iowait_pct + p.steal_pct + p.idle_pct, 100.0);
     }
 }

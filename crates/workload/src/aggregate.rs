@@ -257,20 +257,13 @@ impl Aggregator {
             });
         }
         let mut r = PhaseResult {
-            workload: Figures::new(),
             notes: phase.jobs.iter().flat_map(|j| j.notes()).collect(),
-            verify: None,
-            nodes: Vec::new(),
-            first_done_s: None,
-            last_done_s: None,
-            name: phase.name.clone(),
             elapsed_s: elapsed,
             interrupted,
             total: Totals::from_acc(&total, elapsed),
             jobs,
-            timeline: Vec::new(),
             cpu,
-            system: None,
+            ..PhaseResult::new(phase.name.clone())
         };
         r.roll_up_workload();
         r

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The per-phase start hook: called once every worker of phase `phase` is ready (files open,
 /// engines built, buffers filled), before any of them starts. It may wait (for other nodes to
@@ -180,19 +180,7 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
 
 fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
     let (targets, replays) = check_all(plan, ctl.run_mark.as_ref())?;
-    let started_unix_s = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    let mut result = RunResult {
-        nodes: Vec::new(),
-        verdict: None,
-        schema_version: SCHEMA_VERSION,
-        iolab_version: env!("CARGO_PKG_VERSION").to_string(),
-        node: iolab_sysstat::hostname(),
-        started_unix_s,
-        status: Status::Running,
-        error: None,
-        plan: plan.clone(),
-        phases: Vec::new(),
-    };
+    let mut result = RunResult::begin(plan.clone());
     // Validated files of the phase before, whose key maps a later phase takes on.
     let mut carried = validation::Validated::new();
     for (i, ((phase, targets), replays)) in plan.phases.iter().zip(targets).zip(replays).enumerate() {

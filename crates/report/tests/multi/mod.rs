@@ -159,7 +159,7 @@ pub fn stored(
 ) -> StoredRun {
     StoredRun {
         id,
-        kind: kind.into(),
+        kind: kind.parse().unwrap(),
         name: name.into(),
         labels: [("fs".to_string(), "sshfs".to_string())].into(),
         host: Default::default(),
