@@ -95,6 +95,7 @@ fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> Pha
         workload: Default::default(),
         notes: Vec::new(),
         nodes: Vec::new(),
+        started_unix_s: None,
         first_done_s: None,
         last_done_s: None,
         name: PHASE.into(),

@@ -325,8 +325,8 @@ fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let e = rt.block_on(async {
         use iolab_cluster::proto::{agent_client::AgentClient, HelloRequest};
-        let pin = std::sync::Arc::new(iolab_cluster::tls::CertPin::new(None));
-        let ch = iolab_cluster::tls::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
+        let pin = std::sync::Arc::new(iolab_cluster::pin::CertPin::new(None));
+        let ch = iolab_cluster::pin::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
         let token: tonic::metadata::MetadataValue<_> = "Bearer s3cret".parse().unwrap();
         let mut c = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
             r.metadata_mut().insert("authorization", token.clone());

@@ -3,14 +3,17 @@
 //! ([`class`]), counters with HDR histograms that merge ([`stats`]), a worker's fast recording
 //! buffer ([`recorder`]), a personality's own figures and how they combine ([`figures`]), a
 //! replay's fidelity ([`replay`]) and the result tree that
-//! `--output json` prints ([`results`], the contract of docs/json.md), and data validation's
-//! findings ([`verify`]).
+//! `--output json` prints ([`results`], the contract of docs/json.md), data validation's
+//! findings ([`verify`]), what happens during a run as one stream of events ([`events`]), and
+//! the one rule that merges several nodes' phases into one ([`merge`]).
 
 #![forbid(unsafe_code)]
 
 pub mod class;
+pub mod events;
 pub mod figures;
 pub mod hist;
+pub mod merge;
 pub mod recorder;
 pub mod replay;
 pub mod results;
@@ -18,6 +21,7 @@ pub mod stats;
 pub mod verify;
 
 pub use class::{ClassCounts, OpClass};
+pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
 pub use recorder::Recorder;
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
@@ -25,4 +29,4 @@ pub use results::{
     TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
-pub use verify::{BlockError, ErrorClass, ErrorCounts, VerifyResult};
+pub use verify::{BlockError, ErrorClass, ErrorCounts, HandedMap, VerifyResult};

@@ -887,6 +887,7 @@ mod tests {
             workload: Default::default(),
             notes: Vec::new(),
             nodes: Vec::new(),
+            started_unix_s: None,
             first_done_s: None,
             last_done_s: None,
             name: "p".into(),

@@ -14,6 +14,7 @@ pub mod fmt;
 pub mod html;
 mod html_nodes;
 pub mod nodes;
+pub mod scenario;
 pub mod summary;
 pub mod survey;
 pub mod system;

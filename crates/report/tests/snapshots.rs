@@ -47,6 +47,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
         workload: Default::default(),
         notes: Vec::new(),
         nodes: Vec::new(),
+        started_unix_s: None,
         first_done_s: None,
         last_done_s: None,
         name: name.into(),

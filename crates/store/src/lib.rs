@@ -806,6 +806,7 @@ fn partial_phase(plan: &Plan, idx: i64, timeline: Vec<TimelinePoint>) -> PhaseRe
         workload: Default::default(),
         notes: Vec::new(),
         nodes: Vec::new(),
+        started_unix_s: None,
         first_done_s: None,
         last_done_s: None,
         name: plan.phases.get(idx as usize).map(|p| p.name.clone()).unwrap_or_else(|| format!("phase{idx}")),

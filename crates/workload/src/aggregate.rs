@@ -261,6 +261,7 @@ impl Aggregator {
             notes: phase.jobs.iter().flat_map(|j| j.notes()).collect(),
             verify: None,
             nodes: Vec::new(),
+            started_unix_s: None,
             first_done_s: None,
             last_done_s: None,
             name: phase.name.clone(),
