@@ -82,9 +82,15 @@ impl On<'_> {
     fn connect(&self, specs: &[NodeSpec], steps: &mut dyn Steps) -> Result<Cluster> {
         let opts = self.options()?;
         let mark = RunMark::new();
-        for i in 0..steps.count() {
+        let count = steps.count();
+        for i in 0..count {
             let step = steps.step(i, &mark).map_err(anyhow::Error::msg)?;
-            Cluster::preflight(specs, &step.work, &opts).with_context(|| format!("step `{}`", step.name))?;
+            let checked = Cluster::preflight(specs, &step.work, &opts);
+            if count > 1 {
+                checked.with_context(|| format!("step `{}`", step.name))?;
+            } else {
+                checked?;
+            }
         }
         let cluster = Cluster::connect(specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
         if !self.out.machine() {
