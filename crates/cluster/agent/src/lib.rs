@@ -20,7 +20,6 @@ use crate::traces::{TraceCache, TraceError};
 use iolab_cluster_protocol::proto::{self, agent_server, Control, Event};
 use iolab_cluster_protocol::{unix_ns, MAX_MESSAGE, PROTOCOL_VERSION};
 use iolab_cluster_transport::log;
-use iolab_spec::Plan;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -65,18 +64,6 @@ impl AgentService {
     /// The gRPC server of this service, for a transport to serve.
     pub fn server(self) -> agent_server::AgentServer<AgentService> {
         agent_server::AgentServer::new(self).max_decoding_message_size(MAX_MESSAGE)
-    }
-
-    /// Refuse any target outside the allowed directories, before anything is written, whatever
-    /// the engine: a personality on the null engine still makes its directories and files.
-    fn check(&self, plan: &Plan) -> Result<(), String> {
-        for job in plan.phases.iter().flat_map(|p| &p.jobs) {
-            self.allow.check(&job.target).map_err(|e| format!("job `{}`: {e}", job.name))?;
-            for p in iolab_workload::layout::job_paths(job) {
-                self.allow.check(&p).map_err(|e| format!("job `{}`: {e}", job.name))?;
-            }
-        }
-        Ok(())
     }
 }
 
@@ -133,7 +120,7 @@ impl agent_server::Agent for AgentService {
     type RunStream = UnboundedReceiverStream<Result<Event, Status>>;
 
     async fn run(&self, req: Request<Streaming<Control>>) -> Result<Response<Self::RunStream>, Status> {
-        run::run(self, req.into_inner()).await.map(Response::new)
+        run::run(&self.allow, self.traces.as_deref(), req.into_inner()).await.map(Response::new)
     }
 }
 

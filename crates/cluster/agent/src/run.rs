@@ -4,8 +4,9 @@
 //! past the lease stops the run), an Alive every beat, and the run itself on a thread of its
 //! own, whose events are forwarded as they come and whose end is told in Done.
 
+use crate::allow::Allow;
 use crate::forward::{Forward, Gate, Outbox};
-use crate::AgentService;
+use crate::traces::TraceCache;
 use iolab_cluster_protocol::proto::{self, control, event, Control, Event};
 use iolab_cluster_protocol::{done, event as ev, keys, BEAT, LEASE};
 use iolab_cluster_transport::log;
@@ -42,13 +43,13 @@ fn refuse(e: String, status: fn(String) -> Status) -> Status {
 /// Check a run's Start before anything is written: the plan (a replay's trace must be one this
 /// agent was sent), the directories to make and every target under `--allow`, the mark, the
 /// key maps handed over.
-fn accept(agent: &AgentService, first: proto::Start) -> Result<Accepted, Status> {
+fn accept(allow: &Allow, traces: Option<&TraceCache>, first: proto::Start) -> Result<Accepted, Status> {
     let mut plan: Plan = serde_json::from_slice(&first.plan_json)
         .map_err(|e| Status::invalid_argument(format!("the plan is not iolab's JSON: {e}")))?;
     // A replay runs from the agent's copy of a trace it was sent, never from a path it is
     // told: the path is the coordinator's, and reading it here would read anything.
     if plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Replay(_))) {
-        match &agent.traces {
+        match traces {
             Some(t) => t.rewrite(&mut plan).map_err(|e| refuse(e.to_string(), Status::permission_denied))?,
             None => {
                 return Err(refuse(
@@ -64,14 +65,13 @@ fn accept(agent: &AgentService, first: proto::Start) -> Result<Accepted, Status>
         m => Some(RunMark::parse(m).ok_or_else(|| Status::invalid_argument("a run mark is 32 lowercase hex digits"))?),
     };
     for d in &first.mkdirs {
-        agent
-            .allow
+        allow
             .check(Path::new(d))
             .map_err(|e| e.to_string())
             .and_then(|real| std::fs::create_dir_all(&real).map_err(|e| format!("making {d}: {e}")))
             .map_err(|e| refuse(e, Status::permission_denied))?;
     }
-    agent.check(&plan).map_err(|e| refuse(e, Status::permission_denied))?;
+    allow.check_plan(&plan).map_err(|e| refuse(e, Status::permission_denied))?;
     let handed = keys::maps_in(&first.keys).map_err(|e| refuse(e, Status::invalid_argument))?;
     let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
     Ok(Accepted { plan, node: first.node, run_mark, handed, sample_interval })
@@ -79,7 +79,8 @@ fn accept(agent: &AgentService, first: proto::Start) -> Result<Accepted, Status>
 
 /// Serve one run: its first message must be Start.
 pub(crate) async fn run(
-    agent: &AgentService,
+    allow: &Allow,
+    traces: Option<&TraceCache>,
     mut input: Streaming<Control>,
 ) -> Result<UnboundedReceiverStream<Result<Event, Status>>, Status> {
     let first = match tokio::time::timeout(START_WAIT, input.message()).await {
@@ -88,7 +89,7 @@ pub(crate) async fn run(
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(Status::deadline_exceeded("no Start within 10 s")),
     };
-    let a = accept(agent, first)?;
+    let a = accept(allow, traces, first)?;
     log(&format!("run for node `{}`: {} phase(s)", a.node, a.plan.phases.len()));
     let (tx, rx) = mpsc::unbounded_channel::<Result<Event, Status>>();
     let stop = Arc::new(AtomicBool::new(false));

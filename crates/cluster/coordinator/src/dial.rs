@@ -4,8 +4,10 @@
 //! protocol's version, and the node's clock offset measured by the least round trip of
 //! [`CLOCK_SAMPLES`] samples.
 
+use crate::error::ClusterError;
 use crate::nodes::{Addr, NodeSpec};
-use crate::{ssh, ClusterError, Options};
+use crate::ssh;
+use crate::work::Options;
 use iolab_cluster_protocol::proto::{self, agent_client::AgentClient};
 use iolab_cluster_protocol::{unix_ns, MAX_MESSAGE, PROTOCOL_VERSION};
 use iolab_cluster_transport::{pin, stdio, tls};
@@ -41,10 +43,6 @@ pub(crate) struct Conn {
     pub child: Option<tokio::process::Child>,
 }
 
-pub(crate) fn node_err(s: &NodeSpec, msg: String) -> ClusterError {
-    ClusterError::Node { node: s.name.clone(), addr: s.addr.to_string(), msg }
-}
-
 /// Why a connection failed, and why bringing this iolab to the node would help (an ssh node
 /// without iolab, or with another version), if it would.
 struct Failed {
@@ -72,7 +70,7 @@ pub(crate) async fn connect_one(spec: NodeSpec, opts: Options) -> Result<Conn, C
                     env!("CARGO_PKG_VERSION"),
                     std::env::consts::ARCH
                 );
-                let path = ssh::copy_self(dest).await.map_err(|e| node_err(&spec, e.to_string()))?;
+                let path = ssh::copy_self(dest).await.map_err(|e| spec.err(e.to_string()))?;
                 try_connect(&spec, &opts, Some(&path)).await.map_err(|f| f.err)
             }
             Err(f) => Err(f.err),
@@ -95,22 +93,22 @@ async fn handshake_failed(spec: &NodeSpec, child: &mut Option<tokio::process::Ch
     let ssh = matches!(spec.addr, Addr::Ssh(_));
     match exit_code(child).await {
         Some(127) if ssh => Failed {
-            err: node_err(spec, format!("{msg}: no iolab on the node's PATH")),
+            err: spec.err(format!("{msg}: no iolab on the node's PATH")),
             bring: Some("no iolab on the node's PATH (exit 127)".into()),
         },
         Some(126) if ssh => Failed {
-            err: node_err(spec, format!("{msg}: the node's iolab does not run")),
+            err: spec.err(format!("{msg}: the node's iolab does not run")),
             bring: Some("the node's iolab cannot be run (exit 126)".into()),
         },
-        Some(255) if ssh => node_err(
-            spec,
-            "ssh failed (exit 255: the login was refused or the host is unreachable; ssh's own message is above). \
+        Some(255) if ssh => spec
+            .err(
+                "ssh failed (exit 255: the login was refused or the host is unreachable; ssh's own message is above). \
              Check `ssh HOST true` works without a password (keys, ~/.ssh/config); nothing was copied"
-                .into(),
-        )
-        .into(),
-        Some(code) => node_err(spec, format!("{msg}; the agent exited with status {code}")).into(),
-        None => node_err(spec, msg).into(),
+                    .into(),
+            )
+            .into(),
+        Some(code) => spec.err(format!("{msg}; the agent exited with status {code}")).into(),
+        None => spec.err(msg).into(),
     }
 }
 
@@ -120,15 +118,14 @@ async fn handshake_failed(spec: &NodeSpec, child: &mut Option<tokio::process::Ch
 pub(crate) fn reachable(spec: &NodeSpec, opts: &Options) -> Result<(), ClusterError> {
     match &spec.addr {
         // The node's dir= is the agent's --allow there: the only place it does I/O.
-        Addr::Exec(_) | Addr::Ssh(_) if spec.dir.is_none() => Err(node_err(
-            spec,
+        Addr::Exec(_) | Addr::Ssh(_) if spec.dir.is_none() => Err(spec.err(
             "an ssh:// or exec:// node needs dir=PATH (NAME=ADDR,dir=PATH): the agent there does I/O only under it"
                 .into(),
         )),
         Addr::Tcp(_) if opts.token.is_none() => {
-            Err(node_err(spec, "a HOST:PORT agent wants its token: give --token-file (or IOLAB_TOKEN_FILE)".into()))
+            Err(spec.err("a HOST:PORT agent wants its token: give --token-file (or IOLAB_TOKEN_FILE)".into()))
         }
-        Addr::Join(_) => crate::joins::needs(spec, opts).map(|_| ()),
+        Addr::Join(_) => opts.join_needs(spec).map(|_| ()),
         _ => Ok(()),
     }
 }
@@ -140,18 +137,17 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         Addr::Exec(_) | Addr::Ssh(_) => {
             let allow = spec.dir.clone().unwrap_or_default();
             let cmd = ssh::agent_command(&spec.addr, &allow, remote_bin)
-                .ok_or_else(|| node_err(&spec, "no command for this address".into()))?;
-            let (ch, child) =
-                stdio::over_child(cmd).await.map_err(|e| node_err(&spec, format!("starting the agent: {e}")))?;
+                .ok_or_else(|| spec.err("no command for this address".into()))?;
+            let (ch, child) = stdio::over_child(cmd).await.map_err(|e| spec.err(format!("starting the agent: {e}")))?;
             (ch, Some(child))
         }
         Addr::Tcp(addr) => (tls_channel(&spec, addr, opts).await?, None),
-        Addr::Join(_) => return Err(node_err(&spec, "a joining node is not dialled".into()).into()),
+        Addr::Join(_) => return Err(spec.err("a joining node is not dialled".into()).into()),
     };
     let token = match &opts.token {
-        Some(t) => Some(
-            format!("Bearer {t}").parse().map_err(|_| node_err(&spec, "the token is not printable ASCII".into()))?,
-        ),
+        Some(t) => {
+            Some(format!("Bearer {t}").parse().map_err(|_| spec.err("the token is not printable ASCII".into()))?)
+        }
         None => None,
     };
     let mut client = new_client(channel, token);
@@ -165,7 +161,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
         Ok(h) => h.into_inner(),
         Err(e) if e.code() == tonic::Code::FailedPrecondition && matches!(spec.addr, Addr::Ssh(_)) => {
             return Err(Failed {
-                err: node_err(&spec, format!("handshake: {}", e.message())),
+                err: spec.err(format!("handshake: {}", e.message())),
                 bring: Some(format!("the node's iolab speaks another protocol ({})", e.message())),
             })
         }
@@ -173,7 +169,7 @@ async fn try_connect(spec: &NodeSpec, opts: &Options, remote_bin: Option<&str>) 
     };
     if matches!(spec.addr, Addr::Ssh(_)) && hello.iolab_version != env!("CARGO_PKG_VERSION") {
         let msg = format!("the node runs iolab {}, this is {}", hello.iolab_version, env!("CARGO_PKG_VERSION"));
-        return Err(Failed { err: node_err(&spec, msg.clone()), bring: Some(msg) });
+        return Err(Failed { err: spec.err(msg.clone()), bring: Some(msg) });
     }
     Ok(measure(spec, client, hello, child).await?)
 }
@@ -196,11 +192,11 @@ pub(crate) async fn measure(
     for _ in 0..CLOCK_SAMPLES {
         let t0 = SystemTime::now();
         let i0 = Instant::now();
-        let r = client.clock(proto::Empty {}).await.map_err(|e| node_err(&spec, format!("clock: {}", e.message())))?;
+        let r = client.clock(proto::Empty {}).await.map_err(|e| spec.err(format!("clock: {}", e.message())))?;
         let rtt = i0.elapsed();
         let mid = unix_ns(t0) + (rtt.as_nanos() / 2) as i64;
         let Some(offset) = r.into_inner().unix_ns.checked_sub(mid) else {
-            return Err(node_err(&spec, "its clock answered a time out of range".into()));
+            return Err(spec.err("its clock answered a time out of range".into()));
         };
         let rtt = rtt.as_nanos() as u64;
         if best.is_none_or(|(b, _)| rtt < b) {
@@ -223,9 +219,9 @@ pub(crate) async fn measure(
 /// A TLS channel to an agent daemon, its certificate pinned (remembered on first use).
 async fn tls_channel(spec: &NodeSpec, addr: &str, opts: &Options) -> Result<Channel, ClusterError> {
     if let Some(ca) = &opts.ca {
-        let v = pin::ca_verifier(ca).map_err(|e| node_err(spec, e.to_string()))?;
+        let v = pin::ca_verifier(ca).map_err(|e| spec.err(e.to_string()))?;
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-        return pin::connect(addr, host, v).await.map_err(|e| node_err(spec, format!("TLS connection: {e}")));
+        return pin::connect(addr, host, v).await.map_err(|e| spec.err(format!("TLS connection: {e}")));
     }
     let known = opts.known_agents.clone().map(|path| pin::KnownAgents { path });
     let expect = known.as_ref().and_then(|k| k.get(addr));
@@ -235,9 +231,7 @@ async fn tls_channel(spec: &NodeSpec, addr: &str, opts: &Options) -> Result<Chan
     match (&expect, &seen) {
         (Some(want), Some(got)) if want != got => {
             let file = known.as_ref().map(|k| k.path.display().to_string()).unwrap_or_default();
-            return Err(node_err(
-                spec,
-                format!(
+            return Err(spec.err(format!(
                     "the agent's certificate changed: {got}, but {want} was pinned. If the agent was \
                      reinstalled (check the fingerprint it prints at start), remove the line `{addr} {want}` from {file}"
                 ),
@@ -245,10 +239,9 @@ async fn tls_channel(spec: &NodeSpec, addr: &str, opts: &Options) -> Result<Chan
         }
         _ => {}
     }
-    let ch = ch.map_err(|e| node_err(spec, format!("TLS connection: {e}")))?;
+    let ch = ch.map_err(|e| spec.err(format!("TLS connection: {e}")))?;
     if let (None, Some(got), Some(k)) = (&expect, &seen, &known) {
-        k.add(addr, got)
-            .map_err(|e| node_err(spec, format!("remembering its fingerprint in {}: {e}", k.path.display())))?;
+        k.add(addr, got).map_err(|e| spec.err(format!("remembering its fingerprint in {}: {e}", k.path.display())))?;
     }
     Ok(ch)
 }

@@ -7,7 +7,7 @@
 use crate::dial::Conn;
 use crate::follow::{on_event, NodeState};
 use crate::ship::ship_traces;
-use crate::{Options, Work};
+use crate::work::{Options, Work};
 use iolab_cluster_protocol::proto::{self, control, Control};
 use iolab_cluster_protocol::{keys, unix_ns, BEAT, LEASE};
 use iolab_model::events::{Emit, Named, Sink};

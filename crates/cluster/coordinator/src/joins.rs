@@ -3,33 +3,20 @@
 //! waits for has connected and proved it holds the token.
 
 use crate::dial::{measure, new_client, Conn};
+use crate::error::ClusterError;
 use crate::nodes::{Addr, NodeSpec};
-use crate::{ClusterError, Options};
+use crate::work::Options;
 use iolab_cluster_protocol::proto;
 use iolab_cluster_protocol::PROTOCOL_VERSION;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// What agents that join need: the address to listen on and the shared token.
-pub(crate) fn needs(spec: &NodeSpec, opts: &Options) -> Result<(String, String), ClusterError> {
-    let Some(listen) = opts.listen.clone() else {
-        return Err(ClusterError::Join(format!(
-            "node `{}` joins (join:RANK): give --listen HOST:PORT for agents to join at",
-            spec.name
-        )));
-    };
-    let Some(token) = opts.token.clone() else {
-        return Err(ClusterError::Join("agents that join need the shared token: give --token-file".into()));
-    };
-    Ok((listen, token))
-}
 
 /// Wait for every `join:RANK` node to connect to `--listen` (within the patience), each
 /// proving it holds the token on its own connection; a joiner of a rank not wanted, or twice,
 /// or without the proof, is turned away and the wait goes on.
 pub(crate) async fn accept_joins(mut wanted: Vec<NodeSpec>, opts: Options) -> Result<Vec<Conn>, ClusterError> {
     let Some(first) = wanted.first() else { return Ok(Vec::new()) };
-    let (listen, token) = needs(first, &opts)?;
+    let (listen, token) = opts.join_needs(first)?;
     let rv = iolab_cluster_transport::join::Rendezvous::bind(&listen, &token)
         .await
         .map_err(|e| ClusterError::Join(format!("listening on {listen} for agents to join: {e}")))?;

@@ -14,23 +14,27 @@
 mod aggregate;
 mod dial;
 mod drive;
+pub mod error;
 mod follow;
 mod joins;
 pub mod nodes;
+mod offline;
 mod ship;
 pub mod ssh;
+pub mod work;
 
-pub use follow::follow_events;
+pub use error::ClusterError;
 pub use nodes::{Addr, NodeSpec};
+pub use offline::follow_events;
+pub use work::{ClusterResult, NodeRun, Options, Work};
 
 use crate::dial::Conn;
 use iolab_cluster_protocol::unix_ns;
 use iolab_model::events::Sink;
-use iolab_model::{HandedMap, NodeInfo, PhaseResult, RunResult, Status};
+use iolab_model::NodeInfo;
 use iolab_spec::Plan;
 use iolab_workload::layout::RunMark;
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -38,101 +42,6 @@ use std::time::{Duration, SystemTime};
 /// Past this clock offset a run warns; past [`CLOCK_REFUSE`] it refuses (unless told not to).
 pub const CLOCK_WARN: Duration = Duration::from_millis(50);
 pub const CLOCK_REFUSE: Duration = Duration::from_secs(1);
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error("--node `{0}`: {1}")]
-    NodeArg(String, String),
-    #[error("{path}: {msg}")]
-    NodesFile { path: PathBuf, msg: String },
-    #[error("node `{node}` ({addr}): {msg}")]
-    Node { node: String, addr: String, msg: String },
-    #[error("node `{node}`: its clock is {offset_ms:.0} ms off this machine's (more than 1 s); sync the clocks (chrony, ntpd) or pass --ignore-clock")]
-    Clock { node: String, offset_ms: f64 },
-    #[error("two nodes are named `{0}`; each --node needs its own name")]
-    Duplicate(String),
-    #[error("starting the coordinator's runtime: {0}")]
-    Runtime(std::io::Error),
-    #[error("{0}")]
-    Join(String),
-}
-
-/// What one node does in a run: its plan, and the directories to make first (relative ones
-/// under its `dir`), within a run of its own mark (a scenario passes the same mark to every
-/// step, so a later step may write the files an earlier one created: `layout::RunMark`). The
-/// plan is shared, not copied, between the nodes that run the same one.
-#[derive(Debug, Clone)]
-pub struct Work {
-    pub plan: Arc<Plan>,
-    pub mkdirs: Vec<PathBuf>,
-    pub run_mark: RunMark,
-    /// Key maps handed to the node with its run (`--verify-on other`).
-    pub keys: Vec<HandedMap>,
-}
-
-impl Work {
-    /// `plan` within a run of `mark`, nothing else.
-    pub fn plan(plan: Arc<Plan>, mark: &RunMark) -> Work {
-        Work { plan, mkdirs: Vec::new(), run_mark: mark.clone(), keys: Vec::new() }
-    }
-}
-
-/// How the coordinator behaves.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Run even with clocks more than 1 s apart.
-    pub ignore_clock: bool,
-    /// System sampling beside each phase, on every node.
-    pub sample_interval: Option<Duration>,
-    /// The shared token HOST:PORT agents want.
-    pub token: Option<String>,
-    /// Where HOST:PORT agents' certificate fingerprints are remembered (trust on first use).
-    pub known_agents: Option<PathBuf>,
-    /// Check HOST:PORT agents' certificates against these CA certificates instead of pinning.
-    pub ca: Option<PathBuf>,
-    /// Where `join:RANK` nodes connect to (`iolab agent --join`), HOST:PORT.
-    pub listen: Option<String>,
-    /// How long to wait for every `join:RANK` node.
-    pub join_patience: Duration,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            ignore_clock: false,
-            sample_interval: None,
-            token: None,
-            known_agents: None,
-            ca: None,
-            listen: None,
-            join_patience: Duration::from_secs(120),
-        }
-    }
-}
-
-/// One node's run as the coordinator saw it: how it ended and what it measured.
-#[derive(Debug, Clone)]
-pub struct NodeRun {
-    pub name: String,
-    pub status: Status,
-    pub error: Option<String>,
-    /// When its run began, in Unix seconds on the coordinator's clock.
-    pub started_unix_s: f64,
-    /// Its phases, with their seconds, in order (each with its start: `started_unix_s`).
-    pub phases: Vec<PhaseResult>,
-}
-
-/// A run on several nodes: each node's own, and the aggregate.
-#[derive(Debug, Clone)]
-pub struct ClusterResult {
-    /// Per node that took part, in `--node` order: its run as it measured it.
-    pub nodes: Vec<NodeRun>,
-    /// The merged run: aggregate phases with `jobs[].node` and `nodes[]`, top-level `nodes`.
-    pub aggregate: RunResult,
-    /// Per node, as `nodes`: the key maps it handed over at its phases' ends (the latest of
-    /// each file; `--verify-on other`), checked on arrival.
-    pub key_maps: Vec<Vec<HandedMap>>,
-}
 
 /// Connected nodes, ready to run plans.
 pub struct Cluster {
@@ -163,17 +72,14 @@ impl Cluster {
         for (s, w) in specs.iter().zip(work) {
             let Some(w) = w else { continue };
             let local = s.localize(&w.plan);
-            local.validate().map_err(|e| dial::node_err(s, format!("its plan: {e}")))?;
+            local.validate().map_err(|e| s.err(format!("its plan: {e}")))?;
             let relative = local.phases.iter().flat_map(|p| &p.jobs).find(|j| j.target.is_relative());
             if let (Some(j), Addr::Tcp(_)) = (relative, &s.addr) {
-                return Err(dial::node_err(
-                    s,
-                    format!(
-                        "job `{}`: target {} is relative, and an agent takes only absolute paths: give the node dir=PATH (NAME=ADDR,dir=PATH)",
-                        j.name,
-                        j.target.display()
-                    ),
-                ));
+                return Err(s.err(format!(
+                    "job `{}`: target {} is relative, and an agent takes only absolute paths: give the node dir=PATH (NAME=ADDR,dir=PATH)",
+                    j.name,
+                    j.target.display()
+                )));
             }
         }
         Ok(())
@@ -255,7 +161,7 @@ async fn connect_all(specs: &[NodeSpec], opts: &Options) -> Result<Vec<Conn>, Cl
     let joins = (!joining.is_empty()).then(|| tokio::spawn(joins::accept_joins(joining, opts.clone())));
     let mut out = Vec::new();
     for (t, s) in tasks.into_iter().zip(dialled) {
-        let r = t.await.map_err(|e| dial::node_err(s, format!("connecting: {e}")))?;
+        let r = t.await.map_err(|e| s.err(format!("connecting: {e}")))?;
         out.push(r?);
     }
     if let Some(j) = joins {

@@ -3,7 +3,7 @@
 //! an agent daemon, an agent that joins), and a plan as a node runs it (relative targets joined
 //! to its `dir=`). Checked as parsed: a bad name or address is refused with what is accepted.
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 use iolab_spec::Plan;
 use std::path::{Path, PathBuf};
 
@@ -131,6 +131,11 @@ impl NodeSpec {
             }
         }
         p
+    }
+
+    /// An error about this node, naming it and its address.
+    pub(crate) fn err(&self, msg: String) -> ClusterError {
+        ClusterError::Node { node: self.name.clone(), addr: self.addr.to_string(), msg }
     }
 
     /// A path as this node reaches it: a relative one joined to its `dir`.
