@@ -33,7 +33,6 @@ use iolab_cluster_protocol::unix_ns;
 use iolab_model::events::Sink;
 use iolab_model::NodeInfo;
 use iolab_spec::Plan;
-use iolab_workload::layout::RunMark;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -120,17 +119,9 @@ impl Cluster {
         self.conns.iter().map(|c| c.spec.name.clone()).collect()
     }
 
-    /// Run `plan` on every node at once; a lost node stops the others and its failure is kept
-    /// with what was measured. Setting `stop` stops every agent.
-    pub fn run(&mut self, plan: &Plan, stop: Arc<AtomicBool>, sink: &mut dyn Sink) -> ClusterResult {
-        let shared = Arc::new(plan.clone());
-        let mark = RunMark::new();
-        let work: Vec<Option<Work>> = self.conns.iter().map(|_| Some(Work::plan(shared.clone(), &mark))).collect();
-        self.run_each(plan, &work, stop, sink)
-    }
-
     /// Run one plan per node at once (`None`: the node sits this one out), each node's phase i
-    /// starting at one instant with the others'. `plan` names the run as a whole (the
+    /// starting at one instant with the others'; a lost node stops the others and its failure
+    /// is kept with what was measured; setting `stop` stops every agent. `plan` names the run as a whole (the
     /// aggregate's `plan`); the per-node plans must have as many phases. Results come in node
     /// order, for the nodes that took part.
     pub fn run_each(
