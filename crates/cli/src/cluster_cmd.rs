@@ -11,12 +11,12 @@ use crate::run_cmd::{emit, exit_code, plan_of};
 use anyhow::{bail, Context, Result};
 use iolab_cluster::rounds::{Rounds, StepKind};
 use iolab_cluster::scenario::ScenarioSteps;
-use iolab_cluster::steps::{run_steps, News, OneStep, Ran, Steps};
+use iolab_cluster::steps::{run_steps, News, OneStep, Steps};
 use iolab_cluster::{Addr, Cluster, NodeSpec, Options, Work};
 use iolab_report::scenario::{self as scenarios, Scenario};
 use iolab_spec::{Plan, StepPlan};
 use iolab_workload::layout::RunMark;
-use iolab_workload::results::RunResult;
+use iolab_workload::results::{PhaseResult, RunResult};
 use iolab_workload::{Event, NoSink, Sink};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -109,15 +109,18 @@ impl On<'_> {
     }
 
     /// Run `steps` on the nodes `specs`, showing every node's progress, saying each step with
-    /// `say` (its line, or none), and saving the whole as one run of `kind` named `name`.
+    /// `say` (its line, or none), and saving the whole as one run of `kind` named `name`. With
+    /// `keep`, each node's own phases (with their seconds) are kept there, at their places in
+    /// the whole run (fio's logs of each node need them; nothing else keeps them).
     fn run(
         &self,
         specs: &[NodeSpec],
         steps: &mut dyn Steps,
         (kind, name): (&str, &str),
         say: &dyn Fn(usize, usize, &iolab_cluster::steps::Step) -> Option<String>,
+        mut keep: Option<&mut NodePhases>,
         stop: Arc<AtomicBool>,
-    ) -> Result<(Ran, Option<Recorder>)> {
+    ) -> Result<(RunResult, Option<Recorder>)> {
         let json = self.out.machine();
         let mut cluster = self.connect(specs, steps)?;
         let mut rec = Recorder::begin(self.save, kind, name, &steps.plan())?;
@@ -130,12 +133,37 @@ impl On<'_> {
                         eprintln!("iolab: step {}/{of}: {} ({line})", index + 1, step.name);
                     }
                 }
-                News::Ran { .. } if draw => eprintln!(),
-                News::Ran { .. } => {}
+                News::Ran { first_phase, result, .. } => {
+                    if draw {
+                        eprintln!();
+                    }
+                    if let Some(k) = keep.as_deref_mut() {
+                        keep_nodes(k, first_phase, result);
+                    }
+                }
             };
             run_steps(&mut cluster, steps, stop, &mut live, &mut news)
         };
         Ok((ran, rec))
+    }
+}
+
+/// Each node's own phases, at their places in the whole run (empty where it sat out).
+type NodePhases = Vec<(String, Vec<PhaseResult>)>;
+
+/// A step's nodes' phases, kept in `into` from the run's phase `first` on.
+fn keep_nodes(into: &mut NodePhases, first: usize, r: &iolab_cluster::ClusterResult) {
+    for n in &r.nodes {
+        let at = match into.iter().position(|(name, _)| *name == n.name) {
+            Some(at) => at,
+            None => {
+                into.push((n.name.clone(), Vec::new()));
+                into.len() - 1
+            }
+        };
+        let phases = &mut into[at].1;
+        phases.resize_with(first, PhaseResult::default);
+        phases.extend(n.phases.iter().cloned());
     }
 }
 
@@ -160,7 +188,10 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let specs = specs(&args.nodes)?;
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let on = On { nodes: &args.nodes, out: &args.out, save: &args.save };
-    let (ran, rec) = if iolab_cluster::rounds::wanted(&plan) {
+    // Each node's own phases, for its fio logs, when they are asked for.
+    let mut per_node = NodePhases::new();
+    let keep = args.logs.wanted().then_some(&mut per_node);
+    let (run, rec) = if iolab_cluster::rounds::wanted(&plan) {
         // Checked before any node is contacted.
         let rounds = Rounds::new(&plan, &names).map_err(anyhow::Error::msg)?;
         crate::fio_logs::check_nodes(&args.logs, rounds.steps.len(), &names)?;
@@ -172,28 +203,28 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             })
         };
         let mut steps = rounds.steps_on(names.clone());
-        on.run(&specs, &mut steps, ("run", &name), &say, stop)?
+        on.run(&specs, &mut steps, ("run", &name), &say, keep, stop)?
     } else {
         crate::fio_logs::check_nodes(&args.logs, plan.phases.len(), &names)?;
         let shared = Arc::new(plan);
         let work = names.iter().map(|_| Some(Work::plan(shared.clone(), &RunMark::new()))).collect();
         let mut steps = OneStep { plan: shared.clone(), work };
-        on.run(&specs, &mut steps, ("run", &name), &|_, _, _| None, stop)?
+        on.run(&specs, &mut steps, ("run", &name), &|_, _, _| None, keep, stop)?
     };
-    finish(rec, &ran.run, args.out.machine());
-    write_logs(&args, &ran)?;
+    finish(rec, &run, args.out.machine());
+    write_logs(&args, &run, &per_node)?;
     if args.cleanup {
         eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
-    emit(&ran.run, &args.out)?;
-    Ok(exit_code(&ran.run))
+    emit(&run, &args.out)?;
+    Ok(exit_code(&run))
 }
 
 /// fio's logs of a run of several nodes: the merged run's, and each node's own (fio's client
 /// writes each server's).
-fn write_logs(args: &RunArgs, ran: &Ran) -> Result<()> {
-    let mut written = crate::fio_logs::write(&args.logs, &ran.run)?;
-    for (node, phases) in &ran.nodes {
+fn write_logs(args: &RunArgs, run: &RunResult, per_node: &NodePhases) -> Result<()> {
+    let mut written = crate::fio_logs::write(&args.logs, run)?;
+    for (node, phases) in per_node {
         written.extend(crate::fio_logs::write_phases(&args.logs, phases, Some(node))?);
     }
     if !args.out.machine() {
@@ -216,9 +247,9 @@ pub fn run_each(
 ) -> Result<RunResult> {
     let specs = specs(on.nodes)?;
     let mut steps = OneStep { plan: Arc::new(plan), work };
-    let (ran, rec) = on.run(&specs, &mut steps, (kind, name), &|_, _, _| None, stop)?;
-    finish(rec, &ran.run, on.out.machine());
-    Ok(ran.run)
+    let (run, rec) = on.run(&specs, &mut steps, (kind, name), &|_, _, _| None, None, stop)?;
+    finish(rec, &run, on.out.machine());
+    Ok(run)
 }
 
 /// The scenario the arguments name: a file if one exists at that path (its `repeat` set by
@@ -277,8 +308,7 @@ pub fn run_scenario(
             specs.iter().zip(&s.work).filter(|(_, w)| w.is_some()).map(|(n, _)| n.name.as_str()).collect();
         Some(who.join(", "))
     };
-    let (ran, rec) = on.run(&specs, &mut steps, ("scenario", &plan.name), &say, stop)?;
-    let mut overall = ran.run;
+    let (mut overall, rec) = on.run(&specs, &mut steps, ("scenario", &plan.name), &say, None, stop)?;
     if overall.status == iolab_workload::Status::Complete {
         overall.verdict = sc.verdict(&overall, link_speed);
     }

@@ -12,7 +12,7 @@
 //! rotating). Nothing is read from a map or journal on the shared filesystem. The rounds run
 //! as steps of the one step loop ([`crate::steps`]).
 
-use crate::steps::{run_steps, News, Ran, Step as RunStep, Steps};
+use crate::steps::{run_steps, News, Step as RunStep, Steps};
 use iolab_coordinator::{Cluster, ClusterResult, Work};
 use iolab_model::events::Sink;
 use iolab_model::{HandedMap, RunResult, Status};
@@ -222,17 +222,17 @@ impl Rounds {
             }
             News::Ran { .. } => {}
         };
-        self.run_with(cluster, stop, sink, &mut news).run
+        self.run_with(cluster, stop, sink, &mut news)
     }
 
-    /// [`Rounds::run`] telling `news` all the step loop tells, with each node's own phases.
+    /// [`Rounds::run`] telling `news` all the step loop tells.
     pub fn run_with(
         &self,
         cluster: &mut Cluster,
         stop: Arc<AtomicBool>,
         sink: &mut dyn Sink,
         news: &mut dyn FnMut(News),
-    ) -> Ran {
+    ) -> RunResult {
         let mut run = self.steps_on(cluster.names());
         run_steps(cluster, &mut run, stop, sink, news)
     }

@@ -10,7 +10,7 @@
 use iolab_coordinator::{Cluster, ClusterResult, Work};
 use iolab_model::events::{Event, Shifted, Sink};
 use iolab_model::merge::AGGREGATE;
-use iolab_model::{PhaseResult, RunResult, Status};
+use iolab_model::{RunResult, Status};
 use iolab_spec::Plan;
 use iolab_workload::layout::RunMark;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,22 +51,16 @@ pub enum News<'a> {
     Ran { index: usize, first_phase: usize, result: &'a ClusterResult },
 }
 
-/// A run of steps as it ended: the whole (the merged phases, the nodes, how it ended) and each
-/// node's own phases, at their place in the whole (empty where the node sat out).
-pub struct Ran {
-    pub run: RunResult,
-    pub nodes: Vec<(String, Vec<PhaseResult>)>,
-}
-
-/// Run every step in order on `cluster`. Stops at the first step that does not complete, or
-/// when `stop` is set.
+/// Run every step in order on `cluster`; the whole as it ended: the merged phases, the nodes,
+/// how it ended. Stops at the first step that does not complete, or when `stop` is set. Each
+/// node's own phases are in its events and in each step's news, not kept here.
 pub fn run_steps(
     cluster: &mut Cluster,
     steps: &mut dyn Steps,
     stop: Arc<AtomicBool>,
     sink: &mut dyn Sink,
     news: &mut dyn FnMut(News),
-) -> Ran {
+) -> RunResult {
     let started_unix_s =
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let mut run = RunResult {
@@ -81,7 +75,6 @@ pub fn run_steps(
         nodes: cluster.infos(),
         verdict: None,
     };
-    let mut nodes: Vec<(String, Vec<PhaseResult>)> = cluster.names().into_iter().map(|n| (n, Vec::new())).collect();
     // One mark for every step: a file a step created may be written by a later step, on any
     // node that sees it in the same directory (a shared file seen through another mount, where
     // the file's own mark may not show), and nothing else (layout::RunMark).
@@ -110,7 +103,6 @@ pub fn run_steps(
             sink.event(Some(AGGREGATE), Event::PhaseEnd { phase: first + k, result: p });
         }
         news(News::Ran { index: i, first_phase: first, result: &result });
-        keep_nodes(&mut nodes, &step.work, &result, first);
         run.phases.extend(result.aggregate.phases.iter().cloned());
         if result.aggregate.status != Status::Complete {
             run.status = result.aggregate.status;
@@ -125,16 +117,7 @@ pub fn run_steps(
     if run.status == Status::Running {
         run.status = Status::Complete;
     }
-    Ran { run, nodes }
-}
-
-/// Each node's phases of a step, at their place in the whole run.
-fn keep_nodes(nodes: &mut [(String, Vec<PhaseResult>)], work: &[Option<Work>], r: &ClusterResult, first: usize) {
-    let taking = nodes.iter_mut().zip(work).filter(|(_, w)| w.is_some()).map(|(n, _)| n);
-    for ((_, phases), run) in taking.zip(&r.nodes) {
-        phases.resize_with(first, PhaseResult::default);
-        phases.extend(run.phases.iter().cloned());
-    }
+    run
 }
 
 /// One step (`iolab run --node`, `iolab replay --node`): each node's work as given (`None`:
