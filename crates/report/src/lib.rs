@@ -1,6 +1,8 @@
 //! iolab-report: what people read about stored runs. Comparisons with verdicts ([`compare`]),
-//! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]).
-//! Everything here reads `StoredRun`s; nothing reaches back into the engine.
+//! CSV for spreadsheets ([`csv`]) and the self-contained HTML report with charts ([`html`]);
+//! and the scenarios of several nodes as plug-ins ([`scenario`]: their steps, their verdicts,
+//! their charts), here because their verdicts and charts read results and draw as the report
+//! does. Everything here reads results; nothing reaches back into the engine.
 
 #![forbid(unsafe_code)]
 
