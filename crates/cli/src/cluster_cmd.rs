@@ -195,11 +195,10 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         // Checked before any node is contacted.
         let rounds = Rounds::new(&plan, &names).map_err(anyhow::Error::msg)?;
         crate::fio_logs::check_nodes(&args.logs, rounds.steps.len(), &names)?;
-        let say = |_: usize, _: usize, s: &iolab_cluster::steps::Step| {
-            let kind = rounds.steps.iter().find(|r| r.name == s.name).map(|r| r.kind);
-            Some(match kind {
-                Some(StepKind::Write) => "every node writes and syncs its own file".to_string(),
-                _ => "every node reads and checks the next node's file".to_string(),
+        let say = |i: usize, _: usize, _: &iolab_cluster::steps::Step| {
+            Some(match rounds.steps[i].kind {
+                StepKind::Write => "every node writes and syncs its own file".to_string(),
+                StepKind::Read => "every node reads and checks the next node's file".to_string(),
             })
         };
         let mut steps = rounds.steps_on(names.clone());
