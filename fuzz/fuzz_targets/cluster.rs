@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(iolab_cluster::proto::control::Kind::Start(s)) = c.kind {
                     let _ = serde_json::from_slice::<iolab_spec::Plan>(&s.plan_json).map(|p| p.validate());
                     // The key maps handed over with a run (--verify-on other), as the agent checks them.
-                    let _ = iolab_cluster::cross::maps_in(&s.keys);
+                    let _ = iolab_cluster::protocol::keys::maps_in(&s.keys);
                 }
             }
             let _ = iolab_cluster::proto::Event::decode(rest);

@@ -4,7 +4,8 @@
 
 use crate::args::AgentArgs;
 use anyhow::{bail, Context, Result};
-use iolab_cluster::{agent, join, stdio, tls, AgentService, Allow};
+use iolab_cluster::transport::{join, log, stdio, tls};
+use iolab_cluster::{AgentService, Allow};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,7 +49,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
     let service = match service.clone().with_trace_cache(&state.join("traces")) {
         Ok(s) => s,
         Err(e) => {
-            agent::log(&format!("{e}; replay jobs will be refused"));
+            log(&format!("{e}; replay jobs will be refused"));
             service
         }
     };
@@ -60,7 +61,7 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         if let Some(d) = &gone {
             let _ = std::fs::remove_dir_all(d);
         }
-        agent::log("asked to end");
+        log("asked to end");
         std::process::exit(143);
     });
     let result = serve(&args, rt, service, &dirs, &state);
@@ -86,8 +87,9 @@ fn serve(
             Some(r) => (r, "--rank"),
             None => join::rank_from(|k| std::env::var(k).ok())?,
         };
-        agent::log(&format!("rank {rank} (from {from}), joining {addr}, allowed under: {dirs}"));
-        let served = rt.block_on(join::join(addr, service, &token, rank, args.join_timeout));
+        log(&format!("rank {rank} (from {from}), joining {addr}, allowed under: {dirs}"));
+        let served = rt
+            .block_on(join::join(addr, &token, rank, args.join_timeout, |proof| service.joined(rank, proof).server()));
         rt.shutdown_background();
         served?;
         return Ok(ExitCode::SUCCESS);
@@ -105,16 +107,16 @@ fn serve(
         let served = rt.block_on(async {
             let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
             let local = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| addr.clone());
-            agent::log(&format!("listening on {local} (TLS), certificate {fp}, allowed under: {dirs}"));
-            tls::serve(listener, service, token, cert, key, args.handshake_timeout).await?;
+            log(&format!("listening on {local} (TLS), certificate {fp}, allowed under: {dirs}"));
+            tls::serve(listener, service.server(), token, cert, key, args.handshake_timeout).await?;
             Ok::<_, anyhow::Error>(())
         });
         rt.shutdown_background();
         served?;
         return Ok(ExitCode::SUCCESS);
     }
-    agent::log(&format!("serving over stdio, allowed under: {dirs}"));
-    let served = rt.block_on(stdio::serve_stdio(service));
+    log(&format!("serving over stdio, allowed under: {dirs}"));
+    let served = rt.block_on(stdio::serve_stdio(service.server()));
     // Reading stdin holds a blocking thread; don't wait for it.
     rt.shutdown_background();
     served.context("serving over stdio")?;

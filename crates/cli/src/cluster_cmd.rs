@@ -1,21 +1,28 @@
-//! `iolab run --node ...` and `iolab scenario`: plans on several nodes at once, through
-//! `iolab-cluster`'s coordinator. Each node's seconds and phases are saved under its name as
-//! they come, the aggregate under node `*`; the summary printed is the aggregate's, with a
-//! scenario's verdict.
+//! `iolab run --node ...`, `iolab scenario` (and `survey --node`, `replay --node`): runs of
+//! steps on several nodes at once, through `iolab-cluster`. Everything that can be checked is
+//! checked before any node is contacted (the plan, each node's plan as it will run there, what
+//! each way of reaching a node needs). Each node's seconds and phases are saved under its name
+//! as they come, each step's aggregate under node `*` when the step ends (it comes as node
+//! `*`'s phase end); the summary printed is the aggregate's, with a scenario's verdict.
 
 use crate::args::{NodeArgs, OutArgs, RunArgs, SaveArgs, ScenarioArgs};
 use crate::output::{emit, exit_code};
 use crate::record::{Recorder, Tee};
+use crate::run_cmd::plan_of;
 use anyhow::{bail, Context, Result};
-use iolab_cluster::coordinator::Observer;
-use iolab_cluster::{Cluster, NodeSpec, Options, Work};
-use iolab_spec::{Phase, Plan, Scenario};
+use iolab_cluster::rounds::{Rounds, StepKind};
+use iolab_cluster::scenario::ScenarioSteps;
+use iolab_cluster::steps::{run_steps, News, OneStep, Steps};
+use iolab_cluster::{Addr, Cluster, NodeSpec, Options, Work};
+use iolab_report::scenario::{self as scenarios, Scenario};
+use iolab_spec::{Plan, StepPlan};
+use iolab_workload::layout::RunMark;
 use iolab_workload::model::RunKind;
-use iolab_workload::results::{PhaseResult, RunResult, Status, TimelinePoint};
-use iolab_workload::{NoSink, Sink};
+use iolab_workload::results::{PhaseResult, RunResult};
+use iolab_workload::{Event, NoSink, Sink};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// The nodes the flags name: `--nodes FILE` first, then each `--node`.
@@ -30,7 +37,7 @@ fn specs(nodes: &NodeArgs) -> Result<Vec<NodeSpec>> {
     }
     // --expect N: ranks 0 to N-1 join, those not named by a join:RANK node as rankR.
     for r in 0..nodes.expect.unwrap_or(0) {
-        let addr = iolab_cluster::connect::Addr::Join(r);
+        let addr = Addr::Join(r);
         if !specs.iter().any(|s| s.addr == addr) {
             specs.push(NodeSpec { name: format!("rank{r}"), addr, dir: None });
         }
@@ -51,150 +58,204 @@ pub fn node_names(nodes: &NodeArgs) -> Result<Vec<String>> {
     Ok(specs(nodes)?.into_iter().map(|s| s.name).collect())
 }
 
-/// Connect every node and say how each one's clock stands.
-fn connect(
-    nodes: &NodeArgs,
-    save: &SaveArgs,
-    sample_interval: std::time::Duration,
-    json: bool,
-) -> Result<(Cluster, Vec<String>)> {
-    let specs = specs(nodes)?;
-    let sample_interval = (!sample_interval.is_zero()).then_some(sample_interval);
-    let token = nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?;
-    let known_agents = save.db.path().parent().map(|d| d.join("known_agents"));
-    let opts = Options {
-        ignore_clock: nodes.ignore_clock,
-        sample_interval,
-        token,
-        known_agents,
-        ca: nodes.ca.clone(),
-        listen: nodes.listen.clone(),
-        join_patience: nodes.join_timeout,
-    };
-    let cluster = Cluster::connect(&specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
-    if !json {
-        for i in cluster.infos() {
-            eprintln!(
-                "iolab: node {} ({}, {}): clock offset {:.2} ms, round trip {:.2} ms",
-                i.name,
-                i.address,
-                i.hostname,
-                i.clock_offset_ns as f64 / 1e6,
-                i.rtt_ns as f64 / 1e6
-            );
-        }
+/// The nodes, how the coordinator behaves, and the run's output, as the flags give them.
+pub struct On<'a> {
+    pub nodes: &'a NodeArgs,
+    pub out: &'a OutArgs,
+    pub save: &'a SaveArgs,
+}
+
+impl On<'_> {
+    fn options(&self) -> Result<Options> {
+        let interval = self.out.sample_interval;
+        Ok(Options {
+            ignore_clock: self.nodes.ignore_clock,
+            sample_interval: (!interval.is_zero()).then_some(interval),
+            token: self.nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?,
+            known_agents: self.save.db.path().parent().map(|d| d.join("known_agents")),
+            ca: self.nodes.ca.clone(),
+            listen: self.nodes.listen.clone(),
+            join_patience: self.nodes.join_timeout,
+        })
     }
-    Ok((cluster, specs.into_iter().map(|s| s.name).collect()))
-}
 
-pub fn run(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let aggregate = if iolab_cluster::cross::wanted(plan) {
-        verify_on_other(args, plan, name, stop)?
-    } else {
-        same_plan_on_each(args, plan, name, stop)?
-    };
-    if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
+    /// Check every step against the nodes before any is contacted, then connect them all and
+    /// say how each one's clock stands.
+    fn connect(&self, specs: &[NodeSpec], steps: &mut dyn Steps) -> Result<Cluster> {
+        let opts = self.options()?;
+        let mark = RunMark::new();
+        let count = steps.count();
+        for i in 0..count {
+            let step = steps.step(i, &mark).map_err(anyhow::Error::msg)?;
+            let checked = Cluster::preflight(specs, &step.work, &opts);
+            if count > 1 {
+                checked.with_context(|| format!("step `{}`", step.name))?;
+            } else {
+                checked?;
+            }
+        }
+        let cluster = Cluster::connect(specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
+        if !self.out.machine() {
+            for i in cluster.infos() {
+                eprintln!(
+                    "iolab: node {} ({}, {}): clock offset {:.2} ms, round trip {:.2} ms",
+                    i.name,
+                    i.address,
+                    i.hostname,
+                    i.clock_offset_ns as f64 / 1e6,
+                    i.rtt_ns as f64 / 1e6
+                );
+            }
+        }
+        Ok(cluster)
     }
-    emit(&aggregate, &args.out)?;
-    Ok(exit_code(&aggregate))
-}
 
-/// `iolab run --node ...`: the same plan on every node at one start.
-fn same_plan_on_each(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<RunResult> {
-    let same = |names: &[String]| -> Result<Vec<Option<Work>>> {
-        let run_mark = iolab_workload::layout::RunMark::new();
-        Ok(names
-            .iter()
-            .map(|_| {
-                Some(Work { plan: plan.clone(), mkdirs: Vec::new(), run_mark: run_mark.clone(), keys: Vec::new() })
-            })
-            .collect())
-    };
-    run_each(&args.nodes, &args.out, &args.save, RunKind::Run, name, plan, same, stop)
-}
-
-/// `iolab run --node ... --verify-on other`: the rounds of iolab_cluster::cross (each node
-/// writes and syncs its file, then the next node reads and checks it), saved as one run whose
-/// phases are the steps (whose `phases[].verify` gives exit status 1 when any node found a bad
-/// block).
-fn verify_on_other(args: &RunArgs, plan: &Plan, name: &str, stop: Arc<AtomicBool>) -> Result<RunResult> {
-    let names = node_names(&args.nodes)?;
-    // Checked before any node is contacted.
-    let rounds = iolab_cluster::cross::Rounds::new(plan, &names).map_err(anyhow::Error::msg)?;
-    let json = args.out.machine();
-    let (mut cluster, _) = connect(&args.nodes, &args.save, args.out.sample_interval, json)?;
-    let mut rec = Recorder::begin(&args.save, RunKind::Run, name, &rounds.plan())?;
-    let draw = !json && !args.out.no_progress && std::io::stderr().is_terminal();
-    let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
-    let steps = rounds.steps.len();
-    let mut say = |s: &iolab_cluster::cross::Step, done: bool| {
-        if json {
-            return;
-        }
-        if draw && done {
-            eprintln!();
-        }
-        if !done {
-            let what = match s.kind {
-                iolab_cluster::cross::StepKind::Write => "every node writes and syncs its own file".to_string(),
-                iolab_cluster::cross::StepKind::Read => "every node reads and checks the next node's file".to_string(),
+    /// Run `steps` on the nodes `specs`, showing every node's progress, saying each step with
+    /// `say` (its line, or none), and saving the whole as one run of `kind` named `name`. With
+    /// `keep`, each node's own phases (with their seconds) are kept there, at their places in
+    /// the whole run (fio's logs of each node need them; nothing else keeps them).
+    fn run(
+        &self,
+        specs: &[NodeSpec],
+        steps: &mut dyn Steps,
+        (kind, name): (RunKind, &str),
+        say: &dyn Fn(usize, usize, &iolab_cluster::steps::Step) -> Option<String>,
+        mut keep: Option<&mut NodePhases>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<(RunResult, Option<Recorder>)> {
+        let json = self.out.machine();
+        let mut cluster = self.connect(specs, steps)?;
+        let mut rec = Recorder::begin(self.save, kind, name, &steps.plan())?;
+        let draw = !json && !self.out.no_progress && std::io::stderr().is_terminal();
+        let ran = {
+            let mut live = Live { rec: rec.as_mut(), draw, json, rates: Vec::new() };
+            let mut news = |n: News| match n {
+                News::Begin { index, of, step } => {
+                    if let Some(line) = say(index, of, step).filter(|_| !json) {
+                        eprintln!("iolab: step {}/{of}: {} ({line})", index + 1, step.name);
+                    }
+                }
+                News::Ran { first_phase, result, .. } => {
+                    if draw {
+                        eprintln!();
+                    }
+                    if let Some(k) = keep.as_deref_mut() {
+                        keep_nodes(k, first_phase, result);
+                    }
+                }
             };
-            let i = rounds.steps.iter().position(|x| x.name == s.name).map_or(0, |i| i + 1);
-            eprintln!("iolab: step {i}/{steps}: {} ({what})", s.name);
-        }
-    };
-    let aggregate = rounds.run(&mut cluster, stop, &mut obs, &mut say);
-    save_aggregate(rec.as_mut(), &aggregate, json);
-    Ok(aggregate)
+            run_steps(&mut cluster, steps, stop, &mut live, &mut news)
+        };
+        Ok((ran, rec))
+    }
 }
 
-/// Save a run of several nodes' aggregate (each node's seconds were saved as they came).
-fn save_aggregate(rec: Option<&mut Recorder>, aggregate: &RunResult, json: bool) {
-    if let Some(r) = rec {
-        for (i, p) in aggregate.phases.iter().enumerate() {
-            r.add_phase(i, iolab_store::AGGREGATE, p);
-        }
-        r.set_nodes(&aggregate.nodes, None);
-        r.finish(aggregate);
+/// Each node's own phases, at their places in the whole run (empty where it sat out).
+type NodePhases = Vec<(String, Vec<PhaseResult>)>;
+
+/// A step's nodes' phases, kept in `into` from the run's phase `first` on.
+fn keep_nodes(into: &mut NodePhases, first: usize, r: &iolab_cluster::ClusterResult) {
+    for n in &r.nodes {
+        let at = match into.iter().position(|(name, _)| *name == n.name) {
+            Some(at) => at,
+            None => {
+                into.push((n.name.clone(), Vec::new()));
+                into.len() - 1
+            }
+        };
+        let phases = &mut into[at].1;
+        phases.resize_with(first, PhaseResult::default);
+        phases.extend(n.phases.iter().cloned());
+    }
+}
+
+/// Save a run of several nodes as it ended (its nodes, a scenario's verdict, its status) and
+/// say where.
+fn finish(rec: Option<Recorder>, run: &RunResult, json: bool) {
+    if let Some(mut r) = rec {
+        r.set_nodes(&run.nodes, run.verdict.as_ref());
+        r.finish(run);
         if !json {
             eprintln!("iolab: {}", r.where_());
         }
     }
 }
 
-/// Run one plan per node at one start (`work` makes them from the nodes' names; `None`: the
-/// node sits out), showing every node's progress and saving the run as one run of `kind`
-/// named `name`, its plan `plan`. Returns the aggregate; prints nothing but progress.
-#[allow(clippy::too_many_arguments)]
-pub fn run_each(
-    nodes: &NodeArgs,
-    out: &OutArgs,
-    save: &SaveArgs,
-    kind: RunKind,
-    name: &str,
-    plan: &Plan,
-    work: impl FnOnce(&[String]) -> Result<Vec<Option<Work>>>,
-    stop: Arc<AtomicBool>,
-) -> Result<RunResult> {
-    let json = out.machine();
-    let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
-    let work = work(&names)?;
-    let mut rec = Recorder::begin(save, kind, name, plan)?;
-    let draw = !json && !out.no_progress && std::io::stderr().is_terminal();
-    let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: 0 };
-    let result = cluster.run_each(plan, &work, stop, &mut obs);
-    if draw {
-        eprintln!();
+/// `iolab run --node ...`: the same plan on every node at one start; with `--verify-on other`,
+/// the rounds of `iolab_cluster::rounds` (each node writes and syncs its file, then the next
+/// node reads and checks it), saved as one run whose phases are the steps (whose
+/// `phases[].verify` gives exit status 1 when any node found a bad block).
+pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let (plan, name) = plan_of(&args)?;
+    let specs = specs(&args.nodes)?;
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save };
+    // Each node's own phases, for its fio logs, when they are asked for.
+    let mut per_node = NodePhases::new();
+    let keep = args.logs.wanted().then_some(&mut per_node);
+    let (run, rec) = if iolab_cluster::rounds::wanted(&plan) {
+        // Checked before any node is contacted.
+        let rounds = Rounds::new(&plan, &names).map_err(anyhow::Error::msg)?;
+        crate::fio_logs::check_nodes(&args.logs, rounds.steps.len(), &names)?;
+        let say = |i: usize, _: usize, _: &iolab_cluster::steps::Step| {
+            Some(match rounds.steps[i].kind {
+                StepKind::Write => "every node writes and syncs its own file".to_string(),
+                StepKind::Read => "every node reads and checks the next node's file".to_string(),
+            })
+        };
+        let mut steps = rounds.steps_on(names.clone());
+        on.run(&specs, &mut steps, (RunKind::Run, &name), &say, keep, stop)?
+    } else {
+        crate::fio_logs::check_nodes(&args.logs, plan.phases.len(), &names)?;
+        let shared = Arc::new(plan);
+        let work = names.iter().map(|_| Some(Work::plan(shared.clone(), &RunMark::new()))).collect();
+        let mut steps = OneStep { plan: shared.clone(), work };
+        on.run(&specs, &mut steps, (RunKind::Run, &name), &|_, _, _| None, keep, stop)?
+    };
+    finish(rec, &run, args.out.machine());
+    write_logs(&args, &run, &per_node)?;
+    if args.cleanup {
+        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
-    let mut aggregate = result.aggregate;
-    aggregate.started_unix_s = result.nodes.iter().map(|n| n.started_unix_s).fold(aggregate.started_unix_s, f64::min);
-    save_aggregate(rec.as_mut(), &aggregate, json);
-    Ok(aggregate)
+    emit(&run, &args.out)?;
+    Ok(exit_code(&run))
 }
 
-/// The scenario the arguments name: a file if one exists at that path, else a built-in.
-fn scenario_of(args: &ScenarioArgs, nodes: &[String]) -> Result<Scenario> {
+/// fio's logs of a run of several nodes: the merged run's, and each node's own (fio's client
+/// writes each server's).
+fn write_logs(args: &RunArgs, run: &RunResult, per_node: &NodePhases) -> Result<()> {
+    let mut written = crate::fio_logs::write(&args.logs, run)?;
+    for (node, phases) in per_node {
+        written.extend(crate::fio_logs::write_phases(&args.logs, phases, Some(node))?);
+    }
+    if !args.out.machine() {
+        for path in written {
+            eprintln!("iolab: wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Run one plan per node at one start (`work`, in the order of the nodes given; `None`: the
+/// node sits out), saved as one run of `kind` named `name`, its plan `plan`. Returns the
+/// aggregate; prints nothing but progress.
+pub fn run_each(
+    on: On,
+    (kind, name): (RunKind, &str),
+    plan: Plan,
+    work: Vec<Option<Work>>,
+    stop: Arc<AtomicBool>,
+) -> Result<RunResult> {
+    let specs = specs(on.nodes)?;
+    let mut steps = OneStep { plan: Arc::new(plan), work };
+    let (run, rec) = on.run(&specs, &mut steps, (kind, name), &|_, _, _| None, None, stop)?;
+    finish(rec, &run, on.out.machine());
+    Ok(run)
+}
+
+/// The scenario the arguments name: a file if one exists at that path (its `repeat` set by
+/// `--repeat`), else a built-in.
+fn scenario_of(args: &ScenarioArgs) -> Result<Box<dyn Scenario>> {
     let path = std::path::Path::new(&args.scenario);
     if path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading scenario {}", path.display()))?;
@@ -203,18 +264,35 @@ fn scenario_of(args: &ScenarioArgs, nodes: &[String]) -> Result<Scenario> {
         if let Some(r) = args.repeat {
             file.repeat = r;
         }
-        return file.expand(nodes, &args.job).with_context(|| format!("{}", path.display()));
+        return Ok(Box::new(scenarios::File(file)));
     }
-    iolab_spec::builtin(&args.scenario, nodes, &args.job, &args.builtin_options()).map_err(Into::into)
+    Ok(Box::new(scenarios::builtin_or_list(&args.scenario)?))
 }
 
 /// `iolab scenario FILE|NAME --node ...`: each step on its nodes at one instant, steps in
-/// order, stored as one run whose phases are the steps; then the built-in's verdict.
+/// order, stored as one run whose phases are the steps; then the scenario's verdict.
 pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let names: Vec<String> = specs(&args.nodes)?.into_iter().map(|s| s.name).collect();
+    let names = node_names(&args.nodes)?;
     // Expand first: a bad scenario is refused before any node is contacted.
-    let sc = scenario_of(&args, &names)?;
-    if sc
+    let sc = scenario_of(&args)?;
+    let steps = sc.steps(&names, &args.job, &args.builtin_options()).with_context(|| args.scenario.clone())?;
+    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save };
+    let overall = run_scenario(on, sc.as_ref(), &steps, args.link_speed, stop)?;
+    emit(&overall, &args.out)?;
+    Ok(exit_code(&overall))
+}
+
+/// Run a scenario's expanded steps on the nodes and judge a complete run by the scenario,
+/// saving it as one run of kind `scenario`. Nothing is printed but progress and where it was
+/// saved.
+pub fn run_scenario(
+    on: On,
+    sc: &dyn Scenario,
+    plan: &StepPlan,
+    link_speed: Option<f64>,
+    stop: Arc<AtomicBool>,
+) -> Result<RunResult> {
+    if plan
         .steps
         .iter()
         .flat_map(|s| &s.parts)
@@ -223,115 +301,19 @@ pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     {
         bail!("--verify-on other runs its own rounds of writes and read-backs: use it with `iolab run --node`, not a scenario");
     }
-    let scaling = args.scenario == "scaling";
-    let overall = run_scenario(&sc, &args.nodes, &args.out, &args.save, args.link_speed, scaling, stop)?;
-    emit(&overall, &args.out)?;
-    Ok(exit_code(&overall))
-}
-
-/// Run an expanded scenario on the nodes and judge it (`locking` by its steps, `scaling` when
-/// told), saving it as one run of kind `scenario`. Nothing is printed but progress and where
-/// it was saved.
-pub fn run_scenario(
-    sc: &Scenario,
-    nodes: &NodeArgs,
-    out: &OutArgs,
-    save: &SaveArgs,
-    link_speed: Option<f64>,
-    scaling: bool,
-    stop: Arc<AtomicBool>,
-) -> Result<RunResult> {
-    let json = out.machine();
-    // The run as a whole: one phase per step, every part's jobs named by their node.
-    let plan = Plan {
-        phases: sc
-            .steps
-            .iter()
-            .map(|st| Phase {
-                name: st.name.clone(),
-                jobs: st
-                    .parts
-                    .iter()
-                    .flat_map(|p| {
-                        p.jobs.iter().map(move |j| {
-                            let mut j = j.clone();
-                            j.name = format!("{}:{}", p.node, j.name);
-                            j
-                        })
-                    })
-                    .collect(),
-            })
-            .collect(),
+    let specs = specs(on.nodes)?;
+    let names = specs.iter().map(|s| s.name.clone()).collect();
+    let mut steps = ScenarioSteps { plan, names };
+    let say = |_: usize, _: usize, s: &iolab_cluster::steps::Step| {
+        let who: Vec<&str> =
+            specs.iter().zip(&s.work).filter(|(_, w)| w.is_some()).map(|(n, _)| n.name.as_str()).collect();
+        Some(who.join(", "))
     };
-    let (mut cluster, names) = connect(nodes, save, out.sample_interval, json)?;
-    let mut rec = Recorder::begin(save, RunKind::Scenario, &sc.name, &plan)?;
-    let draw = !json && !out.no_progress && std::io::stderr().is_terminal();
-    let mut overall = RunResult { nodes: cluster.infos(), ..RunResult::begin(plan.clone()) };
-    // One mark for every step: a file a step created may be written by a later step, on any
-    // node that sees it in the same directory (a shared file seen through another mount, where
-    // the file's own mark may not show), and nothing else (layout::RunMark).
-    let run_mark = iolab_workload::layout::RunMark::new();
-    for (i, step) in sc.steps.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            overall.status = Status::Interrupted;
-            break;
-        }
-        if !json {
-            let who: Vec<&str> = step.parts.iter().map(|p| p.node.as_str()).collect();
-            eprintln!("iolab: step {}/{}: {} ({})", i + 1, sc.steps.len(), step.name, who.join(", "));
-        }
-        let work: Vec<Option<Work>> = names
-            .iter()
-            .map(|n| {
-                step.parts.iter().find(|p| &p.node == n).map(|p| Work {
-                    plan: Plan { phases: vec![Phase { name: step.name.clone(), jobs: p.jobs.clone() }] },
-                    mkdirs: p.mkdirs.clone(),
-                    run_mark: run_mark.clone(),
-                    keys: Vec::new(),
-                })
-            })
-            .collect();
-        let step_plan = Plan { phases: vec![plan.phases[i].clone()] };
-        let mut obs = Live { rec: rec.as_mut(), draw, json, rates: Vec::new(), phase_offset: i };
-        let result = cluster.run_each(&step_plan, &work, stop.clone(), &mut obs);
-        if draw {
-            eprintln!();
-        }
-        let agg = result.aggregate;
-        if let Some(mut p) = agg.phases.into_iter().next() {
-            p.name = step.name.clone();
-            if let Some(r) = rec.as_mut() {
-                r.add_phase(i, iolab_store::AGGREGATE, &p);
-            }
-            overall.phases.push(p);
-        }
-        if agg.status != Status::Complete {
-            overall.status = agg.status;
-            overall.error = agg.error.map(|e| format!("step `{}`: {e}", step.name));
-            break;
-        }
+    let (mut overall, rec) = on.run(&specs, &mut steps, (RunKind::Scenario, &plan.name), &say, None, stop)?;
+    if overall.status == iolab_workload::Status::Complete {
+        overall.verdict = sc.verdict(&overall, link_speed);
     }
-    if overall.status == Status::Running {
-        overall.status = Status::Complete;
-    }
-    let base = |n: &str| iolab_spec::scenario::base_step_name(n).to_string();
-    let is_locking = overall.phases.iter().any(|p| base(&p.name) == iolab_spec::scenario::LOCKING_STEPS[0]);
-    if overall.status == Status::Complete {
-        overall.verdict = if is_locking {
-            iolab_report::verdict::locking(&overall, link_speed)
-        } else if scaling {
-            iolab_report::verdict::scaling_with_link(&overall, link_speed)
-        } else {
-            None
-        };
-    }
-    if let Some(r) = rec.as_mut() {
-        r.set_nodes(&overall.nodes, overall.verdict.as_ref());
-        r.finish(&overall);
-        if !json {
-            eprintln!("iolab: {}", r.where_());
-        }
-    }
+    finish(rec, &overall, on.out.machine());
     Ok(overall)
 }
 
@@ -342,31 +324,11 @@ struct Live<'a> {
     json: bool,
     /// The latest second's MB/s of each node.
     rates: Vec<(String, f64)>,
-    /// Where this run's phase 0 sits in the stored run (a scenario's step).
-    phase_offset: usize,
 }
 
 impl Live<'_> {
-    fn tee(&mut self, node: &str, f: impl FnOnce(&mut Tee)) {
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.set_node(node);
-        }
-        let mut show = NoSink;
-        let mut tee = Tee { show: &mut show, rec: self.rec.as_deref_mut() };
-        f(&mut tee);
-    }
-}
-
-impl Observer for Live<'_> {
-    fn message(&mut self, node: &str, text: &str) {
-        if !self.json {
-            eprintln!("{}iolab: node {node}: {text}", if self.draw { "\n" } else { "" });
-        }
-    }
-    fn tick(&mut self, node: &str, phase: usize, point: &TimelinePoint, bytes: u64) {
-        let phase = phase + self.phase_offset;
-        self.tee(node, |t| t.tick(phase, point, bytes));
-        let mbs = (point.read_bytes + point.write_bytes) as f64 / 1e6;
+    /// Each node's rate in its latest second, and all of them together.
+    fn show(&mut self, node: &str, phase: usize, mbs: f64) {
         match self.rates.iter_mut().find(|r| r.0 == node) {
             Some(r) => r.1 = mbs,
             None => self.rates.push((node.to_string(), mbs)),
@@ -378,20 +340,23 @@ impl Observer for Live<'_> {
             let _ = std::io::stderr().flush();
         }
     }
-    fn correct(&mut self, node: &str, phase: usize, point: &TimelinePoint) {
-        let phase = phase + self.phase_offset;
-        self.tee(node, |t| t.correct(phase, point));
-    }
-    fn sample(&mut self, node: &str, phase: usize, rates: &iolab_sysstat::Rates) {
-        let phase = phase + self.phase_offset;
-        self.tee(node, |t| t.sample(phase, rates));
-    }
-    fn progress(&mut self, node: &str, phase: usize, so_far: &PhaseResult) {
-        let phase = phase + self.phase_offset;
-        self.tee(node, |t| t.progress(phase, so_far));
-    }
-    fn phase_end(&mut self, node: &str, phase: usize, result: &PhaseResult) {
-        let phase = phase + self.phase_offset;
-        self.tee(node, |t| t.phase_end(phase, result));
+}
+
+impl Sink for Live<'_> {
+    fn event(&mut self, node: Option<&str>, event: Event<'_>) {
+        let node = node.unwrap_or("");
+        match event {
+            Event::Message(text) if !self.json => {
+                eprintln!("{}iolab: node {node}: {text}", if self.draw { "\n" } else { "" });
+            }
+            Event::Tick { phase, point, .. } => {
+                self.show(node, phase, (point.read_bytes + point.write_bytes) as f64 / 1e6)
+            }
+            _ => {}
+        }
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.set_node(node);
+        }
+        Tee { show: &mut NoSink, rec: self.rec.as_deref_mut() }.event(Some(node), event);
     }
 }

@@ -1,13 +1,21 @@
 //! `--write-bw-log`, `--write-iops-log`, `--write-lat-log`: fio's logs of a run written beside
-//! it (report::fio_log makes their text). Names are checked before the run: a file that exists
-//! is never overwritten.
+//! it (report::fio_log makes their text); with `--node`, the merged run's and each node's, as
+//! fio's client writes each server's. Names are checked before the run: a file that exists is
+//! never overwritten.
 
 use crate::args::LogArgs;
 use anyhow::{bail, Context, Result};
 use iolab_report::fio_log::{self, LogKind};
-use iolab_workload::RunResult;
+use iolab_workload::{PhaseResult, RunResult};
 use std::io::Write;
 use std::path::PathBuf;
+
+impl LogArgs {
+    /// Whether any of fio's logs is asked for.
+    pub fn wanted(&self) -> bool {
+        !wanted(self).is_empty()
+    }
+}
 
 fn wanted(a: &LogArgs) -> Vec<(LogKind, &str)> {
     [(LogKind::Bw, &a.write_bw_log), (LogKind::Iops, &a.write_iops_log), (LogKind::Lat, &a.write_lat_log)]
@@ -18,6 +26,11 @@ fn wanted(a: &LogArgs) -> Vec<(LogKind, &str)> {
 
 /// Refuse bad settings and existing files before anything runs (`phases`: how many logs each).
 pub fn check(a: &LogArgs, phases: usize) -> Result<()> {
+    check_nodes(a, phases, &[])
+}
+
+/// [`check`] for a run of several nodes: the merged logs' names and each node's.
+pub fn check_nodes(a: &LogArgs, phases: usize, nodes: &[String]) -> Result<()> {
     if wanted(a).is_empty() {
         return Ok(());
     }
@@ -29,9 +42,12 @@ pub fn check(a: &LogArgs, phases: usize) -> Result<()> {
     }
     for (kind, prefix) in wanted(a) {
         for i in 0..phases {
-            let path = PathBuf::from(fio_log::file_name(prefix, kind, i));
-            if path.symlink_metadata().is_ok() {
-                bail!("{} exists; iolab does not overwrite it: remove it or choose another prefix", path.display());
+            let merged = std::iter::once(fio_log::file_name(prefix, kind, i));
+            let per_node = nodes.iter().map(|n| fio_log::node_file_name(prefix, kind, i, n));
+            for path in merged.chain(per_node).map(PathBuf::from) {
+                if path.symlink_metadata().is_ok() {
+                    bail!("{} exists; iolab does not overwrite it: remove it or choose another prefix", path.display());
+                }
             }
         }
     }
@@ -40,10 +56,19 @@ pub fn check(a: &LogArgs, phases: usize) -> Result<()> {
 
 /// Write the logs; returns the files written.
 pub fn write(a: &LogArgs, run: &RunResult) -> Result<Vec<PathBuf>> {
+    write_phases(a, &run.phases, None)
+}
+
+/// Write the logs of `phases`: a run's, or node `node`'s own (fio's client names each server's
+/// log after it: `PREFIX_lat.1.log.NODE`). Returns the files written.
+pub fn write_phases(a: &LogArgs, phases: &[PhaseResult], node: Option<&str>) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for (kind, prefix) in wanted(a) {
-        for (i, text) in fio_log::logs(run, kind, a.log_avg_msec / 1000) {
-            let path = PathBuf::from(fio_log::file_name(prefix, kind, i));
+        for (i, text) in fio_log::logs_of(phases, kind, a.log_avg_msec / 1000) {
+            let path = PathBuf::from(match node {
+                Some(n) => fio_log::node_file_name(prefix, kind, i, n),
+                None => fio_log::file_name(prefix, kind, i),
+            });
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)

@@ -29,6 +29,7 @@ use std::sync::Arc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Run(a) if a.nodes.given() => cluster_cmd::run(*a, stop_on_ctrl_c()),
         Command::Run(a) => run_cmd::run(*a, stop_on_ctrl_c()),
         Command::Convert(a) => run_cmd::convert(a),
         Command::Agent(a) => agent_cmd::run(a),

@@ -4,8 +4,8 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use iolab_report::fmt::{count, rate};
 use iolab_spec::Phase;
-use iolab_workload::results::{PhaseResult, TimelinePoint};
-use iolab_workload::{Expect, Sink};
+use iolab_workload::results::TimelinePoint;
+use iolab_workload::{Event, Expect, Sink};
 
 pub struct Progress {
     enabled: bool,
@@ -22,6 +22,18 @@ impl Progress {
 }
 
 impl Sink for Progress {
+    fn event(&mut self, _node: Option<&str>, event: Event<'_>) {
+        match event {
+            Event::Message(text) => self.message(text),
+            Event::PhaseStart { spec, expect, .. } => self.phase_start(spec, expect),
+            Event::Tick { point, bytes_so_far, .. } => self.tick(point, bytes_so_far),
+            Event::PhaseEnd { .. } => self.phase_end(),
+            _ => {}
+        }
+    }
+}
+
+impl Progress {
     fn message(&mut self, text: &str) {
         if self.quiet {
             return;
@@ -32,7 +44,7 @@ impl Sink for Progress {
         }
     }
 
-    fn phase_start(&mut self, _index: usize, phase: &Phase, expect: Expect) {
+    fn phase_start(&mut self, phase: &Phase, expect: Expect) {
         if !self.enabled {
             return;
         }
@@ -51,7 +63,7 @@ impl Sink for Progress {
         self.bar = Some(bar);
     }
 
-    fn tick(&mut self, _index: usize, p: &TimelinePoint, bytes_so_far: u64) {
+    fn tick(&mut self, p: &TimelinePoint, bytes_so_far: u64) {
         let Some(bar) = &self.bar else { return };
         let bytes = (p.read_bytes + p.write_bytes) as f64;
         let ops = (p.read_ops + p.write_ops) as f64;
@@ -73,7 +85,7 @@ impl Sink for Progress {
         bar.set_message(format!("{}  {} IOPS{eta}", rate(bytes), count(ops)));
     }
 
-    fn phase_end(&mut self, _index: usize, _r: &PhaseResult) {
+    fn phase_end(&mut self) {
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
         }

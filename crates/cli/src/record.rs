@@ -12,7 +12,7 @@ use iolab_store::Store;
 use iolab_sysstat::Rates;
 use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::results::{PhaseResult, RunResult, TimelinePoint};
-use iolab_workload::{Expect, Sink};
+use iolab_workload::{Event, Sink};
 
 /// Samples held before a write even without a finished second (at `--sample-interval 10ms`,
 /// about 2.5 s of them, ~0.4 MiB).
@@ -100,15 +100,6 @@ impl Recorder {
         }
     }
 
-    /// Save a finished phase under a node's name.
-    pub fn add_phase(&mut self, index: usize, node: &str, result: &PhaseResult) {
-        self.set_node(node);
-        if !self.broken {
-            let res = self.store.add_phase(self.run, index, node, result);
-            self.keep(res);
-        }
-    }
-
     /// Save a run of several nodes' nodes and, for a scenario, its verdict.
     pub fn set_nodes(
         &mut self,
@@ -157,55 +148,34 @@ pub struct Tee<'a> {
 }
 
 impl Sink for Tee<'_> {
-    fn message(&mut self, text: &str) {
-        self.show.message(text)
-    }
-    fn phase_start(&mut self, index: usize, phase: &iolab_spec::Phase, expect: Expect) {
-        self.show.phase_start(index, phase, expect)
-    }
-    fn started(&mut self, index: usize, at: std::time::SystemTime) {
-        self.show.started(index, at)
-    }
-    fn tick(&mut self, index: usize, point: &TimelinePoint, bytes: u64) {
-        self.show.tick(index, point, bytes);
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.at(index);
-            r.seconds.push(point.clone());
-        }
-    }
-    fn correct(&mut self, index: usize, point: &TimelinePoint) {
-        self.show.correct(index, point);
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.at(index);
-            r.seconds.push(point.clone());
-        }
-    }
-    fn sample(&mut self, index: usize, sample: &Rates) {
-        self.show.sample(index, sample);
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.at(index);
-            r.samples.push(sample.clone());
-            if r.samples.len() >= SAMPLES_HELD {
+    fn event(&mut self, node: Option<&str>, event: Event<'_>) {
+        self.show.event(node, event);
+        let Some(r) = self.rec.as_deref_mut() else { return };
+        match event {
+            Event::Tick { phase, point, .. } | Event::Correct { phase, point } => {
+                r.at(phase);
+                r.seconds.push(point.clone());
+            }
+            Event::Sample { phase, rates } => {
+                r.at(phase);
+                r.samples.push(rates.clone());
+                if r.samples.len() >= SAMPLES_HELD {
+                    r.flush(None);
+                }
+            }
+            Event::Progress { phase, so_far } => {
+                r.at(phase);
+                r.flush(Some(so_far));
+            }
+            Event::PhaseEnd { phase, result } => {
+                r.at(phase);
                 r.flush(None);
+                if !r.broken {
+                    let res = r.store.add_phase(r.run, phase, &r.node, result);
+                    r.keep(res);
+                }
             }
-        }
-    }
-    fn progress(&mut self, index: usize, so_far: &PhaseResult) {
-        self.show.progress(index, so_far);
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.at(index);
-            r.flush(Some(so_far));
-        }
-    }
-    fn phase_end(&mut self, index: usize, result: &PhaseResult) {
-        self.show.phase_end(index, result);
-        if let Some(r) = self.rec.as_deref_mut() {
-            r.at(index);
-            r.flush(None);
-            if !r.broken {
-                let res = r.store.add_phase(r.run, index, &r.node, result);
-                r.keep(res);
-            }
+            _ => {}
         }
     }
 }

@@ -174,22 +174,23 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Some(t) => format!("replay {} on {} nodes", t.display(), names.len()),
         None => format!("replay of {} traces on {} nodes", planned.len(), names.len()),
     };
-    let work = |names: &[String]| -> Result<Vec<Option<iolab_cluster::Work>>> {
-        let run_mark = iolab_workload::layout::RunMark::new();
-        Ok(names
-            .iter()
-            .map(|n| {
-                Some(iolab_cluster::Work {
-                    plan: Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }] },
-                    // The target directory, made on each node if missing (under its dir=).
-                    mkdirs: vec![a.target.clone()],
-                    run_mark: run_mark.clone(),
-                    keys: Vec::new(),
-                })
+    let run_mark = iolab_workload::layout::RunMark::new();
+    let work = names
+        .iter()
+        .map(|n| {
+            Some(iolab_cluster::Work {
+                plan: std::sync::Arc::new(Plan {
+                    phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }],
+                }),
+                // The target directory, made on each node if missing (under its dir=).
+                mkdirs: vec![a.target.clone()],
+                run_mark: run_mark.clone(),
+                keys: Vec::new(),
             })
-            .collect())
-    };
-    let result = crate::cluster_cmd::run_each(&a.nodes, &a.out, &a.save, RunKind::Replay, &name, &plan, work, stop)?;
+        })
+        .collect();
+    let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save };
+    let result = crate::cluster_cmd::run_each(on, (RunKind::Replay, &name), plan, work, stop)?;
     // Each node's fidelity, judged by its agent against its own trace.
     let mut fids: BTreeMap<String, ReplayFidelity> = BTreeMap::new();
     if let Some(ph) = result.phases.first() {

@@ -15,7 +15,9 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+/// The plan the arguments give (a job file, or the job flags) and the run's name, with the
+/// checks that need no machine: `iolab run` here and on several nodes (`cluster_cmd`) alike.
+pub fn plan_of(args: &RunArgs) -> Result<(Plan, String)> {
     args.out.check()?;
     if args.csv && args.out.machine() {
         anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output {}", args.out.output);
@@ -43,11 +45,14 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         let flag = if args.csv { "--csv" } else { "--output bonnie-csv" };
         anyhow::bail!("{flag} prints bonnie++'s CSV line: it needs --workload bonnie");
     }
+    Ok((plan, name))
+}
+
+/// `iolab run` on this machine (with `--node`, `cluster_cmd::run` runs it).
+pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let (plan, name) = plan_of(&args)?;
     crate::fio_logs::check(&args.logs, plan.phases.len())?;
-    if args.nodes.given() {
-        return crate::cluster_cmd::run(&args, &plan, &name, stop);
-    }
-    if iolab_cluster::cross::wanted(&plan) {
+    if plan.phases.iter().flat_map(|p| &p.jobs).any(|j| j.verify.as_ref().is_some_and(|v| v.on_other)) {
         anyhow::bail!(
             "--verify-on other has a node other than the writer read back: give two nodes or more with --node NAME=ADDR,dir=PATH (their dirs the same shared directory)"
         );
@@ -61,6 +66,8 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if args.cleanup {
         cleanup(&plan, args.out.machine());
     }
+    // `--csv` is bonnie++'s CSV with the progress and notes of the human output.
+    let format = if args.csv { Format::BonnieCsv } else { args.out.output };
     crate::output::print(format, args.out.options(), &Input::Run(&result))?;
     Ok(exit_code(&result))
 }

@@ -10,6 +10,8 @@ use crate::output::exit_code;
 use crate::run_cmd::execute;
 use anyhow::{bail, Context, Result};
 use iolab_report::export::Input;
+use iolab_report::scenario::locking::Locking;
+use iolab_report::scenario::Scenario;
 use iolab_spec::{BlockSizes, Bytes, EngineKind, JobPatch, Phase, Plan, Rw, SyncMode};
 use iolab_workload::layout;
 use iolab_workload::model::RunKind;
@@ -206,19 +208,27 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if ctx.uring { "" } else { "; io_uring unavailable, queue depth 32 uses 32 threads" }
         );
     }
-    let (result, run) = execute(&plan, &a.out, &a.save, RunKind::Survey, &a.dir.display().to_string(), stop.clone())?;
-    // With nodes, seed 000's locking check beside the profile, each check one step long.
+    // With nodes, seed 000's locking check beside the profile, each check one step long: its
+    // steps made (and so checked) before anything runs.
     let locking = if !a.nodes.given() {
         None
     } else {
         let nodes: Vec<String> = crate::cluster_cmd::node_names(&a.nodes)?;
         let patch =
             JobPatch { runtime: Some(a.step_time), size: Some(size.min(Bytes::mib(256))), ..Default::default() };
-        let sc = iolab_spec::builtin("locking", &nodes, &patch, &Default::default())?;
-        if !json {
-            eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
+        let steps = Locking.steps(&nodes, &patch, &Default::default())?;
+        Some((nodes, steps))
+    };
+    let (result, run) = execute(&plan, &a.out, &a.save, RunKind::Survey, &a.dir.display().to_string(), stop.clone())?;
+    let locking = match locking {
+        None => None,
+        Some((nodes, steps)) => {
+            if !json {
+                eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
+            }
+            let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save };
+            Some(crate::cluster_cmd::run_scenario(on, &Locking, &steps, a.link_speed, stop)?)
         }
-        Some(crate::cluster_cmd::run_scenario(&sc, &a.nodes, &a.out, &a.save, a.link_speed, false, stop)?)
     };
     // The report reads the stored runs, as every report does: the survey's, and the locking
     // check's for its profile.

@@ -66,6 +66,7 @@ fn is_multi_node(d: &str) -> bool {
         || d.starts_with("phases[].nodes")
         || d == "phases[].jobs[].node"
         || d == "phases[].first_done_s"
+        || d == "phases[].started_unix_s"
         || d == "phases[].last_done_s"
 }
 
@@ -464,6 +465,7 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
         verify: None,
         nodes: vec![share("a", None), share("b", Some("node b became unreachable".into()))],
         jobs: ["a", "b"].map(|n| JobResult { node: Some(n.into()), ..p.jobs[0].clone() }).to_vec(),
+        started_unix_s: Some(1.0),
         first_done_s: Some(p.elapsed_s - 0.1),
         last_done_s: Some(p.elapsed_s),
         ..p.clone()

@@ -120,6 +120,103 @@ fn two_nodes_write_their_files_start_together_and_merge() {
     assert_eq!(stored, ["*", "a", "b"]);
 }
 
+/// The one merge (issue 23): the aggregate the coordinator merged live is the one the store
+/// rebuilds from the nodes' own rows (as after a coordinator killed before it saved it), by
+/// the same rule: the window from the first start to the last end, the seconds aligned by
+/// time, the mean latency of each second kept. fio's logs of the merged run and of each node
+/// are written, the latency log's means non-zero.
+#[test]
+fn the_live_aggregate_is_the_one_the_store_rebuilds_and_fios_logs_hold_its_latency() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let logs = d.path().join("fio").display().to_string();
+    #[rustfmt::skip]
+    let r = run_json(&[
+        "run", "--node", &node("a", &a), "--node", &node("b", &b),
+        "--target", "f", "--rw", "randwrite", "--size", "4M", "--rate-iops", "400",
+        "--sample-interval", "0", "--write-lat-log", &logs, "--write-iops-log", &logs,
+    ]);
+    assert_eq!(r["status"], "complete", "{r}");
+    let live = r["phases"][0].clone();
+    assert!(live["timeline"].as_array().unwrap().len() >= 2, "a run of about 2.6 s: {}", live["timeline"]);
+    assert!(live["timeline"].as_array().unwrap().iter().any(|p| u(&p["write_lat_mean_ns"]) > 0));
+
+    // The store's own rebuild: the aggregate's rows gone, as if never saved.
+    let db = rusqlite::Connection::open(db_path()).unwrap();
+    let id: i64 = db.query_row("SELECT MAX(id) FROM runs", [], |r| r.get(0)).unwrap();
+    for table in ["phases", "timeline", "samples"] {
+        db.execute(&format!("DELETE FROM {table} WHERE run_id = ?1 AND node = '*'"), [id]).unwrap();
+    }
+    for table in ["totals", "threads"] {
+        db.execute(&format!("DELETE FROM {table} WHERE run_id = ?1 AND node = '*'"), [id]).unwrap();
+    }
+    let out = iolab().args(["show", &id.to_string(), "--output", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stored = shown[0]["result"]["phases"][0].clone();
+    // What the store cannot know: that the phase ended as a whole, and the instant each node
+    // was told (its skew).
+    assert_eq!(stored["interrupted"], true);
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("interrupted");
+        for n in v["nodes"].as_array_mut().unwrap() {
+            n.as_object_mut().unwrap().remove("start_skew_ns");
+        }
+        v
+    };
+    let (live, stored) = (strip(live), strip(stored));
+    for key in ["elapsed_s", "started_unix_s", "first_done_s", "last_done_s", "total", "timeline", "jobs", "nodes"] {
+        assert_eq!(live[key], stored[key], "{key}: live against stored");
+    }
+    assert_eq!(live, stored);
+
+    // fio's logs: the merged run's, and each node's as fio's client names a server's.
+    let lat = std::fs::read_to_string(format!("{logs}_lat.1.log")).unwrap();
+    let lines: Vec<&str> = lat.lines().collect();
+    assert!(lines.len() >= 2, "{lat}");
+    for l in &lines {
+        let f: Vec<&str> = l.split(", ").collect();
+        assert_eq!(f[2], "1", "writes: {l}");
+        assert!(f[1].parse::<u64>().unwrap() > 0, "a mean latency of 0 ns: {l}");
+    }
+    let iops: u64 = std::fs::read_to_string(format!("{logs}_iops.1.log"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split(", ").nth(1).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(iops > 400, "both nodes' I/O in the merged log: {iops} IOPS over its seconds");
+    for n in ["a", "b"] {
+        let own = std::fs::read_to_string(format!("{logs}_lat.1.log.{n}")).unwrap();
+        assert!(own.lines().count() >= 2 && !own.contains(", 0, 1, 0, 0"), "{n}: {own}");
+    }
+}
+
+/// A run on several nodes is checked before any node is contacted: a node that needs what
+/// was not given, or a plan that breaks a rule, is refused without dialling the others (here
+/// an ssh node that does not exist: reaching it would fail otherwise).
+#[test]
+fn a_run_on_nodes_is_checked_before_any_node_is_contacted() {
+    let d = tempfile::tempdir().unwrap();
+    let nowhere = format!("a=ssh://nobody@iolab-no-such-host.invalid,dir={}", d.path().display());
+    let t = Instant::now();
+    #[rustfmt::skip]
+    let cases: [(&[&str], &str); 3] = [
+        (&["--node", &nowhere, "--node", "b=127.0.0.1:1", "--target", "f", "--size", "1M"], "wants its token"),
+        (&["--node", &nowhere, "--node", "b=exec:///bin/true", "--target", "f", "--size", "1M"], "needs dir=PATH"),
+        (&["--node", &nowhere, "--target", "f", "--size", "1M", "--bs", "1000", "--direct"], "512"),
+    ];
+    for (args, says) in cases {
+        let out = iolab().arg("run").args(args).args(["--sample-interval", "0"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("ssh failed") && !err.contains("copying"), "no node was dialled: {err}");
+    }
+    assert!(t.elapsed() < Duration::from_secs(10), "took {:?}", t.elapsed());
+}
+
 #[test]
 fn targets_outside_allow_are_refused_before_any_io() {
     let d = tempfile::tempdir().unwrap();
@@ -325,8 +422,8 @@ fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let e = rt.block_on(async {
         use iolab_cluster::proto::{agent_client::AgentClient, HelloRequest};
-        let pin = std::sync::Arc::new(iolab_cluster::tls::CertPin::new(None));
-        let ch = iolab_cluster::tls::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
+        let pin = std::sync::Arc::new(iolab_cluster::pin::CertPin::new(None));
+        let ch = iolab_cluster::pin::connect(&agent.addr, iolab_cluster::tls::CERT_NAME, pin).await.unwrap();
         let token: tonic::metadata::MetadataValue<_> = "Bearer s3cret".parse().unwrap();
         let mut c = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
             r.metadata_mut().insert("authorization", token.clone());

@@ -9,8 +9,7 @@
 mod common;
 
 use common::*;
-use iolab_cluster::coordinator::Observer;
-use iolab_cluster::cross::{Rounds, StepKind};
+use iolab_cluster::rounds::{Rounds, StepKind};
 use iolab_cluster::{Cluster, NodeSpec, Options};
 use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw, VerifyOn};
 use iolab_workload::model::{ErrorClass, Status};
@@ -145,9 +144,6 @@ fn two_nodes_check_each_others_files_and_find_nothing_on_a_coherent_directory() 
     assert!(String::from_utf8_lossy(&out.stderr).contains("iolab run --node"));
 }
 
-struct Quiet;
-impl Observer for Quiet {}
-
 #[test]
 fn older_blocks_put_back_between_the_writers_sync_and_the_other_nodes_read_are_stale_reads() {
     let d = tempfile::tempdir().unwrap();
@@ -175,7 +171,7 @@ fn older_blocks_put_back_between_the_writers_sync_and_the_other_nodes_read_are_s
     let fb = share.join("f.b");
     let fa = share.join("f.a");
     let mut round1 = Vec::new();
-    let mut hook = |s: &iolab_cluster::cross::Step, done: bool| {
+    let mut hook = |s: &iolab_cluster::rounds::Step, done: bool| {
         if !done || s.kind != StepKind::Write {
             return;
         }
@@ -198,7 +194,7 @@ fn older_blocks_put_back_between_the_writers_sync_and_the_other_nodes_read_are_s
             _ => {}
         }
     };
-    let r = rounds.run(&mut cluster, Arc::new(AtomicBool::new(false)), &mut Quiet, &mut hook);
+    let r = rounds.run(&mut cluster, Arc::new(AtomicBool::new(false)), &mut iolab_workload::NoSink, &mut hook);
     assert_eq!(r.status, Status::Complete, "{:?}", r.error);
     assert_eq!(r.phases.len(), 6);
     let verify = |i: usize| r.phases[i].verify.clone().unwrap();

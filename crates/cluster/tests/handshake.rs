@@ -3,7 +3,7 @@
 //! request without the token with UNAUTHENTICATED.
 
 use iolab_cluster::proto::{agent_client::AgentClient, HelloRequest};
-use iolab_cluster::{tls, AgentService, Allow, PROTOCOL_VERSION};
+use iolab_cluster::{pin, tls, AgentService, Allow, PROTOCOL_VERSION};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,10 +17,10 @@ async fn another_protocol_version_and_a_missing_token_are_refused() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let service = AgentService::new(Allow::new(&[d.path().to_path_buf()]).unwrap());
-    tokio::spawn(tls::serve(listener, service, "tok".into(), cert, key, Duration::from_secs(1)));
+    tokio::spawn(tls::serve(listener, service.server(), "tok".into(), cert, key, Duration::from_secs(1)));
 
-    let pin = Arc::new(tls::CertPin::new(Some(fp.clone())));
-    let ch = tls::connect(&addr, tls::CERT_NAME, pin).await.unwrap();
+    let pin = Arc::new(pin::CertPin::new(Some(fp.clone())));
+    let ch = pin::connect(&addr, tls::CERT_NAME, pin).await.unwrap();
     let token: tonic::metadata::MetadataValue<_> = "Bearer tok".parse().unwrap();
     let mut client = AgentClient::with_interceptor(ch.clone(), move |mut r: tonic::Request<()>| {
         r.metadata_mut().insert("authorization", token.clone());
@@ -39,8 +39,8 @@ async fn another_protocol_version_and_a_missing_token_are_refused() {
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
 
     // A pinned fingerprint the agent does not have: no connection.
-    let wrong = Arc::new(tls::CertPin::new(Some("sha256:00".into())));
-    assert!(tls::connect(&addr, tls::CERT_NAME, wrong).await.is_err());
+    let wrong = Arc::new(pin::CertPin::new(Some("sha256:00".into())));
+    assert!(pin::connect(&addr, tls::CERT_NAME, wrong).await.is_err());
 }
 
 /// A CA and a certificate it signed for 127.0.0.1, as PEM files in `dir`.
@@ -70,14 +70,14 @@ async fn with_ca_the_agents_certificate_is_checked_against_it() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let service = AgentService::new(Allow::new(&[d.path().to_path_buf()]).unwrap());
-    tokio::spawn(tls::serve(listener, service, "tok".into(), cert, key, Duration::from_secs(1)));
-    let ch = tls::connect(&addr, "127.0.0.1", tls::ca_verifier(&ca).unwrap()).await.unwrap();
+    tokio::spawn(tls::serve(listener, service.server(), "tok".into(), cert, key, Duration::from_secs(1)));
+    let ch = pin::connect(&addr, "127.0.0.1", pin::ca_verifier(&ca).unwrap()).await.unwrap();
     let token: tonic::metadata::MetadataValue<_> = "Bearer tok".parse().unwrap();
     let mut client = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
         r.metadata_mut().insert("authorization", token.clone());
         Ok(r)
     });
     client.hello(HelloRequest { protocol_version: PROTOCOL_VERSION, iolab_version: "x".into() }).await.unwrap();
-    let e = tls::connect(&addr, "127.0.0.1", tls::ca_verifier(&other_ca).unwrap()).await.unwrap_err();
+    let e = pin::connect(&addr, "127.0.0.1", pin::ca_verifier(&other_ca).unwrap()).await.unwrap_err();
     assert!(e.to_string().contains("certificate"), "{e}");
 }

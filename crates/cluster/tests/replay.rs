@@ -4,7 +4,7 @@
 //! agent's own copy, outside its --allow directories. Over the real TLS transport.
 
 use iolab_cluster::proto::{agent_client::AgentClient, control, Control, HelloRequest, Start, TraceChunk};
-use iolab_cluster::{tls, AgentService, Allow, PROTOCOL_VERSION};
+use iolab_cluster::{pin, tls, AgentService, Allow, PROTOCOL_VERSION};
 use iolab_spec::{Job, JobPatch, Phase, Plan, ReplayJob, Timing, Workload};
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,8 +46,8 @@ async fn a_replay_runs_only_from_a_trace_the_coordinator_sent() {
     let fp = tls::fingerprint(&cert);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    tokio::spawn(tls::serve(listener, service, "tok".into(), cert, key, Duration::from_secs(1)));
-    let ch = tls::connect(&addr, tls::CERT_NAME, Arc::new(tls::CertPin::new(Some(fp)))).await.unwrap();
+    tokio::spawn(tls::serve(listener, service.server(), "tok".into(), cert, key, Duration::from_secs(1)));
+    let ch = pin::connect(&addr, tls::CERT_NAME, Arc::new(pin::CertPin::new(Some(fp)))).await.unwrap();
     let token: tonic::metadata::MetadataValue<_> = "Bearer tok".parse().unwrap();
     let mut client = AgentClient::with_interceptor(ch, move |mut r: tonic::Request<()>| {
         r.metadata_mut().insert("authorization", token.clone());
@@ -73,7 +73,7 @@ async fn a_replay_runs_only_from_a_trace_the_coordinator_sent() {
     assert!(e.message().contains("was not sent to this agent"), "{}", e.message());
 
     // A damaged trace is refused and not kept.
-    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/proto/agent.proto")).unwrap();
+    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/protocol/proto/agent.proto")).unwrap();
     let chunk = |data: &[u8], total: u64, crc32: u32| TraceChunk { total_bytes: total, crc32, data: data.to_vec() };
     let bad = vec![chunk(&bytes[..10], bytes.len() as u64, crc(&bytes)), chunk(b"not the rest", 0, 0)];
     let e = client.put_trace(tokio_stream::iter(bad)).await.unwrap_err();

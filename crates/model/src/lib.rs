@@ -4,16 +4,19 @@
 //! buffer ([`recorder`]), a personality's own figures and how they combine ([`figures`]), a
 //! replay's fidelity ([`replay`]) and the result tree that
 //! `--output json` prints ([`results`], the contract of docs/json.md, with its constructors),
-//! data validation's findings ([`verify`]), the kind of a stored run ([`kind`]) and the wall
-//! clock as results keep it ([`clock`]).
+//! data validation's findings ([`verify`]), the kind of a stored run ([`kind`]), the wall
+//! clock as results keep it ([`clock`]), what happens during a run as one stream of events
+//! ([`events`]), and the one rule that merges several nodes' phases into one ([`merge`]).
 
 #![forbid(unsafe_code)]
 
 pub mod class;
 pub mod clock;
+pub mod events;
 pub mod figures;
 pub mod hist;
 pub mod kind;
+pub mod merge;
 pub mod recorder;
 pub mod replay;
 pub mod results;
@@ -23,6 +26,7 @@ pub mod words;
 
 pub use class::{ClassCounts, OpClass};
 pub use clock::now_unix_s;
+pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
 pub use kind::RunKind;
 pub use recorder::Recorder;
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
@@ -31,5 +35,5 @@ pub use results::{
     TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
-pub use verify::{BlockError, ErrorClass, ErrorCounts, VerifyResult};
+pub use verify::{BlockError, ErrorClass, ErrorCounts, HandedMap, VerifyResult};
 pub use words::UnknownWord;

@@ -330,6 +330,11 @@ pub struct PhaseResult {
     /// `timeline` are then the aggregate over the common window, first start to last end.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeResult>,
+    /// When the phase's measured window began, in Unix seconds. Set in runs of several nodes:
+    /// on each node's phase its own start on the coordinator's clock, on the aggregate the
+    /// first node's (the merge aligns the nodes' seconds by it: [`crate::merge`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<f64>,
     /// Several nodes: seconds from the common start to the first node's end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_done_s: Option<f64>,

@@ -1,6 +1,7 @@
 //! Data validation's results as data (`phases[].verify` in the JSON): how many key blocks were
 //! stamped and checked, the errors by class, and the first errors with their location. The
-//! checking itself lives in iolab-verify; the store and the report read only this.
+//! checking itself lives in iolab-verify; the store and the report read only this. A writer's
+//! key map handed to another node ([`HandedMap`]) is plain data too.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -245,6 +246,22 @@ impl VerifyResult {
             self.journal_sync.clone_from(&o.journal_sync);
         }
     }
+}
+
+/// One file's validation keys as its writer left them after syncing it, handed from node to
+/// node by the coordinator (`--verify-on other`): the reader checks the file against them
+/// instead of trusting a map on the storage under test. Plain data here, so the event stream
+/// ([`crate::events`]) carries it; iolab-verify checks a map that arrives
+/// (`iolab_verify::handed::check`) before anything uses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandedMap {
+    /// The file's id in its stamps (the same on every node: `iolab_verify::file_id_under`).
+    pub file_id: u64,
+    pub key_block: u32,
+    /// One byte per key block: 0 never written, 1..=126 its key, 0x7f not to be checked.
+    pub keys: Vec<u8>,
+    /// The node that wrote it.
+    pub writer: String,
 }
 
 #[cfg(test)]

@@ -5,9 +5,11 @@
 //! bw is KiB/s, iops I/Os per second, lat the mean latency in ns of the window's I/Os (fio's
 //! `_lat` log: iolab's latency runs from issue to completion). One log per phase (its jobs
 //! together), numbered from 1 as fio numbers its jobs. iolab keeps no per-I/O record, so there
-//! is no per-I/O log.
+//! is no per-I/O log. A run of several nodes has the merged timeline's logs (the mean latency
+//! of each second weighted over the nodes: `iolab_model::merge`) and, as fio's client writes
+//! each server's, each node's own ([`node_file_name`]).
 
-use iolab_model::{RunResult, TimelinePoint};
+use iolab_model::{PhaseResult, RunResult, TimelinePoint};
 use std::fmt::Write;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,10 +35,23 @@ pub fn file_name(prefix: &str, kind: LogKind, phase: usize) -> String {
     format!("{prefix}_{}.{}.log", kind.suffix(), phase + 1)
 }
 
+/// The log of node `node` of a run of several nodes, as fio's client names each server's
+/// (`PREFIX_lat.1.log.NODE`; fio appends the host name, iolab the node's name, which is unique
+/// where host names may not be).
+pub fn node_file_name(prefix: &str, kind: LogKind, phase: usize, node: &str) -> String {
+    format!("{}.{node}", file_name(prefix, kind, phase))
+}
+
 /// One log per phase that has seconds: (phase index, text).
 pub fn logs(run: &RunResult, kind: LogKind, avg_s: u64) -> Vec<(usize, String)> {
+    logs_of(&run.phases, kind, avg_s)
+}
+
+/// [`logs`] of phases (a node's own, at their places in the run; a phase without seconds has
+/// no log).
+pub fn logs_of(phases: &[PhaseResult], kind: LogKind, avg_s: u64) -> Vec<(usize, String)> {
     let avg_s = avg_s.max(1) as usize;
-    run.phases
+    phases
         .iter()
         .enumerate()
         .filter(|(_, p)| !p.timeline.is_empty())

@@ -2,8 +2,10 @@
 //! each written by an exporter ([`export`]): the terminal summary, the JSON, CSV for
 //! spreadsheets ([`csv`]), fio's JSON ([`fio_json`]), bonnie++'s CSV ([`bonnie_csv`]); a
 //! survey's profile ([`survey`]); comparisons with verdicts ([`compare`]) and the
-//! self-contained HTML report with charts ([`html`]). Everything here reads results (fresh or
-//! `StoredRun`s); nothing reaches back into the engine.
+//! self-contained HTML report with charts ([`html`]); and the scenarios of several nodes as
+//! plug-ins ([`scenario`]: their steps, their verdicts, their charts), here because their
+//! verdicts and charts read results and draw as the report does. Everything here reads results
+//! (fresh or `StoredRun`s); nothing reaches back into the engine.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +22,7 @@ pub mod html;
 mod html_nodes;
 mod markup;
 pub mod nodes;
+pub mod scenario;
 pub mod summary;
 pub mod survey;
 pub mod system;

@@ -30,7 +30,7 @@ pub use patch::{JobPatch, DEFAULT_SEED};
 pub use postmark::PostmarkJob;
 pub use redolog::RedologJob;
 pub use replay::{ReplayJob, ReplayLimits, Timing};
-pub use scenario::{builtin, parse_scenario_file, BuiltinOptions, Part, Scenario, ScenarioFile, Step};
+pub use scenario::{parse_scenario_file, BuiltinOptions, Part, ScenarioFile, Step, StepPlan};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use varmail::VarmailJob;
 pub use verify::{VerifyJob, DEFAULT_MAX_ERRORS};

@@ -1,8 +1,10 @@
-//! Scenarios: steps of (nodes × jobs) run one after another on several nodes, from a TOML
-//! file or built in (`locking`, `scaling`). This module turns them into plain data the
-//! coordinator executes; it runs nothing.
+//! Scenarios as plain data: steps of (nodes × jobs) run one after another on several nodes
+//! ([`StepPlan`]), the TOML file a user writes them in ([`ScenarioFile`]), and the building
+//! blocks the built-ins expand with (a dd-like write, repetitions, step names). A scenario
+//! itself (its steps, its verdict, its chart, by name in one list) is the report crate's
+//! `Scenario`; this module runs nothing.
 //!
-//! A [`Scenario`] is a list of [`Step`]s run in order; a step's [`Part`]s run at once (every
+//! A scenario expands into a [`StepPlan`], a list of [`Step`]s run in order; a step's [`Part`]s run at once (every
 //! listed node starts its jobs at one instant); a node not named in a step sits it out.
 //! **Job targets are relative to each node's directory**: the coordinator joins a relative
 //! target with the node's `dir=` (an absolute target stays as it is), so one scenario serves
@@ -18,7 +20,7 @@ use toml::Spanned;
 
 /// What the coordinator executes: steps in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Scenario {
+pub struct StepPlan {
     pub name: String,
     pub steps: Vec<Step>,
 }
@@ -42,7 +44,7 @@ pub struct Part {
     pub mkdirs: Vec<PathBuf>,
 }
 
-impl Scenario {
+impl StepPlan {
     /// The nodes that take part in at least one step, in the order first seen.
     pub fn nodes(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
@@ -55,19 +57,7 @@ impl Scenario {
     }
 }
 
-/// The built-in scenarios, with a line each for `--help` and errors.
-pub const BUILTINS: &[(&str, &str)] = &[
-    (
-        "locking",
-        "the locking check's four steps on a shared directory: A alone, B alone, two writers on A, A and B at once",
-    ),
-    ("scaling", "the same job on 1, 2, ..., N nodes at once, each node in its own subdirectory"),
-];
-
-/// The names of the `locking` scenario's four steps, in order (the verdict reads them).
-pub const LOCKING_STEPS: [&str; 4] = ["A alone", "B alone", "A twice", "A and B"];
-
-/// Options of the built-ins beside the job flags.
+/// Options of the built-in scenarios beside the job flags (a scenario reads those it has).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BuiltinOptions {
     /// `locking`: every writer writes one file, `iolab-locking/shared.dat` (seed 000 wrote one).
@@ -78,32 +68,10 @@ pub struct BuiltinOptions {
     pub repeat: u32,
 }
 
-/// Whether `name` is a built-in scenario.
-pub fn is_builtin(name: &str) -> bool {
-    BUILTINS.iter().any(|(n, _)| *n == name)
-}
-
-/// A built-in scenario by name, for the nodes given (in order) with the job flags.
-pub fn builtin(
-    name: &str,
-    nodes: &[String],
-    overrides: &JobPatch,
-    opts: &BuiltinOptions,
-) -> Result<Scenario, SpecError> {
-    match name {
-        "locking" => locking(nodes, overrides, opts),
-        "scaling" => scaling(nodes, overrides, opts),
-        other => Err(SpecError::plain(format!(
-            "no scenario file `{other}` and no built-in scenario of that name; the built-ins: {}",
-            BUILTINS.iter().map(|(n, d)| format!("{n} ({d})")).collect::<Vec<_>>().join("; ")
-        ))),
-    }
-}
-
-/// The dd-like write both built-ins default to: `bs = 1M`, `size = 1G`, `end_fsync = true`
+/// The dd-like write the built-ins default to: `bs = 1M`, `size = 1G`, `end_fsync = true`
 /// (dd conv=fsync: the storage, not the page cache), under the job flags. Only for the block
 /// workload: another workload's job is the flags alone.
-fn dd_like(overrides: &JobPatch) -> JobPatch {
+pub fn dd_like(overrides: &JobPatch) -> JobPatch {
     if overrides.workload.is_some_and(|w| w != WorkloadKind::Block) {
         return overrides.clone();
     }
@@ -122,87 +90,18 @@ fn dd_like(overrides: &JobPatch) -> JobPatch {
     p
 }
 
-/// The built-in's working directory: `--target` (relative to each node's directory, or
+/// A built-in's working directory: `--target` (relative to each node's directory, or
 /// absolute) or the default.
-fn base_dir(overrides: &JobPatch, default: &str) -> PathBuf {
+pub fn base_dir(overrides: &JobPatch, default: &str) -> PathBuf {
     overrides.target.clone().unwrap_or_else(|| PathBuf::from(default))
 }
 
-fn resolve_one(patch: &JobPatch, name: &str, target: PathBuf) -> Result<Job, SpecError> {
+/// The job `patch` makes named `name` on `target`, checked by the rules of `iolab run`.
+pub fn resolve_one(patch: &JobPatch, name: &str, target: PathBuf) -> Result<Job, SpecError> {
     let p = JobPatch { name: Some(name.to_string()), target: Some(target), ..patch.clone() };
     let job = p.resolve(name)?;
     job.validate()?;
     Ok(job)
-}
-
-/// Seed 000's locking check: nodes A and B are the first two nodes given.
-pub fn locking(nodes: &[String], overrides: &JobPatch, opts: &BuiltinOptions) -> Result<Scenario, SpecError> {
-    let [a, b, ..] = nodes else {
-        return Err(SpecError::plain(format!(
-            "the locking scenario needs two nodes (A and B), {} given; add --node NAME=ADDR for each",
-            nodes.len()
-        )));
-    };
-    let patch = dd_like(overrides);
-    let dir = base_dir(overrides, "iolab-locking");
-    let base = overrides.name.clone().unwrap_or_else(|| "dd".into());
-    let writer = |node: &str, n: u32| -> Result<Job, SpecError> {
-        let file = if opts.shared_file { "shared.dat".to_string() } else { format!("{node}.{n}.dat") };
-        resolve_one(&patch, &format!("{base}.{n}"), dir.join(file))
-    };
-    let part = |node: &str, writers: u32| -> Result<Part, SpecError> {
-        let jobs = (1..=writers).map(|n| writer(node, n)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Part { node: node.to_string(), jobs, mkdirs: vec![dir.clone()] })
-    };
-    let steps = vec![
-        Step { name: LOCKING_STEPS[0].into(), parts: vec![part(a, 1)?] },
-        Step { name: LOCKING_STEPS[1].into(), parts: vec![part(b, 1)?] },
-        Step { name: LOCKING_STEPS[2].into(), parts: vec![part(a, 2)?] },
-        Step { name: LOCKING_STEPS[3].into(), parts: vec![part(a, 1)?, part(b, 1)?] },
-    ];
-    Ok(Scenario { name: "locking".into(), steps: repeated(steps, opts.repeat) })
-}
-
-/// The step name of the scaling scenario for `n` nodes at once.
-pub fn clients_step_name(n: usize) -> String {
-    if n == 1 {
-        "1 client".into()
-    } else {
-        format!("{n} clients")
-    }
-}
-
-/// The same job on 1, 2, ..., N nodes at once, each node in `iolab-scaling/<node>/`.
-pub fn scaling(nodes: &[String], overrides: &JobPatch, opts: &BuiltinOptions) -> Result<Scenario, SpecError> {
-    if nodes.is_empty() {
-        return Err(SpecError::plain("the scaling scenario needs at least one node; add --node NAME=ADDR"));
-    }
-    let max = match opts.clients {
-        None => nodes.len(),
-        Some(0) => return Err(SpecError::plain("--clients 0 runs nothing; give 1 or more")),
-        Some(c) if c as usize > nodes.len() => {
-            return Err(SpecError::plain(format!(
-                "--clients {c} but {} node(s) given; add nodes or lower --clients",
-                nodes.len()
-            )))
-        }
-        Some(c) => c as usize,
-    };
-    let patch = dd_like(overrides);
-    let dir = base_dir(overrides, "iolab-scaling");
-    let name = overrides.name.clone().unwrap_or_else(|| "job1".into());
-    let mut steps = Vec::new();
-    for n in 1..=max {
-        let parts = nodes[..n]
-            .iter()
-            .map(|node| {
-                let own = dir.join(node);
-                Ok(Part { node: node.clone(), jobs: vec![resolve_one(&patch, &name, own.clone())?], mkdirs: vec![own] })
-            })
-            .collect::<Result<Vec<_>, SpecError>>()?;
-        steps.push(Step { name: clients_step_name(n), parts });
-    }
-    Ok(Scenario { name: "scaling".into(), steps: repeated(steps, opts.repeat) })
 }
 
 /// The suffix a repeated step's name carries: `A alone #2`.
@@ -220,7 +119,7 @@ pub fn base_step_name(name: &str) -> &str {
 
 /// The whole sequence `n` times, in rounds (all steps, then all steps again), so a drift of
 /// the storage over time spreads over every step instead of landing on one.
-fn repeated(steps: Vec<Step>, n: u32) -> Vec<Step> {
+pub fn repeated(steps: Vec<Step>, n: u32) -> Vec<Step> {
     if n <= 1 {
         return steps;
     }
@@ -480,7 +379,7 @@ fn needed_dir(target: &Path) -> Option<PathBuf> {
 impl ScenarioFile {
     /// The scenario for the nodes given on the command line (in order), with the job flags
     /// (`overrides`) over every job, as `iolab run JOBFILE --flags` does.
-    pub fn expand(&self, nodes: &[String], overrides: &JobPatch) -> Result<Scenario, SpecError> {
+    pub fn expand(&self, nodes: &[String], overrides: &JobPatch) -> Result<StepPlan, SpecError> {
         if nodes.is_empty() {
             return Err(SpecError::plain("a scenario needs nodes; add --node NAME=ADDR (or --nodes FILE)"));
         }
@@ -514,7 +413,7 @@ impl ScenarioFile {
                 }
             }
         }
-        Ok(Scenario { name: self.name.clone(), steps: repeated(steps, self.repeat) })
+        Ok(StepPlan { name: self.name.clone(), steps: repeated(steps, self.repeat) })
     }
 
     fn step(
@@ -575,7 +474,6 @@ fn select(sel: &NodeSel, nodes: &[String]) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::SyncMode;
 
     fn nodes(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()
@@ -714,115 +612,11 @@ end_fsync = true
         assert_eq!(s.steps[1].name, "n 3");
     }
 
-    fn targets(s: &Step) -> Vec<(String, String)> {
-        s.parts
-            .iter()
-            .flat_map(|p| p.jobs.iter().map(move |j| (p.node.clone(), j.target.display().to_string())))
-            .collect()
-    }
-
-    #[test]
-    fn locking_is_seed_000s_four_checks() {
-        let s = locking(&nodes(&["n1", "n2", "n3"]), &JobPatch::default(), &BuiltinOptions::default()).unwrap();
-        assert_eq!(s.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), LOCKING_STEPS);
-        let t = |i: usize| targets(&s.steps[i]);
-        let p = |n: &str, f: &str| (n.to_string(), format!("iolab-locking/{f}"));
-        assert_eq!(t(0), [p("n1", "n1.1.dat")]);
-        assert_eq!(t(1), [p("n2", "n2.1.dat")]);
-        assert_eq!(t(2), [p("n1", "n1.1.dat"), p("n1", "n1.2.dat")]);
-        assert_eq!(t(3), [p("n1", "n1.1.dat"), p("n2", "n2.1.dat")]);
-        let j = &s.steps[2].parts[0].jobs;
-        assert_eq!((j[0].name.as_str(), j[1].name.as_str()), ("dd.1", "dd.2"));
-        let b = j[0].workload.block().unwrap();
-        assert_eq!(b.rw, Rw::Write);
-        assert_eq!(b.bs.max(), Bytes::mib(1));
-        assert!(b.end_fsync);
-        assert_eq!(j[0].size, Some(Bytes::gib(1)));
-        assert_eq!(s.steps[0].parts[0].mkdirs, [PathBuf::from("iolab-locking")]);
-
-        let shared = BuiltinOptions { shared_file: true, ..Default::default() };
-        let s = locking(&nodes(&["n1", "n2"]), &JobPatch::default(), &shared).unwrap();
-        for step in &s.steps {
-            for (_, f) in targets(step) {
-                assert_eq!(f, "iolab-locking/shared.dat");
-            }
-        }
-        assert_eq!(s.steps[2].parts[0].jobs.len(), 2);
-    }
-
-    #[test]
-    fn locking_takes_the_job_flags_and_needs_two_nodes() {
-        let over = JobPatch {
-            size: Some(Bytes::mib(64)),
-            bs: Some("4k".parse().unwrap()),
-            direct: Some(true),
-            runtime: Some(std::time::Duration::from_secs(5)),
-            sync: Some(SyncMode::Dsync),
-            target: Some("/mnt/ocfs2/t".into()),
-            ..Default::default()
-        };
-        let opts = BuiltinOptions { repeat: 3, ..Default::default() };
-        let s = locking(&nodes(&["a", "b"]), &over, &opts).unwrap();
-        assert_eq!(s.steps.len(), 12);
-        assert_eq!(s.steps[4].name, "A alone #2");
-        for j in s.steps.iter().flat_map(|s| &s.parts).flat_map(|p| &p.jobs) {
-            assert_eq!(j.size, Some(Bytes::mib(64)));
-            assert!(j.direct);
-            assert_eq!(j.runtime, Some(std::time::Duration::from_secs(5)));
-            assert_eq!(j.workload.block().unwrap().sync, SyncMode::Dsync);
-            assert!(j.target.starts_with("/mnt/ocfs2/t"));
-        }
-        let e = locking(&nodes(&["a"]), &JobPatch::default(), &opts).unwrap_err().to_string();
-        assert!(e.contains("two nodes") && e.contains("1 given"), "{e}");
-        // A flag that breaks a rule is refused before anything runs.
-        let bad = JobPatch { direct: Some(true), bs: Some("1000".parse().unwrap()), ..Default::default() };
-        assert!(locking(&nodes(&["a", "b"]), &bad, &opts).unwrap_err().to_string().contains("512"));
-    }
-
-    #[test]
-    fn scaling_runs_one_to_n_nodes_each_in_its_own_directory() {
-        let four = nodes(&["c1", "c2", "c3", "c4"]);
-        let s = scaling(&four, &JobPatch::default(), &BuiltinOptions::default()).unwrap();
-        assert_eq!(s.steps.iter().map(|s| s.parts.len()).collect::<Vec<_>>(), [1, 2, 3, 4]);
-        assert_eq!(s.steps[0].name, "1 client");
-        assert_eq!(s.steps[3].name, "4 clients");
-        assert_eq!(
-            targets(&s.steps[1]),
-            [("c1".into(), "iolab-scaling/c1".into()), ("c2".into(), "iolab-scaling/c2".into())]
-        );
-        assert_eq!(s.steps[1].parts[1].mkdirs, [PathBuf::from("iolab-scaling/c2")]);
-        assert_eq!(s.steps[0].parts[0].jobs[0].workload.block().unwrap().rw, Rw::Write);
-
-        let opts = BuiltinOptions { clients: Some(2), repeat: 2, ..Default::default() };
-        let over = JobPatch { rw: Some(Rw::RandRead), bs: Some("4k".parse().unwrap()), ..Default::default() };
-        let s = scaling(&four, &over, &opts).unwrap();
-        assert_eq!(
-            s.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-            ["1 client #1", "2 clients #1", "1 client #2", "2 clients #2"]
-        );
-        let b = s.steps[0].parts[0].jobs[0].workload.block().unwrap();
-        assert_eq!((b.rw, b.bs.max(), b.end_fsync), (Rw::RandRead, Bytes::kib(4), false));
-
-        let e = scaling(&four, &JobPatch::default(), &BuiltinOptions { clients: Some(5), ..Default::default() })
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--clients 5") && e.contains("4 node"), "{e}");
-        assert!(scaling(&[], &JobPatch::default(), &BuiltinOptions::default()).is_err());
-    }
-
-    #[test]
-    fn builtins_by_name_and_unknown_names_list_them() {
-        let two = nodes(&["a", "b"]);
-        assert_eq!(builtin("scaling", &two, &JobPatch::default(), &BuiltinOptions::default()).unwrap().steps.len(), 2);
-        assert!(is_builtin("locking") && !is_builtin("lock"));
-        let e = builtin("lock", &two, &JobPatch::default(), &BuiltinOptions::default()).unwrap_err().to_string();
-        assert!(e.contains("`lock`") && e.contains("locking") && e.contains("scaling"), "{e}");
-    }
-
     #[test]
     fn a_scenario_round_trips_through_json() {
-        let s = locking(&nodes(&["a", "b"]), &JobPatch::default(), &BuiltinOptions::default()).unwrap();
-        let back: Scenario = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        let f = parse_scenario_file(FILE, "x").unwrap();
+        let s = f.expand(&nodes(&["a", "b"]), &JobPatch::default()).unwrap();
+        let back: StepPlan = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
         assert_eq!(back, s);
     }
 

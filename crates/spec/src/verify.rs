@@ -30,7 +30,7 @@ pub struct VerifyJob {
     /// Stop after this many bad blocks (0: never).
     pub max_errors: u64,
     /// `--verify-on other`: another node reads back and checks what this job wrote, in
-    /// `rounds` write-then-read rounds (the coordinator runs them: `iolab_cluster::cross`).
+    /// `rounds` write-then-read rounds (the coordinator runs them: `iolab_cluster::rounds`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub on_other: bool,
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -2,15 +2,17 @@
 //! each phase's aggregate under the reserved node [`AGGREGATE`]. Job names repeat across nodes,
 //! so the aggregate's per-job rows (totals, threads) are keyed by node and job, and each node's
 //! total (with its histograms) by node alone. Loading a run rebuilds the aggregate; a phase the
-//! coordinator never saved (a run killed mid-phase) is merged from the nodes' own rows.
+//! coordinator never saved (a run killed mid-phase) is merged from the nodes' own rows, by the
+//! coordinator's own rule (`iolab_model::merge`).
 
 use crate::{Result, Store};
-use iolab_model::{JobResult, LatNs, NodeResult, OpClass, PhaseResult, TimelinePoint, Totals};
+use iolab_model::merge::{merge_phase, NodePhase};
+use iolab_model::{JobResult, PhaseResult, TimelinePoint};
 use iolab_spec::Plan;
 use rusqlite::params;
 
 /// The node name of a phase's aggregate rows in a run of several nodes.
-pub const AGGREGATE: &str = "*";
+pub use iolab_model::merge::AGGREGATE;
 
 /// Between node and job in a totals or threads key (ASCII unit separator: no name holds it).
 const SEP: char = '\u{1f}';
@@ -102,117 +104,23 @@ impl Store {
     }
 }
 
-/// A phase's aggregate rebuilt from its nodes' own phases (the coordinator saved none): totals
-/// summed, histograms merged, rates over the longest node's time, seconds summed where the
-/// coordinator saved none. It reads as interrupted: nobody saw the phase end as a whole.
+/// A phase's aggregate rebuilt from its nodes' own phases (the coordinator saved none), by the
+/// one rule the coordinator merges by live (`iolab_model::merge`): the window from the first
+/// node's start to the last one's end, seconds aligned by each node's start, mean latencies
+/// kept. The aggregate's seconds, where the coordinator saved them, are taken as saved. It
+/// reads as interrupted: nobody saw the phase end as a whole; a node's skew (the instant it
+/// was told is not stored) reads 0, its error is its first job's.
 pub(crate) fn merge(name: String, parts: &[(&str, &PhaseResult)], timeline: Vec<TimelinePoint>) -> PhaseResult {
-    let elapsed = parts.iter().map(|(_, p)| p.elapsed_s).fold(0.0, f64::max);
-    let mut total = Totals::default();
-    for (_, p) in parts {
-        for (class, t) in p.total.iter() {
-            let m = total.get_mut(class);
-            m.ops += t.ops;
-            m.bytes += t.bytes;
-            match (&mut m.hist, &t.hist) {
-                (Some(h), Some(x)) => {
-                    let _ = h.add(x);
-                }
-                (None, Some(x)) => m.hist = Some(x.clone()),
-                _ => {}
-            }
-            if m.hist.is_none() && t.lat_ns.p99 > m.lat_ns.p99 {
-                // No histograms to merge: the worst node's latencies.
-                m.lat_ns = t.lat_ns.clone();
-            }
-        }
+    let errors: Vec<Option<&str>> = parts.iter().map(|(_, p)| p.jobs.iter().find_map(|j| j.error.as_deref())).collect();
+    let nodes: Vec<NodePhase> = parts
+        .iter()
+        .zip(&errors)
+        .map(|((node, phase), error)| NodePhase { node, phase, start_skew_ns: 0, error: *error })
+        .collect();
+    let mut merged = merge_phase(&name, &nodes);
+    if !timeline.is_empty() {
+        merged.timeline = timeline;
     }
-    for c in OpClass::ALL {
-        let t = total.get_mut(*c);
-        if let Some(h) = &t.hist {
-            t.lat_ns = LatNs::from_hist(h);
-        }
-        if elapsed > 0.0 {
-            t.iops = t.ops as f64 / elapsed;
-            t.bw_bytes = t.bytes as f64 / elapsed;
-        }
-    }
-    let timeline = if timeline.is_empty() { sum_seconds(parts) } else { timeline };
-    // Validation over every node, as the coordinator merged it.
-    let verify = parts.iter().filter_map(|(_, p)| p.verify.as_ref()).fold(None, |acc, v| {
-        let mut a: iolab_model::VerifyResult = acc.unwrap_or_default();
-        a.merge(v, 1000);
-        Some(a)
-    });
-    let mut merged = PhaseResult {
-        verify,
-        workload: Default::default(),
-        notes: Vec::new(),
-        name,
-        elapsed_s: elapsed,
-        interrupted: true,
-        total,
-        jobs: parts
-            .iter()
-            .flat_map(|(n, p)| p.jobs.iter().map(move |j| JobResult { node: Some(n.to_string()), ..j.clone() }))
-            .collect(),
-        timeline,
-        cpu: iolab_model::CpuTime {
-            user_s: parts.iter().map(|(_, p)| p.cpu.user_s).sum(),
-            system_s: parts.iter().map(|(_, p)| p.cpu.system_s).sum(),
-        },
-        system: None,
-        nodes: parts
-            .iter()
-            .map(|(n, p)| NodeResult {
-                name: n.to_string(),
-                start_skew_ns: 0,
-                elapsed_s: p.elapsed_s,
-                interrupted: p.interrupted,
-                error: p.jobs.iter().find_map(|j| j.error.clone()),
-                total: p.total.clone(),
-                cpu: p.cpu,
-                system: p.system.clone(),
-                verify: p.verify.clone(),
-            })
-            .collect(),
-        first_done_s: None,
-        last_done_s: None,
-    };
-    merged.roll_up_workload();
+    merged.interrupted = true;
     merged
-}
-
-/// The nodes' seconds added second by second (latencies: the worst node's).
-fn sum_seconds(parts: &[(&str, &PhaseResult)]) -> Vec<TimelinePoint> {
-    let mut out: Vec<TimelinePoint> = Vec::new();
-    for (_, p) in parts {
-        for (i, t) in p.timeline.iter().enumerate() {
-            if out.len() <= i {
-                out.push(TimelinePoint { t_s: t.t_s, ..Default::default() });
-            }
-            let o = &mut out[i];
-            o.t_s = o.t_s.max(t.t_s);
-            let weighted = |a: u64, an: u64, b: u64, bn: u64| {
-                if an + bn == 0 {
-                    0
-                } else {
-                    ((a as f64 * an as f64 + b as f64 * bn as f64) / (an + bn) as f64).round() as u64
-                }
-            };
-            o.read_lat_mean_ns = weighted(o.read_lat_mean_ns, o.read_ops, t.read_lat_mean_ns, t.read_ops);
-            o.write_lat_mean_ns = weighted(o.write_lat_mean_ns, o.write_ops, t.write_lat_mean_ns, t.write_ops);
-            o.read_ops += t.read_ops;
-            o.read_bytes += t.read_bytes;
-            o.write_ops += t.write_ops;
-            o.write_bytes += t.write_bytes;
-            o.sync_ops += t.sync_ops;
-            for (c, n) in t.ops.iter() {
-                o.ops.add(c, n);
-            }
-            o.lat_p50_ns = o.lat_p50_ns.max(t.lat_p50_ns);
-            o.lat_p99_ns = o.lat_p99_ns.max(t.lat_p99_ns);
-            o.lat_max_ns = o.lat_max_ns.max(t.lat_max_ns);
-        }
-    }
-    out
 }

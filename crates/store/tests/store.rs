@@ -542,6 +542,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict() {
         cpu: pa.cpu,
         system: None,
         nodes: vec![node_result("a", pa, 120_000), node_result("b", pb, -80_000)],
+        started_unix_s: None,
         first_done_s: Some(pa.elapsed_s.min(pb.elapsed_s)),
         last_done_s: Some(elapsed),
     };

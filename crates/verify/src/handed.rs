@@ -2,7 +2,7 @@
 //! of a file travels with its phase's result, and goes with the reader's next run, so the
 //! reader knows the keys the writer wrote without trusting the storage under test (a map or a
 //! journal on the shared filesystem could itself be stale). Every map arrives over the network,
-//! so [`HandedMap::check`] bounds and checks it before it is used.
+//! so [`check`] bounds and checks it before it is used.
 
 use crate::map::UNKNOWN;
 use crate::sector::MAX_KEY;
@@ -15,47 +15,37 @@ pub const MAX_HANDED_MAPS: usize = 1024;
 /// The longest writer name a map may carry.
 const MAX_WRITER: usize = 255;
 
-/// One file's keys as its writer left them after syncing it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HandedMap {
-    /// The file's id in its stamps (the same on every node: [`crate::file_id_under`]).
-    pub file_id: u64,
-    pub key_block: u32,
-    /// One byte per key block: 0 never written, 1..=126 its key, [`UNKNOWN`] not to be checked.
-    pub keys: Vec<u8>,
-    /// The node that wrote it.
-    pub writer: String,
+/// One file's keys as its writer left them after syncing it: plain data, defined in the model
+/// so that the event stream (`iolab_model::events`) can carry it.
+pub use iolab_model::HandedMap;
+
+/// Refuse a map no writer could have sent: a key block that is not a multiple of 512, too many
+/// blocks, a key out of range, a writer name that is empty, too long or not printable.
+pub fn check(m: &HandedMap) -> Result<(), String> {
+    if m.key_block == 0 || !m.key_block.is_multiple_of(512) {
+        return Err(format!("a key map with key blocks of {} bytes (not a multiple of 512)", m.key_block));
+    }
+    if m.keys.len() > MAX_HANDED_BLOCKS {
+        return Err(format!("a key map of {} blocks (at most {MAX_HANDED_BLOCKS})", m.keys.len()));
+    }
+    if let Some(k) = m.keys.iter().find(|k| **k > MAX_KEY && **k != UNKNOWN) {
+        return Err(format!("a key map holding key {k:#04x} (keys are 1 to {MAX_KEY}, 0 or {UNKNOWN:#04x})"));
+    }
+    if m.writer.is_empty()
+        || m.writer.len() > MAX_WRITER
+        || !m.writer.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!("a key map whose writer is named `{}`", m.writer.escape_debug()));
+    }
+    Ok(())
 }
 
-impl HandedMap {
-    /// Refuse a map no writer could have sent: a key block that is not a multiple of 512, too
-    /// many blocks, a key out of range, a writer name that is empty, too long or not printable.
-    pub fn check(&self) -> Result<(), String> {
-        if self.key_block == 0 || !self.key_block.is_multiple_of(512) {
-            return Err(format!("a key map with key blocks of {} bytes (not a multiple of 512)", self.key_block));
-        }
-        if self.keys.len() > MAX_HANDED_BLOCKS {
-            return Err(format!("a key map of {} blocks (at most {MAX_HANDED_BLOCKS})", self.keys.len()));
-        }
-        if let Some(k) = self.keys.iter().find(|k| **k > MAX_KEY && **k != UNKNOWN) {
-            return Err(format!("a key map holding key {k:#04x} (keys are 1 to {MAX_KEY}, 0 or {UNKNOWN:#04x})"));
-        }
-        if self.writer.is_empty()
-            || self.writer.len() > MAX_WRITER
-            || !self.writer.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
-            return Err(format!("a key map whose writer is named `{}`", self.writer.escape_debug()));
-        }
-        Ok(())
+/// Check a message's maps as a whole: how many, then each.
+pub fn check_all(maps: &[HandedMap]) -> Result<(), String> {
+    if maps.len() > MAX_HANDED_MAPS {
+        return Err(format!("{} key maps in one message (at most {MAX_HANDED_MAPS})", maps.len()));
     }
-
-    /// Check a message's maps as a whole: how many, then each.
-    pub fn check_all(maps: &[HandedMap]) -> Result<(), String> {
-        if maps.len() > MAX_HANDED_MAPS {
-            return Err(format!("{} key maps in one message (at most {MAX_HANDED_MAPS})", maps.len()));
-        }
-        maps.iter().try_for_each(HandedMap::check)
-    }
+    maps.iter().try_for_each(check)
 }
 
 #[cfg(test)]
@@ -65,7 +55,7 @@ mod tests {
     #[test]
     fn only_maps_a_writer_could_send_pass() {
         let good = HandedMap { file_id: 7, key_block: 4096, keys: vec![0, 1, 126, UNKNOWN], writer: "n1".into() };
-        assert_eq!(good.check(), Ok(()));
+        assert_eq!(check(&good), Ok(()));
         let bad = [
             HandedMap { key_block: 0, ..good.clone() },
             HandedMap { key_block: 4000, ..good.clone() },
@@ -77,10 +67,10 @@ mod tests {
             HandedMap { writer: "x".repeat(300), ..good.clone() },
         ];
         for b in &bad {
-            assert!(b.check().is_err(), "{:?}", (b.key_block, b.keys.len(), &b.writer));
+            assert!(check(b).is_err(), "{:?}", (b.key_block, b.keys.len(), &b.writer));
         }
-        assert!(HandedMap::check_all(&vec![good.clone(); MAX_HANDED_MAPS + 1]).is_err());
-        assert!(HandedMap::check_all(&[good.clone(), bad[2].clone()]).is_err());
-        assert!(HandedMap::check_all(&[good]).is_ok());
+        assert!(check_all(&vec![good.clone(); MAX_HANDED_MAPS + 1]).is_err());
+        assert!(check_all(&[good.clone(), bad[2].clone()]).is_err());
+        assert!(check_all(&[good]).is_ok());
     }
 }

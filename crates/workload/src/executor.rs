@@ -61,41 +61,12 @@ pub struct Control {
     pub handed: Vec<iolab_verify::HandedMap>,
 }
 
-/// What a phase is expected to take, for progress displays.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Expect {
-    pub duration: Option<Duration>,
-    pub bytes: Option<u64>,
-}
-
-/// Receives what happens during a run, as it happens. Every method has a do-nothing default.
-/// The seconds of the timeline and the system samples reach a sink only: the [`PhaseResult`]s
-/// of `phase_end` and of the returned [`RunResult`] come without them (`timeline` and
-/// `system.samples` empty). A sink keeps them (the CLI's store, [`crate::Keep`]) or lets them go.
-pub trait Sink {
-    fn message(&mut self, _text: &str) {}
-    fn phase_start(&mut self, _index: usize, _phase: &Phase, _expect: Expect) {}
-    /// A finished second of phase `index`, and the bytes moved so far.
-    fn tick(&mut self, _index: usize, _point: &TimelinePoint, _totals_bytes: u64) {}
-    /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
-    fn correct(&mut self, _index: usize, _point: &TimelinePoint) {}
-    /// The phase's clock began: its workers are released at this wall-clock instant (after
-    /// its start gate; the ramp, if any, is part of the phase from here).
-    fn started(&mut self, _index: usize, _at: SystemTime) {}
-    /// A system sample, as it is taken (with `Control::sample_interval`).
-    fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {}
-    /// The phase as it stands, at its start and once a second while it runs: per-job and
-    /// per-thread totals so far, `interrupted` set (what a run killed now would have measured).
-    fn progress(&mut self, _index: usize, _so_far: &PhaseResult) {}
-    /// The key maps of the files the phase wrote with `--verify-on other`, just before its
-    /// `phase_end` (an agent sends them with it, for the coordinator to hand to the reader).
-    fn key_maps(&mut self, _index: usize, _maps: &[iolab_verify::HandedMap]) {}
-    fn phase_end(&mut self, _index: usize, _result: &PhaseResult) {}
-}
-
-/// A sink that ignores everything.
-pub struct NoSink;
-impl Sink for NoSink {}
+/// The run's events go to a [`Sink`] (iolab_model::events: the one stream of the executor,
+/// the agent's forwarding and the coordinator's observer). The seconds of the timeline and the
+/// system samples reach a sink only: the [`PhaseResult`]s of `PhaseEnd` and of the returned
+/// [`RunResult`] come without them (`timeline` and `system.samples` empty). A sink keeps them
+/// (the CLI's store, [`crate::Keep`]) or lets them go.
+pub use iolab_model::events::{Expect, NoSink, Sink};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -773,15 +744,16 @@ mod tests {
     }
 
     impl Sink for Seen {
-        fn tick(&mut self, _index: usize, _point: &TimelinePoint, _bytes: u64) {
-            self.ticks += 1;
-        }
-        fn sample(&mut self, _index: usize, _sample: &iolab_sysstat::Rates) {
-            self.samples += 1;
-        }
-        fn progress(&mut self, _index: usize, so_far: &PhaseResult) {
-            assert!(so_far.interrupted && so_far.jobs.len() == 1 && so_far.jobs[0].per_thread.len() == 2);
-            self.progress.push(so_far.elapsed_s);
+        fn event(&mut self, _node: Option<&str>, event: Event<'_>) {
+            match event {
+                Event::Tick { .. } => self.ticks += 1,
+                Event::Sample { .. } => self.samples += 1,
+                Event::Progress { so_far, .. } => {
+                    assert!(so_far.interrupted && so_far.jobs.len() == 1 && so_far.jobs[0].per_thread.len() == 2);
+                    self.progress.push(so_far.elapsed_s);
+                }
+                _ => {}
+            }
         }
     }
 

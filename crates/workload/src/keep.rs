@@ -3,9 +3,9 @@
 //! [`Keep`] collects them beside another sink and puts them back into the result at the end.
 //! Its memory grows with the run's length, as the whole result's did before they streamed.
 
-use crate::executor::{run_plan, Control, Expect, RunError, Sink};
-use iolab_model::{PhaseResult, RunResult, TimelinePoint};
-use iolab_spec::{Phase, Plan};
+use crate::executor::{run_plan, Control, RunError, Sink};
+use iolab_model::{Event, RunResult, TimelinePoint};
+use iolab_spec::Plan;
 use iolab_sysstat::Rates;
 
 /// Forwards everything to `inner` and keeps each phase's seconds and samples.
@@ -44,39 +44,27 @@ impl<'a> Keep<'a> {
 }
 
 impl Sink for Keep<'_> {
-    fn message(&mut self, text: &str) {
-        self.inner.message(text)
-    }
-    fn phase_start(&mut self, index: usize, phase: &Phase, expect: Expect) {
-        self.phase(index);
-        self.inner.phase_start(index, phase, expect)
-    }
-    fn tick(&mut self, index: usize, point: &TimelinePoint, totals_bytes: u64) {
-        self.phase(index);
-        self.timeline[index].push(point.clone());
-        self.inner.tick(index, point, totals_bytes)
-    }
-    fn correct(&mut self, index: usize, point: &TimelinePoint) {
-        self.phase(index);
-        match self.timeline[index].iter_mut().find(|p| p.t_s == point.t_s) {
-            Some(p) => *p = point.clone(),
-            None => self.timeline[index].push(point.clone()),
+    fn event(&mut self, node: Option<&str>, event: Event<'_>) {
+        match event {
+            Event::PhaseStart { phase, .. } => self.phase(phase),
+            Event::Tick { phase, point, .. } => {
+                self.phase(phase);
+                self.timeline[phase].push(point.clone());
+            }
+            Event::Correct { phase, point } => {
+                self.phase(phase);
+                match self.timeline[phase].iter_mut().find(|p| p.t_s == point.t_s) {
+                    Some(p) => *p = point.clone(),
+                    None => self.timeline[phase].push(point.clone()),
+                }
+            }
+            Event::Sample { phase, rates } => {
+                self.phase(phase);
+                self.samples[phase].push(rates.clone());
+            }
+            _ => {}
         }
-        self.inner.correct(index, point)
-    }
-    fn sample(&mut self, index: usize, sample: &Rates) {
-        self.phase(index);
-        self.samples[index].push(sample.clone());
-        self.inner.sample(index, sample)
-    }
-    fn started(&mut self, index: usize, at: std::time::SystemTime) {
-        self.inner.started(index, at)
-    }
-    fn progress(&mut self, index: usize, so_far: &PhaseResult) {
-        self.inner.progress(index, so_far)
-    }
-    fn phase_end(&mut self, index: usize, result: &PhaseResult) {
-        self.inner.phase_end(index, result)
+        self.inner.event(node, event)
     }
 }
 
@@ -92,7 +80,7 @@ pub fn run_plan_kept(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iolab_model::Acc;
+    use iolab_model::{Acc, Emit, PhaseResult};
 
     fn point(t_s: f64, reads: u64) -> TimelinePoint {
         let mut a = Acc::default();
@@ -127,6 +115,7 @@ mod tests {
                 workload: Default::default(),
                 notes: Vec::new(),
                 nodes: Vec::new(),
+                started_unix_s: None,
                 first_done_s: None,
                 last_done_s: None,
                 name: "p".into(),

@@ -22,6 +22,7 @@ mod validation;
 pub mod worker;
 
 pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink, StartGate};
+pub use iolab_model::events::{Emit, Event};
 pub use iolab_model::{self as model, results, stats};
 pub use iolab_model::{JobResult, PhaseResult, RunResult, Status, Totals};
 pub use keep::{run_plan_kept, Keep};

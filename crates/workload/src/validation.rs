@@ -177,8 +177,10 @@ mod tests {
     #[derive(Default)]
     struct Maps(Vec<HandedMap>);
     impl Sink for Maps {
-        fn key_maps(&mut self, _index: usize, maps: &[HandedMap]) {
-            self.0.extend_from_slice(maps);
+        fn event(&mut self, _node: Option<&str>, event: iolab_model::Event<'_>) {
+            if let iolab_model::Event::KeyMaps { maps, .. } = event {
+                self.0.extend_from_slice(maps);
+            }
         }
     }
 

@@ -128,6 +128,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         cpu: CpuTime { user_s: 0.1, system_s: 0.8 },
         system: None,
         nodes,
+        started_unix_s: None,
         first_done_s: Some(first),
         last_done_s: Some(elapsed),
     }

@@ -9,42 +9,20 @@
 //! The reader must know which keys the writer wrote without trusting the storage under test:
 //! each writer's key map comes back with its phase's result and the coordinator hands it to
 //! the reader with its run (and to the writer again with its next round's, so its keys go on
-//! rotating). Nothing is read from a map or journal on the shared filesystem.
+//! rotating). Nothing is read from a map or journal on the shared filesystem. The rounds run
+//! as steps of the one step loop ([`crate::steps`]).
 
-use crate::coordinator::{Cluster, ClusterResult, Observer, Work};
-use crate::proto;
-use iolab_model::{PhaseResult, RunResult, Status, TimelinePoint};
+use crate::steps::{run_steps, News, Step as RunStep, Steps};
+use iolab_coordinator::{Cluster, ClusterResult, Work};
+use iolab_model::events::Sink;
+use iolab_model::{HandedMap, RunResult, Status};
 use iolab_spec::{BlockSizes, Job, Phase, Plan, Rw, SyncMode, Workload};
-use iolab_verify::HandedMap;
 use iolab_workload::layout::RunMark;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A key map as it travels.
-pub fn map_out(m: &HandedMap) -> proto::KeyMap {
-    proto::KeyMap { file_id: m.file_id, key_block: m.key_block, keys: m.keys.clone(), writer: m.writer.clone() }
-}
-
-/// Key maps as they arrived, checked: a map no writer could have sent is refused whole.
-pub fn maps_in(maps: &[proto::KeyMap]) -> Result<Vec<HandedMap>, String> {
-    if maps.len() > iolab_verify::handed::MAX_HANDED_MAPS {
-        return Err(format!("{} key maps in one message", maps.len()));
-    }
-    let out: Vec<HandedMap> = maps
-        .iter()
-        .map(|m| HandedMap {
-            file_id: m.file_id,
-            key_block: m.key_block,
-            keys: m.keys.clone(),
-            writer: m.writer.clone(),
-        })
-        .collect();
-    HandedMap::check_all(&out)?;
-    Ok(out)
-}
 
 /// Whether a plan asks for validation on another node.
 pub fn wanted(plan: &Plan) -> bool {
@@ -227,113 +205,99 @@ impl Rounds {
     }
 
     /// Run every step in order on `cluster` (connected to `self.nodes`, in that order), each
-    /// step a run of its own on every node. `hook` hears each step before (`false`) and after
-    /// (`true`) it runs: a test injects faults there. Stops at the first step that does not
-    /// complete; errors found do not stop the rounds.
+    /// step a run of its own on every node (`steps::run_steps`). `hook` hears each step before
+    /// (`false`) and after (`true`) it ran to completion: a test injects faults there. Stops at
+    /// the first step that does not complete; errors found do not stop the rounds.
     pub fn run(
         &self,
         cluster: &mut Cluster,
         stop: Arc<AtomicBool>,
-        obs: &mut dyn Observer,
+        sink: &mut dyn Sink,
         hook: &mut dyn FnMut(&Step, bool),
     ) -> RunResult {
-        let mut overall = RunResult { nodes: cluster.infos(), ..RunResult::begin(self.plan()) };
-        let names: Vec<String> = cluster.infos().into_iter().map(|i| i.name).collect();
-        if names != self.nodes {
-            overall.status = Status::Failed;
-            overall.error = Some(format!("the rounds were laid out for nodes {:?}, not {names:?}", self.nodes));
-            return overall;
-        }
-        // One mark for every step: a writer's file of round 1 may be written again in round 2.
-        let run_mark = RunMark::new();
-        // Each writer's key maps as it last handed them over, by node.
-        let mut latest: HashMap<String, Vec<HandedMap>> = HashMap::new();
-        for (si, step) in self.steps.iter().enumerate() {
-            if stop.load(Ordering::Relaxed) {
-                overall.status = Status::Interrupted;
-                break;
+        let mut news = |n: News| match n {
+            News::Begin { index, .. } => hook(&self.steps[index], false),
+            News::Ran { index, result, .. } if result.aggregate.status == Status::Complete => {
+                hook(&self.steps[index], true)
             }
-            hook(step, false);
-            let work: Vec<Option<Work>> = self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    // A writer takes its own keys back; a reader the next node's.
-                    let from = match step.kind {
-                        StepKind::Write => n,
-                        StepKind::Read => &self.nodes[(i + 1) % self.nodes.len()],
-                    };
-                    Some(Work {
-                        plan: step.plans[i].clone(),
-                        mkdirs: Vec::new(),
-                        run_mark: run_mark.clone(),
-                        keys: latest.get(from).cloned().unwrap_or_default(),
-                    })
+            News::Ran { .. } => {}
+        };
+        self.run_with(cluster, stop, sink, &mut news)
+    }
+
+    /// [`Rounds::run`] telling `news` all the step loop tells.
+    pub fn run_with(
+        &self,
+        cluster: &mut Cluster,
+        stop: Arc<AtomicBool>,
+        sink: &mut dyn Sink,
+        news: &mut dyn FnMut(News),
+    ) -> RunResult {
+        let mut run = self.steps_on(cluster.names());
+        run_steps(cluster, &mut run, stop, sink, news)
+    }
+
+    /// The rounds as steps on nodes `names` (in the cluster's order), for `steps::run_steps`.
+    pub fn steps_on(&self, names: Vec<String>) -> RoundsRun<'_> {
+        RoundsRun { rounds: self, names, latest: HashMap::new() }
+    }
+}
+
+/// The rounds as they run: each writer's key maps as it last handed them over, by node.
+pub struct RoundsRun<'a> {
+    rounds: &'a Rounds,
+    /// The nodes of the cluster the rounds run on, in its order.
+    names: Vec<String>,
+    latest: HashMap<String, Vec<HandedMap>>,
+}
+
+impl Steps for RoundsRun<'_> {
+    fn plan(&self) -> Plan {
+        self.rounds.plan()
+    }
+    fn count(&self) -> usize {
+        self.rounds.steps.len()
+    }
+    fn step(&mut self, i: usize, mark: &RunMark) -> Result<RunStep, String> {
+        let (r, step) = (self.rounds, &self.rounds.steps[i]);
+        if self.names != r.nodes {
+            return Err(format!("the rounds were laid out for nodes {:?}, not {:?}", r.nodes, self.names));
+        }
+        let work = r
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(n, node)| {
+                // A writer takes its own keys back; a reader the next node's.
+                let from = match step.kind {
+                    StepKind::Write => node,
+                    StepKind::Read => &r.nodes[(n + 1) % r.nodes.len()],
+                };
+                Some(Work {
+                    plan: Arc::new(step.plans[n].clone()),
+                    mkdirs: Vec::new(),
+                    run_mark: mark.clone(),
+                    keys: self.latest.get(from).cloned().unwrap_or_default(),
                 })
-                .collect();
-            let step_plan = Plan { phases: vec![self.step_phase(step)] };
-            let mut offset = Offset { inner: obs, offset: si };
-            let ClusterResult { aggregate, key_maps, .. } =
-                cluster.run_each(&step_plan, &work, stop.clone(), &mut offset);
-            if let Some(mut p) = aggregate.phases.into_iter().next() {
-                p.name = step.name.clone();
-                overall.phases.push(p);
-            }
-            if aggregate.status != Status::Complete {
-                overall.status = aggregate.status;
-                overall.error = aggregate.error.map(|e| format!("{}: {e}", step.name));
-                break;
-            }
-            if step.kind == StepKind::Write {
-                for (n, maps) in self.nodes.iter().zip(key_maps) {
-                    if maps.is_empty() {
-                        overall.status = Status::Failed;
-                        overall.error = Some(format!(
-                            "{}: node `{n}` handed over no key map of what it wrote, so no other node can check it",
-                            step.name
-                        ));
-                        break;
-                    }
-                    latest.insert(n.clone(), maps);
-                }
-                if overall.status == Status::Failed {
-                    break;
-                }
-            }
-            hook(step, true);
+            })
+            .collect();
+        let plan = Arc::new(Plan { phases: vec![r.step_phase(step)] });
+        Ok(RunStep { name: step.name.clone(), plan, work })
+    }
+    /// A writer's step hands over each node's key maps, for the next node to check against.
+    fn ran(&mut self, i: usize, result: &ClusterResult) -> Result<(), String> {
+        if self.rounds.steps[i].kind != StepKind::Write {
+            return Ok(());
         }
-        if overall.status == Status::Running {
-            overall.status = Status::Complete;
+        for (n, maps) in self.rounds.nodes.iter().zip(&result.key_maps) {
+            if maps.is_empty() {
+                return Err(format!(
+                    "node `{n}` handed over no key map of what it wrote, so no other node can check it"
+                ));
+            }
+            self.latest.insert(n.clone(), maps.clone());
         }
-        overall
-    }
-}
-
-/// An observer for one step: its phase 0 is the run's phase `offset`.
-struct Offset<'a> {
-    inner: &'a mut dyn Observer,
-    offset: usize,
-}
-
-impl Observer for Offset<'_> {
-    fn message(&mut self, node: &str, text: &str) {
-        self.inner.message(node, text)
-    }
-    fn tick(&mut self, node: &str, phase: usize, point: &TimelinePoint, bytes: u64) {
-        self.inner.tick(node, phase + self.offset, point, bytes)
-    }
-    fn correct(&mut self, node: &str, phase: usize, point: &TimelinePoint) {
-        self.inner.correct(node, phase + self.offset, point)
-    }
-    fn sample(&mut self, node: &str, phase: usize, rates: &iolab_sysstat::Rates) {
-        self.inner.sample(node, phase + self.offset, rates)
-    }
-    fn progress(&mut self, node: &str, phase: usize, so_far: &PhaseResult) {
-        self.inner.progress(node, phase + self.offset, so_far)
-    }
-    fn phase_end(&mut self, node: &str, phase: usize, result: &PhaseResult) {
-        self.inner.phase_end(node, phase + self.offset, result)
+        Ok(())
     }
 }
 
@@ -397,27 +361,5 @@ mod tests {
         assert!(Rounds::new(&mixed, &two).unwrap_err().contains("every job"));
         let huge = plan(|p| p.size = Some(Bytes::gib(128)));
         assert!(Rounds::new(&huge, &two).unwrap_err().contains("at most"));
-    }
-
-    #[test]
-    fn the_fuzz_seed_hands_over_a_key_map() {
-        use prost::Message;
-        let b = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/cluster/start_keys")).unwrap();
-        let c = proto::Control::decode(&b[1..]).unwrap();
-        let Some(proto::control::Kind::Start(s)) = c.kind else { panic!("not a Start") };
-        let maps = maps_in(&s.keys).unwrap();
-        assert_eq!(
-            (maps[0].key_block, maps[0].keys.as_slice(), maps[0].writer.as_str()),
-            (4096, &[1, 2, 0x7f][..], "n2")
-        );
-    }
-
-    #[test]
-    fn hostile_key_maps_are_refused_whole() {
-        let good = proto::KeyMap { file_id: 1, key_block: 4096, keys: vec![1, 2, 0], writer: "b".into() };
-        assert_eq!(maps_in(std::slice::from_ref(&good)).unwrap()[0].keys, vec![1, 2, 0]);
-        let bad = proto::KeyMap { keys: vec![200], ..good.clone() };
-        assert!(maps_in(&[good.clone(), bad]).is_err());
-        assert!(maps_in(&vec![good; iolab_verify::handed::MAX_HANDED_MAPS + 1]).is_err());
     }
 }

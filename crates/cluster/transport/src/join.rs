@@ -1,8 +1,9 @@
 //! Agents placed by a launcher (Slurm `srun`, `mpirun`, a Kubernetes Indexed Job) connect out
 //! to the coordinator instead of being reached by it: `iolab agent --join ADDR` takes its rank
-//! from the launcher's variable and dials the coordinator's `--listen` address. The connection
-//! is TLS (the coordinator's certificate is made for the run and not checked) and then runs
-//! the same gRPC service as every other transport, the coordinator as the client.
+//! from the launcher's variable and dials the coordinator's `--listen` address ([`join`], the
+//! agent's half); the coordinator accepts them ([`Rendezvous`], its half). The connection is
+//! TLS (the coordinator's certificate is made for the run and not checked) and then runs the
+//! same gRPC service as every other transport, the coordinator as the client.
 //!
 //! Both sides hold the shared token, and each proves it over this very connection: a value
 //! derived from the token and the TLS connection's exported keying material (RFC 5705),
@@ -12,20 +13,17 @@
 //! a man in the middle, holding two TLS connections with two different materials, can answer
 //! neither side.
 
-use crate::agent::{log, AgentService};
-use crate::proto;
-use hyper_util::rt::TokioIo;
+use crate::stdio::{one_shot, serve_one};
+use crate::{log, provider, same};
+use iolab_cluster_protocol::proto::agent_server::{Agent, AgentServer};
+use iolab_cluster_protocol::proto::HelloReply;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use std::io;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
-use tokio_stream::StreamExt;
-use tonic::transport::{Channel, Endpoint};
+use tonic::service::Routes;
+use tonic::transport::Channel;
 use tonic::{Request, Status};
 
 /// The label of the keying material both sides derive their proofs from.
@@ -91,54 +89,16 @@ pub fn coordinator_header(token: &str, material: &[u8]) -> String {
     format!("Bearer {}", hex(&proof(token, "coordinator", material)))
 }
 
-/// A stream that says when its reading side ends.
-struct Watched<S> {
-    inner: S,
-    closed: Arc<Notify>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        let ended = match &r {
-            Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
-            Poll::Ready(Err(_)) => true,
-            Poll::Pending => false,
-        };
-        if ended {
-            self.closed.notify_one();
-        }
-        r
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-impl<S> tonic::transport::server::Connected for Watched<S> {
-    type ConnectInfo = ();
-    fn connect_info(&self) -> Self::ConnectInfo {}
-}
-
 /// The agent's side: dial the coordinator at `addr` (retrying until `patience` runs out, as
 /// the launcher may start agents before it), then serve it over that one connection until it
-/// closes.
-pub async fn join(
+/// closes. `serve` makes the agent's server from its proof of the token on this connection
+/// (the handshake answers with it).
+pub async fn join<A: Agent>(
     addr: &str,
-    service: AgentService,
     token: &str,
     rank: u32,
     patience: Duration,
+    serve: impl FnOnce(Vec<u8>) -> AgentServer<A>,
 ) -> Result<(), JoinError> {
     let deadline = tokio::time::Instant::now() + patience;
     let tcp = loop {
@@ -153,10 +113,10 @@ pub async fn join(
     };
     let _ = tcp.set_nodelay(true);
     // Any certificate: the proofs, bound to this connection, are what authenticate.
-    let mut cfg = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(crate::tls::CertPin::new(None)))
+        .with_custom_certificate_verifier(Arc::new(crate::pin::CertPin::new(None)))
         .with_no_client_auth();
     cfg.alpn_protocols = vec![b"h2".to_vec()];
     let name = ServerName::try_from(COORDINATOR_NAME).map_err(|e| JoinError::Serve(e.to_string()))?;
@@ -170,29 +130,24 @@ pub async fn join(
         .export_keying_material([0u8; 32], LABEL, None)
         .map_err(|e| JoinError::Tls { addr: addr.into(), source: io::Error::other(e) })?;
     let want = coordinator_header(token, &material).into_bytes();
-    let service = service.joined(rank, proof(token, "agent", &material));
+    let server = serve(proof(token, "agent", &material));
     log(&format!("connected to the coordinator at {addr} as rank {rank}"));
     let check = move |req: Request<()>| -> Result<Request<()>, Status> {
         let got = req.metadata().get("authorization").map(|v| v.as_bytes().to_vec()).unwrap_or_default();
-        if crate::tls::same(&got, &want) {
+        if same(&got, &want) {
             Ok(req)
         } else {
             log("refused a request without the coordinator's proof of the token");
             Err(Status::unauthenticated("not the coordinator's proof of the token"))
         }
     };
-    let closed = Arc::new(Notify::new());
-    let io = Watched { inner: tls, closed: closed.clone() };
-    let incoming = tokio_stream::once(Ok::<_, io::Error>(io)).chain(tokio_stream::pending());
-    tonic::transport::Server::builder()
-        .add_service(tonic::service::interceptor::InterceptedService::new(service.server(), check))
-        .serve_with_incoming_shutdown(incoming, async move { closed.notified().await })
+    serve_one(tls, Routes::new(tonic::service::interceptor::InterceptedService::new(server, check)))
         .await
         .map_err(|e| JoinError::Serve(e.to_string()))
 }
 
 /// One agent that joined, as the coordinator accepted it.
-pub(crate) struct Joiner {
+pub struct Joiner {
     pub channel: Channel,
     /// The `authorization` header the coordinator's requests carry on this connection.
     pub header: String,
@@ -202,7 +157,7 @@ pub(crate) struct Joiner {
 }
 
 /// The coordinator's side: a TLS listener with a certificate made for this run.
-pub(crate) struct Rendezvous {
+pub struct Rendezvous {
     listener: tokio::net::TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     token: String,
@@ -214,7 +169,7 @@ impl Rendezvous {
         let made = rcgen::generate_simple_self_signed(vec![COORDINATOR_NAME.to_string()]).map_err(io::Error::other)?;
         let cert = CertificateDer::from(made.cert.der().to_vec());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.signing_key.serialize_der()));
-        let mut cfg = rustls::ServerConfig::builder_with_provider(crate::tls::provider())
+        let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(io::Error::other)?
             .with_no_client_auth()
@@ -248,12 +203,7 @@ impl Rendezvous {
             let Ok(material) = tls.get_ref().1.export_keying_material([0u8; 32], LABEL, None) else {
                 continue;
             };
-            let io = Arc::new(Mutex::new(Some(tls)));
-            let connector = tower::service_fn(move |_uri: tonic::transport::Uri| {
-                let io = io.lock().ok().and_then(|mut g| g.take());
-                async move { io.map(TokioIo::new).ok_or_else(|| io::Error::other("a joined agent cannot reconnect")) }
-            });
-            let channel = match Endpoint::from_static("http://agent.join").connect_with_connector(connector).await {
+            let channel = match one_shot(tls, "http://agent.join", "a joined agent cannot reconnect").await {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("iolab: refused a joiner at {peer}: HTTP/2: {e}");
@@ -266,7 +216,7 @@ impl Rendezvous {
     }
 
     /// Whether a handshake's reply proves the agent holds the token on this connection.
-    pub fn proven(&self, j: &Joiner, hello: &proto::HelloReply) -> bool {
+    pub fn proven(&self, j: &Joiner, hello: &HelloReply) -> bool {
         !hello.join_proof.is_empty() && proves(&self.token, "agent", &j.material, &hello.join_proof)
     }
 }

@@ -2,6 +2,7 @@
 //! through its nearest existing ancestor (canonicalised, so a symlink cannot lead out), and a
 //! path with `..` is refused outright.
 
+use iolab_spec::Plan;
 use std::path::{Component, Path, PathBuf};
 
 /// Why a target was refused.
@@ -56,6 +57,19 @@ impl Allow {
             let allowed = self.dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ");
             Err(AllowError::Outside { path: path.to_path_buf(), resolved, allowed })
         }
+    }
+
+    /// Refuse any target of `plan` outside the allowed directories, before anything is written,
+    /// whatever the engine: a personality on the null engine still makes its directories and
+    /// files.
+    pub fn check_plan(&self, plan: &Plan) -> Result<(), String> {
+        for job in plan.phases.iter().flat_map(|p| &p.jobs) {
+            self.check(&job.target).map_err(|e| format!("job `{}`: {e}", job.name))?;
+            for p in iolab_workload::layout::job_paths(job) {
+                self.check(&p).map_err(|e| format!("job `{}`: {e}", job.name))?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether `path` (absolute) resolves under one of the allowed directories.

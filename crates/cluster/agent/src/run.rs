@@ -1,0 +1,191 @@
+//! One run on the agent: its Start checked (the plan, its targets under `--allow`, the
+//! directories to make, the run's mark, key maps handed over) before anything is written; then
+//! three things at once: the coordinator's side of the stream (Go, Stop, heartbeats; silence
+//! past the lease stops the run), an Alive every beat, and the run itself on a thread of its
+//! own, whose events are forwarded as they come and whose end is told in Done.
+
+use crate::allow::Allow;
+use crate::forward::{Forward, Gate, Outbox};
+use crate::traces::TraceCache;
+use iolab_cluster_protocol::proto::{self, control, event, Control, Event};
+use iolab_cluster_protocol::{done, event as ev, keys, BEAT, LEASE};
+use iolab_cluster_transport::log;
+use iolab_model::HandedMap;
+use iolab_spec::{Plan, Workload};
+use iolab_workload::layout::RunMark;
+use iolab_workload::{run_plan, Control as RunControl};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as smpsc, Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use tonic::{Status, Streaming};
+
+/// How long an agent waits for a run's first message.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// A run's Start, checked: what the run needs.
+struct Accepted {
+    plan: Plan,
+    node: String,
+    run_mark: Option<RunMark>,
+    handed: Vec<HandedMap>,
+    sample_interval: Option<Duration>,
+}
+
+/// A refusal, logged, as the coordinator hears it.
+fn refuse(e: String, status: fn(String) -> Status) -> Status {
+    log(&format!("refused a run: {e}"));
+    status(e)
+}
+
+/// Check a run's Start before anything is written: the plan (a replay's trace must be one this
+/// agent was sent), the directories to make and every target under `--allow`, the mark, the
+/// key maps handed over.
+fn accept(allow: &Allow, traces: Option<&TraceCache>, first: proto::Start) -> Result<Accepted, Status> {
+    let mut plan: Plan = serde_json::from_slice(&first.plan_json)
+        .map_err(|e| Status::invalid_argument(format!("the plan is not iolab's JSON: {e}")))?;
+    // A replay runs from the agent's copy of a trace it was sent, never from a path it is
+    // told: the path is the coordinator's, and reading it here would read anything.
+    if plan.phases.iter().flat_map(|p| &p.jobs).any(|j| matches!(j.workload, Workload::Replay(_))) {
+        match traces {
+            Some(t) => t.rewrite(&mut plan).map_err(|e| refuse(e.to_string(), Status::permission_denied))?,
+            None => {
+                return Err(refuse(
+                    "this agent keeps no traces, so it runs no replay".into(),
+                    Status::permission_denied,
+                ))
+            }
+        }
+    }
+    plan.validate().map_err(|e| Status::invalid_argument(format!("the plan: {e}")))?;
+    let run_mark = match first.run_mark.as_str() {
+        "" => None,
+        m => Some(RunMark::parse(m).ok_or_else(|| Status::invalid_argument("a run mark is 32 lowercase hex digits"))?),
+    };
+    for d in &first.mkdirs {
+        allow
+            .check(Path::new(d))
+            .map_err(|e| e.to_string())
+            .and_then(|real| std::fs::create_dir_all(&real).map_err(|e| format!("making {d}: {e}")))
+            .map_err(|e| refuse(e, Status::permission_denied))?;
+    }
+    allow.check_plan(&plan).map_err(|e| refuse(e, Status::permission_denied))?;
+    let handed = keys::maps_in(&first.keys).map_err(|e| refuse(e, Status::invalid_argument))?;
+    let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
+    Ok(Accepted { plan, node: first.node, run_mark, handed, sample_interval })
+}
+
+/// Serve one run: its first message must be Start.
+pub(crate) async fn run(
+    allow: &Allow,
+    traces: Option<&TraceCache>,
+    mut input: Streaming<Control>,
+) -> Result<UnboundedReceiverStream<Result<Event, Status>>, Status> {
+    let first = match tokio::time::timeout(START_WAIT, input.message()).await {
+        Ok(Ok(Some(Control { kind: Some(control::Kind::Start(s)) }))) => s,
+        Ok(Ok(_)) => return Err(Status::invalid_argument("a run's first message must be Start")),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(Status::deadline_exceeded("no Start within 10 s")),
+    };
+    let a = accept(allow, traces, first)?;
+    log(&format!("run for node `{}`: {} phase(s)", a.node, a.plan.phases.len()));
+    let (tx, rx) = mpsc::unbounded_channel::<Result<Event, Status>>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicBool::new(false));
+    let (go_tx, go_rx) = smpsc::channel::<(u32, i64)>();
+    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone()));
+    tokio::spawn(keep_alive(tx.clone(), finished.clone()));
+    let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
+    // A node's name as the coordinator calls it names it in validation stamps (the testbed's
+    // nodes share one host name); an empty one falls back to the host name.
+    let stamp_node = (!a.node.is_empty() && a.node.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .then(|| a.node.clone());
+    let ctl = RunControl {
+        stop,
+        start_at: None,
+        gate: Some(gate),
+        sample_interval: a.sample_interval,
+        run_mark: a.run_mark,
+        node: stamp_node,
+        handed: a.handed,
+    };
+    std::thread::Builder::new()
+        .name("iolab-agent-run".into())
+        .spawn(move || run_thread(a.plan, ctl, a.node, tx, finished))
+        .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
+    Ok(UnboundedReceiverStream::new(rx))
+}
+
+/// The run itself: its events forwarded, its end told in Done whatever happens (a panic is a
+/// failed run, not a node that stays "alive" and never finishes).
+fn run_thread(plan: Plan, ctl: RunControl, node: String, tx: Outbox, finished: Arc<AtomicBool>) {
+    let mut sink = Forward::new(tx.clone());
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
+    let done = match ran {
+        Ok(Ok(r)) => done::ran(r.status, r.error, (r.started_unix_s * 1e9) as i64),
+        Ok(Err(e)) => {
+            log(&format!("refused a run: {e}"));
+            done::refused(e.to_string())
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            ctl.stop.store(true, Ordering::Relaxed);
+            log(&format!("the run failed: it panicked ({what})"));
+            done::ran(iolab_model::Status::Failed, Some(format!("the agent's run panicked: {what}")), 0)
+        }
+    };
+    finished.store(true, Ordering::Relaxed);
+    let _ = tx.send(Ok(ev(event::Kind::Done(done))));
+    log(&format!("run for node `{node}` done"));
+}
+
+/// The coordinator's side: Go, Stop, heartbeats; silence past the lease, or the stream's end,
+/// stops the run.
+async fn follow_coordinator(
+    mut input: Streaming<Control>,
+    go: smpsc::Sender<(u32, i64)>,
+    stop: Arc<AtomicBool>,
+    finished: Arc<AtomicBool>,
+) {
+    loop {
+        match tokio::time::timeout(LEASE, input.message()).await {
+            Ok(Ok(Some(Control { kind: Some(k) }))) => match k {
+                control::Kind::Go(g) => {
+                    let _ = go.send((g.phase, g.at_unix_ns));
+                }
+                control::Kind::Stop(_) => {
+                    log("stop asked by the coordinator");
+                    stop.store(true, Ordering::Relaxed);
+                }
+                control::Kind::Heartbeat(_) | control::Kind::Start(_) => {}
+            },
+            Ok(Ok(Some(Control { kind: None }))) => {}
+            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
+                if !finished.load(Ordering::Relaxed) {
+                    log(&format!(
+                        "lost the coordinator (stream ended or no heartbeat for {} s): stopping I/O",
+                        LEASE.as_secs_f64()
+                    ));
+                }
+                stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+/// Alive every beat, so the coordinator can tell a slow layout from a lost node.
+async fn keep_alive(tx: Outbox, finished: Arc<AtomicBool>) {
+    while !finished.load(Ordering::Relaxed) {
+        tokio::time::sleep(BEAT).await;
+        if tx.send(Ok(ev(event::Kind::Alive(proto::Alive {})))).is_err() {
+            return;
+        }
+    }
+}
