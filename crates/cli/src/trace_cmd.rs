@@ -1,10 +1,14 @@
-//! `iolab trace record|import|show|export`: run a program under strace (or attach to one),
-//! convert strace text into iolab's trace format, print what a trace did and what it would take
+//! `iolab trace record|import|show|export`: record a program (or a running process) with the
+//! eBPF recorder (crates/record) or under strace, or the block requests under a path; convert
+//! strace text into iolab's trace format, print what a trace did and what it would take
 //! at a device rate and latency, and write it as a fio iolog.
 
-use crate::args::{Output, TraceCommand, TraceExportArgs, TraceImportArgs, TraceRecordArgs, TraceShowArgs};
+use crate::args::{
+    Output, TraceCommand, TraceExportArgs, TraceImportArgs, TraceLevel, TraceRecordArgs, TraceShowArgs, TraceVia,
+};
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use iolab_record::ebpf;
 use iolab_report::fmt;
 use iolab_trace::analyze::{analyze_records, Analysis, OpStat};
 use iolab_trace::format::{FormatError, Reader, Record};
@@ -14,6 +18,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The calls a recording traces (the rest cost ptrace stops for nothing): `%process` for the
 /// thread and process tree, and every call the trace format keeps. `?` lets strace skip names
@@ -59,7 +64,217 @@ fn convert(files: &[PathBuf], name: Option<&str>, out: &Path) -> Result<Summary>
     Ok(sum)
 }
 
+/// Set by SIGINT and SIGTERM while recording: the recording ends and keeps what it has.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+fn on_signals() {
+    // Once per process; a second call (tests in one process) keeps the first handler.
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+}
+
 fn record(a: TraceRecordArgs) -> Result<ExitCode> {
+    if a.level == TraceLevel::Block {
+        return record_block(a);
+    }
+    if a.pid.is_none() && a.command.is_empty() {
+        bail!("nothing to record: give a command after `--` (iolab trace record -o app.trace -- CMD ARGS) or -p PID");
+    }
+    if let Some(prog) = a.command.first() {
+        if find_program(prog).is_none() {
+            bail!("command not found: `{prog}` (not an executable path, nor on $PATH)");
+        }
+    }
+    if let Some(pid) = a.pid {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("no process {pid} to attach to (is it still running?)");
+        }
+    }
+    let via = match a.via {
+        Some(v) => v,
+        None => match ebpf::unavailable() {
+            None => TraceVia::Ebpf,
+            Some(why) => {
+                eprintln!("Recording with strace: {}", why_not_ebpf(&why));
+                TraceVia::Strace
+            }
+        },
+    };
+    on_signals();
+    match via {
+        TraceVia::Strace => record_strace(a),
+        TraceVia::Ebpf => match record_ebpf(&a) {
+            Err(e) if a.via.is_none() && e.downcast_ref::<ebpf::EbpfError>().is_some_and(refused_before_start) => {
+                let why = e.downcast_ref::<ebpf::EbpfError>().map(why_not_ebpf).unwrap_or_default();
+                eprintln!("Recording with strace: {why}");
+                record_strace(a)
+            }
+            r => r,
+        },
+    }
+}
+
+/// The eBPF recorder could not start (nothing was run yet): strace can take over.
+fn refused_before_start(e: &ebpf::EbpfError) -> bool {
+    matches!(e, ebpf::EbpfError::NotBuilt(_) | ebpf::EbpfError::Refused(_) | ebpf::EbpfError::Unsupported(_))
+}
+
+/// Why the eBPF recorder is not used, in one clause.
+fn why_not_ebpf(e: &ebpf::EbpfError) -> String {
+    match e {
+        ebpf::EbpfError::NotBuilt(why) => {
+            format!("this iolab was built without its eBPF recorder ({why}; `--via ebpf` says how to get it)")
+        }
+        ebpf::EbpfError::Refused(why) => format!("the kernel refused the eBPF recorder ({why}; run as root for it)"),
+        e => format!("the eBPF recorder cannot run here: {e}"),
+    }
+}
+
+fn trace_name(a: &TraceRecordArgs) -> String {
+    match a.pid {
+        Some(p) => format!("process {p}"),
+        None => a.command.join(" "),
+    }
+}
+
+/// Record with the eBPF recorder into `a.out` (removed again if the recording cannot start).
+fn record_ebpf(a: &TraceRecordArgs) -> Result<ExitCode> {
+    let what = match a.pid {
+        Some(pid) => ebpf::What::Attach(pid),
+        None => ebpf::What::Spawn {
+            argv: a.command.clone(),
+            cwd: std::env::current_dir().context("cannot read the current directory")?,
+        },
+    };
+    let opts = ebpf::Options {
+        ring_bytes: ring_bytes(a.buffer.0)?,
+        syscalls: true,
+        block: Vec::new(),
+        duration: None,
+        source: trace_name(a),
+    };
+    if let Some(pid) = a.pid {
+        eprintln!("Recording process {pid} with eBPF; Ctrl-C ends the recording.");
+    }
+    run_ebpf(a, what, &opts)
+}
+
+fn ring_bytes(b: u64) -> Result<u32> {
+    if !b.is_power_of_two() || !(4096..=(1 << 30)).contains(&b) {
+        bail!("--buffer: {b} bytes; give a power of two from 4 KiB to 1 GiB (such as 32M)");
+    }
+    Ok(b as u32)
+}
+
+fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Result<ExitCode> {
+    let f = File::create(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let rec = match ebpf::record(what, opts, BufWriter::new(f), &STOP) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&a.out);
+            return Err(e.into());
+        }
+    };
+    rec.out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
+    for n in &rec.notes {
+        eprintln!("Note: {n}");
+    }
+    let s = &rec.summary;
+    if a.output == Output::Json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+    } else {
+        let mut what = vec![format!("{} calls", fmt::count(s.ops as f64))];
+        if s.async_ops > 0 {
+            what.push(format!("{} asynchronous I/Os on {} rings", fmt::count(s.async_ops as f64), s.rings));
+        }
+        if s.block_ios > 0 || opts.block.len() > 0 {
+            what.push(format!("{} block requests", fmt::count(s.block_ios as f64)));
+        }
+        println!(
+            "{}: {} of {} threads in {} processes on {} openings (eBPF)",
+            a.out.display(),
+            what.join(", "),
+            s.threads,
+            s.processes,
+            s.files
+        );
+    }
+    for (why, n) in &s.lost {
+        eprintln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
+    }
+    if let Some(st) = rec.status.filter(|st| !st.success()) {
+        eprintln!("Note: the command ended with {st}; its trace is kept.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--level block`: the block requests on the devices under a path, while a command runs, a
+/// process lives, for --duration or until Ctrl-C.
+fn record_block(a: TraceRecordArgs) -> Result<ExitCode> {
+    if a.via == Some(TraceVia::Strace) {
+        bail!("--level block records with eBPF only (strace sees system calls, not the block layer)");
+    }
+    if let Some(e) = ebpf::unavailable() {
+        return Err(e.into());
+    }
+    let under = match &a.under {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let info = iolab_sysstat::target::describe(&under, &iolab_sysstat::target::SysRoots::default());
+    let mut block = Vec::new();
+    for name in &info.devices {
+        // Partitions' requests are the whole disk's in the block layer.
+        let sys = Path::new("/sys/class/block").join(name);
+        let disk = if sys.join("partition").exists() {
+            std::fs::canonicalize(&sys)
+                .ok()
+                .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|d| d.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| name.clone())
+        } else {
+            name.clone()
+        };
+        let Ok(dev) = std::fs::read_to_string(Path::new("/sys/class/block").join(&disk).join("dev")) else { continue };
+        let Some((maj, min)) = dev.trim().split_once(':') else { continue };
+        let (Ok(maj), Ok(min)) = (maj.parse::<u32>(), min.parse::<u32>()) else { continue };
+        let d = maj << 20 | min;
+        if !block.iter().any(|(x, _)| *x == d) {
+            block.push((d, disk));
+        }
+    }
+    if block.is_empty() {
+        bail!(
+            "no block device carries {} ({} on {}): nothing for --level block to record",
+            under.display(),
+            info.fstype,
+            info.mount_source
+        );
+    }
+    let names: Vec<String> = block.iter().map(|(_, n)| n.clone()).collect();
+    let what = match (a.pid, a.command.is_empty()) {
+        (Some(pid), _) => ebpf::What::Attach(pid),
+        (None, false) => ebpf::What::Spawn {
+            argv: a.command.clone(),
+            cwd: std::env::current_dir().context("cannot read the current directory")?,
+        },
+        (None, true) => ebpf::What::Watch,
+    };
+    if matches!(what, ebpf::What::Watch) && a.duration.is_none() {
+        eprintln!("Recording the block requests of {}; Ctrl-C ends the recording.", names.join(", "));
+    } else {
+        eprintln!("Recording the block requests of {}.", names.join(", "));
+    }
+    let opts = ebpf::Options {
+        ring_bytes: ring_bytes(a.buffer.0)?,
+        syscalls: false,
+        block,
+        duration: a.duration,
+        source: format!("block requests of {} (under {})", names.join(", "), under.display()),
+    };
+    on_signals();
+    run_ebpf(&a, what, &opts)
+}
+
+fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
     let version = strace_version()?;
     let raw = {
         let mut s = a.out.clone().into_os_string();
@@ -68,34 +283,32 @@ fn record(a: TraceRecordArgs) -> Result<ExitCode> {
     };
     let mut c = Command::new("strace");
     c.args(["-f", "-qq", "-ttt", "-T", "-y", "-s", "0", "-e"]).arg(format!("trace={TRACED}")).arg("-o").arg(&raw);
-    let status = if let Some(pid) = a.pid {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            bail!("no process {pid} to attach to (is it still running?)");
-        }
+    if let Some(pid) = a.pid {
         c.arg("-p").arg(pid.to_string());
-        // Ctrl-C reaches strace too (same terminal), which detaches; iolab waits and converts.
-        let _ = ctrlc::set_handler(|| {});
         eprintln!("Recording process {pid} with {version}; Ctrl-C ends the recording.");
-        c.status().context("cannot start strace")?
     } else {
-        let Some(prog) = a.command.first() else {
-            bail!(
-                "nothing to record: give a command after `--` (iolab trace record -o app.trace -- CMD ARGS) or -p PID"
-            );
-        };
-        if find_program(prog).is_none() {
-            bail!("command not found: `{prog}` (not an executable path, nor on $PATH)");
-        }
         c.arg("--seccomp-bpf").arg("--").args(&a.command).stdin(Stdio::inherit());
-        c.status().context("cannot start strace")?
+    }
+    let mut child = c.spawn().context("cannot start strace")?;
+    // SIGINT or SIGTERM: strace is told to detach (it does on SIGINT), and what it wrote is
+    // converted. A terminal's Ctrl-C reaches strace (and the command) by itself too.
+    let mut told = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().context("waiting for strace")? {
+            break st;
+        }
+        if STOP.load(Ordering::SeqCst) && !told {
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+            }
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
     if !raw.exists() {
         bail!("strace wrote no output ({status}); is ptrace allowed here (kernel.yama.ptrace_scope, containers)?");
     }
-    let name = match a.pid {
-        Some(p) => format!("process {p}"),
-        None => a.command.join(" "),
-    };
+    let name = trace_name(&a);
     let sum = convert(std::slice::from_ref(&raw), Some(&name), &a.out)?;
     if !a.keep_strace {
         let _ = std::fs::remove_file(&raw);
