@@ -411,6 +411,10 @@ fn op_table(ops: &BTreeMap<String, OpStat>) -> Table {
     t
 }
 
+fn fmt_us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
 fn sizes(h: &BTreeMap<u64, u64>) -> String {
     if h.is_empty() {
         return "-".into();
@@ -428,7 +432,40 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
         fmt::secs(an.elapsed_s),
         if an.bad_lines > 0 { format!(" ({} lines not understood at import)", an.bad_lines) } else { String::new() }
     )?;
-    writeln!(w, "\nAll threads (time is the calls' traced duration, -T):\n{}", op_table(&an.totals))?;
+    match an.via.as_deref() {
+        Some("ebpf") => {
+            writeln!(w, "Recorded with eBPF ({}): times are the kernel's.", an.via_detail.as_deref().unwrap_or(""))?
+        }
+        Some(v) => writeln!(w, "Recorded with {v} ({}).", an.via_detail.as_deref().unwrap_or(""))?,
+        None => {}
+    }
+    if let Some(o) = &an.overhead {
+        writeln!(
+            w,
+            "The tracer's cost taken off the times: {} of each call's duration, {} of each gap after a call ({}); {} off the calls and {} off the gaps in all; the span under the tracer was {}.",
+            fmt_us(o.call_ns),
+            fmt_us(o.gap_ns),
+            o.method,
+            fmt::secs(o.calls_taken_ns as f64 / 1e9),
+            fmt::secs(o.gaps_taken_ns as f64 / 1e9),
+            fmt::secs(o.recorded_span_ns as f64 / 1e9),
+        )?;
+    }
+    if an.lost.is_empty() {
+        if an.via.is_some() {
+            writeln!(w, "Nothing was lost while recording.")?;
+        }
+    } else {
+        for (why, n) in &an.lost {
+            writeln!(w, "Not kept while recording: {} events, {why}.", fmt::count(*n as f64))?;
+        }
+    }
+    let time_is = if an.via.as_deref() == Some("ebpf") {
+        "time is the calls' duration, and for asynchronous I/O the time from submission to completion"
+    } else {
+        "time is the calls' traced duration, -T"
+    };
+    writeln!(w, "\nAll threads ({time_is}):\n{}", op_table(&an.totals))?;
     for t in &an.threads {
         let who = if t.tid == 0 {
             format!("{} more threads, summed", an.threads_summed)
@@ -445,7 +482,73 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             t.syncs,
             t.pattern,
             sizes(&t.sizes),
-            op_table(&t.ops)
+            op_table(&t.ops.iter().chain(&t.submitted).map(|(k, v)| (k.clone(), v.clone())).collect())
+        )?;
+    }
+    for r in &an.rings {
+        writeln!(
+            w,
+            "\nRing {} ({}, process {}, {} entries, submitted by thread {}): read {}, written {}, {} flushes; access {}; sizes {}{}\n  depth in flight: max {}, mean {}; at submission {}\n  mean depth per {} s: {}\n{}",
+            r.ring,
+            r.kind,
+            r.tgid,
+            r.entries,
+            r.threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "),
+            iolab_spec::units::fmt_decimal(r.read_bytes as f64),
+            iolab_spec::units::fmt_decimal(r.written_bytes as f64),
+            r.syncs,
+            r.pattern,
+            sizes(&r.sizes),
+            {
+                let mut extra = Vec::new();
+                if r.fixed_files > 0 {
+                    extra.push(format!("{} on registered files", r.fixed_files));
+                }
+                if r.fixed_buffers > 0 {
+                    extra.push(format!("{} on registered buffers", r.fixed_buffers));
+                }
+                if r.unknown_files > 0 {
+                    extra.push(format!("{} on files the trace cannot name", r.unknown_files));
+                }
+                if r.unfinished > 0 {
+                    extra.push(format!("{} never completed within the trace", r.unfinished));
+                }
+                if r.failed > 0 {
+                    extra.push(format!("{} failed", r.failed));
+                }
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", extra.join(", "))
+                }
+            },
+            r.max_depth,
+            fmt::num(r.mean_depth),
+            r.depth_at_submit.iter().map(|(d, n)| format!("{d}:{n}")).collect::<Vec<_>>().join(" "),
+            fmt::num(r.depth_slice_s),
+            r.depth_over_time.iter().map(|d| format!("{d:.1}")).collect::<Vec<_>>().join(" "),
+            op_table(&r.ops)
+        )?;
+    }
+    for d in &an.devices {
+        writeln!(
+            w,
+            "\nDevice {} ({}): read {}, written {}, {} flushes (flush requests, FUA, PREFLUSH){}; access {}; sizes {}\n  mean queue {} ms, device {} ms; depth max {}, mean {}; mean depth per {} s: {}\n{}",
+            d.name,
+            d.dev,
+            iolab_spec::units::fmt_decimal(d.read_bytes as f64),
+            iolab_spec::units::fmt_decimal(d.written_bytes as f64),
+            d.flushes,
+            if d.errors > 0 { format!(", {} errors", d.errors) } else { String::new() },
+            d.pattern,
+            sizes(&d.sizes),
+            fmt::num(d.mean_queue_ms),
+            fmt::num(d.mean_device_ms),
+            d.max_depth,
+            fmt::num(d.mean_depth),
+            fmt::num(d.depth_slice_s),
+            d.depth_over_time.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" "),
+            op_table(&d.ops)
         )?;
     }
     let mut ft = Table::new();
