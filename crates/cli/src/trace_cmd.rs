@@ -314,10 +314,119 @@ fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&raw);
     }
     print_summary(&sum, &a.out, a.output)?;
+    if sum.ops > 0 {
+        take_off_strace(&a.out, a.pid.is_none())?;
+    }
     if a.pid.is_none() && !status.success() {
         eprintln!("Note: the command ended with {status}; its trace is kept.");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Take strace's own cost off a trace it recorded (crates/trace/src/overhead.rs): measure it
+/// now, with the recording's options, on as many processes as the trace had threads at once,
+/// and write the trace again with it taken off and said.
+fn take_off_strace(trace: &Path, seccomp: bool) -> Result<()> {
+    use iolab_trace::overhead::{correct, Shape};
+    let shape = Shape::of(records(trace)?, None).with_context(|| format!("cannot read {}", trace.display()))?;
+    let k = shape.concurrency.clamp(1, 8);
+    let cost = calibrate(k, seccomp).context("cannot measure strace's cost per call")?;
+    let shape = Shape::of(records(trace)?, Some(&cost)).with_context(|| format!("cannot read {}", trace.display()))?;
+    let tmp = {
+        let mut s = trace.as_os_str().to_owned();
+        s.push(".corrected");
+        PathBuf::from(s)
+    };
+    let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let done = correct(records(trace)?, &shape, &cost, BufWriter::new(f));
+    let (w, o) = match done {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e).context("cannot write the corrected trace");
+        }
+    };
+    w.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
+    std::fs::rename(&tmp, trace).with_context(|| format!("cannot replace {}", trace.display()))?;
+    eprintln!(
+        "strace's cost measured: {} in each call (kept in the durations), {} in each gap (taken off) ({}); the span under strace {} (`trace show` says more)",
+        fmt_us(o.call_ns),
+        fmt_us(o.gap_ns),
+        o.method,
+        fmt::secs(o.recorded_span_ns as f64 / 1e9)
+    );
+    Ok(())
+}
+
+/// Calls each calibrating process makes under strace (two per byte copied).
+const CALIBRATION_BYTES: u32 = 2000;
+
+/// strace's cost per traced call, measured now: `k` dd processes at once copying one byte at
+/// a time from /dev/zero to /dev/null (a read and a write per byte, nothing between) under
+/// strace with the recording's options; one dd without strace gives what the calls cost alone.
+fn calibrate(k: usize, seccomp: bool) -> Result<iolab_trace::overhead::Cost> {
+    use iolab_trace::format::{Kind, Trace};
+    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
+    // Alone: per byte, a read, a write and the loop around them.
+    let n_alone = 200_000u32;
+    let t = std::time::Instant::now();
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", &format!("count={n_alone}"), "status=none"])
+        .status()
+        .context("cannot run dd")?;
+    if !st.success() {
+        bail!("dd failed ({st})");
+    }
+    let alone_ns = t.elapsed().as_nanos() as f64 / f64::from(n_alone);
+    let out = dir.path().join("cal.strace");
+    let script = format!(
+        "i=0; while [ $i -lt {k} ]; do dd if=/dev/zero of=/dev/null bs=1 count={CALIBRATION_BYTES} status=none & i=$((i+1)); done; wait"
+    );
+    let mut c = Command::new("strace");
+    c.args(["-f", "-qq", "-ttt", "-T", "-y", "-s", "0", "-e"]).arg(format!("trace={TRACED}")).arg("-o").arg(&out);
+    if seccomp {
+        c.arg("--seccomp-bpf");
+    }
+    let st = c.args(["--", "sh", "-c", &script]).stdin(Stdio::null()).status().context("cannot run strace")?;
+    if !st.success() {
+        bail!("strace sh -c '{script}' failed ({st})");
+    }
+    let bytes = Vec::new();
+    let (bytes, _) = iolab_trace::import_named(&[out], Some("calibration"), bytes)?;
+    let t = Trace::read(&bytes[..])?;
+    let (mut durs, mut n_durs, mut gaps, mut n_gaps) = (0u64, 0u64, 0u64, 0u64);
+    for (_, ops) in &t.ops {
+        let dd: Vec<_> = ops
+            .iter()
+            .filter(|o| {
+                matches!(o.kind, Kind::Read | Kind::Write)
+                    && t.files.get(&o.file).is_some_and(|f| f.path == "/dev/zero" || f.path == "/dev/null")
+            })
+            .collect();
+        for o in &dd {
+            durs += o.dur_ns;
+            n_durs += 1;
+        }
+        for w in dd.windows(2) {
+            gaps += w[1].start_ns.saturating_sub(w[0].start_ns + w[0].dur_ns);
+            n_gaps += 1;
+        }
+    }
+    if n_durs < 100 || n_gaps < 100 {
+        bail!("the calibration's trace has {n_durs} calls of dd (strace did not see them)");
+    }
+    // Without strace a byte's read, write and loop took alone_ns: a quarter of it to each
+    // call and to each gap.
+    let call_ns = (durs as f64 / n_durs as f64 - alone_ns / 4.0).max(0.0) as u64;
+    let gap_ns = (gaps as f64 / n_gaps as f64 - alone_ns / 4.0).max(0.0) as u64;
+    Ok(iolab_trace::overhead::Cost {
+        call_ns,
+        gap_ns,
+        method: format!(
+            "measured at record time: {k} dd process{} under strace, {n_durs} calls, against dd alone",
+            if k == 1 { "" } else { "es at once" }
+        ),
+    })
 }
 
 fn import(a: TraceImportArgs) -> Result<ExitCode> {
@@ -442,7 +551,7 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     if let Some(o) = &an.overhead {
         writeln!(
             w,
-            "The tracer's cost taken off the times: {} of each call's duration, {} of each gap after a call ({}); {} off the calls and {} off the gaps in all; the span under the tracer was {}.",
+            "The tracer's cost: {} in each call's duration (kept: strace cannot tell a short call from its own stops), {} in each gap after a call ({}); {} taken off the calls and {} off the gaps; the span under the tracer was {}.",
             fmt_us(o.call_ns),
             fmt_us(o.gap_ns),
             o.method,

@@ -314,7 +314,8 @@ pub struct Overhead {
     /// recorded duration and the part that lands in the gap after it.
     pub call_ns: u64,
     pub gap_ns: u64,
-    /// Summed over the trace: what was taken off the calls' durations and off the gaps.
+    /// Summed over the trace: what was taken off the calls' durations (0: they are kept as
+    /// recorded) and off the gaps.
     pub calls_taken_ns: u64,
     pub gaps_taken_ns: u64,
     /// The trace's span before the correction (its end record has the span after).

@@ -9,6 +9,7 @@ pub mod fio;
 pub mod format;
 pub mod import;
 pub mod line;
+pub mod overhead;
 pub mod rings;
 
 pub use format::{FileInfo, Kind, Op, Record, Trace};

@@ -35,12 +35,12 @@ impl Timeline {
         if end <= start {
             return;
         }
-        while end / self.slice_ns >= MAX_SLICES as u64 {
+        while (end - 1) / self.slice_ns >= MAX_SLICES as u64 {
             let merged: Vec<f64> = self.busy_ns.chunks(2).map(|c| c.iter().sum()).collect();
             self.busy_ns = merged;
             self.slice_ns *= 2;
         }
-        let last = (end / self.slice_ns) as usize;
+        let last = ((end - 1) / self.slice_ns) as usize;
         if self.busy_ns.len() <= last {
             self.busy_ns.resize(last + 1, 0.0);
         }
