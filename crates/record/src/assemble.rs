@@ -423,7 +423,7 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             }
             Event::Block(b) => {
                 let io = BlockIo {
-                    queued_ns: if b.queued >= self.t0 { b.queued - self.t0 } else { 0 },
+                    queued_ns: b.queued.saturating_sub(self.t0),
                     issue_ns: self.rel(b.issue),
                     complete_ns: self.rel(b.ts),
                     sector: b.sector,
