@@ -32,5 +32,5 @@ fuzz_target!(|data: &[u8]| {
                 let _ = iolab_trace::overhead::correct(r, &shape, &cost, Vec::new());
             }
         }
-    }
+    };
 });
