@@ -186,7 +186,7 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
         if s.async_ops > 0 {
             what.push(format!("{} asynchronous I/Os on {} rings", fmt::count(s.async_ops as f64), s.rings));
         }
-        if s.block_ios > 0 || opts.block.len() > 0 {
+        if s.block_ios > 0 || !opts.block.is_empty() {
             what.push(format!("{} block requests", fmt::count(s.block_ios as f64)));
         }
         println!(

@@ -262,7 +262,7 @@ fn attach_and_terminate(via: &str) {
         .spawn()
         .unwrap();
     let trace = d.path().join("p.trace");
-    let mut rec = iolab_process()
+    let rec = iolab_process()
         .args(["trace", "record", "--via", via, "-o"])
         .arg(&trace)
         .args(["-p", &prog.id().to_string()])
