@@ -25,6 +25,10 @@ redo_rounds=${REDO_ROUNDS:-2048}
 secs=${SECS:-5}
 iolab=${IOLAB:-target/release/iolab}
 [ -x "$iolab" ] || cargo build -q --release -p iolab
+# The kernel's BPF statistics (run counts and times of the recorder's programs), restored after.
+stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+sysctl -qw kernel.bpf_stats_enabled=1 || true
+trap 'sysctl -qw kernel.bpf_stats_enabled="$stats" || true' EXIT
 rm -rf "$dir"
 mkdir -p "$dir/data" "$dir/fio"
 cc -O2 -pthread -o "$dir/redo" bench/trace/redo.c
@@ -40,12 +44,22 @@ redo = [f"{d}/redo", f"{d}/data", threads, redo_rounds]
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
 
-def timed(cmd, via=None):
+# The eBPF recorder's own figures per recording: its kernel programs' time (the kernel's BPF
+# statistics, enabled by this script) and its reader's CPU time, per traced event.
+kernel = {"redo": [], "uring": [], "psync": []}
+
+def record(via, cmd, key):
+    out = run([iolab, "trace", "record", "--via", via, "--output", "json", "-o", f"{d}/cost.trace", "--"] + cmd).stdout
+    if via == "ebpf" and key:
+        s = json.loads(out)
+        kernel[key].append((s["kernel_ns"], s["kernel_runs"], s["reader_cpu_ns"], s["ops"] + s["async_ops"]))
+
+def timed(cmd, via=None, key=None):
     """The program's own elapsed (s), run untraced or inside `trace record --via VIA`."""
     out = f"{d}/t.ns"
     inner = [f"{d}/timed", out] + cmd
     if via:
-        run([iolab, "trace", "record", "--via", via, "-o", f"{d}/cost.trace", "--"] + inner)
+        record(via, inner, key)
     else:
         run(inner)
     return int(open(out).read()) / 1e9
@@ -55,9 +69,9 @@ def fio_job(engine, depth):
             f"--ioengine={engine}", f"--iodepth={depth}", "--direct=1", f"--runtime={secs}", "--time_based",
             "--output-format=json", f"--output={d}/fio.json"]
 
-def iops(cmd, via=None):
+def iops(cmd, via=None, key=None):
     if via:
-        run([iolab, "trace", "record", "--via", via, "-o", f"{d}/cost.trace", "--"] + cmd)
+        record(via, cmd, key)
     else:
         run(cmd)
     return json.load(open(f"{d}/fio.json"))["jobs"][0]["read"]["iops"]
@@ -66,9 +80,9 @@ vias = ["ebpf", "strace"]
 cost = {k: {v: [] for v in [None] + vias} for k in ["redo", "uring", "psync"]}
 for r in range(rounds):
     for v in [None] + vias:
-        cost["redo"][v].append(timed(redo, v))
-        cost["uring"][v].append(iops(fio_job("io_uring", 32), v))
-        cost["psync"][v].append(iops(fio_job("psync", 1), v))
+        cost["redo"][v].append(timed(redo, v, "redo"))
+        cost["uring"][v].append(iops(fio_job("io_uring", 32), v, "uring"))
+        cost["psync"][v].append(iops(fio_job("psync", 1), v, "psync"))
 
 print(f"\n### The recorders' cost ({rounds} interleaved rounds, medians)\n")
 print("| workload | untraced | eBPF | eBPF's cost | strace | strace's cost |")
@@ -84,6 +98,14 @@ for k, label, unit, hb in [("redo", f"redo-log program, {threads} threads x {red
         pct = ((base - m) / base if hb else (m - base) / base) * 100
         cells += [fmtv(m), f"{pct:+.1f}%"]
     print(f"| {label} | {fmtv(base)} | " + " | ".join(cells) + " |")
+print("\nThe eBPF recorder's CPU time (medians over the rounds): its kernel programs (every system call on the")
+print("machine passes its filter; the kernel's BPF statistics) and its reader (decoding and writing the trace):\n")
+print("| workload | events recorded | kernel programs: runs, time | per run | reader CPU | per event |")
+print("|---|---|---|---|---|---|")
+for k, xs in kernel.items():
+    if xs:
+        kn, kr, rc, ev = (med([x[i] for x in xs]) for i in range(4))
+        print(f"| {k} | {ev:,.0f} | {kr:,.0f}, {kn / 1e6:.1f} ms | {kn / max(kr, 1):.0f} ns | {rc / 1e6:.1f} ms | {rc / max(ev, 1):.0f} ns |")
 print("\nEach round:")
 for k in cost:
     for v in [None] + vias:

@@ -201,6 +201,15 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
     for (why, n) in &s.lost {
         eprintln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
     }
+    if a.output != Output::Json && s.kernel_runs > 0 {
+        eprintln!(
+            "The recorder's kernel programs ran {} times for {} ({} ns each); reading the events took {} of CPU.",
+            fmt::count(s.kernel_runs as f64),
+            fmt::secs(s.kernel_ns as f64 / 1e9),
+            s.kernel_ns / s.kernel_runs,
+            fmt::secs(s.reader_cpu_ns as f64 / 1e9)
+        );
+    }
     if let Some(st) = rec.status.filter(|st| !st.success()) {
         eprintln!("Note: the command ended with {st}; its trace is kept.");
     }

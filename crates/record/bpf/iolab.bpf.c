@@ -21,6 +21,15 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/* bpf_ringbuf_* flags and query (uapi/linux/bpf.h) */
+#define RB_NO_WAKEUP 1
+#define RB_FORCE_WAKEUP 2
+#define RB_AVAIL_DATA 0
+
+/* Userspace is woken only once this many bytes wait in the ring (it also drains it every
+ * 20 ms): a wakeup per record would cost more than the record. Set at load time. */
+const volatile u64 wake_at = 1 << 20;
+
 #define MAX_PATH 4096
 #define MAX_SYSCALL 1024
 #define MAX_IOCBS 256
@@ -276,6 +285,11 @@ static __always_inline void count_lost(u32 why)
 		*n += 1;
 }
 
+static __always_inline u64 rb_flags(void)
+{
+	return bpf_ringbuf_query(&events, RB_AVAIL_DATA) >= wake_at ? RB_FORCE_WAKEUP : RB_NO_WAKEUP;
+}
+
 static __always_inline bool is_traced(u32 tgid)
 {
 	return bpf_map_lookup_elem(&traced, &tgid) != 0;
@@ -292,23 +306,25 @@ static __always_inline void head(struct ev_head *h, u32 type, u32 size, u64 pid_
 
 static __always_inline u64 sys_arg(struct pt_regs *regs, int i)
 {
+/* tp_btf hands a typed pointer: its fields are read directly (CO-RE relocated loads the
+ * verifier checks against the kernel's BTF), without a probe_read call each. */
 #if defined(__TARGET_ARCH_x86)
 	switch (i) {
-	case 0: return BPF_CORE_READ(regs, di);
-	case 1: return BPF_CORE_READ(regs, si);
-	case 2: return BPF_CORE_READ(regs, dx);
-	case 3: return BPF_CORE_READ(regs, r10);
-	case 4: return BPF_CORE_READ(regs, r8);
-	default: return BPF_CORE_READ(regs, r9);
+	case 0: return regs->di;
+	case 1: return regs->si;
+	case 2: return regs->dx;
+	case 3: return regs->r10;
+	case 4: return regs->r8;
+	default: return regs->r9;
 	}
 #else
 	switch (i) {
-	case 0: return BPF_CORE_READ(regs, regs[0]);
-	case 1: return BPF_CORE_READ(regs, regs[1]);
-	case 2: return BPF_CORE_READ(regs, regs[2]);
-	case 3: return BPF_CORE_READ(regs, regs[3]);
-	case 4: return BPF_CORE_READ(regs, regs[4]);
-	default: return BPF_CORE_READ(regs, regs[5]);
+	case 0: return regs->regs[0];
+	case 1: return regs->regs[1];
+	case 2: return regs->regs[2];
+	case 3: return regs->regs[3];
+	case 4: return regs->regs[4];
+	default: return regs->regs[5];
 	}
 #endif
 }
@@ -342,7 +358,7 @@ int handle_fork(u64 *ctx)
 	head(&e->h, EV_FORK, sizeof(*e), bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	e->child_tid = ctid;
 	e->child_tgid = ctgid;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -367,7 +383,7 @@ int handle_exit(u64 *ctx)
 	head(&e->h, EV_EXIT, sizeof(*e), pt, bpf_ktime_get_ns());
 	e->group_dead = live == 0;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -433,7 +449,7 @@ static long aio_one(u32 i, struct aio_loop *l)
 		e->ptr = 0;
 		bpf_probe_read_user(e->raw, 32, (void *)(l->base + (u64)i * 32));
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -514,7 +530,7 @@ static __always_inline void fixed_files(u64 pt, struct entry *en, u64 ts, long r
 	barrier_var(sz);
 	if (fds && sz > 0 && sz <= sizeof(e->fds))
 		bpf_probe_read_user(e->fds, sz, (void *)fds);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 }
 
 SEC("tp_btf/sys_exit")
@@ -590,7 +606,7 @@ int handle_sys_exit(u64 *ctx)
 	if (size > sizeof(struct scratch))
 		size = sizeof(struct scratch);
 	head(&e->h, EV_SYS, size, pt, ts);
-	if (bpf_ringbuf_output(&events, s, size, 0))
+	if (bpf_ringbuf_output(&events, s, size, rb_flags()))
 		count_lost(LOST_RING);
 	if (special == SP_AIO_SUBMIT)
 		aio_records(pt, en, ts, ret, EV_AIO_SUBMIT);
@@ -625,7 +641,7 @@ static __always_inline void ring_seen(u64 pt, u64 ts, struct io_ring_ctx *ctx, s
 	e->sq_entries = sq;
 	e->cq_entries = cq;
 	e->flags = flags;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 }
 
 /* io_uring_create(int fd, void *ctx, u32 sq_entries, u32 cq_entries, u32 flags) */
@@ -712,7 +728,7 @@ int handle_uring_submit(u64 *ctx)
 	default:
 		break;
 	}
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -735,7 +751,7 @@ int handle_uring_complete(u64 *ctx)
 	e->user_data = BPF_CORE_READ(cqe, user_data);
 	e->res = BPF_CORE_READ(cqe, res);
 	e->cflags = BPF_CORE_READ(cqe, flags);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
 
@@ -797,7 +813,7 @@ int handle_rq_complete(u64 *ctx)
 	e->bytes = st->bytes;
 	e->cmd_flags = st->cmd_flags;
 	e->error = (u8)ctx[1];
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, rb_flags());
 	bpf_map_delete_elem(&blk_inflight, &key);
 	return 0;
 }

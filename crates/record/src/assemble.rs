@@ -38,6 +38,12 @@ pub struct Summary {
     pub rings: u32,
     /// Events lost or not paired, by why.
     pub lost: BTreeMap<String, u64>,
+    /// The recorder's kernel programs: runs and time spent in them (from the kernel's BPF
+    /// statistics, when `kernel.bpf_stats_enabled` is 1; else 0).
+    pub kernel_runs: u64,
+    pub kernel_ns: u64,
+    /// CPU time of the recorder's reading thread (decoding, assembling, writing the trace).
+    pub reader_cpu_ns: u64,
 }
 
 /// Looks up what the kernel half cannot: an fd first seen in use (opened before the recording,
@@ -867,6 +873,9 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             files: self.next_file,
             rings: self.next_ring,
             lost: self.lost.clone(),
+            kernel_runs: 0,
+            kernel_ns: 0,
+            reader_cpu_ns: 0,
         };
         let first = self.first_ns.unwrap_or(0);
         let w = self.w.finish(0, first, self.last_ns)?;

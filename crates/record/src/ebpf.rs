@@ -161,6 +161,17 @@ mod live {
         "more io_uring rings than the recorder's table holds",
     ];
 
+    /// How often the ring is drained when the kernel half has not woken the reader.
+    const POLL: Duration = Duration::from_millis(20);
+
+    /// This thread's CPU time so far (/proc/thread-self/schedstat's first field), 0 if unknown.
+    fn thread_cpu_ns() -> u64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+            .unwrap_or(0)
+    }
+
     /// Record until the traced tree has exited (or the stop flag, or the duration).
     pub fn record<W: Write>(what: What, opts: &Options, out: W, stop: &AtomicBool) -> Result<Recorded<W>, EbpfError> {
         use aya::maps::{Array, HashMap, PerCpuArray, RingBuf};
@@ -171,9 +182,13 @@ mod live {
             return Err(e);
         }
         let btf = Btf::from_sys_fs().map_err(|e| load_error(&e))?;
+        // The kernel half wakes this thread only when a quarter of the ring waits; it drains
+        // the ring every POLL otherwise.
+        let wake_at = u64::from(opts.ring_bytes / 4);
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .map_max_entries("events", opts.ring_bytes)
+            .override_global("wake_at", &wake_at, true)
             .load(OBJECT)
             .map_err(|e| load_error(&e))?;
         let map_err = |e: aya::maps::MapError| load_error(&e);
@@ -289,6 +304,7 @@ mod live {
             What::Watch => {}
         }
 
+        let cpu0 = thread_cpu_ns();
         let traced: HashMap<_, u32, u32> =
             HashMap::try_from(bpf.map("traced").ok_or_else(|| no_map("traced"))?).map_err(map_err)?;
         let started = Instant::now();
@@ -337,7 +353,7 @@ mod live {
                 }
             }
             let mut fds = [rustix::event::PollFd::new(&ring, rustix::event::PollFlags::IN)];
-            let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: 100_000_000 };
+            let timeout = rustix::event::Timespec { tv_sec: 0, tv_nsec: POLL.as_nanos() as i64 };
             let _ = rustix::event::poll(&mut fds, Some(&timeout));
         }
         // What the kernel wrote before the end.
@@ -360,7 +376,18 @@ mod live {
         if let (Some(c), None) = (child.as_mut(), status) {
             status = c.wait().ok();
         }
-        let (out, summary) = b.finish().map_err(EbpfError::Write)?;
+        let (mut kernel_runs, mut kernel_ns) = (0u64, 0u64);
+        for (_, p) in bpf.programs() {
+            if let Ok(info) = p.info() {
+                kernel_runs += info.run_count();
+                kernel_ns += info.run_time().as_nanos() as u64;
+            }
+        }
+        let reader_cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+        let (out, mut summary) = b.finish().map_err(EbpfError::Write)?;
+        summary.kernel_runs = kernel_runs;
+        summary.kernel_ns = kernel_ns;
+        summary.reader_cpu_ns = reader_cpu_ns;
         Ok(Recorded { out, summary, status, notes })
     }
 }
