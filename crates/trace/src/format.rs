@@ -850,6 +850,44 @@ mod tests {
     }
 
     #[test]
+    fn version_1_traces_still_read_and_hold_no_version_2_record() {
+        let v1 = |extra: Option<Record>| {
+            let mut w = Writer::new(Vec::new()).unwrap();
+            w.record(&Record::Header { version: 1, source: "old".into(), epoch_ns: 0 }).unwrap();
+            w.record(&Record::File { id: 0, path: "/a".into(), flags: 0, before: false, regular: true }).unwrap();
+            if let Some(r) = extra {
+                w.record(&r).unwrap();
+            }
+            w.op(
+                1,
+                Op {
+                    start_ns: 0,
+                    dur_ns: 1,
+                    kind: Kind::Fsync,
+                    file: 0,
+                    offset: 0,
+                    size: 0,
+                    count: 0,
+                    flags: 0,
+                    result: 0,
+                },
+            )
+            .unwrap();
+            let mut b = w.finish(0, 0, 1).unwrap();
+            b[MAGIC.len() - 1] = 1;
+            b
+        };
+        let t = Trace::read(&v1(None)[..]).unwrap();
+        assert_eq!((t.source.as_str(), t.ops[0].1.len(), t.recorder.clone()), ("old", 1, None));
+        assert_eq!(Reader::new(&v1(None)[..]).unwrap().version(), 1);
+        let lost = Record::Lost { why: "x".into(), events: 1 };
+        assert!(matches!(Trace::read(&v1(Some(lost))[..]), Err(FormatError::Corrupt(_))));
+        let mut future = v1(None);
+        future[MAGIC.len() - 1] = 3;
+        assert!(matches!(Trace::read(&future[..]), Err(FormatError::Version(3))));
+    }
+
+    #[test]
     fn chunks_are_what_postcard_makes_of_them() {
         let ops: Vec<Op> = (0..300u64)
             .map(|i| Op {
