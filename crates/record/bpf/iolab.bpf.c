@@ -549,6 +549,35 @@ int handle_sys_exit(u64 *ctx)
 		bpf_map_delete_elem(&entries, &tid);
 		return 0;
 	}
+	s8 p1 = si->path1, p2 = si->path2;
+	u8 special = si->special;
+	if (p1 < 0 && p2 < 0 && special == SP_NONE) {
+		/* The common case (reads, writes, fsyncs...): straight into the ring. */
+		struct ev_sys *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+		if (!r) {
+			count_lost(LOST_RING);
+		} else {
+			head(&r->h, EV_SYS, sizeof(*r), pt, ts);
+			r->start = en->start;
+			r->ret = ret;
+			r->args[0] = en->args[0];
+			r->args[1] = en->args[1];
+			r->args[2] = en->args[2];
+			r->args[3] = en->args[3];
+			r->args[4] = en->args[4];
+			r->args[5] = en->args[5];
+			r->extra = en->extra;
+			r->nr = nr;
+			r->kind = si->kind;
+			r->flags = 0;
+			r->len1 = 0;
+			r->len2 = 0;
+			r->pad = 0;
+			bpf_ringbuf_submit(r, rb_flags());
+		}
+		bpf_map_delete_elem(&entries, &tid);
+		return 0;
+	}
 	u32 zero = 0;
 	struct scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s) {
@@ -571,7 +600,6 @@ int handle_sys_exit(u64 *ctx)
 	e->len1 = 0;
 	e->len2 = 0;
 	e->pad = 0;
-	u8 special = si->special;
 	if (special == SP_OPEN_HOW && ret >= 0) {
 		u64 how = 0;
 		bpf_probe_read_user(&how, sizeof(how), (void *)en->args[2]);
@@ -582,7 +610,6 @@ int handle_sys_exit(u64 *ctx)
 		e->extra = v;
 	}
 	u32 len1 = 0, len2 = 0;
-	s8 p1 = si->path1, p2 = si->path2;
 	if (p1 >= 0 && p1 < 6) {
 		long n = bpf_probe_read_user_str(s->paths, MAX_PATH, (void *)en->args[p1 & 7]);
 		if (n > 0) {
@@ -675,8 +702,9 @@ int handle_uring_submit(u64 *ctx)
 	if (!is_traced(pt >> 32))
 		return 0;
 	u64 ts = bpf_ktime_get_ns();
+	/* tp_btf's typed pointer: fields are read directly (CO-RE relocated loads). */
 	struct io_kiocb *req = (void *)ctx[0];
-	struct io_ring_ctx *rctx = BPF_CORE_READ(req, ctx);
+	struct io_ring_ctx *rctx = req->ctx;
 	u64 key = (u64)rctx;
 	if (!bpf_map_lookup_elem(&rings, &key))
 		ring_seen(pt, ts, rctx, -1, BPF_CORE_READ(rctx, sq_entries), BPF_CORE_READ(rctx, cq_entries),
@@ -687,14 +715,14 @@ int handle_uring_submit(u64 *ctx)
 		return 0;
 	}
 	head(&e->h, EV_URING_SUBMIT, sizeof(*e), pt, ts);
-	u8 op = BPF_CORE_READ(req, opcode);
+	u8 op = req->opcode;
 	e->ctx = key;
 	e->req = (u64)req;
-	e->user_data = BPF_CORE_READ(req, cqe.user_data);
-	e->fd = BPF_CORE_READ(req, cqe.fd);
+	e->user_data = req->cqe.user_data;
+	e->fd = req->cqe.fd;
 	e->opcode = op;
-	e->sqe_flags = BPF_CORE_READ(req, flags);
-	e->buf_index = BPF_CORE_READ(req, buf_index);
+	e->sqe_flags = req->flags;
+	e->buf_index = req->buf_index;
 	e->pad = 0;
 	e->off = 0;
 	e->addr = 0;
@@ -709,10 +737,10 @@ int handle_uring_submit(u64 *ctx)
 	case 23: /* WRITE */
 	{
 		struct io_rw *rw = (void *)&req->cmd;
-		e->off = BPF_CORE_READ(rw, kiocb.ki_pos);
-		e->addr = BPF_CORE_READ(rw, addr);
-		e->len = BPF_CORE_READ(rw, len);
-		e->rw_flags = BPF_CORE_READ(rw, flags);
+		e->off = rw->kiocb.ki_pos;
+		e->addr = rw->addr;
+		e->len = rw->len;
+		e->rw_flags = rw->flags;
 		break;
 	}
 	case 3:  /* FSYNC */
@@ -748,9 +776,9 @@ int handle_uring_complete(u64 *ctx)
 	head(&e->h, EV_URING_COMPLETE, sizeof(*e), bpf_get_current_pid_tgid(), bpf_ktime_get_ns());
 	e->ctx = key;
 	e->req = ctx[1];
-	e->user_data = BPF_CORE_READ(cqe, user_data);
-	e->res = BPF_CORE_READ(cqe, res);
-	e->cflags = BPF_CORE_READ(cqe, flags);
+	e->user_data = cqe->user_data;
+	e->res = cqe->res;
+	e->cflags = cqe->flags;
 	bpf_ringbuf_submit(e, rb_flags());
 	return 0;
 }
