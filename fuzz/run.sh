@@ -37,6 +37,8 @@ max_len() {
     strace_ff) echo 8192 ;;
     cluster) echo 4096 ;;
     journal) echo 8192 ;;
+    bpf_events) echo 16384 ;;
+    trace_file) echo 8192 ;;
     *) echo 4096 ;;
   esac
 }

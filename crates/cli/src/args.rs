@@ -64,7 +64,7 @@ pub enum Command {
     Compare(CompareArgs),
     /// Write a self-contained HTML report with charts.
     Report(ReportArgs),
-    /// Record an application's I/O with strace, import strace output, analyse or export a trace.
+    /// Record an application's I/O (eBPF or strace), import strace output, analyse or export a trace.
     #[command(subcommand)]
     Trace(TraceCommand),
     /// Replay a recorded trace under a directory: same calls, same flags, per-thread order and timing.
@@ -708,10 +708,15 @@ pub struct ScenarioArgs {
 
 const TRACE_EXAMPLES: &str = "\
 Examples:
-  Record a program's I/O (strace -f with timestamps, durations and fd paths):
+  Record a program's I/O, io_uring and libaio included (eBPF as root; strace otherwise):
       iolab trace record -o app.trace -- ./redo /data 4 16
   Attach to a running process until Ctrl-C:
       iolab trace record -o db.trace -p 4242
+  With strace (ptrace; its cost is measured and taken off the recorded times):
+      iolab trace record --via strace -o app.trace -- ./redo /data 4 16
+  The block requests under /data for a minute (blktrace's view), then as a fio iolog:
+      iolab trace record --level block --under /data --duration 1m -o blk.trace
+      iolab trace export --fio blk.trace -o blk.iolog
   Convert strace output made elsewhere (one -f file, or the per-thread files of -ff):
       iolab trace import -o app.trace ndbd.strace
       iolab trace import -o app.trace t.8877 t.8878 t.8879
@@ -724,7 +729,7 @@ Examples:
 #[derive(Subcommand, Debug)]
 #[command(after_help = TRACE_EXAMPLES)]
 pub enum TraceCommand {
-    /// Run a command (or attach to a process) under strace and write its I/O as a trace.
+    /// Record a command's (or a running process's) I/O, or the block requests under a path, as a trace.
     #[command(after_help = TRACE_EXAMPLES)]
     Record(TraceRecordArgs),
     /// Convert strace output (-f into one file, or the per-thread files of -ff) into a trace.
@@ -738,14 +743,47 @@ pub enum TraceCommand {
     Export(TraceExportArgs),
 }
 
+/// How `trace record` sees the program.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceVia {
+    /// eBPF in the kernel: the kernel's times, io_uring and libaio, little cost (root or CAP_BPF).
+    Ebpf,
+    /// strace (ptrace): everywhere ptrace is allowed; slows the program, sees no async I/O.
+    Strace,
+}
+
+/// What `trace record` records.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceLevel {
+    /// The program's system calls and asynchronous I/O.
+    Syscall,
+    /// The block requests on the devices under --under (blktrace's view; eBPF only).
+    Block,
+}
+
 #[derive(Args, Debug)]
 pub struct TraceRecordArgs {
     /// Where the trace goes.
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
-    /// Attach to this running process (and its threads) instead of running a command; Ctrl-C ends the recording.
+    /// Attach to this running process (and its threads) instead of running a command; Ctrl-C or SIGTERM ends the recording.
     #[arg(short = 'p', long = "pid", conflicts_with = "command")]
     pub pid: Option<u32>,
+    /// ebpf or strace [default: ebpf where the kernel and privileges allow it, else strace].
+    #[arg(long, value_enum)]
+    pub via: Option<TraceVia>,
+    /// syscall: the program's calls; block: the block requests on the devices under --under.
+    #[arg(long, value_enum, default_value_t = TraceLevel::Syscall)]
+    pub level: TraceLevel,
+    /// --level block: record the devices that carry this path's I/O [default: the current directory].
+    #[arg(long, value_name = "PATH")]
+    pub under: Option<PathBuf>,
+    /// --level block without a command or -p: stop after this long (else at Ctrl-C or SIGTERM).
+    #[arg(long, value_parser = parse_dur)]
+    pub duration: Option<Duration>,
+    /// The eBPF recorder's ring buffer (a power of two; events that do not fit are counted as lost).
+    #[arg(long, value_parser = parse_bytes, default_value = "32M")]
+    pub buffer: Bytes,
     /// Keep strace's own output beside the trace (FILE.strace).
     #[arg(long)]
     pub keep_strace: bool,

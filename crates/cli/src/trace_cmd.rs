@@ -1,10 +1,14 @@
-//! `iolab trace record|import|show|export`: run a program under strace (or attach to one),
-//! convert strace text into iolab's trace format, print what a trace did and what it would take
+//! `iolab trace record|import|show|export`: record a program (or a running process) with the
+//! eBPF recorder (crates/record) or under strace, or the block requests under a path; convert
+//! strace text into iolab's trace format, print what a trace did and what it would take
 //! at a device rate and latency, and write it as a fio iolog.
 
-use crate::args::{Output, TraceCommand, TraceExportArgs, TraceImportArgs, TraceRecordArgs, TraceShowArgs};
+use crate::args::{
+    Output, TraceCommand, TraceExportArgs, TraceImportArgs, TraceLevel, TraceRecordArgs, TraceShowArgs, TraceVia,
+};
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
+use iolab_record::ebpf;
 use iolab_report::fmt;
 use iolab_trace::analyze::{analyze_records, Analysis, OpStat};
 use iolab_trace::format::{FormatError, Reader, Record};
@@ -14,6 +18,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The calls a recording traces (the rest cost ptrace stops for nothing): `%process` for the
 /// thread and process tree, and every call the trace format keeps. `?` lets strace skip names
@@ -59,7 +64,226 @@ fn convert(files: &[PathBuf], name: Option<&str>, out: &Path) -> Result<Summary>
     Ok(sum)
 }
 
+/// Set by SIGINT and SIGTERM while recording: the recording ends and keeps what it has.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+fn on_signals() {
+    // Once per process; a second call (tests in one process) keeps the first handler.
+    let _ = ctrlc::set_handler(|| STOP.store(true, Ordering::SeqCst));
+}
+
 fn record(a: TraceRecordArgs) -> Result<ExitCode> {
+    if a.level == TraceLevel::Block {
+        return record_block(a);
+    }
+    if a.pid.is_none() && a.command.is_empty() {
+        bail!("nothing to record: give a command after `--` (iolab trace record -o app.trace -- CMD ARGS) or -p PID");
+    }
+    if let Some(prog) = a.command.first() {
+        if find_program(prog).is_none() {
+            bail!("command not found: `{prog}` (not an executable path, nor on $PATH)");
+        }
+    }
+    if let Some(pid) = a.pid {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("no process {pid} to attach to (is it still running?)");
+        }
+    }
+    let via = match a.via {
+        Some(v) => v,
+        None => match ebpf::unavailable() {
+            None => TraceVia::Ebpf,
+            Some(why) => {
+                eprintln!("Recording with strace: {}", why_not_ebpf(&why));
+                TraceVia::Strace
+            }
+        },
+    };
+    on_signals();
+    match via {
+        TraceVia::Strace => record_strace(a),
+        TraceVia::Ebpf => match record_ebpf(&a) {
+            Err(e) if a.via.is_none() && e.downcast_ref::<ebpf::EbpfError>().is_some_and(refused_before_start) => {
+                let why = e.downcast_ref::<ebpf::EbpfError>().map(why_not_ebpf).unwrap_or_default();
+                eprintln!("Recording with strace: {why}");
+                record_strace(a)
+            }
+            r => r,
+        },
+    }
+}
+
+/// The eBPF recorder could not start (nothing was run yet): strace can take over.
+fn refused_before_start(e: &ebpf::EbpfError) -> bool {
+    matches!(e, ebpf::EbpfError::NotBuilt(_) | ebpf::EbpfError::Refused(_) | ebpf::EbpfError::Unsupported(_))
+}
+
+/// Why the eBPF recorder is not used, in one clause.
+fn why_not_ebpf(e: &ebpf::EbpfError) -> String {
+    match e {
+        ebpf::EbpfError::NotBuilt(why) => {
+            format!("this iolab was built without its eBPF recorder ({why}; `--via ebpf` says how to get it)")
+        }
+        ebpf::EbpfError::Refused(why) => format!("the kernel refused the eBPF recorder ({why}; run as root for it)"),
+        e => format!("the eBPF recorder cannot run here: {e}"),
+    }
+}
+
+fn trace_name(a: &TraceRecordArgs) -> String {
+    match a.pid {
+        Some(p) => format!("process {p}"),
+        None => a.command.join(" "),
+    }
+}
+
+/// Record with the eBPF recorder into `a.out` (removed again if the recording cannot start).
+fn record_ebpf(a: &TraceRecordArgs) -> Result<ExitCode> {
+    let what = match a.pid {
+        Some(pid) => ebpf::What::Attach(pid),
+        None => ebpf::What::Spawn {
+            argv: a.command.clone(),
+            cwd: std::env::current_dir().context("cannot read the current directory")?,
+        },
+    };
+    let opts = ebpf::Options {
+        ring_bytes: ring_bytes(a.buffer.0)?,
+        syscalls: true,
+        block: Vec::new(),
+        duration: None,
+        source: trace_name(a),
+    };
+    if let Some(pid) = a.pid {
+        eprintln!("Recording process {pid} with eBPF; Ctrl-C ends the recording.");
+    }
+    run_ebpf(a, what, &opts)
+}
+
+fn ring_bytes(b: u64) -> Result<u32> {
+    if !b.is_power_of_two() || !(4096..=(1 << 30)).contains(&b) {
+        bail!("--buffer: {b} bytes; give a power of two from 4 KiB to 1 GiB (such as 32M)");
+    }
+    Ok(b as u32)
+}
+
+fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Result<ExitCode> {
+    let f = File::create(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let rec = match ebpf::record(what, opts, BufWriter::new(f), &STOP) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_file(&a.out);
+            return Err(e.into());
+        }
+    };
+    rec.out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
+    for n in &rec.notes {
+        eprintln!("Note: {n}");
+    }
+    let s = &rec.summary;
+    if a.output == Output::Json {
+        println!("{}", serde_json::to_string_pretty(s)?);
+    } else {
+        let mut what = vec![format!("{} calls", fmt::count(s.ops as f64))];
+        if s.async_ops > 0 {
+            what.push(format!("{} asynchronous I/Os on {} rings", fmt::count(s.async_ops as f64), s.rings));
+        }
+        if s.block_ios > 0 || !opts.block.is_empty() {
+            what.push(format!("{} block requests", fmt::count(s.block_ios as f64)));
+        }
+        println!(
+            "{}: {} of {} threads in {} processes on {} openings (eBPF)",
+            a.out.display(),
+            what.join(", "),
+            s.threads,
+            s.processes,
+            s.files
+        );
+    }
+    for (why, n) in &s.lost {
+        eprintln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
+    }
+    if a.output != Output::Json && s.kernel_runs > 0 {
+        eprintln!(
+            "The recorder's kernel programs ran {} times for {} ({} ns each); reading the events took {} of CPU.",
+            fmt::count(s.kernel_runs as f64),
+            fmt::secs(s.kernel_ns as f64 / 1e9),
+            s.kernel_ns / s.kernel_runs,
+            fmt::secs(s.reader_cpu_ns as f64 / 1e9)
+        );
+    }
+    if let Some(st) = rec.status.filter(|st| !st.success()) {
+        eprintln!("Note: the command ended with {st}; its trace is kept.");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--level block`: the block requests on the devices under a path, while a command runs, a
+/// process lives, for --duration or until Ctrl-C.
+fn record_block(a: TraceRecordArgs) -> Result<ExitCode> {
+    if a.via == Some(TraceVia::Strace) {
+        bail!("--level block records with eBPF only (strace sees system calls, not the block layer)");
+    }
+    if let Some(e) = ebpf::unavailable() {
+        return Err(e.into());
+    }
+    let under = match &a.under {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let info = iolab_sysstat::target::describe(&under, &iolab_sysstat::target::SysRoots::default());
+    let mut block = Vec::new();
+    for name in &info.devices {
+        // Partitions' requests are the whole disk's in the block layer.
+        let sys = Path::new("/sys/class/block").join(name);
+        let disk = if sys.join("partition").exists() {
+            std::fs::canonicalize(&sys)
+                .ok()
+                .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|d| d.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| name.clone())
+        } else {
+            name.clone()
+        };
+        let Ok(dev) = std::fs::read_to_string(Path::new("/sys/class/block").join(&disk).join("dev")) else { continue };
+        let Some((maj, min)) = dev.trim().split_once(':') else { continue };
+        let (Ok(maj), Ok(min)) = (maj.parse::<u32>(), min.parse::<u32>()) else { continue };
+        let d = maj << 20 | min;
+        if !block.iter().any(|(x, _)| *x == d) {
+            block.push((d, disk));
+        }
+    }
+    if block.is_empty() {
+        bail!(
+            "no block device carries {} ({} on {}): nothing for --level block to record",
+            under.display(),
+            info.fstype,
+            info.mount_source
+        );
+    }
+    let names: Vec<String> = block.iter().map(|(_, n)| n.clone()).collect();
+    let what = match (a.pid, a.command.is_empty()) {
+        (Some(pid), _) => ebpf::What::Attach(pid),
+        (None, false) => ebpf::What::Spawn {
+            argv: a.command.clone(),
+            cwd: std::env::current_dir().context("cannot read the current directory")?,
+        },
+        (None, true) => ebpf::What::Watch,
+    };
+    if matches!(what, ebpf::What::Watch) && a.duration.is_none() {
+        eprintln!("Recording the block requests of {}; Ctrl-C ends the recording.", names.join(", "));
+    } else {
+        eprintln!("Recording the block requests of {}.", names.join(", "));
+    }
+    let opts = ebpf::Options {
+        ring_bytes: ring_bytes(a.buffer.0)?,
+        syscalls: false,
+        block,
+        duration: a.duration,
+        source: format!("block requests of {} (under {})", names.join(", "), under.display()),
+    };
+    on_signals();
+    run_ebpf(&a, what, &opts)
+}
+
+fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
     let version = strace_version()?;
     let raw = {
         let mut s = a.out.clone().into_os_string();
@@ -68,43 +292,150 @@ fn record(a: TraceRecordArgs) -> Result<ExitCode> {
     };
     let mut c = Command::new("strace");
     c.args(["-f", "-qq", "-ttt", "-T", "-y", "-s", "0", "-e"]).arg(format!("trace={TRACED}")).arg("-o").arg(&raw);
-    let status = if let Some(pid) = a.pid {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            bail!("no process {pid} to attach to (is it still running?)");
-        }
+    if let Some(pid) = a.pid {
         c.arg("-p").arg(pid.to_string());
-        // Ctrl-C reaches strace too (same terminal), which detaches; iolab waits and converts.
-        let _ = ctrlc::set_handler(|| {});
         eprintln!("Recording process {pid} with {version}; Ctrl-C ends the recording.");
-        c.status().context("cannot start strace")?
     } else {
-        let Some(prog) = a.command.first() else {
-            bail!(
-                "nothing to record: give a command after `--` (iolab trace record -o app.trace -- CMD ARGS) or -p PID"
-            );
-        };
-        if find_program(prog).is_none() {
-            bail!("command not found: `{prog}` (not an executable path, nor on $PATH)");
-        }
         c.arg("--seccomp-bpf").arg("--").args(&a.command).stdin(Stdio::inherit());
-        c.status().context("cannot start strace")?
+    }
+    let mut child = c.spawn().context("cannot start strace")?;
+    // SIGINT or SIGTERM: strace is told to detach (it does on SIGINT), and what it wrote is
+    // converted. A terminal's Ctrl-C reaches strace (and the command) by itself too.
+    let mut told = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().context("waiting for strace")? {
+            break st;
+        }
+        if STOP.load(Ordering::SeqCst) && !told {
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+            }
+            told = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     };
     if !raw.exists() {
         bail!("strace wrote no output ({status}); is ptrace allowed here (kernel.yama.ptrace_scope, containers)?");
     }
-    let name = match a.pid {
-        Some(p) => format!("process {p}"),
-        None => a.command.join(" "),
-    };
+    let name = trace_name(&a);
     let sum = convert(std::slice::from_ref(&raw), Some(&name), &a.out)?;
     if !a.keep_strace {
         let _ = std::fs::remove_file(&raw);
     }
     print_summary(&sum, &a.out, a.output)?;
+    if sum.ops > 0 {
+        take_off_strace(&a.out, a.pid.is_none())?;
+    }
     if a.pid.is_none() && !status.success() {
         eprintln!("Note: the command ended with {status}; its trace is kept.");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Take strace's own cost off a trace it recorded (crates/trace/src/overhead.rs): measure it
+/// now, with the recording's options, on as many processes as the trace had threads at once,
+/// and write the trace again with it taken off and said.
+fn take_off_strace(trace: &Path, seccomp: bool) -> Result<()> {
+    use iolab_trace::overhead::{correct, Shape};
+    let shape = Shape::of(records(trace)?, None).with_context(|| format!("cannot read {}", trace.display()))?;
+    let k = shape.concurrency.clamp(1, 8);
+    let cost = calibrate(k, seccomp).context("cannot measure strace's cost per call")?;
+    let shape = Shape::of(records(trace)?, Some(&cost)).with_context(|| format!("cannot read {}", trace.display()))?;
+    let tmp = {
+        let mut s = trace.as_os_str().to_owned();
+        s.push(".corrected");
+        PathBuf::from(s)
+    };
+    let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let done = correct(records(trace)?, &shape, &cost, BufWriter::new(f));
+    let (w, o) = match done {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e).context("cannot write the corrected trace");
+        }
+    };
+    w.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
+    std::fs::rename(&tmp, trace).with_context(|| format!("cannot replace {}", trace.display()))?;
+    eprintln!(
+        "strace's cost measured: {} in each call (kept in the durations), {} in each gap (taken off) ({}); the span under strace {} (`trace show` says more)",
+        fmt_us(o.call_ns),
+        fmt_us(o.gap_ns),
+        o.method,
+        fmt::secs(o.recorded_span_ns as f64 / 1e9)
+    );
+    Ok(())
+}
+
+/// Calls each calibrating process makes under strace (two per byte copied).
+const CALIBRATION_BYTES: u32 = 2000;
+
+/// strace's cost per traced call, measured now: `k` dd processes at once copying one byte at
+/// a time from /dev/zero to /dev/null (a read and a write per byte, nothing between) under
+/// strace with the recording's options; one dd without strace gives what the calls cost alone.
+fn calibrate(k: usize, seccomp: bool) -> Result<iolab_trace::overhead::Cost> {
+    use iolab_trace::format::{Kind, Trace};
+    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
+    // Alone: per byte, a read, a write and the loop around them.
+    let n_alone = 200_000u32;
+    let t = std::time::Instant::now();
+    let st = Command::new("dd")
+        .args(["if=/dev/zero", "of=/dev/null", "bs=1", &format!("count={n_alone}"), "status=none"])
+        .status()
+        .context("cannot run dd")?;
+    if !st.success() {
+        bail!("dd failed ({st})");
+    }
+    let alone_ns = t.elapsed().as_nanos() as f64 / f64::from(n_alone);
+    let out = dir.path().join("cal.strace");
+    let script = format!(
+        "i=0; while [ $i -lt {k} ]; do dd if=/dev/zero of=/dev/null bs=1 count={CALIBRATION_BYTES} status=none & i=$((i+1)); done; wait"
+    );
+    let mut c = Command::new("strace");
+    c.args(["-f", "-qq", "-ttt", "-T", "-y", "-s", "0", "-e"]).arg(format!("trace={TRACED}")).arg("-o").arg(&out);
+    if seccomp {
+        c.arg("--seccomp-bpf");
+    }
+    let st = c.args(["--", "sh", "-c", &script]).stdin(Stdio::null()).status().context("cannot run strace")?;
+    if !st.success() {
+        bail!("strace sh -c '{script}' failed ({st})");
+    }
+    let bytes = Vec::new();
+    let (bytes, _) = iolab_trace::import_named(&[out], Some("calibration"), bytes)?;
+    let t = Trace::read(&bytes[..])?;
+    let (mut durs, mut n_durs, mut gaps, mut n_gaps) = (0u64, 0u64, 0u64, 0u64);
+    for (_, ops) in &t.ops {
+        let dd: Vec<_> = ops
+            .iter()
+            .filter(|o| {
+                matches!(o.kind, Kind::Read | Kind::Write)
+                    && t.files.get(&o.file).is_some_and(|f| f.path == "/dev/zero" || f.path == "/dev/null")
+            })
+            .collect();
+        for o in &dd {
+            durs += o.dur_ns;
+            n_durs += 1;
+        }
+        for w in dd.windows(2) {
+            gaps += w[1].start_ns.saturating_sub(w[0].start_ns + w[0].dur_ns);
+            n_gaps += 1;
+        }
+    }
+    if n_durs < 100 || n_gaps < 100 {
+        bail!("the calibration's trace has {n_durs} calls of dd (strace did not see them)");
+    }
+    // Without strace a byte's read, write and loop took alone_ns: a quarter of it to each
+    // call and to each gap.
+    let call_ns = (durs as f64 / n_durs as f64 - alone_ns / 4.0).max(0.0) as u64;
+    let gap_ns = (gaps as f64 / n_gaps as f64 - alone_ns / 4.0).max(0.0) as u64;
+    Ok(iolab_trace::overhead::Cost {
+        call_ns,
+        gap_ns,
+        method: format!(
+            "measured at record time: {k} dd process{} under strace, {n_durs} calls, against dd alone",
+            if k == 1 { "" } else { "es at once" }
+        ),
+    })
 }
 
 fn import(a: TraceImportArgs) -> Result<ExitCode> {
@@ -198,6 +529,10 @@ fn op_table(ops: &BTreeMap<String, OpStat>) -> Table {
     t
 }
 
+fn fmt_us(ns: u64) -> String {
+    format!("{:.1} µs", ns as f64 / 1e3)
+}
+
 fn sizes(h: &BTreeMap<u64, u64>) -> String {
     if h.is_empty() {
         return "-".into();
@@ -215,7 +550,40 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
         fmt::secs(an.elapsed_s),
         if an.bad_lines > 0 { format!(" ({} lines not understood at import)", an.bad_lines) } else { String::new() }
     )?;
-    writeln!(w, "\nAll threads (time is the calls' traced duration, -T):\n{}", op_table(&an.totals))?;
+    match an.via.as_deref() {
+        Some("ebpf") => {
+            writeln!(w, "Recorded with eBPF ({}): times are the kernel's.", an.via_detail.as_deref().unwrap_or(""))?
+        }
+        Some(v) => writeln!(w, "Recorded with {v} ({}).", an.via_detail.as_deref().unwrap_or(""))?,
+        None => {}
+    }
+    if let Some(o) = &an.overhead {
+        writeln!(
+            w,
+            "The tracer's cost: {} in each call's duration (kept: strace cannot tell a short call from its own stops), {} in each gap after a call ({}); {} taken off the calls and {} off the gaps; the span under the tracer was {}.",
+            fmt_us(o.call_ns),
+            fmt_us(o.gap_ns),
+            o.method,
+            fmt::secs(o.calls_taken_ns as f64 / 1e9),
+            fmt::secs(o.gaps_taken_ns as f64 / 1e9),
+            fmt::secs(o.recorded_span_ns as f64 / 1e9),
+        )?;
+    }
+    if an.lost.is_empty() {
+        if an.via.is_some() {
+            writeln!(w, "Nothing was lost while recording.")?;
+        }
+    } else {
+        for (why, n) in &an.lost {
+            writeln!(w, "Not kept while recording: {} events, {why}.", fmt::count(*n as f64))?;
+        }
+    }
+    let time_is = if an.via.as_deref() == Some("ebpf") {
+        "time is the calls' duration, and for asynchronous I/O the time from submission to completion"
+    } else {
+        "time is the calls' traced duration, -T"
+    };
+    writeln!(w, "\nAll threads ({time_is}):\n{}", op_table(&an.totals))?;
     for t in &an.threads {
         let who = if t.tid == 0 {
             format!("{} more threads, summed", an.threads_summed)
@@ -232,7 +600,73 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             t.syncs,
             t.pattern,
             sizes(&t.sizes),
-            op_table(&t.ops)
+            op_table(&t.ops.iter().chain(&t.submitted).map(|(k, v)| (k.clone(), v.clone())).collect())
+        )?;
+    }
+    for r in &an.rings {
+        writeln!(
+            w,
+            "\nRing {} ({}, process {}, {} entries, submitted by thread {}): read {}, written {}, {} flushes; access {}; sizes {}{}\n  depth in flight: max {}, mean {}; at submission {}\n  mean depth per {} s: {}\n{}",
+            r.ring,
+            r.kind,
+            r.tgid,
+            r.entries,
+            r.threads.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(", "),
+            iolab_spec::units::fmt_decimal(r.read_bytes as f64),
+            iolab_spec::units::fmt_decimal(r.written_bytes as f64),
+            r.syncs,
+            r.pattern,
+            sizes(&r.sizes),
+            {
+                let mut extra = Vec::new();
+                if r.fixed_files > 0 {
+                    extra.push(format!("{} on registered files", r.fixed_files));
+                }
+                if r.fixed_buffers > 0 {
+                    extra.push(format!("{} on registered buffers", r.fixed_buffers));
+                }
+                if r.unknown_files > 0 {
+                    extra.push(format!("{} on files the trace cannot name", r.unknown_files));
+                }
+                if r.unfinished > 0 {
+                    extra.push(format!("{} never completed within the trace", r.unfinished));
+                }
+                if r.failed > 0 {
+                    extra.push(format!("{} failed", r.failed));
+                }
+                if extra.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", extra.join(", "))
+                }
+            },
+            r.max_depth,
+            fmt::num(r.mean_depth),
+            r.depth_at_submit.iter().map(|(d, n)| format!("{d}:{n}")).collect::<Vec<_>>().join(" "),
+            fmt::num(r.depth_slice_s),
+            r.depth_over_time.iter().map(|d| format!("{d:.1}")).collect::<Vec<_>>().join(" "),
+            op_table(&r.ops)
+        )?;
+    }
+    for d in &an.devices {
+        writeln!(
+            w,
+            "\nDevice {} ({}): read {}, written {}, {} flushes (flush requests, FUA, PREFLUSH){}; access {}; sizes {}\n  mean queue {} ms, device {} ms; depth max {}, mean {}; mean depth per {} s: {}\n{}",
+            d.name,
+            d.dev,
+            iolab_spec::units::fmt_decimal(d.read_bytes as f64),
+            iolab_spec::units::fmt_decimal(d.written_bytes as f64),
+            d.flushes,
+            if d.errors > 0 { format!(", {} errors", d.errors) } else { String::new() },
+            d.pattern,
+            sizes(&d.sizes),
+            fmt::num(d.mean_queue_ms),
+            fmt::num(d.mean_device_ms),
+            d.max_depth,
+            fmt::num(d.mean_depth),
+            fmt::num(d.depth_slice_s),
+            d.depth_over_time.iter().map(|x| format!("{x:.1}")).collect::<Vec<_>>().join(" "),
+            op_table(&d.ops)
         )?;
     }
     let mut ft = Table::new();

@@ -1,6 +1,6 @@
 //! `iolab trace record|import|show|export` and `iolab replay` as a whole: a real program
-//! (bench/trace/redo.c, seed 002's redo-log pattern) recorded under strace (run by it, and
-//! attached to with -p), analysed, exported for fio and run by the real fio, and replayed with
+//! (bench/trace/redo.c, seed 002's redo-log pattern) recorded under strace (`--via strace`: run
+//! by it, and attached to with -p; the eBPF recorder's tests are in tests/ebpf.rs), analysed, exported for fio and run by the real fio, and replayed with
 //! its operation counts equal, twice into the same target.
 
 mod common;
@@ -48,6 +48,8 @@ fn record_show_export_and_replay_a_real_program() {
     let rec = json(&[
         "trace".as_ref(),
         "record".as_ref(),
+        "--via".as_ref(),
+        "strace".as_ref(),
         "-o".as_ref(),
         trace.as_os_str(),
         "--output".as_ref(),
@@ -278,7 +280,7 @@ fn record_attaches_to_a_running_process() {
         .unwrap();
     let trace = d.path().join("p.trace");
     let out = iolab()
-        .args(["trace", "record", "-o"])
+        .args(["trace", "record", "--via", "strace", "-o"])
         .arg(&trace)
         .args(["-p", &prog.id().to_string(), "--output", "json"])
         .output()
@@ -306,7 +308,7 @@ fn record_without_strace_says_what_to_install() {
     let d = tempfile::tempdir().unwrap();
     let out = iolab()
         .env("PATH", d.path())
-        .args(["trace", "record", "-o"])
+        .args(["trace", "record", "--via", "strace", "-o"])
         .arg(d.path().join("x.trace"))
         .args(["--", "/bin/true"])
         .output()

@@ -7,7 +7,8 @@
 //! entry per opening and each distinct path, not the calls; past [`MAX_LISTED`] threads or
 //! files the rest are summed into one line.
 
-use crate::format::{oflags, FormatError, Kind, Op, Record, Trace, NO_FILE};
+use crate::format::{oflags, AsyncOp, FormatError, Kind, Op, Overhead, Record, Trace, NO_FILE};
+use crate::rings::{DeviceAcc, DeviceStat, RingAcc, RingStat};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -82,6 +83,10 @@ pub struct ThreadStat {
     pub pattern: Pattern,
     /// From the thread's first call's start to its last call's end, seconds.
     pub span_s: f64,
+    /// Asynchronous operations it submitted (io_uring, libaio), by kind: count, bytes, time
+    /// in flight.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub submitted: BTreeMap<String, OpStat>,
 }
 
 /// Calls the time model left out, as not storage.
@@ -123,6 +128,17 @@ pub struct Analysis {
     pub threads_summed: u64,
     pub files_summed: u64,
     pub model: Option<Model>,
+    /// How the trace was recorded (version 2 traces): `ebpf`, `strace`, `import`.
+    pub via: Option<String>,
+    pub via_detail: Option<String>,
+    /// Events the recorder lost, by why (none: nothing was lost).
+    pub lost: BTreeMap<String, u64>,
+    /// The tracer's cost taken off the times (strace recordings).
+    pub overhead: Option<Overhead>,
+    /// Asynchronous I/O rings (io_uring rings, libaio contexts).
+    pub rings: Vec<RingStat>,
+    /// Block devices of a block-level trace.
+    pub devices: Vec<DeviceStat>,
 }
 
 fn bucket(size: u64) -> u64 {
@@ -271,6 +287,11 @@ pub struct Analyzer {
     bad_lines: u64,
     first_ns: u64,
     last_ns: u64,
+    via: Option<(String, String)>,
+    lost: BTreeMap<String, u64>,
+    overhead: Option<Overhead>,
+    rings: BTreeMap<u32, RingAcc>,
+    devices: BTreeMap<u32, (String, DeviceAcc)>,
 }
 
 impl Analyzer {
@@ -298,6 +319,11 @@ impl Analyzer {
             bad_lines: 0,
             first_ns: 0,
             last_ns: 0,
+            via: None,
+            lost: BTreeMap::new(),
+            overhead: None,
+            rings: BTreeMap::new(),
+            devices: BTreeMap::new(),
         }
     }
 
@@ -340,6 +366,70 @@ impl Analyzer {
                 self.first_ns = first_ns;
                 self.last_ns = last_ns;
             }
+            Record::Recorder { via, detail } => self.via = Some((via, detail)),
+            Record::Lost { why, events } => *self.lost.entry(why).or_default() += events,
+            Record::Overhead(o) => self.overhead = Some(o),
+            Record::Ring { id, tgid, kind, entries, .. } => {
+                if self.rings.len() < MAX_LISTED {
+                    self.rings.insert(id, RingAcc::new(kind, tgid, entries));
+                }
+            }
+            Record::RingOps { ring, ops } => {
+                for op in &ops {
+                    self.async_op(ring, op);
+                }
+            }
+            Record::Device { dev, name } => {
+                self.devices.entry(dev).or_insert_with(|| (String::new(), DeviceAcc::default())).0 = name;
+            }
+            Record::BlockIos { dev, ios } => {
+                if self.devices.len() < MAX_LISTED || self.devices.contains_key(&dev) {
+                    let d = &mut self.devices.entry(dev).or_insert_with(|| (String::new(), DeviceAcc::default())).1;
+                    for io in &ios {
+                        d.io(io);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One asynchronous operation: into its ring's figures, its submitter's and its file's.
+    fn async_op(&mut self, ring: u32, op: &AsyncOp) {
+        if let Some(r) = self.rings.get_mut(&ring) {
+            r.op(op);
+        }
+        let done = op.result != i64::MIN;
+        let moved = if (op.kind.reads() || op.kind.writes()) && op.result > 0 { op.result as u64 } else { 0 };
+        let in_flight = if done { op.complete_ns.saturating_sub(op.submit_ns) } else { 0 };
+        let name = format!("async {}", op.kind.as_str());
+        let th = self.thread_acc(op.tid);
+        add(&mut th.stat.submitted, &name, moved, in_flight);
+        th.lo = th.lo.min(op.submit_ns);
+        th.hi = th.hi.max(op.submit_ns);
+        if op.kind.reads() {
+            th.stat.read_bytes = th.stat.read_bytes.saturating_add(moved);
+        } else if op.kind.writes() {
+            th.stat.written_bytes = th.stat.written_bytes.saturating_add(moved);
+        } else if op.kind.is_sync() {
+            th.stat.syncs += 1;
+        }
+        add(&mut self.totals, &name, moved, in_flight);
+        let Some(path) = self.openings.get(&op.file).map(|o| o.path) else { return };
+        let f = self.file_acc(path);
+        add(&mut f.ops, &name, moved, in_flight);
+        if op.kind.reads() {
+            f.read_bytes = f.read_bytes.saturating_add(moved);
+        } else if op.kind.writes() {
+            f.written_bytes = f.written_bytes.saturating_add(moved);
+            f.writes += 1;
+        } else if op.kind.is_sync() {
+            f.syncs += 1;
+        }
+        if op.kind.reads() || op.kind.writes() {
+            *f.sizes.entry(bucket(op.size)).or_default() += 1;
+            if op.offset != u64::MAX {
+                f.pattern.add(0, op.offset, op.size);
+            }
         }
     }
 
@@ -363,6 +453,7 @@ impl Analyzer {
                 sizes: BTreeMap::new(),
                 pattern: Pattern::None,
                 span_s: 0.0,
+                submitted: BTreeMap::new(),
             },
             pos: HashMap::new(),
             pattern: PatternAcc::default(),
@@ -535,6 +626,12 @@ impl Analyzer {
             threads_summed: self.threads_summed,
             files_summed,
             model,
+            via: self.via.as_ref().map(|v| v.0.clone()),
+            via_detail: self.via.map(|v| v.1),
+            lost: self.lost,
+            overhead: self.overhead,
+            rings: self.rings.into_iter().map(|(id, r)| r.finish(id)).collect(),
+            devices: self.devices.into_iter().map(|(dev, (name, d))| d.finish(dev, name)).collect(),
         }
     }
 }
@@ -570,6 +667,29 @@ pub fn analyze(t: &Trace, model: Option<(f64, f64)>) -> Analysis {
     }
     for &(tid, tgid) in &t.threads {
         a.record(Record::Thread { tid, tgid });
+    }
+    if let Some((via, detail)) = &t.recorder {
+        a.record(Record::Recorder { via: via.clone(), detail: detail.clone() });
+    }
+    for (&id, r) in &t.rings {
+        a.record(Record::Ring { id, tgid: r.tgid, kind: r.kind, entries: r.entries, flags: r.flags });
+    }
+    for (ring, ops) in &t.ring_ops {
+        for op in ops {
+            a.async_op(*ring, op);
+        }
+    }
+    for (dev, name) in &t.devices {
+        a.record(Record::Device { dev: *dev, name: name.clone() });
+    }
+    for (dev, ios) in &t.block_ios {
+        a.record(Record::BlockIos { dev: *dev, ios: ios.clone() });
+    }
+    for (why, events) in &t.lost {
+        a.record(Record::Lost { why: why.clone(), events: *events });
+    }
+    if let Some(o) = &t.overhead {
+        a.record(Record::Overhead(o.clone()));
     }
     a.record(Record::End { ops: 0, bad_lines: t.bad_lines, first_ns: t.first_ns, last_ns: t.last_ns });
     a.finish()

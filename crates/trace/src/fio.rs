@@ -7,7 +7,10 @@
 //! opening ends: a close of a duplicate descriptor (dup, fork) ends nothing and is not written,
 //! so fio never closes a file it has not opened. With `target`, paths under the traced
 //! directory are remapped under it and the rest left out. The calls exported are held in memory
-//! (32 bytes each, merged by time), at most [`MAX_ENTRIES`].
+//! (32 bytes each, merged by time), at most [`MAX_ENTRIES`]. Asynchronous operations (io_uring,
+//! libaio) are written at their submission with the bytes they moved; a block-level trace's
+//! requests go to /dev/NAME (fio's `replay_redirect=` sends them elsewhere): read, write,
+//! trim (a discard), sync (a flush), at their issue.
 
 use crate::format::{FormatError, Kind, Record, NO_FILE};
 use std::collections::{BTreeMap, HashMap};
@@ -42,6 +45,7 @@ enum Act {
     Write,
     Sync,
     Datasync,
+    Trim,
     /// A close that ends the opening (the last reference).
     Close,
 }
@@ -88,8 +92,97 @@ pub fn export(
     let mut pos: HashMap<u32, HashMap<u32, u64>> = HashMap::new();
     let mut entries: Vec<Entry> = Vec::new();
     let mut seq: HashMap<u32, u32> = HashMap::new();
+    // Block devices of a block-level trace: dev → path index of /dev/NAME.
+    let mut devices: HashMap<u32, u32> = HashMap::new();
+    let mut async_seq = 0u32;
+    let mut intern = |paths: &mut Vec<String>, p: String| {
+        let n = paths.len() as u32;
+        *path_ids.entry(p.clone()).or_insert_with(|| {
+            paths.push(p);
+            n
+        })
+    };
     for r in records {
         match r? {
+            Record::Device { dev, name } => {
+                let p = intern(&mut paths, format!("/dev/{name}"));
+                devices.insert(dev, p);
+            }
+            Record::BlockIos { dev, ios } => {
+                let path = match devices.get(&dev) {
+                    Some(p) => *p,
+                    None => intern(&mut paths, format!("/dev/block/{}:{}", dev >> 20, dev & 0xfffff)),
+                };
+                devices.insert(dev, path);
+                for io in ios {
+                    let act = match io.op {
+                        0 => Act::Read,
+                        1 => Act::Write,
+                        2 => Act::Sync,
+                        3 => Act::Trim,
+                        _ => {
+                            left(&mut res, "block requests other than read, write, flush and discard");
+                            continue;
+                        }
+                    };
+                    if io.error != 0 {
+                        left(&mut res, "block requests that failed");
+                        continue;
+                    }
+                    if entries.len() >= MAX_ENTRIES {
+                        return Err(ExportError::TooLarge);
+                    }
+                    async_seq = async_seq.wrapping_add(1);
+                    let (offset, len) =
+                        if act == Act::Sync { (0, 0) } else { (io.sector.saturating_mul(512), u64::from(io.bytes)) };
+                    entries.push(Entry { ts_ns: io.issue_ns, seq: async_seq, path, act, offset, len });
+                }
+            }
+            Record::RingOps { ops, .. } => {
+                for op in ops {
+                    let path = match files.get(&op.file) {
+                        Some(Ok(p)) => *p,
+                        Some(Err(why)) => {
+                            left(&mut res, why);
+                            continue;
+                        }
+                        None => {
+                            left(&mut res, "asynchronous I/O on a file the trace cannot name");
+                            continue;
+                        }
+                    };
+                    if op.result < 0 {
+                        left(&mut res, "failed or unfinished when traced");
+                        continue;
+                    }
+                    let (act, offset, len) = match op.kind {
+                        k if k.reads() || k.writes() => {
+                            if op.offset == u64::MAX {
+                                left(&mut res, "asynchronous I/O at the file position");
+                                continue;
+                            }
+                            if op.result == 0 {
+                                left(&mut res, "reads and writes that moved nothing");
+                                continue;
+                            }
+                            (if k.reads() { Act::Read } else { Act::Write }, op.offset, op.result as u64)
+                        }
+                        crate::format::AsyncKind::Fsync => (Act::Sync, 0, 0),
+                        crate::format::AsyncKind::Fdatasync | crate::format::AsyncKind::SyncFileRange => {
+                            (Act::Datasync, 0, 0)
+                        }
+                        _ => {
+                            left(&mut res, "asynchronous operations fio's iolog has no action for");
+                            continue;
+                        }
+                    };
+                    if entries.len() >= MAX_ENTRIES {
+                        return Err(ExportError::TooLarge);
+                    }
+                    async_seq = async_seq.wrapping_add(1);
+                    entries.push(Entry { ts_ns: op.submit_ns, seq: async_seq, path, act, offset, len });
+                }
+            }
             Record::File { id, path, regular, .. } => {
                 let p = if !regular {
                     Err("not a regular file (pipes, sockets, devices, /proc)")
@@ -106,13 +199,7 @@ pub fn export(
                         },
                     }
                 };
-                let p = p.map(|p| {
-                    let n = paths.len() as u32;
-                    *path_ids.entry(p.clone()).or_insert_with(|| {
-                        paths.push(p);
-                        n
-                    })
-                });
+                let p = p.map(|p| intern(&mut paths, p));
                 files.insert(id, p);
             }
             Record::Chunk { tid, ops } => {
@@ -223,6 +310,7 @@ pub fn export(
                 let (what, rest) = match act {
                     Act::Read => ("read", format!(" {} {}", e.offset, e.len)),
                     Act::Write => ("write", format!(" {} {}", e.offset, e.len)),
+                    Act::Trim => ("trim", format!(" {} {}", e.offset, e.len)),
                     Act::Sync => ("sync", " 0 0".to_string()),
                     _ => ("datasync", " 0 0".to_string()),
                 };

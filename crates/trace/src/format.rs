@@ -4,13 +4,17 @@
 //! whole trace.
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, BufReader, Read, Write};
 
-/// The first bytes of every trace file.
-pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x01";
-/// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+/// The first bytes of every trace file this crate writes (the last byte is the version).
+pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x02";
+/// The format version this crate writes.
+pub const VERSION: u32 = 2;
+/// The oldest version it reads. Version 2 only added records (each a new variant after the
+/// last of version 1, so a version 1 stream decodes as it did): a version 1 trace is a version
+/// 2 trace that has none of them.
+pub const OLDEST: u32 = 1;
 /// Operations per chunk: a chunk is written once a thread has this many.
 pub const CHUNK: usize = 1024;
 /// Operations a writer holds back over all threads: past it, every thread's unfinished chunk is
@@ -160,6 +164,184 @@ pub enum Record {
     Chunk { tid: u32, ops: Vec<Op> },
     /// Last record.
     End { ops: u64, bad_lines: u64, first_ns: u64, last_ns: u64 },
+    // ---- version 2: records appended after `End` so that version 1 decodes unchanged ----
+    /// How the trace was made: `via` is `ebpf`, `strace` or `import`; `detail` the tool's
+    /// version and the kernel. After the header.
+    Recorder { via: String, detail: String },
+    /// An asynchronous I/O context of process `tgid`: an io_uring ring (`entries` its
+    /// submission queue's size, `flags` its IORING_SETUP_* flags) or a libaio context
+    /// (`entries` io_setup's nr_events). Before its operations.
+    Ring { id: u32, tgid: u32, kind: RingKind, entries: u32, flags: u32 },
+    /// Operations of one ring, in submission order (a ring's operations are the concatenation
+    /// of its records).
+    RingOps { ring: u32, ops: Vec<AsyncOp> },
+    /// Events the recorder could not keep (its ring buffer full, a table full), by why: a
+    /// trace never loses events silently. Before the end record.
+    Lost { why: String, events: u64 },
+    /// The tracer's own cost taken off the recorded times (strace recordings): the operations'
+    /// times are the program's as estimated without the tracer, and this says by how much and
+    /// how. Before the end record.
+    Overhead(Overhead),
+    /// A block device of a block-level trace (`dev`: major << 20 | minor, the kernel's).
+    Device { dev: u32, name: String },
+    /// Block requests of one device, in the order they completed.
+    BlockIos { dev: u32, ios: Vec<BlockIo> },
+}
+
+impl Record {
+    /// The format version that introduced this record.
+    pub fn since_version(&self) -> u32 {
+        match self {
+            Record::Header { .. }
+            | Record::Thread { .. }
+            | Record::File { .. }
+            | Record::Path { .. }
+            | Record::Name { .. }
+            | Record::Chunk { .. }
+            | Record::End { .. } => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// What kind of asynchronous I/O context a ring is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RingKind {
+    IoUring,
+    Aio,
+}
+
+/// What an asynchronous operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum AsyncKind {
+    Read,
+    Write,
+    /// Vectored: `count` iovecs.
+    Readv,
+    Writev,
+    Fsync,
+    Fdatasync,
+    SyncFileRange,
+    Fallocate,
+    /// No operation (io_uring NOP, IOCB_CMD_NOOP).
+    Nop,
+    /// Any other opcode, by its number (io_uring's IORING_OP_*, or libaio's IOCB_CMD_* + 1000).
+    Other(u32),
+}
+
+impl AsyncKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AsyncKind::Read => "read",
+            AsyncKind::Write => "write",
+            AsyncKind::Readv => "readv",
+            AsyncKind::Writev => "writev",
+            AsyncKind::Fsync => "fsync",
+            AsyncKind::Fdatasync => "fdatasync",
+            AsyncKind::SyncFileRange => "sync_file_range",
+            AsyncKind::Fallocate => "fallocate",
+            AsyncKind::Nop => "nop",
+            AsyncKind::Other(_) => "other",
+        }
+    }
+    pub fn reads(self) -> bool {
+        matches!(self, AsyncKind::Read | AsyncKind::Readv)
+    }
+    pub fn writes(self) -> bool {
+        matches!(self, AsyncKind::Write | AsyncKind::Writev)
+    }
+    pub fn is_sync(self) -> bool {
+        matches!(self, AsyncKind::Fsync | AsyncKind::Fdatasync | AsyncKind::SyncFileRange)
+    }
+}
+
+/// `AsyncOp::flags`: the submission asked for a registered (fixed) file.
+pub const ASYNC_FIXED_FILE: u32 = 1;
+/// `AsyncOp::flags`: a registered buffer (io_uring READ_FIXED/WRITE_FIXED; `buf` its index).
+pub const ASYNC_FIXED_BUF: u32 = 2;
+/// `AsyncOp::flags`: the submission was linked to the next (IOSQE_IO_LINK or IO_HARDLINK).
+pub const ASYNC_LINK: u32 = 4;
+/// `AsyncOp::flags`: IOSQE_IO_DRAIN (issued after everything before it completed).
+pub const ASYNC_DRAIN: u32 = 8;
+/// `AsyncOp::flags`: IOSQE_ASYNC (issued from the kernel's worker threads).
+pub const ASYNC_FORCE_ASYNC: u32 = 16;
+/// No fixed buffer.
+pub const NO_BUF: u32 = u32::MAX;
+
+/// One asynchronous operation: submitted by a thread, completed later, on a ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsyncOp {
+    /// The thread that submitted it.
+    pub tid: u32,
+    /// When it was submitted (the kernel took it from the ring, or io_submit's entry), ns
+    /// after the trace's start.
+    pub submit_ns: u64,
+    /// When its completion was posted (io_uring) or reaped by io_getevents (libaio), ns after
+    /// the trace's start; 0 if it never completed within the trace.
+    pub complete_ns: u64,
+    pub kind: AsyncKind,
+    /// The opening (`Record::File`), [`NO_FILE`] when not known.
+    pub file: u32,
+    /// The fd or, with [`ASYNC_FIXED_FILE`], the registered file's index, as submitted.
+    pub fd: i32,
+    /// The file offset (`u64::MAX`: at the file position).
+    pub offset: u64,
+    /// Bytes asked for; for vectored operations and fallocate/sync_file_range, their length.
+    pub size: u64,
+    /// The iovec count of a vectored operation.
+    pub count: u32,
+    /// `ASYNC_*` bits.
+    pub flags: u32,
+    /// RWF_* flags of a read or write, fsync's flags (IORING_FSYNC_DATASYNC), fallocate's mode.
+    pub op_flags: u32,
+    /// The registered buffer's index, [`NO_BUF`] when none.
+    pub buf: u32,
+    /// Operations in flight on the ring when it was submitted, itself included.
+    pub depth: u32,
+    /// The result: bytes moved, or -errno; `i64::MIN` if it never completed within the trace.
+    pub result: i64,
+    /// The application's tag (io_uring user_data, the iocb's aio_data).
+    pub user_data: u64,
+}
+
+/// What the tracer's cost was estimated to be and what was taken off (see docs/trace-format.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// How it was estimated, in words.
+    pub method: String,
+    /// The tracer's cost per traced call measured at record time: what one call costs more
+    /// under the tracer than without it, split into the part that lands inside the call's
+    /// recorded duration and the part that lands in the gap after it.
+    pub call_ns: u64,
+    pub gap_ns: u64,
+    /// Summed over the trace: what was taken off the calls' durations (0: they are kept as
+    /// recorded) and off the gaps.
+    pub calls_taken_ns: u64,
+    pub gaps_taken_ns: u64,
+    /// The trace's span before the correction (its end record has the span after).
+    pub recorded_span_ns: u64,
+}
+
+/// One block request, as the block layer issued and completed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockIo {
+    /// When the request was made (its bio queued), ns after the trace's start; 0 when the
+    /// device's queue does not keep it.
+    pub queued_ns: u64,
+    /// When the driver was given it.
+    pub issue_ns: u64,
+    /// When it completed.
+    pub complete_ns: u64,
+    /// First 512-byte sector.
+    pub sector: u64,
+    pub bytes: u32,
+    /// The kernel's REQ_OP_* (0 read, 1 write, 2 flush, 3 discard, 5 secure erase, 9 write zeroes).
+    pub op: u8,
+    /// The kernel's request flags above the op (REQ_SYNC, REQ_META, REQ_FUA, REQ_PREFLUSH...),
+    /// as `cmd_flags >> 8`.
+    pub flags: u32,
+    /// 0, or the block layer's error status (blk_status_t).
+    pub error: u8,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +350,7 @@ pub enum FormatError {
     Io(#[from] io::Error),
     #[error("not an iolab trace (the file does not start with the trace magic)")]
     NotATrace,
-    #[error("trace format version {0}; this iolab reads version {VERSION}")]
+    #[error("trace format version {0}; this iolab reads versions {OLDEST} to {VERSION}")]
     Version(u32),
     #[error("corrupt trace: {0}")]
     Corrupt(String),
@@ -376,6 +558,7 @@ pub struct Reader<R: Read> {
     inp: flate2::read::GzDecoder<BufReader<R>>,
     buf: Vec<u8>,
     done: bool,
+    version: u32,
 }
 
 impl<R: Read> Reader<R> {
@@ -386,11 +569,16 @@ impl<R: Read> Reader<R> {
             return Err(FormatError::NotATrace);
         }
         let v = u32::from(head[MAGIC.len() - 1]);
-        if v != VERSION {
+        if !(OLDEST..=VERSION).contains(&v) {
             return Err(FormatError::Version(v));
         }
         r.consume(MAGIC.len());
-        Ok(Reader { inp: flate2::read::GzDecoder::new(r), buf: Vec::new(), done: false })
+        Ok(Reader { inp: flate2::read::GzDecoder::new(r), buf: Vec::new(), done: false, version: v })
+    }
+
+    /// The version the file says it is.
+    pub fn version(&self) -> u32 {
+        self.version
     }
 
     /// The next record, `None` after the end record.
@@ -413,6 +601,9 @@ impl<R: Read> Reader<R> {
         self.buf.resize(len, 0);
         self.inp.read_exact(&mut self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
         let r: Record = postcard::from_bytes(&self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
+        if self.version < 2 && r.since_version() > self.version {
+            return Err(FormatError::Corrupt(format!("a version 2 record in a version {} trace", self.version)));
+        }
         if matches!(r, Record::End { .. }) {
             self.done = true;
         }
@@ -435,6 +626,27 @@ pub struct Trace {
     pub bad_lines: u64,
     pub first_ns: u64,
     pub last_ns: u64,
+    /// Version 2: how it was recorded (`via`, `detail`).
+    pub recorder: Option<(String, String)>,
+    /// Rings by id.
+    pub rings: BTreeMap<u32, RingInfo>,
+    /// Each ring's operations in submission order, rings by id.
+    pub ring_ops: Vec<(u32, Vec<AsyncOp>)>,
+    /// Events lost while recording, by why.
+    pub lost: Vec<(String, u64)>,
+    pub overhead: Option<Overhead>,
+    /// Block devices by dev, and each one's requests in completion order.
+    pub devices: BTreeMap<u32, String>,
+    pub block_ios: Vec<(u32, Vec<BlockIo>)>,
+}
+
+/// A ring as its record describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RingInfo {
+    pub tgid: u32,
+    pub kind: RingKind,
+    pub entries: u32,
+    pub flags: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -450,11 +662,13 @@ impl Trace {
         let mut rd = Reader::new(r)?;
         let mut t = Trace::default();
         let mut by_tid: HashMap<u32, Vec<Op>> = HashMap::new();
+        let mut by_ring: BTreeMap<u32, Vec<AsyncOp>> = BTreeMap::new();
+        let mut by_dev: BTreeMap<u32, Vec<BlockIo>> = BTreeMap::new();
         let mut seen_header = false;
         while let Some(rec) = rd.next_record()? {
             match rec {
                 Record::Header { version, source, epoch_ns } => {
-                    if version != VERSION {
+                    if !(OLDEST..=VERSION).contains(&version) {
                         return Err(FormatError::Version(version));
                     }
                     seen_header = true;
@@ -477,6 +691,17 @@ impl Trace {
                     t.first_ns = first_ns;
                     t.last_ns = last_ns;
                 }
+                Record::Recorder { via, detail } => t.recorder = Some((via, detail)),
+                Record::Ring { id, tgid, kind, entries, flags } => {
+                    t.rings.insert(id, RingInfo { tgid, kind, entries, flags });
+                }
+                Record::RingOps { ring, ops } => by_ring.entry(ring).or_default().extend(ops),
+                Record::Lost { why, events } => t.lost.push((why, events)),
+                Record::Overhead(o) => t.overhead = Some(o),
+                Record::Device { dev, name } => {
+                    t.devices.insert(dev, name);
+                }
+                Record::BlockIos { dev, ios } => by_dev.entry(dev).or_default().extend(ios),
             }
         }
         if !seen_header {
@@ -485,6 +710,8 @@ impl Trace {
         let mut ops: Vec<(u32, Vec<Op>)> = by_tid.into_iter().collect();
         ops.sort_by_key(|(tid, _)| *tid);
         t.ops = ops;
+        t.ring_ops = by_ring.into_iter().collect();
+        t.block_ios = by_dev.into_iter().collect();
         Ok(t)
     }
 
@@ -620,6 +847,44 @@ mod tests {
         assert_eq!(t.files[&0].path, "/a");
         assert!(matches!(Trace::read(&bytes[..bytes.len() / 2]), Err(FormatError::Corrupt(_))));
         assert!(matches!(Trace::read(&b"hello world, not a trace"[..]), Err(FormatError::NotATrace)));
+    }
+
+    #[test]
+    fn version_1_traces_still_read_and_hold_no_version_2_record() {
+        let v1 = |extra: Option<Record>| {
+            let mut w = Writer::new(Vec::new()).unwrap();
+            w.record(&Record::Header { version: 1, source: "old".into(), epoch_ns: 0 }).unwrap();
+            w.record(&Record::File { id: 0, path: "/a".into(), flags: 0, before: false, regular: true }).unwrap();
+            if let Some(r) = extra {
+                w.record(&r).unwrap();
+            }
+            w.op(
+                1,
+                Op {
+                    start_ns: 0,
+                    dur_ns: 1,
+                    kind: Kind::Fsync,
+                    file: 0,
+                    offset: 0,
+                    size: 0,
+                    count: 0,
+                    flags: 0,
+                    result: 0,
+                },
+            )
+            .unwrap();
+            let mut b = w.finish(0, 0, 1).unwrap();
+            b[MAGIC.len() - 1] = 1;
+            b
+        };
+        let t = Trace::read(&v1(None)[..]).unwrap();
+        assert_eq!((t.source.as_str(), t.ops[0].1.len(), t.recorder.clone()), ("old", 1, None));
+        assert_eq!(Reader::new(&v1(None)[..]).unwrap().version(), 1);
+        let lost = Record::Lost { why: "x".into(), events: 1 };
+        assert!(matches!(Trace::read(&v1(Some(lost))[..]), Err(FormatError::Corrupt(_))));
+        let mut future = v1(None);
+        future[MAGIC.len() - 1] = 3;
+        assert!(matches!(Trace::read(&future[..]), Err(FormatError::Version(3))));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! iolab's trace support: the strace text parser ([`line`], [`import`]), the versioned trace
 //! format ([`format`], docs/trace-format.md), the analysis `iolab trace show` prints
-//! ([`analyze`]) and the fio iolog export ([`fio`]). It depends on no other iolab crate: the
+//! ([`analyze`], with [`rings`] for asynchronous I/O rings and block devices) and the fio iolog export ([`fio`]). It depends on no other iolab crate: the
 //! workload crate reads traces through it to replay them.
 #![forbid(unsafe_code)]
 
@@ -9,6 +9,8 @@ pub mod fio;
 pub mod format;
 pub mod import;
 pub mod line;
+pub mod overhead;
+pub mod rings;
 
 pub use format::{FileInfo, Kind, Op, Record, Trace};
 pub use import::{BadLine, Held, Importer, Summary};

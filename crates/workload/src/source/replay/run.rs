@@ -182,12 +182,17 @@ impl ReplayRun {
 }
 
 /// One traced thread's replay.
+/// Waits shorter than this are owed and slept together (see `ReplaySource::next`).
+const SHORT_WAIT: Duration = Duration::from_micros(200);
+
 pub struct ReplaySource {
     run: Arc<ReplayRun>,
     thread: usize,
     i: usize,
     start: Option<Stamp>,
     due: Option<Stamp>,
+    /// Short waits not slept yet (see `next`).
+    owed: Duration,
     issued: Option<usize>,
     /// Opening → engine file index.
     slots: HashMap<u32, u32>,
@@ -217,6 +222,7 @@ impl ReplaySource {
             i: 0,
             start: None,
             due: None,
+            owed: Duration::ZERO,
             issued: None,
             slots: HashMap::new(),
             free: Vec::new(),
@@ -475,7 +481,21 @@ impl Source for ReplaySource {
         self.polls = 0;
         if let Some(d) = self.due {
             if ctx.now < d {
-                return Next::WaitUntil(d);
+                let left = d.saturating_duration_since(ctx.now);
+                // A sleep shorter than the timer's slack (50 µs for a normal thread) lasts the
+                // slack: think time in short gaps (an eBPF trace's few µs between calls) is
+                // owed and slept in one wait once it adds up to SHORT_WAIT, so the replay keeps
+                // the program's think time instead of a slack per gap.
+                if left >= SHORT_WAIT || self.run.timing == Timing::Recorded {
+                    return Next::WaitUntil(d);
+                }
+                self.owed += left;
+                if self.owed >= SHORT_WAIT {
+                    let d = ctx.now + std::mem::take(&mut self.owed);
+                    self.due = Some(d);
+                    return Next::WaitUntil(d);
+                }
+                self.due = Some(ctx.now);
             }
         }
         let call = match self.call(&step, ctx) {

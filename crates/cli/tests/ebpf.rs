@@ -1,0 +1,381 @@
+//! `iolab trace record --via ebpf` on real programs (issue 28): the redo-log program's calls
+//! with the kernel's times, fio on io_uring and on libaio counted as fio counts its own I/O, a
+//! program that makes threads and forks recorded whole and nothing else on the machine, a -p
+//! recording ended by SIGTERM (both recorders), the block level, and strace's cost measured and
+//! taken off. Each test skips with a printed reason where BPF is refused (not root, no BTF, an
+//! iolab built without clang).
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn have(cmd: &str) -> bool {
+    Command::new(cmd).arg("--version").output().is_ok()
+}
+
+fn compile(dir: &Path, name: &str, src: &str) -> Option<PathBuf> {
+    let out = dir.join(name);
+    let ok = Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&out).arg(src).status().is_ok_and(|s| s.success());
+    ok.then_some(out)
+}
+
+fn redo(dir: &Path) -> Option<PathBuf> {
+    compile(dir, "redo", concat!(env!("CARGO_MANIFEST_DIR"), "/../../bench/trace/redo.c"))
+}
+
+/// Record with eBPF; `None` (and a printed skip) where the kernel or this build refuses it.
+fn record(trace: &Path, args: &[&std::ffi::OsStr]) -> Option<Value> {
+    let out = iolab()
+        .args(["trace", "record", "--via", "ebpf", "--output", "json", "-o"])
+        .arg(trace)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success()
+        && (err.contains("refused the eBPF")
+            || err.contains("built without its eBPF")
+            || err.contains("cannot run the eBPF"))
+    {
+        skip(&format!("BPF is refused here: {}", err.trim()));
+        return None;
+    }
+    assert!(out.status.success(), "trace record: {err}");
+    Some(
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout))),
+    )
+}
+
+fn show(trace: &Path) -> Value {
+    run_json(&["trace", "show", trace.to_str().unwrap()])
+}
+
+fn file<'a>(show: &'a Value, suffix: &str) -> Option<&'a Value> {
+    show["files"].as_array().unwrap().iter().find(|f| f["path"].as_str().unwrap().ends_with(suffix))
+}
+
+#[test]
+fn ebpf_records_the_redo_program_with_the_kernels_times() {
+    if !have("cc") {
+        return skip("cc is missing");
+    }
+    let d = disk_tempdir();
+    if !direct_ok(d.path()) {
+        return skip("the temp directory's filesystem refuses O_DIRECT");
+    }
+    let Some(prog) = redo(d.path()) else { return skip("cannot compile bench/trace/redo.c") };
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let trace = d.path().join("redo.trace");
+    let Some(rec) = record(&trace, &["--".as_ref(), prog.as_os_str(), data.as_os_str(), "4".as_ref(), "16".as_ref()])
+    else {
+        return;
+    };
+    // The program's main thread and its four workers; the recorder's own fork is not one.
+    assert_eq!(rec["threads"], 5, "{rec}");
+    assert_eq!(rec["processes"], 1, "{rec}");
+    assert!(rec["lost"].as_object().unwrap().is_empty(), "{rec}");
+    let s = show(&trace);
+    assert_eq!(s["via"], "ebpf");
+    for i in 0..4 {
+        let f = file(&s, &format!("/data/redo{i}.log")).unwrap_or_else(|| panic!("redo{i}.log: {s}"));
+        assert_eq!(f["written_bytes"], 16 * 32768);
+        assert_eq!(f["syncs"], 16);
+        assert_eq!(f["direct"], true);
+        assert_eq!(f["flags"], "O_WRONLY|O_CREAT|O_DIRECT");
+        assert_eq!(f["pattern"]["stride"], 1 << 20);
+    }
+    assert_eq!(s["totals"]["lseek"]["ops"], 64);
+    assert_eq!(s["totals"]["fsync"]["ops"], 64);
+    // The kernel's durations: an lseek takes microseconds, not a tracer's tens of them.
+    let lseek_mean_us = s["totals"]["lseek"]["time_s"].as_f64().unwrap() / 64.0 * 1e6;
+    assert!(lseek_mean_us < 20.0, "lseek mean {lseek_mean_us} µs");
+    assert!(s["threads"].as_array().unwrap().iter().all(|t| t["tgid"] == s["threads"][0]["tgid"]));
+
+    // It replays, its counts equal, with no tracer's gap taken off.
+    let target = d.path().join("replay");
+    std::fs::create_dir(&target).unwrap();
+    let r =
+        run_json(&["replay", trace.to_str().unwrap(), "--target", target.to_str().unwrap(), "--prepare", "--no-store"]);
+    assert_eq!(r["fidelity"]["counts_equal"], true, "{}", r["fidelity"]);
+    assert_eq!(r["fidelity"]["tracer_gap_ms"], 0.0, "{}", r["fidelity"]);
+}
+
+/// fio's own count of its I/O in its JSON: (reads, read bytes, writes, written bytes).
+fn fio_counts(v: &Value) -> (u64, u64, u64, u64) {
+    let j = &v["jobs"][0];
+    (u(&j["read"]["total_ios"]), u(&j["read"]["io_bytes"]), u(&j["write"]["total_ios"]), u(&j["write"]["io_bytes"]))
+}
+
+fn fio_async(engine: &str, rw: &str, depth: u32) {
+    if !have("fio") {
+        return skip("fio is not installed");
+    }
+    if engine == "io_uring" && !uring_ok() {
+        return skip("io_uring is not available");
+    }
+    let d = disk_tempdir();
+    if !direct_ok(d.path()) {
+        return skip("the temp directory's filesystem refuses O_DIRECT");
+    }
+    let f = d.path().join("f");
+    std::fs::write(&f, vec![7u8; 8 << 20]).unwrap();
+    let json = d.path().join("fio.json");
+    let trace = d.path().join("fio.trace");
+    let args: Vec<String> = vec![
+        "--".into(),
+        "fio".into(),
+        "--name=t".into(),
+        format!("--filename={}", f.display()),
+        "--size=8M".into(),
+        "--io_size=16M".into(),
+        format!("--rw={rw}"),
+        "--bs=4k".into(),
+        format!("--ioengine={engine}"),
+        format!("--iodepth={depth}"),
+        "--direct=1".into(),
+        "--output-format=json".into(),
+        format!("--output={}", json.display()),
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    let Some(rec) = record(&trace, &args) else { return };
+    assert!(rec["lost"].as_object().unwrap().is_empty(), "{rec}");
+    let fio: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (reads, rbytes, writes, wbytes) = fio_counts(&fio);
+    assert!(reads + writes >= 4096, "fio did {reads} + {writes}");
+    let s = show(&trace);
+    let rings = s["rings"].as_array().unwrap();
+    assert_eq!(rings.len(), 1, "{rings:?}");
+    let ring = &rings[0];
+    assert_eq!(ring["kind"], if engine == "io_uring" { "io_uring" } else { "aio" });
+    // The same reads and writes, and bytes, as fio counted them.
+    let ops = |k: &str, what: &str| ring["ops"][k][what].as_u64().unwrap_or(0);
+    assert_eq!((ops("read", "ops"), ops("read", "bytes")), (reads, rbytes), "{ring}");
+    assert_eq!((ops("write", "ops"), ops("write", "bytes")), (writes, wbytes), "{ring}");
+    // At the depth fio kept: never above it, and it got there.
+    assert_eq!(ring["max_depth"], depth, "{ring}");
+    assert_eq!(ring["unfinished"], 0);
+    assert_eq!(ring["unknown_files"], 0);
+    let ff = file(&s, "/f").unwrap();
+    assert_eq!(ff["read_bytes"].as_u64().unwrap(), rbytes);
+    assert_eq!(ff["written_bytes"].as_u64().unwrap(), wbytes);
+}
+
+#[test]
+fn ebpf_sees_io_uring_as_fio_counts_it() {
+    fio_async("io_uring", "randread", 16);
+}
+
+#[test]
+fn ebpf_sees_libaio_as_fio_counts_it() {
+    fio_async("libaio", "randrw", 8);
+}
+
+const FORKS: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static const char *dir;
+static void put(const char *name, int n) {
+    char p[4096], buf[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    memset(buf, 'x', sizeof buf);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) exit(1);
+    for (int i = 0; i < n; i++) if (write(fd, buf, sizeof buf) != sizeof buf) exit(1);
+    fsync(fd);
+    close(fd);
+}
+static void *thread(void *a) { put((const char *)a, 3); return NULL; }
+int main(int argc, char **argv) {
+    dir = argv[1];
+    pthread_t t[2];
+    pthread_create(&t[0], NULL, thread, "t0");
+    pthread_create(&t[1], NULL, thread, "t1");
+    pid_t c = fork();
+    if (c == 0) {
+        put("child", 5);
+        pid_t g = fork();
+        if (g == 0) { put("grandchild", 7); _exit(0); }
+        waitpid(g, NULL, 0);
+        execl("/bin/sh", "sh", "-c", "echo hello > \"$0/exec\"", dir, (char *)NULL);
+        _exit(1);
+    }
+    waitpid(c, NULL, 0);
+    pthread_join(t[0], NULL);
+    pthread_join(t[1], NULL);
+    put("parent", 2);
+    return 0;
+}
+"#;
+
+#[test]
+fn ebpf_records_the_whole_process_tree_and_nothing_else() {
+    if !have("cc") {
+        return skip("cc is missing");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("forks.c");
+    std::fs::write(&src, FORKS).unwrap();
+    let Some(prog) = compile(d.path(), "forks", src.to_str().unwrap()) else { return skip("cannot compile") };
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // Something else writing beside it all along: not in the trace.
+    let mut other = Command::new("sh")
+        .arg("-c")
+        .arg(format!("while :; do echo x >> {}/other; sleep 0.01; done", data.display()))
+        .spawn()
+        .unwrap();
+    let trace = d.path().join("forks.trace");
+    let rec = record(&trace, &["--".as_ref(), prog.as_os_str(), data.as_os_str()]);
+    let _ = other.kill();
+    let _ = other.wait();
+    let Some(rec) = rec else { return };
+    // The main process, its child, the grandchild (the child's exec keeps its pid).
+    assert_eq!(rec["processes"], 3, "{rec}");
+    let s = show(&trace);
+    for (name, blocks) in [("t0", 3), ("t1", 3), ("child", 5), ("grandchild", 7), ("parent", 2)] {
+        let f = file(&s, &format!("/data/{name}")).unwrap_or_else(|| panic!("{name} not in the trace: {s}"));
+        assert_eq!(f["written_bytes"], blocks * 4096, "{name}");
+        assert_eq!(f["syncs"], 1, "{name}");
+    }
+    assert_eq!(file(&s, "/data/exec").unwrap()["written_bytes"], 6, "the child after its exec");
+    assert!(file(&s, "/data/other").is_none(), "a process outside the tree was recorded");
+    let tgids: std::collections::BTreeSet<u64> =
+        s["threads"].as_array().unwrap().iter().map(|t| u(&t["tgid"])).collect();
+    assert_eq!(tgids.len(), 3, "{tgids:?}");
+}
+
+/// `trace record -p PID` ends on SIGTERM, keeps what it recorded, and leaves the process running.
+fn attach_and_terminate(via: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("log");
+    let mut prog = Command::new("sh")
+        .arg("-c")
+        .arg(format!("while :; do echo x >> {}; sleep 0.05; done", log.display()))
+        .spawn()
+        .unwrap();
+    let trace = d.path().join("p.trace");
+    let rec = iolab_process()
+        .args(["trace", "record", "--via", via, "-o"])
+        .arg(&trace)
+        .args(["-p", &prog.id().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let _ = Command::new("kill").args(["-TERM", &rec.id().to_string()]).status();
+    let t = std::time::Instant::now();
+    let out = rec.wait_with_output().unwrap();
+    let alive = prog.try_wait().unwrap().is_none();
+    let _ = prog.kill();
+    let _ = prog.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if via == "ebpf" && (err.contains("refused the eBPF") || err.contains("built without its eBPF")) {
+        return skip(&format!("BPF is refused here: {}", err.trim()));
+    }
+    if via == "strace" && (err.contains("Operation not permitted") || err.contains("cannot run strace")) {
+        return skip("ptrace may not attach here, or strace is missing");
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(t.elapsed().as_secs() < 10, "the recording took {:?} to end after SIGTERM", t.elapsed());
+    assert!(alive, "the attached process was ended with the recording");
+    let s = show(&trace);
+    let writes = s["totals"]["write"]["ops"].as_u64().unwrap_or(0);
+    assert!(writes >= 5, "{via}: {writes} writes in 1.5 s of a write every 50 ms: {s}");
+}
+
+#[test]
+fn ebpf_attach_ends_on_sigterm_keeping_the_trace() {
+    attach_and_terminate("ebpf");
+}
+
+#[test]
+fn strace_attach_ends_on_sigterm_keeping_the_trace() {
+    if !have("strace") {
+        return skip("strace is missing");
+    }
+    attach_and_terminate("strace");
+}
+
+#[test]
+fn block_level_records_the_requests_under_a_path() {
+    let d = disk_tempdir();
+    if !direct_ok(d.path()) {
+        return skip("the temp directory's filesystem refuses O_DIRECT");
+    }
+    let f = d.path().join("blk");
+    let trace = d.path().join("blk.trace");
+    let out = iolab()
+        .args(["trace", "record", "--level", "block", "--under"])
+        .arg(d.path())
+        .arg("-o")
+        .arg(&trace)
+        .args(["--", "dd", "if=/dev/zero", "bs=1M", "count=8", "oflag=direct", "conv=fsync", "status=none"])
+        .arg(format!("of={}", f.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("refused the eBPF") || err.contains("built without its eBPF") || err.contains("no block device") {
+        return skip(&format!("no block-level recording here: {}", err.trim()));
+    }
+    assert!(out.status.success(), "{err}");
+    let s = show(&trace);
+    let dev = &s["devices"][0];
+    // dd's 8 MiB reached the device (with whatever else wrote to it meanwhile), and a flush.
+    assert!(u(&dev["written_bytes"]) >= 8 << 20, "{dev}");
+    assert!(u(&dev["flushes"]) >= 1, "{dev}");
+    // And as a fio iolog on /dev/NAME.
+    let log = iolab().args(["trace", "export", "--fio"]).arg(&trace).output().unwrap();
+    let text = String::from_utf8_lossy(&log.stdout);
+    assert!(text.starts_with("fio version 3 iolog\n"), "{text}");
+    assert!(text.lines().any(|l| l.contains(" write ") && l.split(' ').nth(1).is_some_and(|p| p.starts_with("/dev/"))));
+}
+
+#[test]
+fn strace_recordings_carry_the_measured_cost_taken_off() {
+    if !have("strace") || !have("cc") {
+        return skip("strace or cc is missing");
+    }
+    let d = disk_tempdir();
+    if !direct_ok(d.path()) {
+        return skip("the temp directory's filesystem refuses O_DIRECT");
+    }
+    let Some(prog) = redo(d.path()) else { return skip("cannot compile bench/trace/redo.c") };
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let trace = d.path().join("s.trace");
+    let out = iolab()
+        .args(["trace", "record", "--via", "strace", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .arg(&data)
+        .args(["2", "64"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Operation not permitted") {
+        return skip("ptrace is not allowed here");
+    }
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("strace's cost measured"), "{err}");
+    let s = show(&trace);
+    let o = &s["overhead"];
+    assert!(u(&o["gap_ns"]) > 0 && u(&o["call_ns"]) > 0, "{o}");
+    assert!(u(&o["gaps_taken_ns"]) > 0, "{o}");
+    // The span shrank by about what was taken off the busiest thread's gaps, never grew.
+    assert!(s["elapsed_s"].as_f64().unwrap() * 1e9 <= u(&o["recorded_span_ns"]) as f64, "{s}");
+    // The counts are untouched.
+    assert_eq!(file(&s, "/data/redo0.log").unwrap()["written_bytes"], 64 * 32768);
+    let text =
+        String::from_utf8_lossy(&iolab().args(["trace", "show"]).arg(&trace).output().unwrap().stdout).to_string();
+    assert!(text.contains("The tracer's cost:"), "{text}");
+}
