@@ -118,10 +118,10 @@ pub fn steps() -> Vec<Step> {
                     name: Some("smallfiles".into()),
                     workload: Some(iolab_spec::WorkloadKind::Postmark),
                     target: Some(c.dir.clone()),
-                    transactions: Some(100_000_000),
                     runtime: Some(c.time * 2),
                     ..Default::default()
-                }]
+                }
+                .with::<iolab_spec::PostmarkJob>(|o| o.transactions = Some(100_000_000))]
             },
         },
         Step {

@@ -11,6 +11,15 @@ use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// Errors after which a validating job stops when `--max-errors` is not given (Vdbench's
 /// `data_errors` default).
 pub const DEFAULT_MAX_ERRORS: u64 = 50;
@@ -105,8 +114,13 @@ impl VerifyJob {
     /// Validation's rules for `job`.
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        if job.engine == EngineKind::Null {
-            return err("verify", "the null engine moves no data to validate; pick psync, io_uring or mmap".into());
+        if !job.engine.caps().opens_files() {
+            let movers: Vec<&str> =
+                EngineKind::KINDS.iter().filter(|k| k.caps().opens_files()).map(|k| k.as_str()).collect();
+            return err(
+                "verify",
+                format!("the {} engine moves no data to validate; pick {}", job.engine, or_list(&movers)),
+            );
         }
         let Workload::Block(b) = &job.workload else {
             // An application workload or a replay: its files are followed by name and checked

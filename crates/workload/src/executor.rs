@@ -13,19 +13,14 @@ use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
-use crate::source::bonnie::Bonnie;
-use crate::source::maildir::{Maildir, MaildirReader};
-use crate::source::postmark::Postmark;
-use crate::source::redolog::Redolog;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
-use crate::source::varmail::Varmail;
 use crate::source::verify::Validating;
 use crate::source::verify_files::{FileSet, FilesValidating};
-use crate::source::{JobShared, Names, Source};
+use crate::source::{self, JobShared, Names, NoSource, Run as _, Source, SourceError};
 use crate::validation;
 use crate::worker::{self, Window};
 use iolab_model::*;
-use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
+use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -153,7 +148,7 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                 continue;
             }
             rs.push(None);
-            if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+            if !j.engine.caps().opens_files() && !j.workload.makes_own_files() {
                 // A block job on the null engine opens no file. A personality does real
                 // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
@@ -295,7 +290,8 @@ fn prepare_phase(
         .jobs
         .iter()
         .filter(|j| {
-            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+            (j.engine.caps().opens_files() || j.workload.makes_own_files())
+                && !matches!(j.workload, Workload::Replay(_))
         })
         .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
@@ -316,7 +312,7 @@ fn prepare_phase(
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
                 layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
-            } else if job.engine == EngineKind::Mmap
+            } else if job.engine.caps().maps_files()
                 && t.kind == TargetKind::File
                 && t.existing < t.size
                 && !job.workload.makes_own_files()
@@ -332,7 +328,7 @@ fn prepare_phase(
     // fio's invalidate: the phase's reads start from the storage, not from what layout or an
     // earlier phase left in memory.
     for (job, ts) in &fresh {
-        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine != EngineKind::Null {
+        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine.caps().opens_files() {
             for t in ts {
                 sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
                 layout::drop_cached(t)?;
@@ -416,7 +412,7 @@ fn run_phase(
     };
     let (tx, rx) = mpsc::channel::<Msg>();
     // What each job's threads share: their barrier, and a personality's pool.
-    let per_job: Vec<(Rendezvous, Result<JobShared, String>)> =
+    let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
 
     std::thread::scope(|s| {
@@ -544,15 +540,8 @@ fn run_phase(
 /// Bytes one thread of a size-bounded job transfers.
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
-    match &job.workload {
-        Workload::Block(b) => b.budget_bytes(size.saturating_sub(b.offset())),
-        Workload::Replay(_) => 0,
-        Workload::Postmark(_)
-        | Workload::Maildir(_)
-        | Workload::Redolog(_)
-        | Workload::Varmail(_)
-        | Workload::Bonnie(_) => 0,
-    }
+    // Only the block workload moves a known number of bytes; the others go by their own steps.
+    job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -566,7 +555,7 @@ fn worker_main(
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
-    together: &(Rendezvous, Result<JobShared, String>),
+    together: &(Rendezvous, Result<JobShared, SourceError>),
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
@@ -582,49 +571,44 @@ fn worker_main(
     let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
     let pool = match pool {
         Ok(p) => p.clone(),
-        Err(e) => return drive(Err::<BlockSource, _>(e.clone()), w),
+        Err(e) => return drive(Err::<NoSource, _>(SourceError::Said(e.to_string())), w),
     };
-    match (&job.workload, pool) {
-        (Workload::Block(b), _) => match (tracked, &job.verify) {
+    match &job.workload {
+        Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
                 drive(Ok(Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite)), w)
             }
             _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
         },
-        (Workload::Replay(_), _) => drive_files(
-            files,
-            thread,
-            run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
-            w,
-        ),
-        (Workload::Postmark(p), _) => drive_files(files, thread, Ok(Postmark::new(&job.name, p, thread)), w),
-        (Workload::Redolog(r), _) => {
-            drive_files(files, thread, Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w)
+        Workload::Replay(_) => {
+            let source = match run {
+                Some(r) => ReplaySource::new(r, thread).map_err(SourceError::Said),
+                None => Err(SourceError::Said("the replay was not prepared".into())),
+            };
+            Files { files, thread, w }.run(source)
         }
-        (Workload::Varmail(v), JobShared::Varmail(set)) => {
+        _ => {
             let root = w.root.clone();
-            drive_files(files, thread, Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+            source::run_personality(job, thread, &root, &pool, Files { files, thread, w })
         }
-        (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
-            drive_files(files, thread, Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
-        }
-        (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
-            drive_files(files, thread, Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
-        }
-        (Workload::Maildir(m), JobShared::Maildir(pool)) => {
-            let root = w.root.clone();
-            drive_files(files, thread, Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
-        }
-        _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
     }
 }
 
 /// Run an application workload's or a replay's source, inside its validation when the job has
 /// a file set (`--verify`).
-fn drive_files<S: Source>(files: Option<Arc<FileSet>>, thread: u32, source: Result<S, String>, w: Work) {
-    match files {
-        Some(set) => drive(source.map(|s| FilesValidating::new(s, set, thread)), w),
-        None => drive(source, w),
+struct Files<'a> {
+    files: Option<Arc<FileSet>>,
+    thread: u32,
+    w: Work<'a>,
+}
+
+impl source::Run for Files<'_> {
+    type Out = ();
+    fn run<S: Source>(self, source: Result<S, SourceError>) {
+        match self.files {
+            Some(set) => drive(source.map(|s| FilesValidating::new(s, set, self.thread)), self.w),
+            None => drive(source, self.w),
+        }
     }
 }
 
@@ -643,7 +627,7 @@ struct Work<'a> {
 }
 
 /// Set up, wait at the barriers, run the source, report.
-fn drive<S: Source>(source: Result<S, String>, w: Work) {
+fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
@@ -667,25 +651,46 @@ fn drive<S: Source>(source: Result<S, String>, w: Work) {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, barrier, &mut report));
+            let end = engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, barrier, report: &mut report });
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
-        (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into()))),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
+    // The job's error goes into its results as text: what failed, where and why.
+    let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }
 
+/// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per
+/// engine and source, so no operation goes through dynamic dispatch.
+struct Loop<'a, S: ?Sized> {
+    source: &'a mut S,
+    names: &'a mut Names,
+    clk: &'a TscClock,
+    w: Window,
+    stop: &'a AtomicBool,
+    barrier: &'a Rendezvous,
+    report: &'a mut dyn FnMut(i64, Acc),
+}
+
+impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
+    type Out = worker::WorkerEnd;
+    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
+        worker::run(self.source, e, self.names, self.clk, self.w, self.stop, self.barrier, self.report)
+    }
+}
+
 /// Build the worker's engine and open the source's files, before the start barrier.
-fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, String> {
-    let mut any = iolab_engine::build_any(job.engine.as_str(), job.iodepth as usize, source.buffer_len())
-        .map_err(|e| e.to_string())?;
+fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, SourceError> {
+    let setup = iolab_engine::Setup { depth: job.iodepth as usize, buf_len: source.buffer_len() };
+    let mut any = iolab_engine::build_any(job.engine, setup)?;
     let engine = any.as_dyn();
     for f in source.setup()? {
-        engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path))?;
+        engine.set_file(f.index, f.file, f.len).map_err(|e| SourceError::Place { path: f.path, source: e })?;
     }
     for slot in 0..engine.depth() as u32 {
         source.prime(slot, engine.buffer(slot));
@@ -696,7 +701,7 @@ fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iolab_spec::{Bytes, JobPatch, Rw};
+    use iolab_spec::{Bytes, EngineKind, JobPatch, Rw};
     use std::sync::Mutex;
 
     /// Holds each phase for a while after its workers are ready, and notes when it was asked.

@@ -4,7 +4,7 @@
 //! files unless told otherwise; refusals happen before any byte is written.
 
 use iolab_engine::fill_pattern;
-use iolab_spec::{EngineKind, Job};
+use iolab_spec::Job;
 use std::fs::{self, File};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -166,7 +166,7 @@ fn refuse(path: &Path, why: String) -> LayoutError {
 }
 
 fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target, LayoutError> {
-    let needs_data = job.workload.needs_data() || job.engine == EngineKind::Mmap;
+    let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
     // The job's region starts `off` bytes in: the file must reach offset + size.
     let off = job.workload.block().map_or(0, |b| b.offset());
     let past_offset = |size: u64| -> Result<u64, LayoutError> {

@@ -10,9 +10,11 @@
 mod aggregate;
 pub mod clock;
 pub mod cpu;
+pub mod error;
 pub mod executor;
 mod keep;
 pub mod layout;
+pub mod names;
 pub mod ns;
 pub mod owned;
 pub mod pattern;

@@ -510,7 +510,7 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
 
     // The engine: fio's synchronous engines are psync here; its asynchronous ones io_uring.
     let engine = match &r.engine {
-        None => EngineKind::Psync,
+        None => EngineKind::DEFAULT,
         Some((e, at)) => {
             set("engine", at);
             match e.as_str() {
@@ -535,7 +535,7 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
     };
     p.engine = Some(engine);
     if let Some((d, at)) = &r.iodepth {
-        if engine == EngineKind::IoUring {
+        if engine.caps().max_depth > 1 {
             set("iodepth", at);
             p.iodepth = Some(u32::try_from(*d).unwrap_or(u32::MAX));
         } else if *d > 1 {

@@ -7,7 +7,7 @@ use super::plan::{class_of, ReplayPlan, Step, ADOPT, DROP_AFTER};
 use super::target::{self, Before};
 use super::{open_flags, Checked};
 use crate::clock::Stamp;
-use crate::source::{describe_failure, Call, Ctx, FileChange, Issue, NameId, Next, SetupFile, Source};
+use crate::source::{describe_failure, Call, Ctx, FileChange, Issue, NameId, Next, SetupFile, Source, SourceError};
 use iolab_engine::beneath::Beneath;
 use iolab_engine::{OpKind, Whence};
 use iolab_model::{ClassFidelity, JobResult, Mismatch, OpClass, ReplayFidelity};
@@ -292,7 +292,7 @@ impl ReplaySource {
         if let Some(&n) = self.names.get(rel) {
             return Ok(n);
         }
-        let n = ctx.names.add(rel)?;
+        let n = ctx.names.add(rel).map_err(|e| e.to_string())?;
         self.names.insert(rel.to_path_buf(), n);
         Ok(n)
     }
@@ -396,7 +396,7 @@ impl Source for ReplaySource {
 
     /// Open the openings this thread uses that no replayed call opens (made before the trace
     /// began): the first thread to get here opens it, the others take duplicates.
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         let run = self.run.clone();
         let plan = run.plan();
         let mut out = Vec::new();
@@ -503,7 +503,7 @@ impl Source for ReplaySource {
         self.changes.pop_front()
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         let Some(i) = self.issued.take() else { return Ok(()) };
         let step = self.steps()[i];
         let run = self.run.clone();
@@ -520,13 +520,10 @@ impl Source for ReplaySource {
         match result {
             Err(_) => {
                 run.abort.store(true, Ordering::Relaxed);
-                return Err(format!(
-                    "replaying call {} of traced thread {} ({}): {}",
-                    i + 1,
-                    self.tid(),
-                    op.kind.as_str(),
-                    describe_failure(call, &path(), op.size as u32, op.offset, result)
-                ));
+                return Err(SourceError::Context {
+                    context: format!("replaying call {} of traced thread {} ({})", i + 1, self.tid(), op.kind.as_str()),
+                    source: Box::new(describe_failure(call, &path(), op.size as u32, op.offset, result)),
+                });
             }
             Ok(n) => {
                 let compared = op.kind.reads() || op.kind.writes() || op.kind == Kind::Lseek;

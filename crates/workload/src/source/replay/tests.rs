@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::{Clock, FakeClock, Stamp};
 use crate::executor::{run_plan, Control, NoSink};
-use crate::source::{Call, Ctx, FileChange, Names, Next, SetupFile, Source};
+use crate::source::{Call, Ctx, FileChange, Names, Next, SetupFile, Source, SourceError};
 use crate::worker::{self, Window};
 use iolab_model::{OpClass, RunResult};
 use iolab_spec::{EngineKind, Phase, Plan, ReplayLimits, Timing, Workload};
@@ -229,7 +229,7 @@ impl<S: Source> Source for Spy<S> {
     fn buffer_len(&self) -> usize {
         self.inner.buffer_len()
     }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         self.inner.setup()
     }
     fn start(&mut self, at: Stamp) {
@@ -248,7 +248,7 @@ impl<S: Source> Source for Spy<S> {
     fn file_change(&mut self) -> Option<FileChange> {
         self.inner.file_change()
     }
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &std::io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &std::io::Result<usize>) -> Result<(), SourceError> {
         self.inner.completed(call, buf, result)
     }
 }
@@ -275,7 +275,8 @@ fn issue_times(timing: Timing) -> Vec<u64> {
     let run = ReplayRun::prepare(checked, &job, r, &AtomicBool::new(false)).unwrap();
     let mut spy = Spy { inner: ReplaySource::new(run, 0).unwrap(), issued: Vec::new() };
     let clk = FakeClock::new(Duration::from_micros(1));
-    let mut engine = iolab_engine::build("null", 1, 4096).unwrap();
+    let mut engine =
+        iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 }).unwrap();
     let start = clk.now();
     let w = Window { start, t0: start, deadline: None };
     let mut names = Names::new(&target);
@@ -289,7 +290,7 @@ fn issue_times(timing: Timing) -> Vec<u64> {
         &crate::rendezvous::Rendezvous::new(1),
         &mut |_, _| {},
     );
-    assert_eq!(end.error, None);
+    assert_eq!(end.error.map(|e| e.to_string()), None);
     forget();
     spy.issued.iter().map(|(at, _)| at.saturating_duration_since(start).as_micros() as u64).collect()
 }
