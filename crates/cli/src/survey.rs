@@ -143,8 +143,12 @@ pub fn steps() -> Vec<Step> {
 
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check_no_fio("iolab survey")?;
-    if !a.dir.is_dir() {
-        bail!("{} is not a directory; give the directory to profile (create it first)", a.dir.display());
+    // A missing directory is made and marked as iolab's, as a run makes its missing target
+    // (and removed at the end unless --keep, when nothing else is in it).
+    let made = layout::create_dir_in_run(&a.dir, None)
+        .with_context(|| format!("{} is not a directory to profile", a.dir.display()))?;
+    if made {
+        eprintln!("created the directory {} (marked as iolab's)", a.dir.display());
     }
     let free = layout::free_bytes(&a.dir).with_context(|| format!("checking free space in {}", a.dir.display()))?;
     // Four files: the data file, two writers' files and a small log; leave room to spare.
@@ -153,6 +157,9 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => Bytes((free / 8).min(Bytes::GIB) / Bytes::MIB * Bytes::MIB),
     };
     if size.0 < Bytes::mib(16).0 {
+        if made {
+            let _ = layout::remove_owned_dir(&a.dir);
+        }
         bail!(
             "{} has {} free, too little for a survey (it needs at least 64 MiB); free space or pick another directory",
             a.dir.display(),
@@ -235,6 +242,9 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if !a.keep {
         for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
             let _ = layout::remove_owned(p);
+        }
+        if made {
+            let _ = layout::remove_owned_dir(&a.dir);
         }
     }
     if json {

@@ -296,6 +296,12 @@ fn prepare_phase(
         .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
+    // A personality's missing directory is made (and marked) as a block job's missing file is.
+    for (job, _) in fresh.iter().filter(|(j, _)| j.workload.makes_own_files()) {
+        if layout::create_dir_in_run(&job.target, run)? {
+            sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
+        }
+    }
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
     for (job, ts) in &fresh {
