@@ -172,7 +172,7 @@ pub struct JobPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_on: Option<VerifyOn>,
     /// Validation across nodes: write-then-read rounds with --verify-on other (default 3; a stale read needs two: the reader cached the round before).
-    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = clap::value_parser!(u32).range(1..=1000)))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = clap::value_parser!(u32).range(1..=crate::verify::MAX_ROUNDS as i64)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_rounds: Option<u32>,
 
@@ -237,7 +237,7 @@ fn all_keys() -> &'static [&'static str] {
     KEYS.get_or_init(|| {
         let mut keys = own_table_keys().to_vec();
         for k in WorkloadKind::PERSONALITIES {
-            keys.extend(k.app_keys().0.iter().filter(|key| !keys.contains(key)).collect::<Vec<_>>());
+            keys.extend(k.app_keys().0);
         }
         keys
     })
@@ -506,6 +506,30 @@ mod tests {
         // A job file's defaults are filtered, not refused.
         let d = JobPatch { rw: Some(Rw::Write), ..number(7) };
         assert_eq!(d.for_workload(WorkloadKind::Postmark), number(7));
+    }
+
+    /// Each key of a job's table is one option's: the common and block options here, or one
+    /// personality's own (a key two parts claimed would be read into the first and its flag
+    /// defined twice).
+    #[test]
+    fn every_key_belongs_to_one_part() {
+        let keys = all_keys();
+        let unique: std::collections::BTreeSet<_> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len(), "{keys:?}");
+        for k in WorkloadKind::PERSONALITIES {
+            let (own, shared) = k.app_keys();
+            assert!(!own.is_empty(), "{k} has options of its own");
+            for key in own {
+                assert_eq!(AppOptions::owner(key), Some(*k));
+            }
+            assert!(shared.iter().all(|s| BLOCK.contains(s)), "{k} shares block options only: {shared:?}");
+        }
+        // A table with every kind of part reads back as written.
+        let p = JobPatch { rw: Some(Rw::Write), threads: Some(3), ..Default::default() }
+            .with::<crate::BonnieJob>(|o| o.bonnie_seeks = Some(9))
+            .with::<crate::AppendLogJob>(|o| o.records = Some(7));
+        let back: JobPatch = toml::from_str(&toml::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]
