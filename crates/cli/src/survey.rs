@@ -141,15 +141,30 @@ pub fn steps() -> Vec<Step> {
     ]
 }
 
+/// A missing directory is made and marked as iolab's, as a run makes its missing target (and
+/// removed at the end unless --keep, when nothing else is in it): whether it was made.
+fn make_dir(dir: &Path) -> Result<bool> {
+    let made = layout::create_dir_in_run(dir, None)
+        .with_context(|| format!("{} is not a directory to profile", dir.display()))?;
+    if made {
+        eprintln!("created the directory {} (marked as iolab's)", dir.display());
+    }
+    Ok(made)
+}
+
+/// Remove the survey's files, and its directory if it made it.
+fn remove(ctx: &Ctx, made: bool) {
+    for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
+        let _ = layout::remove_owned(p);
+    }
+    if made {
+        let _ = layout::remove_owned_dir(&ctx.dir);
+    }
+}
+
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check_no_fio("iolab survey")?;
-    // A missing directory is made and marked as iolab's, as a run makes its missing target
-    // (and removed at the end unless --keep, when nothing else is in it).
-    let made = layout::create_dir_in_run(&a.dir, None)
-        .with_context(|| format!("{} is not a directory to profile", a.dir.display()))?;
-    if made {
-        eprintln!("created the directory {} (marked as iolab's)", a.dir.display());
-    }
+    let made = make_dir(&a.dir)?;
     let free = layout::free_bytes(&a.dir).with_context(|| format!("checking free space in {}", a.dir.display()))?;
     // Four files: the data file, two writers' files and a small log; leave room to spare.
     let size = match a.size {
@@ -240,12 +255,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => None,
     };
     if !a.keep {
-        for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
-            let _ = layout::remove_owned(p);
-        }
-        if made {
-            let _ = layout::remove_owned_dir(&a.dir);
-        }
+        remove(&ctx, made);
     }
     if json {
         match &locking {

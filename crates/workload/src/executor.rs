@@ -102,6 +102,9 @@ pub enum RunError {
     Replay { job: String, why: String },
     #[error(transparent)]
     Validation(#[from] validation::ValidationError),
+    /// A phase's worker thread could not be started (none of its workers did any I/O).
+    #[error("could not start worker thread {worker} of {workers} (job `{job}`, {threads} threads): {source}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)")]
+    Spawn { worker: usize, workers: usize, job: String, threads: u32, source: std::io::Error },
 }
 
 /// Per phase, per job: the replay job's checked plan (None for other workloads).
@@ -398,7 +401,7 @@ fn run_phase(
     (validated, file_sets): (&validation::Validated, &[Option<Arc<FileSet>>]),
     ctl: &Control,
     sink: &mut dyn Sink,
-) -> Result<PhaseResult, String> {
+) -> Result<PhaseResult, RunError> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -453,94 +456,110 @@ fn run_phase(
                             )
                         }
                     });
-                if let Err(e) = started {
+                if let Err(source) = started {
                     shared.set_spawned(false);
-                    return Err(format!(
-                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
-                        w + 1,
-                        job.name,
-                        job.threads
-                    ));
+                    let (job, threads) = (job.name.clone(), job.threads);
+                    return Err(RunError::Spawn { worker: w + 1, workers, job, threads, source });
                 }
                 w += 1;
             }
         }
         shared.set_spawned(true);
         drop(tx);
-        shared.ready.wait();
-        // A phase started at an agreed instant (several nodes) is started by this thread at
-        // real-time priority where the system allows it, so that other work on the node (other
-        // agents' workers on a shared test machine) cannot hold back its start; normal again
-        // once the workers are released.
-        let mut realtime = None;
-        if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
-            realtime = iolab_engine::realtime::Realtime::enter().ok();
-            sleep_until(at, &ctl.stop);
-        }
-        if let Some(at) = ctl.start_at {
-            sleep_until(at, &ctl.stop);
-        }
-        let phase_start = Instant::now();
-        let started_at = SystemTime::now();
-        let _ = shared.start.set(phase_start);
-        shared.go.wait();
-        drop(realtime);
-        sink.started(index, started_at);
-        let t0 = phase_start + max_ramp;
-        // Samples come over their own channel, so a sampler never keeps the workers' channel
-        // open; the coordinating thread hands them on as they arrive.
-        let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
-        // The first job's target stands for the phase's storage.
-        let sampler = ctl.sample_interval.map(|iv| {
-            let target =
-                targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
-            let emit: iolab_sysstat::Emit = Box::new(move |r| {
-                let _ = sample_tx.send(r);
-            });
-            Sampler::streaming(ProcRoot::default(), iv, t0, target, emit)
+        let phase_start = release(index, &shared, ctl, sink);
+        Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
+    })
+}
+
+/// Once every worker is ready: ask the phase's start gate, wait for the agreed instant and
+/// release the workers (see [`StartGate`]); the phase's start.
+fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) -> Instant {
+    shared.ready.wait();
+    // A phase started at an agreed instant (several nodes) is started by this thread at
+    // real-time priority where the system allows it, so that other work on the node (other
+    // agents' workers on a shared test machine) cannot hold back its start; normal again
+    // once the workers are released.
+    let mut realtime = None;
+    if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
+        realtime = iolab_engine::realtime::Realtime::enter().ok();
+        sleep_until(at, &ctl.stop);
+    }
+    if let Some(at) = ctl.start_at {
+        sleep_until(at, &ctl.stop);
+    }
+    let phase_start = Instant::now();
+    let started_at = SystemTime::now();
+    let _ = shared.start.set(phase_start);
+    shared.go.wait();
+    drop(realtime);
+    sink.started(index, started_at);
+    phase_start
+}
+
+/// The coordinating thread while the workers run: their seconds merged into totals and a
+/// timeline, system samples beside the measured window (from `t0`, after the ramp), each handed
+/// to the sink as it comes; the phase's result once every worker has ended.
+fn coordinate(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    rx: mpsc::Receiver<Msg>,
+    t0: Instant,
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> PhaseResult {
+    // Samples come over their own channel, so a sampler never keeps the workers' channel
+    // open; the coordinating thread hands them on as they arrive.
+    let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
+    // The first job's target stands for the phase's storage.
+    let sampler = ctl.sample_interval.map(|iv| {
+        let target = targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
+        let emit: iolab_sysstat::Emit = Box::new(move |r| {
+            let _ = sample_tx.send(r);
         });
-        let cpu0 = cpu::process_cpu();
-        let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
-        let mut agg = Aggregator::new(&threads, t0);
-        // The phase and its jobs exist from their start: a run killed in its first second
-        // still shows them, with nothing measured.
-        sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
-        let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
-            while let Ok(r) = sample_rx.try_recv() {
-                sink.sample(index, &r);
-            }
-            let now = Instant::now();
-            let points = agg.finalize(now, all);
-            for p in &points {
-                sink.tick(index, p, agg.bytes_so_far());
-            }
-            for p in agg.corrections() {
-                sink.correct(index, &p);
-            }
-            if !points.is_empty() && !all {
-                let cpu = cpu::process_cpu().since(cpu0);
-                sink.progress(index, &agg.result(phase, targets, now, cpu, true));
-            }
-        };
-        while agg.alive > 0 {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(m) => agg.take(m),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            hand_on(&mut agg, sink, false);
-        }
-        hand_on(&mut agg, sink, true);
-        let cpu1 = cpu::process_cpu();
-        let system = sampler.and_then(|s| s.finish());
-        // The sampler's last sample, taken as it finished.
+        Sampler::streaming(ProcRoot::default(), iv, t0, target, emit)
+    });
+    let cpu0 = cpu::process_cpu();
+    let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
+    let mut agg = Aggregator::new(&threads, t0);
+    // The phase and its jobs exist from their start: a run killed in its first second still
+    // shows them, with nothing measured.
+    sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
+    let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
         while let Ok(r) = sample_rx.try_recv() {
             sink.sample(index, &r);
         }
-        let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
-        r.system = system;
-        Ok(r)
-    })
+        let now = Instant::now();
+        let points = agg.finalize(now, all);
+        for p in &points {
+            sink.tick(index, p, agg.bytes_so_far());
+        }
+        for p in agg.corrections() {
+            sink.correct(index, &p);
+        }
+        if !points.is_empty() && !all {
+            let cpu = cpu::process_cpu().since(cpu0);
+            sink.progress(index, &agg.result(phase, targets, now, cpu, true));
+        }
+    };
+    while agg.alive > 0 {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => agg.take(m),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        hand_on(&mut agg, sink, false);
+    }
+    hand_on(&mut agg, sink, true);
+    let cpu1 = cpu::process_cpu();
+    let system = sampler.and_then(|s| s.finish());
+    // The sampler's last sample, taken as it finished.
+    while let Ok(r) = sample_rx.try_recv() {
+        sink.sample(index, &r);
+    }
+    let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+    r.system = system;
+    r
 }
 
 /// Bytes one thread of a size-bounded job transfers.

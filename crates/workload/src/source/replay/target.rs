@@ -45,7 +45,6 @@ impl Expect {
     /// Walk the plan's calls in recorded order, noting what each needs of the entries it names
     /// the first time the trace touches them.
     pub fn of(plan: &ReplayPlan) -> Expect {
-        let mut e = Expect::default();
         let mut all: Vec<(u64, u32, &Step)> = Vec::new();
         for th in &plan.threads {
             for s in &th.steps {
@@ -53,158 +52,174 @@ impl Expect {
             }
         }
         all.sort_by_key(|(t, tid, _)| (*t, *tid));
-        let mut known: HashMap<PathBuf, State> = HashMap::new();
-        let mut pos: HashMap<u32, u64> = HashMap::new();
-        let mut extent: HashMap<PathBuf, u64> = HashMap::new();
-        let mut opened: HashSet<u32> = HashSet::new();
-        let mut made: HashSet<PathBuf> = HashSet::new();
-        let mut pre: HashSet<PathBuf> = HashSet::new();
-        // Entries renamed before the trace said what they are: their name now → their name
-        // before the trace. The first call on them settles it (a file until then).
-        let mut pending: HashMap<PathBuf, PathBuf> = HashMap::new();
-        let settle = |e: &mut Expect, pending: &mut HashMap<PathBuf, PathBuf>, now: &Path, dir: bool| {
-            if let Some(orig) = pending.remove(now) {
-                if dir {
-                    e.files.remove(&orig);
-                    e.dirs.insert(orig);
-                }
-            }
-        };
+        let mut w = Walk::default();
         for (_, _, s) in all {
-            let op = &s.op;
-            let Some(rel) = plan.rel_of(op).map(Path::to_path_buf) else { continue };
-            for a in ancestors(&rel) {
-                settle(&mut e, &mut pending, a, true);
-                if !known.contains_key(a) {
-                    e.dirs.insert(a.to_path_buf());
-                    known.insert(a.to_path_buf(), State::Dir);
-                }
-            }
-            e.all.extend(ancestors(&rel).map(Path::to_path_buf));
-            e.all.insert(rel.clone());
-            // The first time the trace names it, unless it lies in a directory the trace made
-            // (which held nothing before the trace filled it).
-            let first = !known.contains_key(&rel) && !ancestors(&rel).any(|a| made.contains(a));
-            // Unless its first call proves it absent (O_EXCL, mkdir), it may be there before:
-            // then writing it changes something that was there.
-            let excl = (op.kind == Kind::Open && op.flags & oflags::O_CREAT != 0 && op.flags & oflags::O_EXCL != 0)
-                || op.kind == Kind::Mkdir;
-            if first && !excl {
-                pre.insert(rel.clone());
-            }
-            if op.kind != Kind::Rename {
-                settle(
-                    &mut e,
-                    &mut pending,
-                    &rel,
-                    op.kind == Kind::Mkdir || (op.kind == Kind::Unlink && op.flags & 0x200 != 0),
-                );
-            }
-            match op.kind {
-                Kind::Open => {
-                    opened.insert(op.file);
-                    pos.insert(op.file, 0);
-                    let create = op.flags & oflags::O_CREAT != 0;
-                    if first {
-                        if create && op.flags & oflags::O_EXCL != 0 {
-                            e.absent.insert(rel.clone());
-                        } else if !create {
-                            e.files.entry(rel.clone()).or_insert(0);
-                        }
-                    }
-                    if op.flags & oflags::O_TRUNC != 0 && known.get(&rel) != Some(&State::File) {
-                        e.changed.entry(rel.clone()).or_insert("truncate");
-                    }
-                    known.insert(rel, State::File);
-                }
-                Kind::Unlink | Kind::Mkdir | Kind::Rename => {
-                    let dir = op.kind == Kind::Mkdir || op.flags & 0x200 != 0;
-                    match op.kind {
-                        Kind::Mkdir => {
-                            if first {
-                                e.absent.insert(rel.clone());
-                            }
-                            made.insert(rel.clone());
-                            known.insert(rel, State::Dir);
-                        }
-                        Kind::Unlink => {
-                            if first {
-                                if dir {
-                                    e.dirs.insert(rel.clone());
-                                } else {
-                                    e.files.entry(rel.clone()).or_insert(0);
-                                }
-                                e.changed.entry(rel.clone()).or_insert("remove");
-                            }
-                            known.insert(rel, State::Gone);
-                        }
-                        _ => {
-                            let to = plan.paths.get(&(op.offset as u32));
-                            if first {
-                                e.files.entry(rel.clone()).or_insert(0);
-                                e.changed.entry(rel.clone()).or_insert("rename");
-                                if let Some(to) = to {
-                                    pending.insert(to.clone(), rel.clone());
-                                }
-                            } else if let (Some(orig), Some(to)) = (pending.remove(&rel), to) {
-                                pending.insert(to.clone(), orig);
-                            }
-                            let moved = known.get(&rel).copied().unwrap_or(State::File);
-                            known.insert(rel, State::Gone);
-                            if let Some(to) = to {
-                                for a in ancestors(to) {
-                                    if !known.contains_key(a) {
-                                        e.dirs.insert(a.to_path_buf());
-                                        known.insert(a.to_path_buf(), State::Dir);
-                                    }
-                                }
-                                e.all.extend(ancestors(to).map(Path::to_path_buf));
-                                e.all.insert(to.clone());
-                                if !known.contains_key(to) {
-                                    e.changed.entry(to.clone()).or_insert("replace (rename onto)");
-                                }
-                                known.insert(to.clone(), moved);
-                            }
-                        }
-                    }
-                }
-                k => {
-                    // A call on an opening no replayed open made: the file was there before.
-                    if first && !opened.contains(&op.file) {
-                        e.files.entry(rel.clone()).or_insert(0);
-                        known.insert(rel.clone(), State::File);
-                    }
-                    if (k.writes() || matches!(k, Kind::Ftruncate | Kind::Fallocate)) && pre.contains(&rel) {
-                        e.changed.entry(rel.clone()).or_insert("write");
-                    }
-                    let moved = op.result.max(0) as u64;
-                    let at = match k {
-                        Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => Some(op.offset),
-                        Kind::Read | Kind::Write | Kind::Readv | Kind::Writev => {
-                            let p = pos.entry(op.file).or_insert(0);
-                            let at = *p;
-                            *p = p.saturating_add(moved);
-                            Some(at)
-                        }
-                        Kind::Lseek => {
-                            pos.insert(op.file, moved);
-                            None
-                        }
-                        _ => None,
-                    };
-                    if let (Some(at), true) = (at, k.reads()) {
-                        let x = extent.entry(rel).or_insert(0);
-                        *x = (*x).max(at.saturating_add(moved));
-                    }
-                }
-            }
+            w.step(plan, s);
         }
-        for (rel, n) in extent {
-            if let Some(need) = e.files.get_mut(&rel) {
+        for (rel, n) in w.extent {
+            if let Some(need) = w.e.files.get_mut(&rel) {
                 *need = (*need).max(n);
             }
         }
-        e
+        w.e
+    }
+}
+
+/// What the walk over a trace's calls knows so far.
+#[derive(Default)]
+struct Walk {
+    e: Expect,
+    known: HashMap<PathBuf, State>,
+    /// Each opening's file position.
+    pos: HashMap<u32, u64>,
+    /// How far into each file the trace reads.
+    extent: HashMap<PathBuf, u64>,
+    opened: HashSet<u32>,
+    /// Directories the trace made.
+    made: HashSet<PathBuf>,
+    /// Entries that may be there before the trace.
+    pre: HashSet<PathBuf>,
+    /// Entries renamed before the trace said what they are: their name now → their name
+    /// before the trace. The first call on them settles it (a file until then).
+    pending: HashMap<PathBuf, PathBuf>,
+}
+
+impl Walk {
+    fn settle(&mut self, now: &Path, dir: bool) {
+        if let Some(orig) = self.pending.remove(now) {
+            if dir {
+                self.e.files.remove(&orig);
+                self.e.dirs.insert(orig);
+            }
+        }
+    }
+
+    /// The directories above a path, known from now on (as directories unless known).
+    fn note_dirs(&mut self, rel: &Path) {
+        for a in ancestors(rel) {
+            if !self.known.contains_key(a) {
+                self.e.dirs.insert(a.to_path_buf());
+                self.known.insert(a.to_path_buf(), State::Dir);
+            }
+        }
+        self.e.all.extend(ancestors(rel).map(Path::to_path_buf));
+        self.e.all.insert(rel.to_path_buf());
+    }
+
+    fn step(&mut self, plan: &ReplayPlan, s: &Step) {
+        let op = &s.op;
+        let Some(rel) = plan.rel_of(op).map(Path::to_path_buf) else { return };
+        for a in ancestors(&rel) {
+            self.settle(a, true);
+        }
+        self.note_dirs(&rel);
+        // The first time the trace names it, unless it lies in a directory the trace made
+        // (which held nothing before the trace filled it).
+        let first = !self.known.contains_key(&rel) && !ancestors(&rel).any(|a| self.made.contains(a));
+        // Unless its first call proves it absent (O_EXCL, mkdir), it may be there before:
+        // then writing it changes something that was there.
+        let excl = (op.kind == Kind::Open && op.flags & oflags::O_CREAT != 0 && op.flags & oflags::O_EXCL != 0)
+            || op.kind == Kind::Mkdir;
+        if first && !excl {
+            self.pre.insert(rel.clone());
+        }
+        if op.kind != Kind::Rename {
+            self.settle(&rel, op.kind == Kind::Mkdir || (op.kind == Kind::Unlink && op.flags & 0x200 != 0));
+        }
+        match op.kind {
+            Kind::Open => self.open(op, rel, first),
+            Kind::Mkdir => {
+                if first {
+                    self.e.absent.insert(rel.clone());
+                }
+                self.made.insert(rel.clone());
+                self.known.insert(rel, State::Dir);
+            }
+            Kind::Unlink => {
+                if first {
+                    if op.flags & 0x200 != 0 {
+                        self.e.dirs.insert(rel.clone());
+                    } else {
+                        self.e.files.entry(rel.clone()).or_insert(0);
+                    }
+                    self.e.changed.entry(rel.clone()).or_insert("remove");
+                }
+                self.known.insert(rel, State::Gone);
+            }
+            Kind::Rename => self.rename(plan.paths.get(&(op.offset as u32)), rel, first),
+            _ => self.data(op, rel, first),
+        }
+    }
+
+    fn open(&mut self, op: &iolab_trace::format::Op, rel: PathBuf, first: bool) {
+        self.opened.insert(op.file);
+        self.pos.insert(op.file, 0);
+        let create = op.flags & oflags::O_CREAT != 0;
+        if first {
+            if create && op.flags & oflags::O_EXCL != 0 {
+                self.e.absent.insert(rel.clone());
+            } else if !create {
+                self.e.files.entry(rel.clone()).or_insert(0);
+            }
+        }
+        if op.flags & oflags::O_TRUNC != 0 && self.known.get(&rel) != Some(&State::File) {
+            self.e.changed.entry(rel.clone()).or_insert("truncate");
+        }
+        self.known.insert(rel, State::File);
+    }
+
+    fn rename(&mut self, to: Option<&PathBuf>, rel: PathBuf, first: bool) {
+        if first {
+            self.e.files.entry(rel.clone()).or_insert(0);
+            self.e.changed.entry(rel.clone()).or_insert("rename");
+            if let Some(to) = to {
+                self.pending.insert(to.clone(), rel.clone());
+            }
+        } else if let (Some(orig), Some(to)) = (self.pending.remove(&rel), to) {
+            self.pending.insert(to.clone(), orig);
+        }
+        let moved = self.known.get(&rel).copied().unwrap_or(State::File);
+        self.known.insert(rel, State::Gone);
+        if let Some(to) = to {
+            self.note_dirs(to);
+            if !self.known.contains_key(to) {
+                self.e.changed.entry(to.clone()).or_insert("replace (rename onto)");
+            }
+            self.known.insert(to.clone(), moved);
+        }
+    }
+
+    /// A data call: a file that was there before if no replayed open made its opening; a
+    /// write to one changes it; a read's end is how much of it must be there.
+    fn data(&mut self, op: &iolab_trace::format::Op, rel: PathBuf, first: bool) {
+        let k = op.kind;
+        // A call on an opening no replayed open made: the file was there before.
+        if first && !self.opened.contains(&op.file) {
+            self.e.files.entry(rel.clone()).or_insert(0);
+            self.known.insert(rel.clone(), State::File);
+        }
+        if (k.writes() || matches!(k, Kind::Ftruncate | Kind::Fallocate)) && self.pre.contains(&rel) {
+            self.e.changed.entry(rel.clone()).or_insert("write");
+        }
+        let moved = op.result.max(0) as u64;
+        let at = match k {
+            Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => Some(op.offset),
+            Kind::Read | Kind::Write | Kind::Readv | Kind::Writev => {
+                let p = self.pos.entry(op.file).or_insert(0);
+                let at = *p;
+                *p = p.saturating_add(moved);
+                Some(at)
+            }
+            Kind::Lseek => {
+                self.pos.insert(op.file, moved);
+                None
+            }
+            _ => None,
+        };
+        if let (Some(at), true) = (at, k.reads()) {
+            let x = self.extent.entry(rel).or_insert(0);
+            *x = (*x).max(at.saturating_add(moved));
+        }
     }
 }
 
