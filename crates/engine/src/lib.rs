@@ -386,11 +386,12 @@ pub fn private_fd_table() -> io::Result<()> {
 }
 
 /// Is io_uring usable on this kernel (not disabled by sysctl or seccomp)?
-pub fn io_uring_available() -> Result<(), String> {
-    match io_uring::IoUring::new(2) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(format!("io_uring is not available here: {e}")),
-    }
+pub fn io_uring_available() -> Result<(), EngineError> {
+    io_uring::IoUring::new(2).map(drop).map_err(|source| EngineError::Setup {
+        engine: "io_uring",
+        what: "not available here".into(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -51,7 +51,8 @@ impl std::error::Error for CallError {
     }
 }
 
-/// Why a source, or the worker running it, stopped its job.
+/// Why a source cannot run (a replay's trace refused, a target not as it expects), or why it,
+/// or the worker running it, stopped its job.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// A timed call failed or came back short.
@@ -59,7 +60,7 @@ pub enum SourceError {
     Call(#[from] CallError),
     /// File-system work of the source's own, outside the timed calls: opening the files the
     /// work starts with, laying out a pool. `hint` says what to do, when there is something.
-    #[error("{what} {}: {source}{hint}", path.display())]
+    #[error("{what}{}{}: {source}{hint}", if what.is_empty() { "" } else { " " }, path.display())]
     Io { what: &'static str, path: PathBuf, source: io::Error, hint: &'static str },
     /// The engine refused (building it, placing a file, submitting).
     #[error(transparent)]
@@ -67,6 +68,12 @@ pub enum SourceError {
     /// The engine refused a file the source placed.
     #[error("{path}: {source}")]
     Place { path: String, source: EngineError },
+    /// The system's error, with its context in its words already.
+    #[error(transparent)]
+    Os(#[from] io::Error),
+    /// A trace that cannot be read as one.
+    #[error("{}: {source}", path.display())]
+    Trace { path: PathBuf, source: iolab_trace::format::FormatError },
     /// A name outside the job's directory.
     #[error("`{}` is not a path inside the job's directory (absolute paths and `..` are refused)", .0.display())]
     Outside(PathBuf),
@@ -83,7 +90,7 @@ impl SourceError {
     pub fn raw_os_error(&self) -> Option<i32> {
         match self {
             SourceError::Call(CallError { cause: Cause::Os(e), .. }) => e.raw_os_error(),
-            SourceError::Io { source, .. } => source.raw_os_error(),
+            SourceError::Io { source, .. } | SourceError::Os(source) => source.raw_os_error(),
             SourceError::Context { source, .. } => source.raw_os_error(),
             _ => None,
         }
@@ -109,4 +116,9 @@ impl From<&str> for SourceError {
     fn from(s: &str) -> Self {
         SourceError::Said(s.to_string())
     }
+}
+
+/// `SourceError::Said` of a `format!`: a refusal or finding in words.
+macro_rules! said {
+    ($($t:tt)*) => { $crate::error::SourceError::Said(format!($($t)*)) };
 }

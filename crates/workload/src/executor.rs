@@ -98,8 +98,8 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error(transparent)]
     Spec(#[from] iolab_spec::SpecError),
-    #[error("job `{job}`: {why}")]
-    Replay { job: String, why: String },
+    #[error("job `{job}`: {source}")]
+    Replay { job: String, source: SourceError },
     #[error(transparent)]
     Validation(#[from] validation::ValidationError),
     /// A phase's worker thread could not be started (none of its workers did any I/O).
@@ -145,7 +145,7 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                     )
                     .into());
                 }
-                let c = replay::check(j, r).map_err(|why| RunError::Replay { job: j.name.clone(), why })?;
+                let c = replay::check(j, r).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
                 rs.push(Some(c));
                 jobs.push(Vec::new());
                 continue;
@@ -282,7 +282,7 @@ fn prepare_phase(
                     sink.message(&format!("preparing {} for the replay", job.target.display()));
                 }
                 let replay = ReplayRun::prepare(c.clone(), job, r, stop)
-                    .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
+                    .map_err(|source| LayoutError::Source { path: job.target.clone(), source })?;
                 Some(replay)
             }
             _ => None,
@@ -607,7 +607,7 @@ fn worker_main(
         },
         Workload::Replay(_) => {
             let source = match run {
-                Some(r) => ReplaySource::new(r, thread).map_err(SourceError::Said),
+                Some(r) => ReplaySource::new(r, thread),
                 None => Err(SourceError::Said("the replay was not prepared".into())),
             };
             Files { files, thread, w }.run(source)

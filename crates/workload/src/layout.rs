@@ -19,6 +19,9 @@ const LAYOUT_CHUNK: usize = 1 << 20;
 pub enum LayoutError {
     #[error("refusing {path}: {why}")]
     Refused { path: PathBuf, why: String },
+    /// A source's own refusal of its target (a replay's trace expects another).
+    #[error("refusing {}: {source}", path.display())]
+    Source { path: PathBuf, source: crate::error::SourceError },
     #[error("not enough free space in {dir}: laying out needs {need} bytes, {free} are free; use a smaller --size or another directory")]
     NoSpace { dir: PathBuf, need: u64, free: u64 },
     #[error("{what} {path}: {source}")]

@@ -7,10 +7,12 @@
 
 #![forbid(unsafe_code)]
 
+// First, so its `said!` is known to every module below.
+#[macro_use]
+pub mod error;
 mod aggregate;
 pub mod clock;
 pub mod cpu;
-pub mod error;
 pub mod executor;
 mod keep;
 pub mod layout;

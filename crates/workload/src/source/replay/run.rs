@@ -55,7 +55,7 @@ impl ReplayRun {
         job: &Job,
         r: &ReplayJob,
         stop: &AtomicBool,
-    ) -> Result<Arc<ReplayRun>, String> {
+    ) -> Result<Arc<ReplayRun>, SourceError> {
         let beneath = Beneath::open(&job.target).map_err(|e| e.to_string())?;
         let before = target::check(&beneath, &checked.expect, r.prepare, job.overwrite)?;
         target::prepare(&beneath, &checked.expect, r.prepare, stop)?;
@@ -203,9 +203,9 @@ pub struct ReplaySource {
 impl ReplaySource {
     /// The source of worker `thread` of a replay job (the `thread`-th traced thread that has
     /// calls to replay).
-    pub fn new(run: Arc<ReplayRun>, thread: u32) -> Result<ReplaySource, String> {
+    pub fn new(run: Arc<ReplayRun>, thread: u32) -> Result<ReplaySource, SourceError> {
         if thread as usize >= run.plan().threads.len() {
-            return Err(format!(
+            return Err(said!(
                 "the trace has {} threads to replay; the job asks for thread {}",
                 run.plan().threads.len(),
                 thread + 1
@@ -288,7 +288,7 @@ impl ReplaySource {
             .all(|&(k, rank)| self.run.done[k as usize].load(Ordering::Acquire) >= rank)
     }
 
-    fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, String> {
+    fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, SourceError> {
         if let Some(&n) = self.names.get(rel) {
             return Ok(n);
         }
@@ -297,7 +297,7 @@ impl ReplaySource {
         Ok(n)
     }
 
-    fn call(&mut self, step: &Step, ctx: &mut Ctx) -> Result<Call, String> {
+    fn call(&mut self, step: &Step, ctx: &mut Ctx) -> Result<Call, SourceError> {
         let op = step.op;
         let buffer = self.buffer_len() as u64;
         let len = op.size.min(buffer) as u32;
@@ -354,7 +354,7 @@ impl ReplaySource {
                     Kind::SyncFileRange => (OpKind::SyncRange { flags: op.flags, len: op.size }, op.offset, 0),
                     Kind::Ftruncate => (OpKind::Ftruncate, op.offset, 0),
                     Kind::Fallocate => (OpKind::Fallocate { mode: op.flags, len: op.size }, op.offset, 0),
-                    _ => return Err(format!("a recorded {} cannot be replayed", k.as_str())),
+                    _ => return Err(said!("a recorded {} cannot be replayed", k.as_str())),
                 };
                 Call::Data { kind, file, offset, len }
             }
@@ -363,7 +363,7 @@ impl ReplaySource {
 
     /// Take the opening another thread opened (its descriptor, duplicated) into this thread's
     /// table, at the index the next call names.
-    fn adopt(&mut self, file: u32) -> Result<(), String> {
+    fn adopt(&mut self, file: u32) -> Result<(), SourceError> {
         let run = self.run.clone();
         let rel = run.plan().files.get(&file).map(|f| f.rel.clone()).unwrap_or_default();
         let path = run.beneath.root().join(&rel).display().to_string();
@@ -382,7 +382,7 @@ impl ReplaySource {
         Ok(())
     }
 
-    fn fail(&self, e: String) -> Next {
+    fn fail(&self, e: SourceError) -> Next {
         self.run.abort.store(true, Ordering::Relaxed);
         eprintln!("replay: {e}");
         Next::Done

@@ -7,6 +7,7 @@
 //! is resolved beneath the target: a link there is refused, never followed.
 
 use super::plan::{ReplayPlan, Step};
+use crate::error::{io_error, SourceError};
 use crate::owned::{self, Found, Kind as EntryKind};
 use iolab_engine::beneath::Beneath;
 use iolab_trace::format::{oflags, Kind};
@@ -236,14 +237,14 @@ fn shown(b: &Beneath, rel: &Path) -> String {
 
 /// Check the target against what the trace expects, writing nothing. `Err`: why the replay
 /// may not run, and what to do.
-pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<Before, String> {
+pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<Before, SourceError> {
     let mut before = Before::default();
-    let look = |rel: &Path| owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)));
+    let look = |rel: &Path| owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""));
     let mut state: BTreeMap<&Path, Found> = BTreeMap::new();
     for rel in &e.all {
         let f = look(rel)?;
         if f == Found::Foreign(EntryKind::Other) || f == Found::Owned(EntryKind::Other) {
-            return Err(format!(
+            return Err(said!(
                 "{} is a symbolic link or a special file; the replay names it and follows no link: remove it or choose another --target",
                 shown(b, rel)
             ));
@@ -256,7 +257,7 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
     let at = |rel: &Path| state.get(rel).copied().unwrap_or(Found::Absent);
     for rel in &e.absent {
         if let Found::Foreign(_) = at(rel) {
-            return Err(format!(
+            return Err(said!(
                 "the trace creates {} (O_EXCL or mkdir) and it exists, made by something else than iolab; remove it or choose another --target",
                 shown(b, rel)
             ));
@@ -266,14 +267,14 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
         match at(rel).kind() {
             Some(EntryKind::Dir) | None => {}
             Some(_) => {
-                return Err(format!("{} must be a directory for the replay (the trace works in it)", shown(b, rel)))
+                return Err(said!("{} must be a directory for the replay (the trace works in it)", shown(b, rel)))
             }
         }
     }
     for (rel, need) in &e.files {
         match at(rel) {
             Found::Absent if !prepare => {
-                return Err(format!(
+                return Err(said!(
                 "{} must exist before the replay (the trace uses it without creating it{}); add --prepare to create it",
                 shown(b, rel),
                 if *need > 0 { format!(" and reads {need} bytes of it") } else { String::new() }
@@ -281,12 +282,12 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
             }
             Found::Absent => {}
             f if f.kind() != Some(EntryKind::File) => {
-                return Err(format!("{} must be a regular file for the replay", shown(b, rel)))
+                return Err(said!("{} must be a regular file for the replay", shown(b, rel)))
             }
             f => {
                 let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
                 if prepare && have < *need && matches!(f, Found::Foreign(_)) && !overwrite {
-                    return Err(format!(
+                    return Err(said!(
                         "--prepare would extend {} ({have} bytes; the trace reads {need}), which iolab did not create; pass --overwrite to allow it, or choose another --target",
                         shown(b, rel)
                     ));
@@ -297,7 +298,7 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
     if !overwrite {
         for (rel, how) in &e.changed {
             if let Found::Foreign(k) = at(rel) {
-                return Err(format!(
+                return Err(said!(
                     "{} exists and iolab did not create it, so the replay will not {how} {}; pass --overwrite to allow it, or choose another --target",
                     shown(b, rel),
                     if k == EntryKind::Dir { "that directory" } else { "it" }
@@ -311,16 +312,16 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
 /// Make the target what the trace expects: remove what an earlier replay made where the trace
 /// makes it anew, make the directories it works in, and with `fill` the files it uses, sized
 /// to what it reads. Everything made is marked as iolab's.
-pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), String> {
+pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), SourceError> {
     for rel in &e.absent {
-        if let Found::Owned(_) = owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
+        if let Found::Owned(_) = owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? {
             owned::remove_tree(b, rel)?;
         }
     }
     for rel in &e.dirs {
         // Parents first (BTreeSet order puts `a` before `a/b`).
-        if owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? == Found::Absent {
-            owned::create_dir(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?;
+        if owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? == Found::Absent {
+            owned::create_dir(b, rel).map_err(io_error("creating", b.root().join(rel), ""))?;
         }
     }
     if !fill {
@@ -328,29 +329,29 @@ pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result
     }
     let chunk = vec![0x5au8; 1 << 20];
     for (rel, need) in &e.files {
-        let f = match owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
-            Found::Absent => owned::create_file(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?,
+        let f = match owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? {
+            Found::Absent => owned::create_file(b, rel).map_err(io_error("creating", b.root().join(rel), ""))?,
             _ => {
                 let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
                 if have >= *need {
                     continue;
                 }
                 b.open_file(rel, iolab_engine::OpenOptions { write: true, append: true, ..Default::default() })
-                    .map_err(|err| format!("opening {}: {err}", shown(b, rel)))?
+                    .map_err(io_error("opening", b.root().join(rel), ""))?
             }
         };
         let mut w = std::io::BufWriter::new(&f);
         let mut left = need.saturating_sub(f.metadata().map(|m| m.len()).unwrap_or(0));
         while left > 0 {
             if stop.load(Ordering::Relaxed) {
-                return Err(format!("interrupted while preparing {}", shown(b, rel)));
+                return Err(said!("interrupted while preparing {}", shown(b, rel)));
             }
             let n = left.min(chunk.len() as u64) as usize;
-            w.write_all(&chunk[..n]).map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
+            w.write_all(&chunk[..n]).map_err(io_error("filling", b.root().join(rel), ""))?;
             left -= n as u64;
         }
-        w.flush().map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
-        f.sync_all().map_err(|err| format!("flushing {}: {err}", shown(b, rel)))?;
+        w.flush().map_err(io_error("filling", b.root().join(rel), ""))?;
+        f.sync_all().map_err(io_error("flushing", b.root().join(rel), ""))?;
     }
     Ok(())
 }
@@ -422,11 +423,11 @@ mod tests {
         let b = Beneath::open(d.path()).unwrap();
         let e = expect();
         let stop = AtomicBool::new(false);
-        let err = check(&b, &e, false, false).unwrap_err();
+        let err = check(&b, &e, false, false).unwrap_err().to_string();
         assert!(err.contains("must exist") && err.contains("--prepare"), "{err}");
         // A directory the trace removes, made by someone else: refused, even with --prepare.
         std::fs::create_dir(d.path().join("gone")).unwrap();
-        let err = check(&b, &e, true, false).unwrap_err();
+        let err = check(&b, &e, true, false).unwrap_err().to_string();
         assert!(err.contains("gone") && err.contains("remove that directory") && err.contains("--overwrite"), "{err}");
         std::fs::remove_dir(d.path().join("gone")).unwrap();
         let before = check(&b, &e, true, false).unwrap();
@@ -452,7 +453,7 @@ mod tests {
         std::fs::remove_file(d.path().join("old/data")).unwrap();
         std::fs::remove_dir(d.path().join("old")).unwrap();
         std::os::unix::fs::symlink(out.path(), d.path().join("old")).unwrap();
-        let err = check(&b, &e, true, true).unwrap_err();
+        let err = check(&b, &e, true, true).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
     }

@@ -146,7 +146,7 @@ fn a_read_that_comes_back_short_is_a_mismatch() {
     let target = d.path().join("tgt");
     std::fs::create_dir(&target).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, false)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, false)).unwrap_err().to_string();
     assert!(e.contains("must exist") && e.contains("--prepare"), "{e}");
     // The user's own file, shorter than the trace read: read (never written), and the second
     // read comes back with nothing.
@@ -173,7 +173,7 @@ fn no_call_escapes_the_target_through_a_link() {
     std::fs::create_dir(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, target.join("sub")).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("symbolic link"), "{e}");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made outside");
     // Even past the check (a link made after it), the open is resolved beneath the target.
@@ -183,7 +183,7 @@ fn no_call_escapes_the_target_through_a_link() {
     // `..` in a traced path never names anything: it is outside the traced directory.
     let dots = "1  1.0 openat(AT_FDCWD</d>, \"/d/../etc/x\", O_WRONLY|O_CREAT, 0644) = 3 <0.000010>\n";
     let t = trace_file(d.path(), dots);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("nothing to replay"), "{e}");
 }
 
@@ -201,7 +201,7 @@ fn directories_iolab_did_not_make_are_not_renamed_or_removed() {
     std::fs::create_dir(&target).unwrap();
     std::fs::create_dir(target.join("old")).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("/old exists and iolab did not create it") && e.contains("rename"), "{e}");
     assert!(target.join("old").is_dir());
     std::fs::remove_dir(target.join("old")).unwrap();
