@@ -543,7 +543,7 @@ fn append_log_appends_fsyncs_counts_and_leaves_the_users_files_alone() {
     let out = iolab().args(["run", "--target", t, "--size", "1M", "--records", "5"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--records (`records` in a job file) does not apply to workload block"));
-    let out = iolab().args(&args).output().unwrap();
+    let out = iolab().args(args).output().unwrap();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("--runtime"),
         "unbounded: {}",
@@ -554,7 +554,7 @@ fn append_log_appends_fsyncs_counts_and_leaves_the_users_files_alone() {
     }
     let v = run_json(&[&args[..], &["--records", "20", "--record-size", "4k", "--direct"]].concat());
     assert_eq!(v["phases"][0]["workload"]["records"].as_u64(), Some(40), "{v}");
-    let out = iolab().args(&args).args(["--records", "2", "--record-size", "1000", "--direct"]).output().unwrap();
+    let out = iolab().args(args).args(["--records", "2", "--record-size", "1000", "--direct"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("record_size"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
