@@ -85,6 +85,7 @@ impl Mmap {
 }
 
 impl Engine for Mmap {
+    #[inline]
     fn kind(&self) -> EngineKind {
         EngineKind::Mmap
     }

@@ -17,6 +17,7 @@ impl Null {
 }
 
 impl Engine for Null {
+    #[inline]
     fn kind(&self) -> EngineKind {
         EngineKind::Null
     }

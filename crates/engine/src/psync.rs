@@ -30,6 +30,7 @@ impl Psync {
 }
 
 impl Engine for Psync {
+    #[inline]
     fn kind(&self) -> EngineKind {
         EngineKind::Psync
     }

@@ -137,6 +137,7 @@ impl Uring {
 }
 
 impl Engine for Uring {
+    #[inline]
     fn kind(&self) -> EngineKind {
         EngineKind::IoUring
     }

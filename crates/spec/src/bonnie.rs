@@ -501,6 +501,17 @@ mod tests {
         assert!(e(small(o(BonnieOptions { bonnie_files: Some("1:1k:4k".parse().unwrap()), ..Default::default() })))
             .contains("largest"));
         assert!(e(small(JobPatch { direct: Some(true), ..Default::default() })).contains("direct"));
+        // --direct is bonnie++'s -D, which stops at the per-character tests' first 1-byte write:
+        // taken without them (-f), and with a chunk O_DIRECT can move.
+        let direct = |o: BonnieOptions| small(JobPatch { direct: Some(true), ..Default::default() }.with::<BonnieJob>(|x| {
+            x.bonnie_char_size = o.bonnie_char_size;
+            x.bonnie_chunk = o.bonnie_chunk;
+            x.bonnie_size = Some(Bytes::mib(16));
+        }));
+        assert!(e(direct(BonnieOptions::default())).contains("--bonnie-char-size 0"));
+        assert!(job(direct(BonnieOptions { bonnie_char_size: Some(Bytes(0)), ..Default::default() })).is_ok());
+        let chunk = BonnieOptions { bonnie_char_size: Some(Bytes(0)), bonnie_chunk: Some(Bytes(256)), ..Default::default() };
+        assert!(e(direct(chunk)).contains("multiple of 512"));
         assert!(e(small(JobPatch { runtime: Some(std::time::Duration::from_secs(3)), ..Default::default() }))
             .contains("runtime"));
         assert!("1:2:3:4:5".parse::<BonnieFiles>().is_err());

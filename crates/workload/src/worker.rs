@@ -174,6 +174,7 @@ where
     }
 
     /// The second `now` falls in: counted from t0, negative during the ramp.
+    #[inline(always)]
     fn sec_of(&self, now: Stamp) -> i64 {
         if now >= self.t0 {
             (now - self.t0).as_secs() as i64
@@ -183,6 +184,7 @@ where
     }
 
     /// The instant second `sec` ends.
+    #[inline(always)]
     fn end_of(&self, sec: i64) -> Stamp {
         if sec >= 0 {
             self.t0 + Duration::from_secs(sec as u64 + 1)
@@ -268,7 +270,9 @@ where
     }
 
     /// Wait for the job's other threads at its barrier (drained first); false if stopped.
-    #[cold]
+    /// (Every method of the loop is inlined into `run`, so its state never leaves registers for
+    /// memory that an out-of-line call could see.)
+    #[inline(always)]
     fn meet(&mut self) -> bool {
         self.at_barrier = false;
         if !self.barrier.wait(self.stop) {
@@ -377,6 +381,7 @@ where
 
     /// A namespace call: a barrier to the data calls in flight (held until they complete),
     /// then made at once and accounted.
+    #[inline(always)]
     fn namespace(&mut self, issue: Issue, t: Stamp) -> Flow {
         if self.inflight > 0 {
             self.held = Some(issue);

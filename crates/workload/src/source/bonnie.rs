@@ -938,6 +938,30 @@ mod tests {
         assert_eq!(&buf[..3], &[3, 2, 1]);
     }
 
+    /// `--direct` is bonnie++'s -D: the write tests create the file with O_DIRECT; the rewrite,
+    /// the reads and the seekers open it without, as bonnie++ 2.0 does (strace shows it).
+    #[test]
+    fn direct_creates_the_file_o_direct_and_reopens_it_without() {
+        let j = job16();
+        let b = bonnie(&j);
+        let opens = |direct: bool| {
+            let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0, direct);
+            let mut flags = Vec::new();
+            for test in [PUT_BLOCK, REWRITE, GET_BLOCK] {
+                s.test = test;
+                s.queue.clear();
+                s.pre();
+                flags.extend(s.queue.iter().filter_map(|i| match i {
+                    Item::Do(Issue { call: Call::Open { flags, .. }, .. }) => Some((test, flags.direct)),
+                    _ => None,
+                }));
+            }
+            flags
+        };
+        assert_eq!(opens(true), vec![(PUT_BLOCK, true), (REWRITE, false), (GET_BLOCK, false)]);
+        assert!(opens(false).iter().all(|(_, d)| !d));
+    }
+
     #[test]
     fn tickets_are_bonnie_s_one_in_ten_updates_taken_once() {
         let j = job16();
