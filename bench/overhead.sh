@@ -21,6 +21,7 @@
 #   ROUNDS=3 SECS=3 SEQ_ROUNDS=1 bash bench/overhead.sh     # a quicker look
 #   CASES=e bash bench/overhead.sh                           # only some cases (letters a-e)
 #   RT=1 bash bench/overhead.sh                              # cases a-c at real-time priority
+#   IOLAB=/tmp/old/iolab bash bench/overhead.sh              # another build of iolab (before/after)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}          # rounds of cases a-c
@@ -46,7 +47,7 @@ die() { echo "overhead.sh: $*" >&2; exit 1; }
 command -v python3 >/dev/null || die "python3 is needed to read JSON output"
 
 cargo build --release -q -p iolab -p iolab-floor
-iolab=$root/target/release/iolab
+iolab=${IOLAB:-$root/target/release/iolab}
 floor=$root/target/release/iolab-floor
 floor_c=$root/target/release/iolab-floor-c
 command -v cc >/dev/null || die "a C compiler (cc) is needed for the C floor loop"

@@ -168,6 +168,7 @@ pub enum JobFormat {
 
 /// fio-style logs from the run's per-second figures.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
 pub struct LogArgs {
     /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1).
     #[arg(long, value_name = "PREFIX")]
@@ -227,6 +228,7 @@ impl DbArgs {
 
 /// Labels and saving, for commands that run I/O.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Stored results")]
 pub struct SaveArgs {
     /// A label to file the run under, KEY=VALUE (repeatable): --label config="ext4 barrier=0".
     #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
@@ -439,24 +441,26 @@ pub struct RunArgs {
     /// instead of refusing the file.
     #[arg(long)]
     pub fio_lenient: bool,
-    #[command(flatten)]
-    pub logs: LogArgs,
-    /// The job's options (each defined once, on `JobPatch`, with its job-file key).
-    #[command(flatten)]
-    pub job: JobPatch,
-    /// Run the jobs on these nodes at once (each node runs every job) instead of here.
-    #[command(flatten)]
-    pub nodes: NodeArgs,
     /// Remove the files this run created (only those) when it ends.
     #[arg(long)]
     pub cleanup: bool,
+    /// The job's options (each defined once, on `JobPatch`, with its job-file key), under their
+    /// headings: target and size, pattern, engine, durability, timing, data, validation, each
+    /// personality's own.
+    #[command(flatten)]
+    pub job: JobPatch,
     /// With --workload bonnie: print bonnie++'s CSV line (what its -q prints; bon_csv2html and
     /// bon_csv2txt read it) instead of the summary, progress and notes still shown (as
     /// --output bonnie-csv, which shows neither).
-    #[arg(long)]
+    #[arg(long, help_heading = "bonnie++ (--workload bonnie)")]
     pub csv: bool,
+    /// Run the jobs on these nodes at once (each node runs every job) instead of here.
+    #[command(flatten)]
+    pub nodes: NodeArgs,
     #[command(flatten)]
     pub out: OutArgs,
+    #[command(flatten)]
+    pub logs: LogArgs,
     #[command(flatten)]
     pub save: SaveArgs,
 }
@@ -520,6 +524,7 @@ Examples:
 ";
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Output")]
 pub struct OutArgs {
     /// What to print on stdout; every format but human prints nothing else there (and no
     /// progress line).
@@ -603,6 +608,7 @@ impl NodeArgs {
 
 /// The nodes a run or a scenario uses, and how strictly their clocks are checked.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Several nodes")]
 pub struct NodeArgs {
     /// A node, NAME=ADDR[,dir=PATH] (repeatable, in order: a scenario's node A is the first).
     /// ADDR is ssh://[user@]host (the system ssh runs `iolab agent --stdio` there), HOST:PORT

@@ -117,8 +117,7 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
             max_memory: a.max_memory.unwrap_or(d.max_memory),
         },
     };
-    let threads =
-        replay::plan_for(&r).map_err(|e| anyhow!(trace.display().to_string() + ": " + &e))?.plan.threads.len() as u32;
+    let threads = replay::plan_for(&r).with_context(|| trace.display().to_string())?.plan.threads.len() as u32;
     Ok((r, threads))
 }
 

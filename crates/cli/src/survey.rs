@@ -122,10 +122,10 @@ pub fn steps() -> Vec<Step> {
                     name: Some("smallfiles".into()),
                     workload: Some(iolab_spec::WorkloadKind::Postmark),
                     target: Some(c.dir.clone()),
-                    transactions: Some(100_000_000),
                     runtime: Some(c.time * 2),
                     ..Default::default()
-                }]
+                }
+                .with::<iolab_spec::PostmarkJob>(|o| o.transactions = Some(100_000_000))]
             },
         },
         Step {
@@ -143,6 +143,27 @@ pub fn steps() -> Vec<Step> {
             },
         },
     ]
+}
+
+/// A missing directory is made and marked as iolab's, as a run makes its missing target (and
+/// removed at the end unless --keep, when nothing else is in it): whether it was made.
+fn make_dir(dir: &Path) -> Result<bool> {
+    let made = layout::create_dir_in_run(dir, None)
+        .with_context(|| format!("{} is not a directory to profile", dir.display()))?;
+    if made {
+        eprintln!("created the directory {} (marked as iolab's)", dir.display());
+    }
+    Ok(made)
+}
+
+/// Remove the survey's files, and its directory if it made it.
+fn remove(ctx: &Ctx, made: bool) {
+    for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
+        let _ = layout::remove_owned(p);
+    }
+    if made {
+        let _ = layout::remove_owned_dir(&ctx.dir);
+    }
 }
 
 /// The survey's plan: each step a phase of its jobs, each after a warm-up (1 s, or half a
@@ -163,9 +184,7 @@ fn plan_of(steps: &[Step], ctx: &Ctx) -> Result<Plan> {
 
 pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     a.out.check()?;
-    if !a.dir.is_dir() {
-        bail!("{} is not a directory; give the directory to profile (create it first)", a.dir.display());
-    }
+    let made = make_dir(&a.dir)?;
     let free = layout::free_bytes(&a.dir).with_context(|| format!("checking free space in {}", a.dir.display()))?;
     // Four files: the data file, two writers' files and a small log; leave room to spare.
     let size = match a.size {
@@ -173,6 +192,9 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => Bytes((free / 8).min(Bytes::GIB) / Bytes::MIB * Bytes::MIB),
     };
     if size.0 < Bytes::mib(16).0 {
+        if made {
+            let _ = layout::remove_owned_dir(&a.dir);
+        }
         bail!(
             "{} has {} free, too little for a survey (it needs at least 64 MiB); free space or pick another directory",
             a.dir.display(),
@@ -245,9 +267,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => None,
     };
     if !a.keep {
-        for p in [&ctx.data, &ctx.log, &ctx.writer[0], &ctx.writer[1]] {
-            let _ = layout::remove_owned(p);
-        }
+        remove(&ctx, made);
     }
     // The profile (human), or the survey's JSON beside its locking check's.
     crate::output::print(a.out.output, a.out.options(), &Input::Survey(&result, locking.as_ref()))?;

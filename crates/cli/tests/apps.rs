@@ -504,6 +504,60 @@ fn redolog_writes_both_ways_removes_its_files_and_leaves_the_users_alone() {
     assert_eq!(seen, documented, "phases[].workload against docs/json.md");
 }
 
+/// The example personality: `--workload append-log` appends its records with an fsync every N
+/// in a log per thread, counts them as whole numbers, makes a missing target directory (marked
+/// as iolab's) and leaves nothing of its own behind; under `--direct` the log is opened O_DIRECT
+/// where the filesystem takes it.
+#[test]
+fn append_log_appends_fsyncs_counts_and_leaves_the_users_files_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("append.log"), "user's").unwrap();
+    let target = dir.path().join("logs");
+    let t = target.to_str().unwrap();
+    let args = ["run", "--workload", "append-log", "--name", "wal", "--target", t, "--threads", "2"];
+    let v = run_json(&[&args[..], &["--records", "100", "--record-size", "8k", "--fsync-every", "10"]].concat());
+    assert_eq!(v["status"], "complete", "{v}");
+    let w = &v["phases"][0]["workload"];
+    let n = |k: &str| w[k].as_u64().unwrap_or_else(|| panic!("{k} is no whole number in {w}"));
+    assert_eq!((n("records"), n("bytes_appended"), n("fsyncs")), (200, 200 * 8192, 20));
+    assert!(w["records_per_s"].as_f64().unwrap() > 0.0 && w["elapsed_s"].as_f64().unwrap() > 0.0);
+    let classes = &v["phases"][0]["total"]["classes"];
+    assert_eq!((classes["write"]["ops"].as_u64(), classes["write"]["bytes"].as_u64()), (Some(200), Some(200 * 8192)));
+    assert_eq!((classes["sync"]["ops"].as_u64(), classes["create"]["ops"].as_u64()), (Some(20), Some(2)));
+    assert_eq!(classes["unlink"]["ops"].as_u64(), None, "removing its logs is not counted");
+    assert_eq!(v["plan"]["phases"][0]["jobs"][0]["workload"], "append-log");
+    // The directory it made is left (as a block job's file is), empty of its logs.
+    assert!(target.is_dir());
+    assert!(walk(&target).is_empty(), "{:?}", walk(&target));
+    assert_eq!(std::fs::read_to_string(dir.path().join("append.log")).unwrap(), "user's");
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let documented: BTreeSet<String> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `phases[].workload."))
+        .filter(|l| l.contains("append-log"))
+        .filter_map(|l| l.split_once('`').map(|(p, _)| p.to_string()))
+        .collect();
+    let seen: BTreeSet<String> = w.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(seen, documented, "phases[].workload against docs/json.md");
+    // Its own options, refused for another workload and checked for it.
+    let out = iolab().args(["run", "--target", t, "--size", "1M", "--records", "5"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--records (`records` in a job file) does not apply to workload block"));
+    let out = iolab().args(args).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--runtime"),
+        "unbounded: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !direct_ok(dir.path()) {
+        return skip("this filesystem refuses O_DIRECT: append-log --direct not run");
+    }
+    let v = run_json(&[&args[..], &["--records", "20", "--record-size", "4k", "--direct"]].concat());
+    assert_eq!(v["phases"][0]["workload"]["records"].as_u64(), Some(40), "{v}");
+    let out = iolab().args(args).args(["--records", "2", "--record-size", "1000", "--direct"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("record_size"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn varmail_runs_filebench_s_flow_and_leaves_the_users_files_alone() {
     let dir = tempfile::tempdir().unwrap();

@@ -70,9 +70,32 @@ pub(crate) fn sync_file_range(file: &File, offset: u64, len: u64, flags: u32) ->
     }
 }
 
+/// A read or write with per-call flags: preadv2/pwritev2 (one piece unless the op says more),
+/// at the op's offset or, for the calls at the position, at the file position (offset -1).
+fn with_flags(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<usize> {
+    let len = op.len as usize;
+    let flags = rustix::io::ReadWriteFlags::from_bits_retain(op.flags.bits());
+    let (n, at) = match op.kind {
+        OpKind::Read | OpKind::Write => (1, op.offset),
+        OpKind::Readv(n) | OpKind::Writev(n) => (n, op.offset),
+        OpKind::ReadCur | OpKind::WriteCur => (1, u64::MAX),
+        OpKind::ReadvCur(n) | OpKind::WritevCur(n) => (n, u64::MAX),
+        _ => return Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+    };
+    if op.kind.reads() {
+        rustix::io::preadv2(file, &mut slices_mut(buf, len, n), at, flags).map_err(Into::into)
+    } else {
+        let slices: Vec<IoSlice> = pieces(len, n).map(|r| IoSlice::new(&buf[r])).collect();
+        rustix::io::pwritev2(file, &slices, at, flags).map_err(Into::into)
+    }
+}
+
 /// Perform `op` on `file` with `buf` (the slot's buffer, at least `op.len` bytes).
 pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<usize> {
     let len = op.len as usize;
+    if !op.flags.is_empty() {
+        return with_flags(file, op, buf);
+    }
     match op.kind {
         OpKind::Read => pread(file, &mut buf[..len], op.offset),
         OpKind::Write => pwrite(file, &buf[..len], op.offset),

@@ -1,6 +1,8 @@
 //! iolab-engine: the one place that talks to the kernel about data. Each engine (psync,
 //! io_uring, mmap, null) is a module behind the [`Engine`] trait; the framework above it
-//! takes timestamps and keeps statistics, as fio's engines leave that to fio.
+//! takes timestamps and keeps statistics, as fio's engines leave that to fio. What an engine can
+//! do is its row in the spec's table ([`EngineKind::caps`]); [`build_any`] builds each kind in
+//! one exhaustive match, generated from the list at the bottom of this file.
 //!
 //! The engine owns its buffers ([`BufferPool`]): the caller fills a slot's buffer, queues an
 //! [`Op`] naming that slot, and gets the slot back in a [`Completion`]. A buffer cannot be
@@ -22,6 +24,7 @@ pub mod realtime;
 pub mod uring;
 
 pub use buffer::{fill_pattern, refill, BufferPool};
+pub use iolab_spec::engine::{Caps, EngineKind};
 pub use open::{open_target, OpenOptions};
 
 use std::fs::File;
@@ -124,8 +127,40 @@ impl OpKind {
     }
 }
 
+/// Per-call flags of a read or write, passed through to the kernel as preadv2/pwritev2 and
+/// io_uring take them (`RWF_*`). An engine whose row says it takes none
+/// ([`Caps::rw_flags`]) answers an operation carrying any with EOPNOTSUPP.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RwFlags(u32);
+
+impl RwFlags {
+    pub const NONE: RwFlags = RwFlags(0);
+    /// RWF_HIPRI: poll for the completion.
+    pub const HIPRI: RwFlags = RwFlags(0x1);
+    /// RWF_DSYNC: this write durable as with O_DSYNC.
+    pub const DSYNC: RwFlags = RwFlags(0x2);
+    /// RWF_SYNC: this write durable as with O_SYNC.
+    pub const SYNC: RwFlags = RwFlags(0x4);
+    /// RWF_NOWAIT: fail with EAGAIN rather than block.
+    pub const NOWAIT: RwFlags = RwFlags(0x8);
+    /// RWF_APPEND: this write at the end of the file, as with O_APPEND.
+    pub const APPEND: RwFlags = RwFlags(0x10);
+    /// Flags by their kernel value (an unknown bit reaches the kernel, which refuses it).
+    pub const fn from_bits(bits: u32) -> RwFlags {
+        RwFlags(bits)
+    }
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+    #[inline]
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
 /// One operation for the engine: on file `file` (an index into the engine's file table),
-/// `len` bytes at `offset`, using buffer `slot`.
+/// `len` bytes at `offset`, using buffer `slot`, with per-call `flags` (usually none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Op {
     pub kind: OpKind,
@@ -133,6 +168,23 @@ pub struct Op {
     pub offset: u64,
     pub len: u32,
     pub slot: u32,
+    pub flags: RwFlags,
+}
+
+impl Op {
+    /// An operation without per-call flags.
+    #[inline]
+    pub fn new(kind: OpKind, file: u32, offset: u64, len: u32, slot: u32) -> Op {
+        Op { kind, file, offset, len, slot, flags: RwFlags::NONE }
+    }
+}
+
+/// What an engine is built with: its queue depth and the size of each buffer. An engine's own
+/// setup options (a ring's polling thread, say) join here when one needs them, named in its row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setup {
+    pub depth: usize,
+    pub buf_len: usize,
 }
 
 /// A finished operation: its slot and the kernel's answer (bytes, or a negative errno).
@@ -173,7 +225,11 @@ pub enum EngineError {
 
 /// An I/O engine. Each worker thread owns one; none is shared between threads.
 pub trait Engine: Send {
-    fn name(&self) -> &'static str;
+    /// Which engine this is: its row says what it can do.
+    fn kind(&self) -> EngineKind;
+    fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
     /// How many operations may be in flight at once (one per buffer slot).
     fn depth(&self) -> usize;
     /// Place a file in the table at `index` (replacing nothing: the index must be free), to be
@@ -190,12 +246,12 @@ pub trait Engine: Send {
     /// Collect at least `min` completions (fewer only if fewer are in flight) into `out`.
     fn reap(&mut self, min: usize, out: &mut Vec<Completion>) -> Result<(), EngineError>;
 
-    /// Does [`Engine::queue`] perform the operation at once (psync, mmap, null)? Then a caller
-    /// with nothing in flight may call [`Engine::perform_now`] instead of queue, commit and
-    /// reap: the same system call, without the completion queue.
+    /// Does [`Engine::queue`] perform the operation at once (its row's `synchronous`: psync,
+    /// mmap, null)? Then a caller with nothing in flight may call [`Engine::perform_now`]
+    /// instead of queue, commit and reap: the same system call, without the completion queue.
     #[inline]
     fn is_sync(&self) -> bool {
-        false
+        self.kind().caps().synchronous
     }
     /// Perform `op` and return its completion, with nothing else in flight. Synchronous engines
     /// make the call here; the default queues, commits and reaps it.
@@ -266,71 +322,53 @@ impl<T> FileTable<T> {
     }
 }
 
-/// An engine of a known kind. A caller that runs the same loop for many operations matches on
-/// it once ([`with_engine!`]) and gets that loop compiled for each engine: no dynamic dispatch
-/// per operation, and a synchronous engine's `is_sync` known at compile time.
-pub enum AnyEngine {
-    Psync(psync::Psync),
-    Null(null::Null),
-    Mmap(mmap::Mmap),
-    Uring(Box<uring::Uring>),
+/// Code to run on a concrete engine: [`AnyEngine::run`] calls `visit` with the engine inside,
+/// so generic code in it (the worker loop) is compiled once per engine, with no dynamic
+/// dispatch per operation and a synchronous engine's `is_sync` known at compile time.
+pub trait Visit {
+    type Out;
+    fn visit<E: Engine>(self, engine: &mut E) -> Self::Out;
 }
 
-impl AnyEngine {
-    pub fn as_dyn(&mut self) -> &mut dyn Engine {
-        match self {
-            AnyEngine::Psync(e) => e,
-            AnyEngine::Null(e) => e,
-            AnyEngine::Mmap(e) => e,
-            AnyEngine::Uring(e) => &mut **e,
-        }
-    }
-    pub fn into_box(self) -> Box<dyn Engine> {
-        match self {
-            AnyEngine::Psync(e) => Box::new(e),
-            AnyEngine::Null(e) => Box::new(e),
-            AnyEngine::Mmap(e) => Box::new(e),
-            AnyEngine::Uring(e) => e,
-        }
-    }
-}
+/// The engines, one line each: the kind's row in the spec's table and the module's type, which
+/// has `fn new(Setup) -> Result<Self, EngineError>`. The line generates the kind's variant of
+/// [`AnyEngine`] and its arm of every match on it, [`build_any`]'s among them: a kind without a
+/// line here does not compile.
+macro_rules! engines {
+    ($($kind:ident => $ty:ty),+ $(,)?) => {
+        /// An engine of a known kind (see [`Visit`]).
+        pub enum AnyEngine { $( $kind(Box<$ty>) ),+ }
 
-/// `with_engine!(any, e => body)`: evaluate `body` with `e` bound to `&mut` the concrete engine
-/// inside `any` (an `&mut AnyEngine`), so generic code in `body` is compiled once per engine.
-#[macro_export]
-macro_rules! with_engine {
-    ($any:expr, $e:ident => $body:expr) => {
-        match $any {
-            $crate::AnyEngine::Psync($e) => $body,
-            $crate::AnyEngine::Null($e) => $body,
-            $crate::AnyEngine::Mmap($e) => $body,
-            $crate::AnyEngine::Uring(boxed) => {
-                let $e = &mut **boxed;
-                $body
+        impl AnyEngine {
+            pub fn as_dyn(&mut self) -> &mut dyn Engine {
+                match self { $( AnyEngine::$kind(e) => &mut **e ),+ }
             }
+            pub fn into_box(self) -> Box<dyn Engine> {
+                match self { $( AnyEngine::$kind(e) => e ),+ }
+            }
+            /// Run `v` on the engine inside, compiled for its type.
+            pub fn run<V: Visit>(&mut self, v: V) -> V::Out {
+                match self { $( AnyEngine::$kind(e) => v.visit(&mut **e) ),+ }
+            }
+        }
+
+        /// Build an engine of `kind`: one arm per row of the spec's table.
+        pub fn build_any(kind: EngineKind, setup: Setup) -> Result<AnyEngine, EngineError> {
+            Ok(match kind { $( EngineKind::$kind => AnyEngine::$kind(Box::new(<$ty>::new(setup)?)) ),+ })
         }
     };
 }
 
-/// Which engine to build, with its queue depth and buffer size.
-pub fn build(kind: &str, depth: usize, buf_len: usize) -> Result<Box<dyn Engine>, EngineError> {
-    build_any(kind, depth, buf_len).map(AnyEngine::into_box)
+engines! {
+    Psync => psync::Psync,
+    IoUring => uring::Uring,
+    Mmap => mmap::Mmap,
+    Null => null::Null,
 }
 
-/// [`build`], keeping the engine's kind.
-pub fn build_any(kind: &str, depth: usize, buf_len: usize) -> Result<AnyEngine, EngineError> {
-    Ok(match kind {
-        "psync" => AnyEngine::Psync(psync::Psync::new(buf_len)),
-        "null" => AnyEngine::Null(null::Null::new(buf_len)),
-        "mmap" => AnyEngine::Mmap(mmap::Mmap::new(buf_len)),
-        "io_uring" => AnyEngine::Uring(Box::new(uring::Uring::new(depth, buf_len)?)),
-        other => {
-            return Err(EngineError::Unsupported {
-                engine: "build",
-                what: format!("unknown engine `{other}`; accepted: psync, io_uring, mmap, null"),
-            })
-        }
-    })
+/// [`build_any`], behind the trait.
+pub fn build(kind: EngineKind, setup: Setup) -> Result<Box<dyn Engine>, EngineError> {
+    build_any(kind, setup).map(AnyEngine::into_box)
 }
 
 /// Give the calling thread its own file-descriptor table (`unshare(CLONE_FILES)`).
@@ -348,11 +386,12 @@ pub fn private_fd_table() -> io::Result<()> {
 }
 
 /// Is io_uring usable on this kernel (not disabled by sysctl or seccomp)?
-pub fn io_uring_available() -> Result<(), String> {
-    match io_uring::IoUring::new(2) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(format!("io_uring is not available here: {e}")),
-    }
+pub fn io_uring_available() -> Result<(), EngineError> {
+    io_uring::IoUring::new(2).map(drop).map_err(|source| EngineError::Setup {
+        engine: "io_uring",
+        what: "not available here".into(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -360,12 +399,12 @@ mod tests {
     use super::*;
     use std::io::{Read, Seek, SeekFrom};
 
-    fn roundtrip(kind: &str) {
+    fn roundtrip(kind: EngineKind) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(64 * 1024).unwrap();
-        let mut e = build(kind, 4, 4096).unwrap();
+        let mut e = build(kind, Setup { depth: 4, buf_len: 4096 }).unwrap();
         let f = e.add_file(&file, 64 * 1024).unwrap();
         let depth = e.depth() as u32;
         let mut done = Vec::new();
@@ -376,7 +415,7 @@ mod tests {
                 e.reap(1, &mut done).unwrap();
             }
             e.buffer(slot)[..4096].fill(i as u8 + 1);
-            e.queue(Op { kind: OpKind::Write, file: f, offset: i as u64 * 8192, len: 4096, slot }).unwrap();
+            e.queue(Op::new(OpKind::Write, f, i as u64 * 8192, 4096, slot)).unwrap();
             e.commit().unwrap();
         }
         while ok < 4 {
@@ -384,19 +423,19 @@ mod tests {
             ok = done.len();
         }
         assert!(done.iter().all(|c| c.result().unwrap() == 4096), "{done:?}");
-        e.queue(Op { kind: OpKind::Fsync, file: f, offset: 0, len: 0, slot: 0 }).unwrap();
+        e.queue(Op::new(OpKind::Fsync, f, 0, 0, 0)).unwrap();
         e.commit().unwrap();
         done.clear();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].result().unwrap(), 0);
         let slot = 1 % depth;
         // read back through the engine
-        e.queue(Op { kind: OpKind::Read, file: f, offset: 3 * 8192, len: 4096, slot }).unwrap();
+        e.queue(Op::new(OpKind::Read, f, 3 * 8192, 4096, slot)).unwrap();
         e.commit().unwrap();
         done.clear();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].slot, slot);
-        if kind != "null" {
+        if kind != EngineKind::Null {
             assert!(e.buffer(slot)[..4096].iter().all(|&b| b == 4));
             let mut raw = vec![0u8; 4096];
             let mut fh = File::open(&path).unwrap();
@@ -408,15 +447,15 @@ mod tests {
 
     #[test]
     fn psync_roundtrip() {
-        roundtrip("psync");
+        roundtrip(EngineKind::Psync);
     }
     #[test]
     fn mmap_roundtrip() {
-        roundtrip("mmap");
+        roundtrip(EngineKind::Mmap);
     }
     #[test]
     fn null_roundtrip() {
-        roundtrip("null");
+        roundtrip(EngineKind::Null);
     }
     #[test]
     fn uring_roundtrip() {
@@ -424,7 +463,7 @@ mod tests {
             eprintln!("skipped: {why}");
             return;
         }
-        roundtrip("io_uring");
+        roundtrip(EngineKind::IoUring);
     }
 
     #[test]
@@ -433,9 +472,9 @@ mod tests {
         let path = dir.path().join("ro");
         std::fs::write(&path, [0u8; 4096]).unwrap();
         let file = File::open(&path).unwrap(); // read-only: writes fail with EBADF
-        let mut e = build("psync", 1, 4096).unwrap();
+        let mut e = build(EngineKind::Psync, Setup { depth: 1, buf_len: 4096 }).unwrap();
         let f = e.add_file(&file, 4096).unwrap();
-        e.queue(Op { kind: OpKind::Write, file: f, offset: 0, len: 4096, slot: 0 }).unwrap();
+        e.queue(Op::new(OpKind::Write, f, 0, 4096, 0)).unwrap();
         let mut done = Vec::new();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].result().unwrap_err().raw_os_error(), Some(libc::EBADF));
@@ -444,16 +483,16 @@ mod tests {
     /// lseek then write stays lseek then write; vectored calls at an offset and at the
     /// position; every whence; sync_file_range; ftruncate and fallocate with its mode; files set
     /// at and taken from chosen indexes.
-    fn call_shapes(kind: &str) {
+    fn call_shapes(kind: EngineKind) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(64 * 1024).unwrap();
-        let mut e = build(kind, 2, 8192).unwrap();
+        let mut e = build(kind, Setup { depth: 2, buf_len: 8192 }).unwrap();
         e.set_file(7, file, 64 * 1024).unwrap();
         assert_eq!(e.free_index(), 0);
         let run = |e: &mut Box<dyn Engine>, kind: OpKind, offset: u64, len: u32| -> i64 {
-            e.queue(Op { kind, file: 7, offset, len, slot: 0 }).unwrap();
+            e.queue(Op::new(kind, 7, offset, len, 0)).unwrap();
             e.commit().unwrap();
             let mut done = Vec::new();
             e.reap(1, &mut done).unwrap();
@@ -468,12 +507,12 @@ mod tests {
         assert_eq!(run(&mut e, OpKind::Writev(3), 32768, 8192), 8192);
         e.buffer(0).fill(0);
         assert_eq!(run(&mut e, OpKind::Readv(2), 32768, 8192), 8192);
-        if kind != "null" {
+        if kind != EngineKind::Null {
             assert!(e.buffer(0)[..8192].iter().all(|&b| b == 0xCD));
         }
         assert_eq!(run(&mut e, OpKind::Seek(Whence::Set), 16384, 0), 16384);
         assert_eq!(run(&mut e, OpKind::ReadCur, 0, 4096), 4096);
-        if kind != "null" {
+        if kind != EngineKind::Null {
             assert!(e.buffer(0)[..4096].iter().all(|&b| b == 0xAB));
             // readv/writev at the position move it, as read and write do.
             assert_eq!(run(&mut e, OpKind::Seek(Whence::Cur), 0, 0), 20480);
@@ -496,7 +535,7 @@ mod tests {
         // Punching a hole (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) is not an allocation.
         assert_eq!(run(&mut e, OpKind::Fallocate { mode: 2 | 1, len: 4096 }, 12288, 0), 0);
         let f = e.take_file(7).unwrap();
-        if kind != "null" {
+        if kind != EngineKind::Null {
             let on_disk = std::fs::read(&path).unwrap();
             assert_eq!(on_disk.len(), 65536);
             assert!(on_disk[12288..16384].iter().all(|&b| b == 0), "the hole reads as zeros");
@@ -505,7 +544,7 @@ mod tests {
             assert!(on_disk[32768..40960].iter().all(|&b| b == 0xCD));
             let f = f.unwrap();
             e.set_file(0, f, 64 * 1024).unwrap();
-            e.queue(Op { kind: OpKind::Ftruncate, file: 0, offset: 4096, len: 0, slot: 0 }).unwrap();
+            e.queue(Op::new(OpKind::Ftruncate, 0, 4096, 0, 0)).unwrap();
             let mut done = Vec::new();
             e.commit().unwrap();
             e.reap(1, &mut done).unwrap();
@@ -513,22 +552,22 @@ mod tests {
             assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
         }
         // A closed index answers EBADF, as a closed descriptor does.
-        e.queue(Op { kind: OpKind::Read, file: 7, offset: 0, len: 4096, slot: 0 }).unwrap();
+        e.queue(Op::new(OpKind::Read, 7, 0, 4096, 0)).unwrap();
         let mut done = Vec::new();
         e.commit().unwrap();
         e.reap(1, &mut done).unwrap();
-        if kind != "null" {
+        if kind != EngineKind::Null {
             assert_eq!(done[0].result().unwrap_err().raw_os_error(), Some(libc::EBADF));
         }
     }
 
     #[test]
     fn call_shapes_psync() {
-        call_shapes("psync");
+        call_shapes(EngineKind::Psync);
     }
     #[test]
     fn call_shapes_null() {
-        call_shapes("null");
+        call_shapes(EngineKind::Null);
     }
     #[test]
     fn call_shapes_uring() {
@@ -536,6 +575,42 @@ mod tests {
             eprintln!("skipped: {why}");
             return;
         }
-        call_shapes("io_uring");
+        call_shapes(EngineKind::IoUring);
+    }
+
+    /// An operation's RWF_* flags reach the kernel on the engines whose row says so, and are
+    /// refused (EOPNOTSUPP) by the others, never dropped.
+    #[test]
+    fn per_call_flags_pass_through_or_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for kind in EngineKind::KINDS.iter().copied() {
+            if kind == EngineKind::IoUring && io_uring_available().is_err() {
+                eprintln!("skipped io_uring: not available");
+                continue;
+            }
+            let path = dir.path().join(kind.as_str());
+            let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+            file.set_len(8192).unwrap();
+            let mut e = build(kind, Setup { depth: 1, buf_len: 4096 }).unwrap();
+            let f = e.add_file(&file, 8192).unwrap();
+            e.buffer(0).fill(0x5A);
+            let op = |kind: OpKind, flags: RwFlags| Op { flags, ..Op::new(kind, f, 4096, 4096, 0) };
+            let mut run = |op: Op| {
+                e.queue(op).unwrap();
+                e.commit().unwrap();
+                let mut done = Vec::new();
+                e.reap(1, &mut done).unwrap();
+                done[0].result()
+            };
+            let w = run(op(OpKind::Write, RwFlags::DSYNC));
+            if kind.caps().rw_flags {
+                assert_eq!(w.unwrap(), 4096, "{kind}: RWF_DSYNC write");
+                let unknown = run(op(OpKind::Write, RwFlags::from_bits(1 << 30)));
+                assert_eq!(unknown.unwrap_err().raw_os_error(), Some(libc::EOPNOTSUPP), "{kind}: the kernel saw it");
+                assert_eq!(std::fs::read(&path).unwrap()[4096..], [0x5A; 4096], "{kind}");
+            } else {
+                assert_eq!(w.unwrap_err().raw_os_error(), Some(libc::EOPNOTSUPP), "{kind} refuses flags");
+            }
+        }
     }
 }

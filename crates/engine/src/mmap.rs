@@ -2,7 +2,9 @@
 //! it, and fsync is msync(MS_SYNC) — how databases that map their files do I/O. Reads and
 //! writes at the position keep a position per file as read(2)/write(2) would.
 
-use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind, Whence};
+use crate::{
+    buffer::BufferPool, calls, Completion, Engine, EngineError, EngineKind, FileTable, Op, OpKind, Setup, Whence,
+};
 use memmap2::{MmapOptions, MmapRaw};
 use std::fs::File;
 
@@ -20,8 +22,8 @@ pub struct Mmap {
 }
 
 impl Mmap {
-    pub fn new(buf_len: usize) -> Self {
-        Mmap { maps: FileTable::default(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
+    pub fn new(setup: Setup) -> Result<Self, EngineError> {
+        Ok(Mmap { maps: FileTable::default(), pool: BufferPool::new(1, setup.buf_len), done: Vec::with_capacity(1) })
     }
 
     fn perform(&mut self, op: Op) -> std::io::Result<usize> {
@@ -34,6 +36,8 @@ impl Mmap {
         let in_range = (at as usize).checked_add(len).is_some_and(|end| end <= m.map.len());
         let einval = || std::io::Error::from_raw_os_error(libc::EINVAL);
         let r = match op.kind {
+            // Loads and stores take no per-call flags (its row says so).
+            _ if !op.flags.is_empty() => Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP)),
             k if (k.reads() || k.writes()) && !in_range => Err(einval()),
             k if k.writes() && !m.writable => Err(std::io::Error::from_raw_os_error(libc::EBADF)),
             k if k.reads() => {
@@ -81,8 +85,9 @@ impl Mmap {
 }
 
 impl Engine for Mmap {
-    fn name(&self) -> &'static str {
-        "mmap"
+    #[inline]
+    fn kind(&self) -> EngineKind {
+        EngineKind::Mmap
     }
     fn depth(&self) -> usize {
         1
@@ -112,10 +117,6 @@ impl Engine for Mmap {
     }
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
-    }
-    #[inline]
-    fn is_sync(&self) -> bool {
-        true
     }
     #[inline]
     fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {

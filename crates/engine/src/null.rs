@@ -1,7 +1,7 @@
 //! null: completes every operation at once without touching the kernel, so a run on it
 //! measures iolab's own per-operation cost (fio has the same engine for the same reason).
 
-use crate::{buffer::BufferPool, Completion, Engine, EngineError, FileTable, Op, OpKind};
+use crate::{buffer::BufferPool, Completion, Engine, EngineError, EngineKind, FileTable, Op, OpKind, Setup};
 use std::fs::File;
 
 pub struct Null {
@@ -11,14 +11,15 @@ pub struct Null {
 }
 
 impl Null {
-    pub fn new(buf_len: usize) -> Self {
-        Null { pool: BufferPool::new(1, buf_len), files: FileTable::default(), done: Vec::with_capacity(1) }
+    pub fn new(setup: Setup) -> Result<Self, EngineError> {
+        Ok(Null { pool: BufferPool::new(1, setup.buf_len), files: FileTable::default(), done: Vec::with_capacity(1) })
     }
 }
 
 impl Engine for Null {
-    fn name(&self) -> &'static str {
-        "null"
+    #[inline]
+    fn kind(&self) -> EngineKind {
+        EngineKind::Null
     }
     fn depth(&self) -> usize {
         1
@@ -37,12 +38,10 @@ impl Engine for Null {
         self.pool.slot_mut(slot)
     }
     #[inline]
-    fn is_sync(&self) -> bool {
-        true
-    }
-    #[inline]
     fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let n = match op.kind {
+            // No kernel to pass per-call flags to (its row says so).
+            _ if !op.flags.is_empty() => -(libc::EOPNOTSUPP as i64),
             k if k.reads() || k.writes() => op.len as i64,
             OpKind::Seek(_) => op.offset as i64,
             _ => 0,

@@ -1,7 +1,7 @@
 //! psync: one system call per operation, performed in `queue`, like fio's psync: pread/pwrite,
 //! or exactly the call shape asked for (read/write at the position, preadv/pwritev, lseek...).
 
-use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, EngineKind, FileTable, Op, OpKind, Setup};
 use std::fs::File;
 
 pub struct Psync {
@@ -11,13 +11,14 @@ pub struct Psync {
 }
 
 impl Psync {
-    pub fn new(buf_len: usize) -> Self {
-        Psync { files: FileTable::default(), pool: BufferPool::new(1, buf_len), done: Vec::with_capacity(1) }
+    pub fn new(setup: Setup) -> Result<Self, EngineError> {
+        Ok(Psync { files: FileTable::default(), pool: BufferPool::new(1, setup.buf_len), done: Vec::with_capacity(1) })
     }
 }
 
 impl Psync {
-    /// Every call but pread and pwrite, or a closed index: off the hot path.
+    /// Every call but plain pread and pwrite (other shapes, per-call flags), or a closed index:
+    /// off the hot path.
     #[cold]
     fn other(&mut self, op: Op) -> Completion {
         let r = match self.files.get(op.file) {
@@ -29,8 +30,9 @@ impl Psync {
 }
 
 impl Engine for Psync {
-    fn name(&self) -> &'static str {
-        "psync"
+    #[inline]
+    fn kind(&self) -> EngineKind {
+        EngineKind::Psync
     }
     fn depth(&self) -> usize {
         1
@@ -47,18 +49,15 @@ impl Engine for Psync {
     fn buffer(&mut self, slot: u32) -> &mut [u8] {
         self.pool.slot_mut(slot)
     }
-    #[inline]
-    fn is_sync(&self) -> bool {
-        true
-    }
     #[inline(always)]
     fn perform_now(&mut self, op: Op) -> Result<Completion, EngineError> {
         let r = match self.files.get(op.file) {
-            // pread and pwrite, the hot path, straight; every other call shape through `calls`.
-            Some(f) if op.kind == OpKind::Read => {
+            // pread and pwrite, the hot path, straight; every other call shape, and a call with
+            // flags (preadv2/pwritev2), through `calls`.
+            Some(f) if op.kind == OpKind::Read && op.flags.is_empty() => {
                 calls::res(rustix::io::pread(f, &mut self.pool.slot_mut(op.slot)[..op.len as usize], op.offset))
             }
-            Some(f) if op.kind == OpKind::Write => {
+            Some(f) if op.kind == OpKind::Write && op.flags.is_empty() => {
                 calls::res(rustix::io::pwrite(f, &self.pool.slot_mut(op.slot)[..op.len as usize], op.offset))
             }
             _ => return Ok(self.other(op)),

@@ -4,7 +4,7 @@
 //! file lookup per I/O. lseek, ftruncate and sync_file_range run at once (the first two have no
 //! ring operation) and their completion comes back with the next reap.
 
-use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, FileTable, Op, OpKind};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, EngineKind, FileTable, Op, OpKind, Setup};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -49,17 +49,42 @@ macro_rules! entry {
         match op.kind {
             // With the pool registered (one buffer, index 0), pread/pwrite read and write it
             // without the kernel pinning the user pages for each I/O.
-            OpKind::Read if $fixed_buf => opcode::ReadFixed::new(fd, ptr, op.len, 0).offset(op.offset).build(),
-            OpKind::Write if $fixed_buf => opcode::WriteFixed::new(fd, ptr, op.len, 0).offset(op.offset).build(),
-            OpKind::Read => opcode::Read::new(fd, ptr, op.len).offset(op.offset).build(),
-            OpKind::Write => opcode::Write::new(fd, ptr, op.len).offset(op.offset).build(),
+            // The operation's RWF_* flags ride in the SQE's rw_flags, as preadv2/pwritev2 take them.
+            OpKind::Read if $fixed_buf => {
+                opcode::ReadFixed::new(fd, ptr, op.len, 0).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
+            }
+            OpKind::Write if $fixed_buf => {
+                opcode::WriteFixed::new(fd, ptr, op.len, 0).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
+            }
+            OpKind::Read => {
+                opcode::Read::new(fd, ptr, op.len).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
+            }
+            OpKind::Write => {
+                opcode::Write::new(fd, ptr, op.len).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
+            }
             // An offset of -1 reads or writes at (and advances) the file position.
-            OpKind::ReadCur => opcode::Read::new(fd, ptr, op.len).offset(u64::MAX).build(),
-            OpKind::WriteCur => opcode::Write::new(fd, ptr, op.len).offset(u64::MAX).build(),
-            OpKind::Readv(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
-            OpKind::Writev(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(op.offset).build(),
-            OpKind::ReadvCur(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(u64::MAX).build(),
-            OpKind::WritevCur(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32).offset(u64::MAX).build(),
+            OpKind::ReadCur => {
+                opcode::Read::new(fd, ptr, op.len).offset(u64::MAX).rw_flags(op.flags.bits() as i32).build()
+            }
+            OpKind::WriteCur => {
+                opcode::Write::new(fd, ptr, op.len).offset(u64::MAX).rw_flags(op.flags.bits() as i32).build()
+            }
+            OpKind::Readv(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .build(),
+            OpKind::Writev(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .build(),
+            OpKind::ReadvCur(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32)
+                .offset(u64::MAX)
+                .rw_flags(op.flags.bits() as i32)
+                .build(),
+            OpKind::WritevCur(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32)
+                .offset(u64::MAX)
+                .rw_flags(op.flags.bits() as i32)
+                .build(),
             OpKind::Fsync => opcode::Fsync::new(fd).build(),
             OpKind::Fdatasync => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),
             OpKind::Fallocate { mode, len } => {
@@ -71,8 +96,8 @@ macro_rules! entry {
 }
 
 impl Uring {
-    pub fn new(depth: usize, buf_len: usize) -> Result<Self, EngineError> {
-        let depth = depth.clamp(1, 4096);
+    pub fn new(Setup { depth, buf_len }: Setup) -> Result<Self, EngineError> {
+        let depth = depth.clamp(1, EngineKind::IoUring.caps().max_depth as usize);
         let entries = depth.next_power_of_two() as u32;
         // As fio sets up its rings: completions run when this thread asks for them, not by
         // interrupting it (COOP_TASKRUN, DEFER_TASKRUN), and only this thread submits
@@ -112,8 +137,9 @@ impl Uring {
 }
 
 impl Engine for Uring {
-    fn name(&self) -> &'static str {
-        "io_uring"
+    #[inline]
+    fn kind(&self) -> EngineKind {
+        EngineKind::IoUring
     }
     fn depth(&self) -> usize {
         self.in_flight.len()
@@ -277,7 +303,7 @@ mod tests {
             eprintln!("skipped: {why}");
             return;
         }
-        let e = Uring::new(4, 4096).unwrap();
+        let e = Uring::new(crate::Setup { depth: 4, buf_len: 4096 }).unwrap();
         assert!(e.fixed_bufs, "a 16 KiB pool registers");
     }
 }

@@ -307,7 +307,11 @@ pub struct JobResult {
     pub per_thread: Vec<ThreadResult>,
     /// The job's personality figures, its threads combined ([`crate::figures`]); empty for
     /// block jobs and runs stored before jobs kept their own.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::collections::BTreeMap::is_empty",
+        serialize_with = "crate::figures::serialize"
+    )]
     pub workload: crate::figures::Figures,
     /// A replay job's fidelity: recorded against replayed (absent for other workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,7 +350,11 @@ pub struct PhaseResult {
     /// `transactions_per_s`, `created`, ...; docs/json.md lists them): the phase's jobs
     /// combined when they are all of one personality ([`crate::figures::roll_up`]), else
     /// empty (each job keeps its own in `jobs[].workload`); empty for block jobs.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "std::collections::BTreeMap::is_empty",
+        serialize_with = "crate::figures::serialize"
+    )]
     pub workload: crate::figures::Figures,
     /// What a reader should know about how the phase ran that its figures do not say (a
     /// maildir job's discarded start shortened for a short run), a sentence each.

@@ -107,6 +107,9 @@ impl BlockJob {
                 return err("offset", format!("{o}: with direct I/O the offset must be a multiple of 512 bytes"));
             }
         }
+        if self.io_size == Some(Bytes(0)) {
+            return err("io_size", "an io_size of 0 transfers nothing; leave it out for one pass over --size".into());
+        }
         if self.compressibility > 100 {
             return err("compressibility", format!("{} is not a percentage; accepted: 0 to 100", self.compressibility));
         }

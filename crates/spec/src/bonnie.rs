@@ -7,13 +7,144 @@
 //! `--bonnie-ram` its `-r`, `--bonnie-char-size` its `-f` (0: skip the per-character tests),
 //! `--bonnie-files` its `-n number:max:min:dirs`, `--bonnie-sync` its `-b`.
 
+use crate::figures::{Figures, Kind, Kind::*};
 use crate::job::Job;
 use crate::patch::JobPatch;
+use crate::personality::{OwnDirs, Personality};
 use crate::units::{parse_size, Bytes};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+
+/// bonnie++'s options as flags and job-file keys, each one of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", command(next_help_heading = "bonnie++ (--workload bonnie)"))]
+#[serde(deny_unknown_fields)]
+pub struct BonnieOptions {
+    /// bonnie: test file size (bonnie++'s -s; default twice the RAM, rounded up to a GiB).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_size: Option<Bytes>,
+    /// bonnie: the RAM to size for (bonnie++'s -r; default MemTotal; a --bonnie-size under twice it is refused, 0 skips that check).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_ram: Option<Bytes>,
+    /// bonnie: block size of the block tests (bonnie++'s -s size:chunk; default 8k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_chunk: Option<Bytes>,
+    /// bonnie: bytes of the per-character tests (bonnie++'s -f N, in whole MiB; default 3M; 0 skips them, as -f does).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_char_size: Option<Bytes>,
+    /// bonnie: random seeks in all (bonnie++'s -s size:chunk:seeks; default 8192).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_seeks: Option<u32>,
+    /// bonnie: seekers doing them at once, each a thread with the file open (bonnie++'s -s size:chunk:seeks:seekers; default 5).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_seekers: Option<u32>,
+    /// bonnie: the create tests' files as bonnie++'s -n: NUMBER[:MAX[:MIN[:DIRS]]], NUMBER in multiples of 1024 (default 16, 0 skips them), MAX and MIN file sizes (default 0: empty files), DIRS directories (default 1).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N[:MAX[:MIN[:DIRS]]]", value_parser = crate::patch::parse_word::<BonnieFiles>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_files: Option<BonnieFiles>,
+    /// bonnie: no write buffering, bonnie++'s -b: fsync after each seeker's write and each file created, fsync of the directory after each create and delete.
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bonnie_sync: Option<bool>,
+}
+
+pub mod columns {
+    pub const TESTS: [&str; 12] = [
+        "putc",
+        "put_block",
+        "rewrite",
+        "getc",
+        "get_block",
+        "seeks",
+        "seq_create",
+        "seq_stat",
+        "seq_del",
+        "ran_create",
+        "ran_stat",
+        "ran_del",
+    ];
+    /// %CPU over each test (the CSV's `*_cpu`).
+    pub const CPU: [&str; 12] = [
+        "putc_cpu",
+        "put_block_cpu",
+        "rewrite_cpu",
+        "getc_cpu",
+        "get_block_cpu",
+        "seeks_cpu",
+        "seq_create_cpu",
+        "seq_stat_cpu",
+        "seq_del_cpu",
+        "ran_create_cpu",
+        "ran_stat_cpu",
+        "ran_del_cpu",
+    ];
+    /// Each test's wall time.
+    pub const SECS: [&str; 12] = [
+        "putc_s",
+        "put_block_s",
+        "rewrite_s",
+        "getc_s",
+        "get_block_s",
+        "seeks_s",
+        "seq_create_s",
+        "seq_stat_s",
+        "seq_del_s",
+        "ran_create_s",
+        "ran_stat_s",
+        "ran_del_s",
+    ];
+    /// Each test's longest unit of work (the CSV's latency columns).
+    pub const LATENCY: [&str; 12] = [
+        "putc_latency_us",
+        "put_block_latency_us",
+        "rewrite_latency_us",
+        "getc_latency_us",
+        "get_block_latency_us",
+        "seeks_latency_us",
+        "seq_create_latency_us",
+        "seq_stat_latency_us",
+        "seq_del_latency_us",
+        "ran_create_latency_us",
+        "ran_stat_latency_us",
+        "ran_del_latency_us",
+    ];
+    /// What each test did: bytes, seeks or files.
+    pub const AMOUNT: [&str; 12] = [
+        "putc_bytes",
+        "put_block_bytes",
+        "rewrite_bytes",
+        "getc_bytes",
+        "get_block_bytes",
+        "seeks_count",
+        "seq_create_files",
+        "seq_stat_files",
+        "seq_del_files",
+        "ran_create_files",
+        "ran_stat_files",
+        "ran_del_files",
+    ];
+}
+
+macro_rules! bonnie_figures {
+    ($($i:literal)+) => {
+        &[$(
+            (columns::TESTS[$i], Derived),
+            (columns::CPU[$i], Percent),
+            (columns::SECS[$i], Seconds),
+            (columns::LATENCY[$i], Max),
+            (columns::AMOUNT[$i], Count),
+        )+]
+    };
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BonnieJob {
@@ -146,8 +277,29 @@ pub fn size_for_ram(ram: u64) -> u64 {
     size << 20
 }
 
-impl BonnieJob {
-    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BonnieJob, SpecError> {
+impl Personality for BonnieJob {
+    const NAME: &'static str = "bonnie";
+    const ABOUT: &'static str = "bonnie++'s tests";
+    type Options = BonnieOptions;
+    const DIRS: OwnDirs = OwnDirs::PerJob;
+    const THREADS_IN_WORDS: bool = false;
+    const FIGURES: &'static [(&'static str, Kind)] = bonnie_figures!(0 1 2 3 4 5 6 7 8 9 10 11);
+
+    /// Each test's rate from what it did over its time: K/sec for the data tests (bonnie++'s K
+    /// is 1024 bytes), seeks/sec, files/sec. A test that did not run has none.
+    fn derive(f: &mut Figures) {
+        for i in 0..12 {
+            let (Some(amount), Some(secs)) =
+                (f.get(columns::AMOUNT[i]).copied(), f.get(columns::SECS[i]).copied())
+            else {
+                continue;
+            };
+            let unit = if i <= 4 { 1024.0 } else { 1.0 };
+            f.insert(columns::TESTS[i].to_string(), crate::figures::per(amount / unit, secs));
+        }
+    }
+
+    fn resolve(o: &BonnieOptions, p: &JobPatch, name: &str) -> Result<BonnieJob, SpecError> {
         if p.threads.is_some() {
             return Err(SpecError::field(
                 name,
@@ -155,9 +307,9 @@ impl BonnieJob {
                 "bonnie++ runs its tests in one process; its concurrent seekers are --bonnie-seekers (5)",
             ));
         }
-        let ram = p.bonnie_ram.unwrap_or_else(|| Bytes(mem_total()));
-        let size = p.bonnie_size.unwrap_or(Bytes(size_for_ram(ram.0)));
-        if p.bonnie_size.is_some() && ram.0 > 0 && size.0 < ram.0.saturating_mul(2) {
+        let ram = o.bonnie_ram.unwrap_or_else(|| Bytes(mem_total()));
+        let size = o.bonnie_size.unwrap_or(Bytes(size_for_ram(ram.0)));
+        if o.bonnie_size.is_some() && ram.0 > 0 && size.0 < ram.0.saturating_mul(2) {
             return Err(SpecError::field(
                 name,
                 "bonnie_size",
@@ -166,24 +318,47 @@ impl BonnieJob {
                 ),
             ));
         }
-        let files = p.bonnie_files.unwrap_or(BonnieFiles { number: 16, max: 0, min: 0, dirs: 1 });
-        let char_size = p.bonnie_char_size.unwrap_or(Bytes(CHAR_IO_DEFAULT));
+        let files = o.bonnie_files.unwrap_or(BonnieFiles { number: 16, max: 0, min: 0, dirs: 1 });
+        let char_size = o.bonnie_char_size.unwrap_or(Bytes(CHAR_IO_DEFAULT));
         Ok(BonnieJob {
             file_size: size,
             ram,
-            chunk_size: p.bonnie_chunk.unwrap_or(Bytes::kib(8)),
+            chunk_size: o.bonnie_chunk.unwrap_or(Bytes::kib(8)),
             char_size: Bytes(char_size.0.min(size.0)),
-            seeks: p.bonnie_seeks.unwrap_or(8192),
-            seekers: p.bonnie_seekers.unwrap_or(5),
+            seeks: o.bonnie_seeks.unwrap_or(8192),
+            seekers: o.bonnie_seekers.unwrap_or(5),
             num_files: files.number,
             max_size: files.max,
             min_size: files.min,
             dirs: files.dirs,
-            sync: p.bonnie_sync.unwrap_or(false),
+            sync: o.bonnie_sync.unwrap_or(false),
         })
     }
 
-    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+    /// bonnie++'s seekers: its tests run in the first.
+    fn threads(&self, _asked: Option<u32>) -> u32 {
+        self.seekers
+    }
+
+    fn describe(&self, _job: &Job, words: &mut Vec<String>) {
+        words.push(format!("{} file, {} chunks, {}×1024 files", self.file_size, self.chunk_size, self.num_files));
+        if self.max_size > 0 {
+            words.push(format!("of {}-{} bytes", self.min_size, self.max_size));
+        }
+        if self.dirs > 1 {
+            words.push(format!("in {} dirs", self.dirs));
+        }
+        if self.sync {
+            words.push("no write buffering".into());
+        }
+    }
+
+    /// The test file and the create tests' largest files.
+    fn space(&self) -> u64 {
+        self.file_size.0 + self.files() * self.max_size
+    }
+
+    fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if job.threads != self.seekers {
             return err("threads", format!("{}: a bonnie job's threads are its {} seekers", job.threads, self.seekers));
@@ -228,15 +403,27 @@ impl BonnieJob {
         if job.runtime.is_some() {
             return err("runtime", "bonnie++ runs each test to its end; it takes no runtime".into());
         }
-        if job.direct {
+        // --direct is bonnie++'s -D: the file of the block write test is created with
+        // O_DIRECT (the tests after it open it without, as bonnie++ 2.0 does). Its per-character
+        // tests write 1 byte at a time, which O_DIRECT refuses: bonnie++ -D then stops with
+        // "Can't write() - disk full?", so they must be skipped (its -f).
+        if job.direct && self.char_size.0 > 0 {
             return err(
                 "direct",
-                "bonnie++'s per-character tests are 1-byte calls; direct I/O needs aligned sizes".into(),
+                "bonnie++'s per-character tests are 1-byte calls; direct I/O needs aligned sizes: skip them with --bonnie-char-size 0 (bonnie++ -D -f)".into(),
+            );
+        }
+        if job.direct && !self.chunk_size.0.is_multiple_of(512) {
+            return err(
+                "bonnie_chunk",
+                format!("{}: with direct I/O the chunk must be a multiple of 512 bytes", self.chunk_size),
             );
         }
         Ok(())
     }
+}
 
+impl BonnieJob {
     /// Blocks of `chunk` in the file.
     pub fn blocks(&self) -> u64 {
         self.file_size.0 / self.chunk_size.0.max(1)
@@ -256,6 +443,9 @@ mod tests {
     fn job(p: JobPatch) -> Result<Job, SpecError> {
         let j = JobPatch { target: Some("/t".into()), workload: Some(WorkloadKind::Bonnie), ..p }.resolve("b")?;
         j.validate().map(|_| j)
+    }
+    fn o(options: BonnieOptions) -> JobPatch {
+        JobPatch::default().with::<BonnieJob>(|o| *o = options)
     }
     fn bonnie(j: &Job) -> &BonnieJob {
         match &j.workload {
@@ -281,19 +471,12 @@ mod tests {
         assert_eq!(size_for_ram(800 << 20), 2048 << 20);
         assert_eq!(size_for_ram(100 << 20), 300 << 20);
         assert_eq!(size_for_ram(0), 300 << 20);
-        let j = job(JobPatch { bonnie_ram: Some(Bytes::mib(512)), ..Default::default() }).unwrap();
+        let j = job(o(BonnieOptions { bonnie_ram: Some(Bytes::mib(512)), ..Default::default() })).unwrap();
         assert_eq!(bonnie(&j).file_size, Bytes::gib(1), "-r 512 makes a 1 GiB file");
-        let j = job(JobPatch { bonnie_size: Some(Bytes::mib(1)), bonnie_ram: Some(Bytes(0)), ..Default::default() })
+        let j = job(o(BonnieOptions { bonnie_size: Some(Bytes::mib(1)), bonnie_ram: Some(Bytes(0)), ..Default::default() }))
             .unwrap();
         assert_eq!((bonnie(&j).file_size, bonnie(&j).char_size), (Bytes::mib(1), Bytes::mib(1)));
-        let j = job(JobPatch {
-            bonnie_size: Some(Bytes::mib(2048)),
-            bonnie_ram: Some(Bytes::mib(1024)),
-            bonnie_files: Some("2:64k:1k:10".parse().unwrap()),
-            bonnie_seekers: Some(3),
-            bonnie_char_size: Some(Bytes(0)),
-            ..Default::default()
-        })
+        let j = job(o(BonnieOptions { bonnie_size: Some(Bytes::mib(2048)), bonnie_ram: Some(Bytes::mib(1024)), bonnie_files: Some("2:64k:1k:10".parse().unwrap()), bonnie_seekers: Some(3), bonnie_char_size: Some(Bytes(0)), ..Default::default() }))
         .unwrap();
         let b = bonnie(&j);
         assert_eq!(
@@ -306,18 +489,29 @@ mod tests {
     #[test]
     fn refuses_what_bonnie_refuses() {
         let e = |p: JobPatch| job(p).unwrap_err().to_string();
-        let small = |p: JobPatch| JobPatch { bonnie_ram: Some(Bytes(0)), ..p };
+        let small = |p: JobPatch| p.with::<BonnieJob>(|o| o.bonnie_ram = Some(Bytes(0)));
         assert!(e(JobPatch { threads: Some(2), ..Default::default() }).contains("--bonnie-seekers"));
         let twice =
-            e(JobPatch { bonnie_size: Some(Bytes::mib(100)), bonnie_ram: Some(Bytes::mib(64)), ..Default::default() });
+            e(o(BonnieOptions { bonnie_size: Some(Bytes::mib(100)), bonnie_ram: Some(Bytes::mib(64)), ..Default::default() }));
         assert!(twice.contains("twice the RAM") && twice.contains("--bonnie-ram 0"), "{twice}");
-        assert!(e(small(JobPatch { bonnie_size: Some(Bytes(100)), ..Default::default() })).contains("whole MiB"));
-        assert!(e(small(JobPatch { bonnie_chunk: Some(Bytes(3000)), ..Default::default() })).contains("power of two"));
-        assert!(e(small(JobPatch { bonnie_files: Some("5000".parse().unwrap()), ..Default::default() }))
+        assert!(e(small(o(BonnieOptions { bonnie_size: Some(Bytes(100)), ..Default::default() }))).contains("whole MiB"));
+        assert!(e(small(o(BonnieOptions { bonnie_chunk: Some(Bytes(3000)), ..Default::default() }))).contains("power of two"));
+        assert!(e(small(o(BonnieOptions { bonnie_files: Some("5000".parse().unwrap()), ..Default::default() })))
             .contains("bonnie_files"));
-        assert!(e(small(JobPatch { bonnie_files: Some("1:1k:4k".parse().unwrap()), ..Default::default() }))
+        assert!(e(small(o(BonnieOptions { bonnie_files: Some("1:1k:4k".parse().unwrap()), ..Default::default() })))
             .contains("largest"));
         assert!(e(small(JobPatch { direct: Some(true), ..Default::default() })).contains("direct"));
+        // --direct is bonnie++'s -D, which stops at the per-character tests' first 1-byte write:
+        // taken without them (-f), and with a chunk O_DIRECT can move.
+        let direct = |o: BonnieOptions| small(JobPatch { direct: Some(true), ..Default::default() }.with::<BonnieJob>(|x| {
+            x.bonnie_char_size = o.bonnie_char_size;
+            x.bonnie_chunk = o.bonnie_chunk;
+            x.bonnie_size = Some(Bytes::mib(16));
+        }));
+        assert!(e(direct(BonnieOptions::default())).contains("--bonnie-char-size 0"));
+        assert!(job(direct(BonnieOptions { bonnie_char_size: Some(Bytes(0)), ..Default::default() })).is_ok());
+        let chunk = BonnieOptions { bonnie_char_size: Some(Bytes(0)), bonnie_chunk: Some(Bytes(256)), ..Default::default() };
+        assert!(e(direct(chunk)).contains("multiple of 512"));
         assert!(e(small(JobPatch { runtime: Some(std::time::Duration::from_secs(3)), ..Default::default() }))
             .contains("runtime"));
         assert!("1:2:3:4:5".parse::<BonnieFiles>().is_err());

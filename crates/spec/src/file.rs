@@ -118,6 +118,35 @@ threads = 4
         assert!(e.contains("job `a`") && e.contains("stride"), "{e}");
     }
 
+    /// What a flag's parser refuses, a job file's value is refused for too, naming the field.
+    #[test]
+    fn a_job_files_values_keep_the_flags_ranges() {
+        let bad = |lines: &str| {
+            parse_job_file(
+                &format!("[[phase]]\n[[phase.job]]\ntarget='/x'\nsize='1M'\n{lines}\n"),
+                &JobPatch::default(),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        for (lines, field) in [
+            ("rw='randrw'\nmix=101", "mix"),
+            ("rw='write'\ncompressibility=101", "compressibility"),
+            ("rw='write'\nverify_on='other'\nverify_rounds=0", "verify_rounds"),
+            ("rw='write'\nverify_on='other'\nverify_rounds=1001", "verify_rounds"),
+            ("io_size=0", "io_size"),
+            ("iodepth=0", "iodepth"),
+            ("threads=0", "threads"),
+            ("runtime='0s'", "runtime"),
+            ("rate_iops=0", "rate"),
+            ("bs='0'", "bs"),
+            ("dist='zipf:0'", "zipf"),
+        ] {
+            let e = bad(lines);
+            assert!(e.contains(field), "{lines}: {e}");
+        }
+    }
+
     #[test]
     fn empty_file_is_refused() {
         assert!(parse_job_file("", &JobPatch::default()).unwrap_err().to_string().contains("no phase"));

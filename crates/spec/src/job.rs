@@ -2,6 +2,8 @@
 //! files, the survey and (later) remote nodes, so every front end maps to the same thing.
 
 pub use crate::block::BlockJob;
+pub use crate::engine::EngineKind;
+use crate::personality::OwnDirs;
 use crate::units::{duration_serde, parse_size, Bytes};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
@@ -63,27 +65,35 @@ impl Rw {
     }
 }
 
-word_enum!(
-    /// Which workload a job runs (`workload = "..."`, `--workload`).
-    WorkloadKind {
-        Block => "block",
-        Postmark => "postmark",
-        Maildir => "maildir",
-        Redolog => "redolog",
-        Varmail => "varmail",
-        Bonnie => "bonnie",
-    }
-);
+pub use crate::{Workload, WorkloadKind};
 
-word_enum!(
-    /// How an I/O reaches the kernel.
-    EngineKind {
-        Psync => "psync",
-        IoUring => "io_uring",
-        Mmap => "mmap",
-        Null => "null",
+impl FromStr for WorkloadKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        std::iter::once(WorkloadKind::Block)
+            .chain(WorkloadKind::PERSONALITIES.iter().copied())
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown value `{s}`; accepted: {}", WorkloadKind::ALL.join(", ")))
     }
-);
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for WorkloadKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for WorkloadKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
 
 word_enum!(
     /// How the validation journal's records reach the disk (`--journal-sync`): `sync` makes the
@@ -289,25 +299,6 @@ pub struct Job {
     pub workload: Workload,
 }
 
-/// What a job does, with the options only that workload has.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Workload {
-    /// Reads and writes where an access pattern says: dd-like streams, random and mixed I/O.
-    Block(BlockJob),
-    /// The calls of a recorded trace, one worker per traced thread (`iolab replay`).
-    Replay(crate::replay::ReplayJob),
-    /// PostMark's small-file transactions (crate::postmark).
-    Postmark(crate::postmark::PostmarkJob),
-    /// Mail delivery into maildirs (crate::maildir).
-    Maildir(crate::maildir::MaildirJob),
-    /// A redo log's initialisation, sparse with an fsync per block against full (crate::redolog).
-    Redolog(crate::redolog::RedologJob),
-    /// filebench's varmail flow (crate::varmail).
-    Varmail(crate::varmail::VarmailJob),
-    /// bonnie++'s tests (crate::bonnie).
-    Bonnie(crate::bonnie::BonnieJob),
-}
-
 impl Job {
     /// The job in a few words, to tell runs apart in `iolab runs`: what it does, its block size,
     /// and whatever differs from iolab's defaults (`randwrite 4KiB direct io_uring QD32 4 threads
@@ -339,58 +330,19 @@ impl Job {
                 }
             }
             Workload::Replay(_) => {}
-            Workload::Varmail(v) => {
-                words.push(format!("{} files of {} mean", v.nfiles, v.filesize));
-            }
-            Workload::Bonnie(b) => {
-                words.push(format!("{} file, {} chunks, {}×1024 files", b.file_size, b.chunk_size, b.num_files));
-                if b.max_size > 0 {
-                    words.push(format!("of {}-{} bytes", b.min_size, b.max_size));
-                }
-                if b.dirs > 1 {
-                    words.push(format!("in {} dirs", b.dirs));
-                }
-                if b.sync {
-                    words.push("no write buffering".into());
-                }
-            }
-            Workload::Redolog(r) => {
-                words.push(format!("{} files of {}, {} every {}", r.files, r.file_size, r.block, r.stride));
-            }
-            Workload::Maildir(m) => {
-                words.push(format!("{} mailboxes {}-{}", m.mailboxes, m.min_size, m.max_size));
-                if m.dir_fsync {
-                    words.push("dir fsync".into());
-                }
-                match m.discard_asked {
-                    Some(asked) => words.push(format!(
-                        "first {:.1}s discarded (shortened from {:.0}s: a quarter of the run)",
-                        m.discard.as_secs_f64(),
-                        asked.as_secs_f64()
-                    )),
-                    None if !m.discard.is_zero() => {
-                        words.push(format!("first {:.0}s discarded", m.discard.as_secs_f64()))
-                    }
-                    None => {}
-                }
-            }
-            Workload::Postmark(p) => {
-                words.push(format!(
-                    "{} files {} transactions {}-{} bytes",
-                    p.number, p.transactions, p.size_low, p.size_high
-                ));
-                if p.fsync {
-                    words.push("fsync".into());
+            w => {
+                if let Some(app) = w.app() {
+                    app.describe(self, &mut words);
                 }
             }
         }
-        if self.engine != EngineKind::Psync {
+        if self.engine != EngineKind::DEFAULT {
             words.push(self.engine.to_string());
         }
         if self.iodepth > 1 {
             words.push(format!("QD{}", self.iodepth));
         }
-        if self.threads > 1 && !matches!(self.workload, Workload::Bonnie(_)) {
+        if self.threads > 1 && self.workload.app().is_none_or(|a| a.threads_in_words()) {
             words.push(format!("{} threads", self.threads));
         }
         if let Some(v) = &self.verify {
@@ -405,161 +357,62 @@ impl Job {
     /// where its threads share what is in it (maildir's mailboxes, varmail's file set,
     /// bonnie++'s file and its seekers). Empty for the block workload and replays.
     pub fn own_dirs(&self) -> Vec<String> {
-        match self.workload {
-            Workload::Postmark(_) | Workload::Redolog(_) => {
-                (0..self.threads).map(|t| format!("iolab.{}.{t}", self.name)).collect()
-            }
-            Workload::Maildir(_) | Workload::Varmail(_) | Workload::Bonnie(_) => vec![format!("iolab.{}", self.name)],
-            Workload::Block(_) | Workload::Replay(_) => Vec::new(),
+        match self.workload.app().map(|a| a.dirs()) {
+            Some(OwnDirs::PerThread) => (0..self.threads).map(|t| format!("iolab.{}.{t}", self.name)).collect(),
+            Some(OwnDirs::PerJob) => vec![format!("iolab.{}", self.name)],
+            None => Vec::new(),
         }
     }
 
     /// What a reader of the results should know about how the job was run that the figures
     /// do not say (a discarded start shortened for a short run), one sentence each.
     pub fn notes(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Workload::Maildir(m) = &self.workload {
-            if let Some(asked) = m.discard_asked {
-                let run = self.runtime.map(|r| format!(" of {:.1} s", r.as_secs_f64())).unwrap_or_default();
-                out.push(format!(
-                    "job `{}`: messages_per_min leaves out the first {:.1} s, not the {:.0} s asked (--discard): a quarter of the run{run}",
-                    self.name,
-                    m.discard.as_secs_f64(),
-                    asked.as_secs_f64()
-                ));
-            }
-        }
-        out
+        self.workload.app().map(|a| a.notes(self)).unwrap_or_default()
     }
 }
 
 impl Workload {
-    /// A short description for tables and default phase names (`randrw`, `write`...).
+    /// A short description for tables and default phase names (`randrw`, `write`, `postmark`...).
     pub fn label(&self) -> String {
         match self {
             Workload::Block(b) => b.rw.to_string(),
             Workload::Replay(r) => r.describe(),
-            Workload::Postmark(_) => "postmark".to_string(),
-            Workload::Maildir(_) => "maildir".to_string(),
-            Workload::Redolog(_) => "redolog".to_string(),
-            Workload::Varmail(_) => "varmail".to_string(),
-            Workload::Bonnie(_) => "bonnie".to_string(),
+            w => w.app().map(|a| a.name().to_string()).unwrap_or_default(),
         }
     }
     /// Whether it reads what is in its files (so they must hold data before the window).
     pub fn needs_data(&self) -> bool {
         match self {
             Workload::Block(b) => b.rw.reads() || b.rw.is_random(),
-            Workload::Replay(_) => false,
-            Workload::Postmark(_)
-            | Workload::Maildir(_)
-            | Workload::Redolog(_)
-            | Workload::Varmail(_)
-            | Workload::Bonnie(_) => false,
+            // A replay prepares what it reads; a personality makes its own files.
+            _ => false,
         }
     }
     /// Whether it writes into its files.
     pub fn writes(&self) -> bool {
         match self {
             Workload::Block(b) => b.rw.writes(),
-            Workload::Replay(_) => true,
-            Workload::Postmark(_)
-            | Workload::Maildir(_)
-            | Workload::Redolog(_)
-            | Workload::Varmail(_)
-            | Workload::Bonnie(_) => true,
+            _ => true,
         }
     }
     /// Whether it creates its own files in its own directory under a directory target (a
     /// personality), rather than reading and writing the target's files.
     pub fn makes_own_files(&self) -> bool {
-        matches!(
-            self,
-            Workload::Postmark(_)
-                | Workload::Maildir(_)
-                | Workload::Redolog(_)
-                | Workload::Varmail(_)
-                | Workload::Bonnie(_)
-        )
+        self.app().is_some()
+    }
+    /// The job's runtime, `asked` being `--runtime` (a personality may have its own default).
+    pub fn runtime(&self, asked: Option<std::time::Duration>) -> Option<std::time::Duration> {
+        self.app().map_or(asked, |a| a.runtime(asked))
+    }
+    /// Bytes its largest files take (a personality's), checked before anything is written.
+    pub fn space(&self) -> u64 {
+        self.app().map_or(0, |a| a.space())
     }
     /// The block workload's options, if that is the workload.
     pub fn block(&self) -> Option<&BlockJob> {
         match self {
             Workload::Block(b) => Some(b),
             _ => None,
-        }
-    }
-}
-
-/// The serialized form: the workload's fields beside a `workload` tag.
-#[derive(Serialize)]
-#[serde(tag = "workload")]
-enum WorkloadOut<'a> {
-    #[serde(rename = "block")]
-    Block(&'a BlockJob),
-    #[serde(rename = "replay")]
-    Replay(&'a crate::replay::ReplayJob),
-    #[serde(rename = "postmark")]
-    Postmark(&'a crate::postmark::PostmarkJob),
-    #[serde(rename = "maildir")]
-    Maildir(&'a crate::maildir::MaildirJob),
-    #[serde(rename = "redolog")]
-    Redolog(&'a crate::redolog::RedologJob),
-    #[serde(rename = "varmail")]
-    Varmail(&'a crate::varmail::VarmailJob),
-    #[serde(rename = "bonnie")]
-    Bonnie(&'a crate::bonnie::BonnieJob),
-}
-
-impl Serialize for Workload {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Workload::Block(b) => WorkloadOut::Block(b).serialize(s),
-            Workload::Replay(r) => WorkloadOut::Replay(r).serialize(s),
-            Workload::Postmark(p) => WorkloadOut::Postmark(p).serialize(s),
-            Workload::Maildir(m) => WorkloadOut::Maildir(m).serialize(s),
-            Workload::Redolog(r) => WorkloadOut::Redolog(r).serialize(s),
-            Workload::Varmail(v) => WorkloadOut::Varmail(v).serialize(s),
-            Workload::Bonnie(b) => WorkloadOut::Bonnie(b).serialize(s),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Workload {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
-        // Plans stored before workloads had names are block jobs.
-        let kind = match fields.remove("workload") {
-            None => "block".to_string(),
-            Some(serde_json::Value::String(k)) => k,
-            Some(other) => return Err(D::Error::custom(format!("`workload` must be a name, not {other}"))),
-        };
-        match kind.as_str() {
-            "block" => {
-                serde_json::from_value(serde_json::Value::Object(fields)).map(Workload::Block).map_err(D::Error::custom)
-            }
-            "replay" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Replay)
-                .map_err(D::Error::custom),
-            "postmark" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Postmark)
-                .map_err(D::Error::custom),
-            "maildir" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Maildir)
-                .map_err(D::Error::custom),
-            "redolog" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Redolog)
-                .map_err(D::Error::custom),
-            "varmail" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Varmail)
-                .map_err(D::Error::custom),
-            "bonnie" => serde_json::from_value(serde_json::Value::Object(fields))
-                .map(Workload::Bonnie)
-                .map_err(D::Error::custom),
-            other => Err(D::Error::custom(format!(
-                "unknown workload `{other}`; accepted: block, replay, postmark, maildir, redolog, varmail, bonnie"
-            ))),
         }
     }
 }
@@ -578,17 +431,25 @@ impl Job {
         if self.iodepth == 0 || self.iodepth > 4096 {
             return err("iodepth", format!("{} is out of range; accepted: 1 to 4096", self.iodepth));
         }
-        if self.iodepth > 1 && self.engine != EngineKind::IoUring {
+        let caps = self.engine.caps();
+        if self.iodepth > caps.max_depth {
+            let deepest = EngineKind::deepest();
             return err(
                 "iodepth",
-                format!(
-                    "engine `{}` runs one I/O at a time; use --engine io_uring for a queue depth above 1",
-                    self.engine
-                ),
+                match caps.max_depth {
+                    1 => format!(
+                        "engine `{}` runs one I/O at a time; use --engine {deepest} for a queue depth above 1",
+                        self.engine
+                    ),
+                    n => format!(
+                        "engine `{}` takes at most {n} I/Os in flight; use --engine {deepest} for more",
+                        self.engine
+                    ),
+                },
             );
         }
-        if self.engine == EngineKind::Mmap && self.direct {
-            return err("direct", "memory-mapped I/O goes through the page cache and cannot be direct; drop --direct or pick another engine".into());
+        if let (true, Err(why)) = (self.direct, caps.direct) {
+            return err("direct", format!("{why}; drop --direct or pick another engine"));
         }
         if self.threads == 0 || self.threads > 4096 {
             return err("threads", format!("{} is out of range; accepted: 1 to 4096", self.threads));
@@ -607,11 +468,7 @@ impl Job {
         match &self.workload {
             Workload::Block(b) => b.validate(self),
             Workload::Replay(_) => Ok(()),
-            Workload::Postmark(p) => p.validate(self),
-            Workload::Maildir(m) => m.validate(self),
-            Workload::Redolog(r) => r.validate(self),
-            Workload::Varmail(v) => v.validate(self),
-            Workload::Bonnie(b) => b.validate(self),
+            w => w.app().map_or(Ok(()), |a| a.validate(self)),
         }
     }
 }

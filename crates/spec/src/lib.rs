@@ -5,34 +5,40 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
-pub mod bonnie;
+pub mod engine;
+pub mod figures;
 pub mod file;
 pub mod fio;
 pub mod job;
-pub mod maildir;
 pub mod patch;
-pub mod postmark;
-pub mod redolog;
+#[macro_use]
+pub mod personality;
 pub mod replay;
 pub mod scenario;
+pub mod table;
 pub mod units;
-pub mod varmail;
 pub mod verify;
 
+// The personalities, one line each (its options, rules and figures are in its module; its
+// sources in the workload crate's list).
+personalities! {
+    postmark::PostmarkJob as Postmark,
+    maildir::MaildirJob as Maildir,
+    redolog::RedologJob as Redolog,
+    varmail::VarmailJob as Varmail,
+    bonnie::BonnieJob as Bonnie,
+    append_log::AppendLogJob as AppendLog,
+}
+
 pub use block::BlockJob;
-pub use bonnie::BonnieJob;
+pub use engine::{Caps, EngineKind};
 pub use file::parse_job_file;
-pub use job::{
-    BlockSizes, Dist, EngineKind, Job, JournalSync, Phase, Plan, Rw, SyncMode, VerifyOn, Workload, WorkloadKind,
-};
-pub use maildir::MaildirJob;
+pub use job::{BlockSizes, Dist, Job, JournalSync, Phase, Plan, Rw, SyncMode, VerifyOn};
 pub use patch::{JobPatch, DEFAULT_SEED};
-pub use postmark::PostmarkJob;
-pub use redolog::RedologJob;
+pub use personality::{OwnDirs, Personality, Registered};
 pub use replay::{ReplayJob, ReplayLimits, Timing};
 pub use scenario::{parse_scenario_file, BuiltinOptions, Part, ScenarioFile, Step, StepPlan};
 pub use units::{parse_duration, parse_size, Bytes};
-pub use varmail::VarmailJob;
 pub use verify::{VerifyJob, DEFAULT_MAX_ERRORS};
 
 /// A job or job file that cannot run, said in one line that names the field.

@@ -1,326 +1,293 @@
 //! Partial jobs: flags, a job file's `[defaults]` and each `[[phase.job]]` are all
 //! `JobPatch`es layered onto the built-in defaults, so every front end lands in one `Job`.
 
-use crate::job::{
-    BlockJob, BlockSizes, Dist, EngineKind, Job, JournalSync, Rw, SyncMode, VerifyOn, Workload, WorkloadKind,
-};
+use crate::job::{BlockSizes, Dist, EngineKind, Job, JournalSync, Rw, SyncMode, VerifyOn, WorkloadKind};
+use crate::personality::Registered;
 use crate::units::{duration_serde, Bytes};
 #[cfg(feature = "clap")]
 use crate::units::{parse_duration, parse_size};
+use crate::AppOptions;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// A job with every field optional: what a job file's `[defaults]` and `[[phase.job]]` tables
-/// hold and, with the `clap` feature, the command line's job flags. Each option is defined here
-/// once: its type, its help text (the doc comment), its flag and its job-file key; `resolve`
-/// gives its default. `deny_unknown_fields` turns a typo into an error that names the field and
-/// the accepted ones.
+/// hold and, with the `clap` feature, the command line's job flags. Each option is defined once:
+/// the options every workload has and the block workload's here (type, help text from the doc
+/// comment, flag, job-file key), each personality's in its own module (`AppOptions`); `resolve`
+/// gives the defaults. A job file's table is read key by key ([`crate::table`]): a typo is an
+/// error that names the key and the accepted ones.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
-#[serde(deny_unknown_fields)]
+// The derived code reads and writes the fields here, as functions of `JobPatch` that the
+// `Serialize` and `Deserialize` below call beside each personality's part.
+#[serde(remote = "Self", deny_unknown_fields)]
 pub struct JobPatch {
     /// Job name (default: job1).
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// What the job does: block (reads and writes where --rw and --bs say; the default), postmark (PostMark's small-file transactions), maildir (mail delivery: tmp/, fsync, rename into new/), redolog (a block per stride with fsync, against a full sequential initialisation), varmail (filebench's), bonnie (bonnie++'s tests).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<WorkloadKind>))]
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<WorkloadKind>, help = WorkloadKind::help()))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadKind>,
     /// File, directory (one file per thread) or, with --device, block device.
-    #[cfg_attr(feature = "clap", arg(long, short = 't', value_name = "PATH"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, short = 't', value_name = "PATH"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<PathBuf>,
     /// Size of each file, for example 1G, 256M, 100M (dd: bs × count).
-    #[cfg_attr(feature = "clap", arg(long, short = 's', value_parser = parse_size))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, short = 's', value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<Bytes>,
     /// Start the I/O this far into the file or device (fio's offset): the job uses
     /// [offset, offset + size).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<Bytes>,
     /// Bytes each thread transfers in a bounded run (default: one pass over --size).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io_size: Option<Bytes>,
     /// Access pattern: read, write, randread, randwrite, readwrite, randrw.
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<Rw>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Rw>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<Rw>,
     /// Read percentage of readwrite and randrw (default 50).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u8).range(0..=100)))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mix: Option<u8>,
     /// Block size, or weighted sizes such as 4k:70,64k:30 (default 4k).
-    #[cfg_attr(feature = "clap", arg(long, short = 'b', value_parser = parse_word::<BlockSizes>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, short = 'b', value_parser = parse_word::<BlockSizes>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bs: Option<BlockSizes>,
     /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stride: Option<Bytes>,
     /// Random offsets: uniform, zipf or zipf:THETA.
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<Dist>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
     /// Seed of offsets and data (same seed, same I/O).
-    #[cfg_attr(feature = "clap", arg(long))]
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// I/O engine: psync, io_uring, mmap, null.
-    #[cfg_attr(feature = "clap", arg(long, short = 'e', value_parser = parse_word::<EngineKind>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, short = 'e', value_parser = parse_word::<EngineKind>, help = EngineKind::help()))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineKind>,
     /// I/Os in flight per thread (io_uring).
-    #[cfg_attr(feature = "clap", arg(long, short = 'q'))]
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, short = 'q'))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iodepth: Option<u32>,
     /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub direct: Option<bool>,
     /// none, fsync or fdatasync (after every --fsync-every writes), dsync (dd oflag=dsync), sync (oflag=sync).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<SyncMode>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DURABILITY, long, value_parser = parse_word::<SyncMode>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sync: Option<SyncMode>,
     /// Flush after this many writes (implies --sync fsync).
-    #[cfg_attr(feature = "clap", arg(long))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DURABILITY, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsync_every: Option<u64>,
     /// fsync each file once at the end, inside the timing (dd conv=fsync).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DURABILITY, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_fsync: Option<bool>,
     /// Threads for the job; with a directory target each gets its own file.
-    #[cfg_attr(feature = "clap", arg(long, short = 'j'))]
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, short = 'j'))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
     /// Run for this long (30s, 2m) instead of one pass over the file.
-    #[cfg_attr(feature = "clap", arg(long, short = 'r', value_parser = parse_duration))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, short = 'r', value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Duration>,
     /// Run this long first without counting it.
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_duration))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Duration>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<Bytes>,
     /// Open-loop IOPS for the job.
-    #[cfg_attr(feature = "clap", arg(long))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
     /// Percent of each written block that compresses (default 0: incompressible).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u8).range(0..=100)))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressibility: Option<u8>,
     /// Write new data into the buffer before every write, as an application producing its data
     /// would (fio's refill_buffers). Off by default: the same data is written again, only its
     /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refill_buffers: Option<bool>,
     /// Drop the target's cached pages before each phase (written back first, then
     /// posix_fadvise DONTNEED), so reads come from the storage and not from memory: fio's
     /// invalidate=1, which a fio job file gets by default. Off by default for iolab's own jobs.
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidate: Option<bool>,
     /// Allow writing into an existing file that iolab did not create.
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overwrite: Option<bool>,
     /// Allow a block or character device as target (its data will be overwritten by writes).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<bool>,
 
     // Data validation (crate::verify; the block workload's writes and reads).
     /// Stamp every written key block (the smallest block size) with its offset, file, a rotating key, writer and time in each 512-byte sector, and check what reads bring in; exit status 1 when any block is wrong.
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<bool>,
     /// Validation: read and check a block written before just before rewriting it (Vdbench's pre-read; implies --verify).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_before_rewrite: Option<bool>,
     /// Validation: re-read and check every written block when the job ends, untimed (implies --verify).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_after: Option<bool>,
     /// Validation: keep the key map and a journal of every write in this directory, so `iolab verify --journal DIR` can check the files after a crash and a later run can go on from them (implies --verify).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_name = "DIR"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal: Option<PathBuf>,
     /// Validation: sync (each journal record durable before its write is issued: seed 004's cost) or async (records left in the page cache; the default).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<JournalSync>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = parse_word::<JournalSync>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal_sync: Option<JournalSync>,
     /// Validation: stop the job after this many bad blocks (default 50; 0 never stops).
-    #[cfg_attr(feature = "clap", arg(long))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_errors: Option<u64>,
     /// Validation across nodes (with --node, two or more): self (the writer checks its reads; the default) or other: in each round every node writes and syncs its own file, then reads and checks the file the next node wrote (IOR's -C), so a node served stale cached data shows stale reads (implies --verify).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_word::<VerifyOn>))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = parse_word::<VerifyOn>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_on: Option<VerifyOn>,
     /// Validation across nodes: write-then-read rounds with --verify-on other (default 3; a stale read needs two: the reader cached the round before).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = clap::value_parser!(u32).range(1..=1000)))]
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = clap::value_parser!(u32).range(1..=crate::verify::MAX_ROUNDS as i64)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_rounds: Option<u32>,
 
-    // PostMark (`--workload postmark`; its rules and defaults are in crate::postmark).
-    /// PostMark: its configuration file (`set size 1024 262144`, `set number 5000`, ...), read when the plan is made.
-    #[cfg_attr(feature = "clap", arg(long = "config", value_name = "FILE", value_parser = parse_postmark_config))]
-    #[serde(
-        rename = "config",
-        default,
-        deserialize_with = "crate::postmark::config_or_path",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub postmark_config: Option<crate::postmark::PostmarkConfig>,
-    /// PostMark: files in the pool (default 500).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub number: Option<u32>,
-    /// PostMark: transactions (default 500).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub transactions: Option<u32>,
-    /// PostMark: chance in 10 of a read over an append, -1 for neither (default 5).
-    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bias_read: Option<i8>,
-    /// PostMark: chance in 10 of a create over a delete, -1 for neither (default 5).
-    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bias_create: Option<i8>,
-    /// PostMark: subdirectories s0..s{N-1} (used when above 1; default 0).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subdirectories: Option<u32>,
-    /// PostMark: file sizes, bytes: LOW, or LOW HIGH (`set size`; default 500 10000).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 1..=2, value_names = ["LOW", "HIGH"]))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pm_size: Option<Vec<u32>>,
-    /// PostMark: read block size, bytes (`set read`; default 512).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pm_read: Option<u32>,
-    /// PostMark: write block size, bytes (`set write`; default 512).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pm_write: Option<u32>,
-    /// PostMark: C library buffered I/O, 4096-byte system calls (`set buffering`; default true).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pm_buffering: Option<bool>,
-    /// PostMark: fsync each file after writing it, before close (not in the original).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub postmark_fsync: Option<bool>,
+    /// Each personality's own options (flags and job-file keys), defined in its module.
+    #[cfg_attr(feature = "clap", command(flatten))]
+    #[serde(skip)]
+    pub apps: AppOptions,
+}
 
-    // Mail delivery (`--workload maildir`; its rules and defaults are in crate::maildir).
-    /// maildir: mailboxes in the pool all delivering threads deliver to, at random (default 100).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mailboxes: Option<u32>,
-    /// maildir: smallest message (Postal's -M; default 0).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub min_size: Option<Bytes>,
-    /// maildir: largest message (Postal's -m; default 10k).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_size: Option<Bytes>,
-    /// maildir: fsync new/ after each delivery's rename (default true).
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dir_fsync: Option<bool>,
-    /// maildir: messages each thread delivers (default: until --runtime is up).
-    #[cfg_attr(feature = "clap", arg(long = "messages"))]
-    #[serde(rename = "messages", skip_serializing_if = "Option::is_none")]
-    pub maildir_messages: Option<u64>,
-    /// maildir: leave this first part out of messages_per_min (default 1m, a quarter of shorter runs).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_duration))]
-    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
-    pub discard: Option<Duration>,
-    /// maildir: reader threads beside --threads that move new/ to cur/, read and delete, like a POP/IMAP server (default 0).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub readers: Option<u32>,
+// The headings `iolab run --help` groups the job's options under (a personality's options are
+// under its own, set in its module).
+#[cfg(feature = "clap")]
+const TARGET: &str = "Target and size";
+#[cfg(feature = "clap")]
+const PATTERN: &str = "Pattern";
+#[cfg(feature = "clap")]
+const ENGINE: &str = "Engine, depth and threads";
+#[cfg(feature = "clap")]
+const DURABILITY: &str = "Durability";
+#[cfg(feature = "clap")]
+const TIMING: &str = "Timing and rate";
+#[cfg(feature = "clap")]
+const DATA: &str = "Data";
+#[cfg(feature = "clap")]
+const VALIDATION: &str = "Validation (--verify)";
 
-    // Redo-log initialisation (`--workload redolog`; crate::redolog). Its file size, block and
-    // stride are --size, --bs and --stride; its parallel creators --threads.
-    /// redolog: files in all, shared among the threads (default 4).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub files: Option<u32>,
+impl Serialize for JobPatch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        JobPatch::serialize(self, crate::table::Entries(&mut map))?;
+        self.apps.write(&mut map)?;
+        map.end()
+    }
+}
 
-    // filebench's varmail (`--workload varmail`; crate::varmail). 16 threads, 60 s unless told.
-    /// varmail: files in the set all threads share, in one directory (default 1000).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub nfiles: Option<u32>,
-    /// varmail: mean file size (gamma, shape 1.5; default 16k).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub filesize: Option<Bytes>,
-    /// varmail: appends are 1 byte to this less one (default 16k).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub meanappendsize: Option<Bytes>,
-    /// varmail: read call size (default 1m).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iosize: Option<Bytes>,
+impl<'de> Deserialize<'de> for JobPatch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TableVisitor)
+    }
+}
 
-    // bonnie++'s tests (`--workload bonnie`; crate::bonnie). One process, no runtime.
-    /// bonnie: test file size (bonnie++'s -s; default twice the RAM, rounded up to a GiB).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_size: Option<Bytes>,
-    /// bonnie: the RAM to size for (bonnie++'s -r; default MemTotal; a --bonnie-size under twice it is refused, 0 skips that check).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_ram: Option<Bytes>,
-    /// bonnie: block size of the block tests (bonnie++'s -s size:chunk; default 8k).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_chunk: Option<Bytes>,
-    /// bonnie: bytes of the per-character tests (bonnie++'s -f N, in whole MiB; default 3M; 0 skips them, as -f does).
-    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_char_size: Option<Bytes>,
-    /// bonnie: random seeks in all (bonnie++'s -s size:chunk:seeks; default 8192).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_seeks: Option<u32>,
-    /// bonnie: seekers doing them at once, each a thread with the file open (bonnie++'s -s size:chunk:seeks:seekers; default 5).
-    #[cfg_attr(feature = "clap", arg(long))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_seekers: Option<u32>,
-    /// bonnie: the create tests' files as bonnie++'s -n: NUMBER[:MAX[:MIN[:DIRS]]], NUMBER in multiples of 1024 (default 16, 0 skips them), MAX and MIN file sizes (default 0: empty files), DIRS directories (default 1).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N[:MAX[:MIN[:DIRS]]]", value_parser = parse_word::<crate::bonnie::BonnieFiles>))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_files: Option<crate::bonnie::BonnieFiles>,
-    /// bonnie: no write buffering, bonnie++'s -b: fsync after each seeker's write and each file created, fsync of the directory after each create and delete.
-    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bonnie_sync: Option<bool>,
+/// The options every workload has and the block workload's, read and written by the derived
+/// code (without the personalities' part).
+struct Own(JobPatch);
+
+impl Serialize for Own {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        JobPatch::serialize(&self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Own {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        JobPatch::deserialize(d).map(Own)
+    }
+}
+
+/// Every key a job's table may hold: the options here, then each personality's.
+fn all_keys() -> &'static [&'static str] {
+    static KEYS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        let mut keys = own_table_keys().to_vec();
+        for k in WorkloadKind::PERSONALITIES {
+            keys.extend(k.app_keys().0);
+        }
+        keys
+    })
+}
+
+/// The keys of the options defined here.
+fn own_table_keys() -> &'static [&'static str] {
+    crate::table::keys_of::<Own>()
+}
+
+/// A job's table, key by key: each key checked against every option's and handed to its part.
+struct TableVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TableVisitor {
+    type Value = JobPatch;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", crate::table::Expecting)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<JobPatch, A::Error> {
+        let mut own = Own(JobPatch::default());
+        let mut apps = AppOptions::default();
+        while let Some(key) = m.next_key_seed(crate::table::Known(all_keys()))? {
+            match AppOptions::owner(&key) {
+                Some(owner) => m.next_value_seed(AppValue { apps: &mut apps, owner, key: &key })?,
+                None => {
+                    let one = m.next_value_seed(crate::table::OneEntry::<Own>::new(&key))?;
+                    crate::table::merge(&mut own, one);
+                }
+            }
+        }
+        Ok(JobPatch { apps, ..own.0 })
+    }
+}
+
+/// A personality's option's value, read into its part.
+struct AppValue<'a> {
+    apps: &'a mut AppOptions,
+    owner: WorkloadKind,
+    key: &'a str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for AppValue<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.apps.read(self.owner, self.key, d)
+    }
 }
 
 #[cfg(feature = "clap")]
-fn parse_postmark_config(s: &str) -> Result<crate::postmark::PostmarkConfig, String> {
-    crate::postmark::read_config(std::path::Path::new(s))
-}
-
-#[cfg(feature = "clap")]
-fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
+pub(crate) fn parse_word<T: std::str::FromStr<Err = String>>(s: &str) -> Result<T, String> {
     s.parse()
 }
 
@@ -347,55 +314,37 @@ const COMMON: &[&str] = &[
     "verify_rounds",
 ];
 
-/// Each workload's own options, by job-file key.
-fn own_keys(kind: WorkloadKind) -> &'static [&'static str] {
+/// The block workload's own options, by job-file key.
+const BLOCK: &[&str] = &[
+    "size",
+    "offset",
+    "io_size",
+    "rw",
+    "mix",
+    "bs",
+    "stride",
+    "dist",
+    "sync",
+    "fsync_every",
+    "end_fsync",
+    "rate",
+    "rate_iops",
+    "compressibility",
+    "refill_buffers",
+    "invalidate",
+    "overwrite",
+    "device",
+];
+
+/// Each workload's own options, by job-file key: the block workload's, or a personality's own
+/// and the block options it takes too.
+fn own_keys(kind: WorkloadKind) -> Vec<&'static str> {
     match kind {
-        WorkloadKind::Block => &[
-            "size",
-            "offset",
-            "io_size",
-            "rw",
-            "mix",
-            "bs",
-            "stride",
-            "dist",
-            "sync",
-            "fsync_every",
-            "end_fsync",
-            "rate",
-            "rate_iops",
-            "compressibility",
-            "refill_buffers",
-            "invalidate",
-            "overwrite",
-            "device",
-        ],
-        WorkloadKind::Postmark => &[
-            "config",
-            "number",
-            "transactions",
-            "bias_read",
-            "bias_create",
-            "subdirectories",
-            "pm_size",
-            "pm_read",
-            "pm_write",
-            "pm_buffering",
-            "postmark_fsync",
-        ],
-        WorkloadKind::Maildir => &["mailboxes", "min_size", "max_size", "dir_fsync", "messages", "discard", "readers"],
-        WorkloadKind::Redolog => &["files", "size", "bs", "stride"],
-        WorkloadKind::Varmail => &["nfiles", "filesize", "meanappendsize", "iosize"],
-        WorkloadKind::Bonnie => &[
-            "bonnie_size",
-            "bonnie_ram",
-            "bonnie_chunk",
-            "bonnie_char_size",
-            "bonnie_seeks",
-            "bonnie_seekers",
-            "bonnie_files",
-            "bonnie_sync",
-        ],
+        WorkloadKind::Block => BLOCK.to_vec(),
+        app => {
+            let (own, shared) = app.app_keys();
+            own.iter().chain(shared).copied().collect()
+        }
     }
 }
 
@@ -439,6 +388,12 @@ impl JobPatch {
         serde_json::from_value(serde_json::Value::Object(m)).unwrap_or_else(|_| self.clone())
     }
 
+    /// This patch with personality `P`'s options changed by `f` (how code and tests set them).
+    pub fn with<P: Registered>(mut self, f: impl FnOnce(&mut P::Options)) -> JobPatch {
+        f(P::options_mut(&mut self.apps));
+        self
+    }
+
     /// The workload this patch asks for (block when it names none).
     pub fn kind(&self) -> WorkloadKind {
         self.workload.unwrap_or(WorkloadKind::Block)
@@ -470,33 +425,16 @@ impl JobPatch {
                 "no target given; name a file or a directory (or a block device with --device)",
             )
         })?;
-        let workload = match kind {
-            WorkloadKind::Block => Workload::Block(BlockJob::from_patch(self, &name)?),
-            WorkloadKind::Postmark => Workload::Postmark(crate::postmark::PostmarkJob::from_patch(self, &name)?),
-            WorkloadKind::Maildir => Workload::Maildir(crate::maildir::MaildirJob::from_patch(self, &name)?),
-            WorkloadKind::Redolog => Workload::Redolog(crate::redolog::RedologJob::from_patch(self, &name)?),
-            WorkloadKind::Varmail => Workload::Varmail(crate::varmail::VarmailJob::from_patch(self, &name)?),
-            WorkloadKind::Bonnie => Workload::Bonnie(crate::bonnie::BonnieJob::from_patch(self, &name)?),
-        };
+        let workload = kind.resolve(self, &name)?;
         Ok(Job {
             target,
             size: self.size,
             seed: self.seed.unwrap_or(DEFAULT_SEED),
-            engine: self.engine.unwrap_or(EngineKind::Psync),
+            engine: self.engine.unwrap_or(EngineKind::DEFAULT),
             iodepth: self.iodepth.unwrap_or(1),
             direct: self.direct.unwrap_or(false),
-            threads: match &workload {
-                Workload::Varmail(_) => self.threads.unwrap_or(crate::varmail::DEFAULT_THREADS),
-                // The job's threads are the deliverers and the readers.
-                Workload::Maildir(m) => self.threads.unwrap_or(1) + m.readers,
-                // bonnie++'s seekers: its tests run in the first.
-                Workload::Bonnie(b) => b.seekers,
-                _ => self.threads.unwrap_or(1),
-            },
-            runtime: self.runtime.or(match workload {
-                Workload::Varmail(_) => Some(Duration::from_secs(crate::varmail::DEFAULT_RUNTIME_S)),
-                _ => None,
-            }),
+            threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
+            runtime: workload.runtime(self.runtime),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
@@ -554,18 +492,44 @@ mod tests {
         .to_string();
         assert!(e.contains("--bs") && e.contains("workload postmark") && e.contains("--config"), "{e}");
         let cfg = crate::postmark::parse_config("set number 5").unwrap();
-        let e = r(JobPatch { workload: Some(WorkloadKind::Varmail), postmark_config: Some(cfg), ..Default::default() })
-            .unwrap_err()
-            .to_string();
+        let e = r(JobPatch { workload: Some(WorkloadKind::Varmail), ..Default::default() }
+            .with::<crate::PostmarkJob>(|o| o.postmark_config = Some(cfg)))
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("--config (`config` in a job file) does not apply to workload varmail"), "{e}");
-        let e = r(JobPatch { number: Some(5), ..Default::default() }).unwrap_err().to_string();
+        let number = |n| JobPatch::default().with::<crate::PostmarkJob>(|o| o.number = Some(n));
+        let e = r(number(5)).unwrap_err().to_string();
         assert!(e.contains("--number") && e.contains("workload block"), "{e}");
         // Every option belongs to some workload or to all.
         let all = JobPatch { name: Some("n".into()), ..Default::default() };
         assert!(r(all).is_ok());
         // A job file's defaults are filtered, not refused.
-        let d = JobPatch { rw: Some(Rw::Write), number: Some(7), ..Default::default() };
-        assert_eq!(d.for_workload(WorkloadKind::Postmark), JobPatch { number: Some(7), ..Default::default() });
+        let d = JobPatch { rw: Some(Rw::Write), ..number(7) };
+        assert_eq!(d.for_workload(WorkloadKind::Postmark), number(7));
+    }
+
+    /// Each key of a job's table is one option's: the common and block options here, or one
+    /// personality's own (a key two parts claimed would be read into the first and its flag
+    /// defined twice).
+    #[test]
+    fn every_key_belongs_to_one_part() {
+        let keys = all_keys();
+        let unique: std::collections::BTreeSet<_> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len(), "{keys:?}");
+        for k in WorkloadKind::PERSONALITIES {
+            let (own, shared) = k.app_keys();
+            assert!(!own.is_empty(), "{k} has options of its own");
+            for key in own {
+                assert_eq!(AppOptions::owner(key), Some(*k));
+            }
+            assert!(shared.iter().all(|s| BLOCK.contains(s)), "{k} shares block options only: {shared:?}");
+        }
+        // A table with every kind of part reads back as written.
+        let p = JobPatch { rw: Some(Rw::Write), threads: Some(3), ..Default::default() }
+            .with::<crate::BonnieJob>(|o| o.bonnie_seeks = Some(9))
+            .with::<crate::AppendLogJob>(|o| o.records = Some(7));
+        let back: JobPatch = toml::from_str(&toml::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]

@@ -5,11 +5,76 @@
 //! shipped to another node; it keeps where each setting came from (`pm.cfg line 3: set number
 //! 20`, `--number 20`) so that a failure can name it.
 
+use crate::figures::{get, per, Figures, Kind, Kind::*};
 use crate::job::Job;
 use crate::patch::JobPatch;
+use crate::personality::{OwnDirs, Personality};
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// PostMark's options as flags and job-file keys (each unset one is left to the configuration
+/// file, then to PostMark's default).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", command(next_help_heading = "PostMark (--workload postmark)"))]
+#[serde(deny_unknown_fields)]
+pub struct PostmarkOptions {
+    /// PostMark: its configuration file (`set size 1024 262144`, `set number 5000`, ...), read when the plan is made.
+    #[cfg_attr(feature = "clap", arg(long = "config", value_name = "FILE", value_parser = parse_config_flag))]
+    #[serde(
+        rename = "config",
+        default,
+        deserialize_with = "config_or_path",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub postmark_config: Option<PostmarkConfig>,
+    /// PostMark: files in the pool (default 500).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u32>,
+    /// PostMark: transactions (default 500).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u32>,
+    /// PostMark: chance in 10 of a read over an append, -1 for neither (default 5).
+    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_read: Option<i8>,
+    /// PostMark: chance in 10 of a create over a delete, -1 for neither (default 5).
+    #[cfg_attr(feature = "clap", arg(long, allow_hyphen_values = true))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_create: Option<i8>,
+    /// PostMark: subdirectories s0..s{N-1} (used when above 1; default 0).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subdirectories: Option<u32>,
+    /// PostMark: file sizes, bytes: LOW, or LOW HIGH (`set size`; default 500 10000).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 1..=2, value_names = ["LOW", "HIGH"]))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_size: Option<Vec<u32>>,
+    /// PostMark: read block size, bytes (`set read`; default 512).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_read: Option<u32>,
+    /// PostMark: write block size, bytes (`set write`; default 512).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_write: Option<u32>,
+    /// PostMark: C library buffered I/O, 4096-byte system calls (`set buffering`; default true).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pm_buffering: Option<bool>,
+    /// PostMark: fsync each file after writing it, before close (not in the original).
+    #[cfg_attr(feature = "clap", arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postmark_fsync: Option<bool>,
+}
+
+#[cfg(feature = "clap")]
+fn parse_config_flag(s: &str) -> Result<PostmarkConfig, String> {
+    read_config(std::path::Path::new(s))
+}
 
 /// PostMark's settings as a configuration file or the flags give them: each `None` is left to
 /// PostMark's default (or to a layer below).
@@ -87,9 +152,65 @@ pub struct PostmarkJob {
 /// The size of the C library's stdio buffer: what a buffered PostMark's system calls move.
 pub const STDIO_BUFFER: u32 = 4096;
 
-impl PostmarkJob {
-    pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<PostmarkJob, SpecError> {
-        let c = p.postmark_config.clone().unwrap_or_default();
+impl Personality for PostmarkJob {
+    const NAME: &'static str = "postmark";
+    const ABOUT: &'static str = "PostMark's small-file transactions";
+    type Options = PostmarkOptions;
+    const DIRS: OwnDirs = OwnDirs::PerThread;
+    const FIGURES: &'static [(&'static str, Kind)] = &[
+        ("transactions", Count),
+        ("created", Count),
+        ("created_alone", Count),
+        ("created_mixed", Count),
+        ("read", Count),
+        ("appended", Count),
+        ("deleted", Count),
+        ("deleted_alone", Count),
+        ("deleted_mixed", Count),
+        ("bytes_read", Count),
+        ("bytes_written", Count),
+        ("elapsed_s", Seconds),
+        ("creation_s", Seconds),
+        ("transactions_s", Seconds),
+        ("deletion_s", Seconds),
+        ("transactions_per_s", Derived),
+        ("created_per_s", Derived),
+        ("created_alone_per_s", Derived),
+        ("created_mixed_per_s", Derived),
+        ("read_per_s", Derived),
+        ("appended_per_s", Derived),
+        ("deleted_per_s", Derived),
+        ("deleted_alone_per_s", Derived),
+        ("deleted_mixed_per_s", Derived),
+        ("bytes_read_per_s", Derived),
+        ("bytes_written_per_s", Derived),
+    ];
+
+    /// Rates as PostMark divides them: creations, reads, appends and deletions mixed with
+    /// transactions over the transactions' time; the pool's creation and deletion over their
+    /// own; totals and bytes over all of it.
+    fn derive(f: &mut Figures) {
+        let (e, t, c, d) = (get(f, "elapsed_s"), get(f, "transactions_s"), get(f, "creation_s"), get(f, "deletion_s"));
+        let rates = [
+            ("transactions_per_s", per(get(f, "transactions"), t)),
+            ("created_per_s", per(get(f, "created"), e)),
+            ("created_alone_per_s", per(get(f, "created_alone"), c)),
+            ("created_mixed_per_s", per(get(f, "created_mixed"), t)),
+            ("read_per_s", per(get(f, "read"), t)),
+            ("appended_per_s", per(get(f, "appended"), t)),
+            ("deleted_per_s", per(get(f, "deleted"), e)),
+            ("deleted_alone_per_s", per(get(f, "deleted_alone"), d)),
+            ("deleted_mixed_per_s", per(get(f, "deleted_mixed"), t)),
+            ("bytes_read_per_s", per(get(f, "bytes_read"), e)),
+            ("bytes_written_per_s", per(get(f, "bytes_written"), e)),
+        ];
+        for (k, v) in rates {
+            f.insert(k.to_string(), v);
+        }
+    }
+
+    fn resolve(o: &PostmarkOptions, p: &JobPatch, name: &str) -> Result<PostmarkJob, SpecError> {
+        let c = o.postmark_config.clone().unwrap_or_default();
         let seed = match c.seed {
             Some(s) => s,
             None => match p.seed {
@@ -99,7 +220,7 @@ impl PostmarkJob {
                 })?,
             },
         };
-        let (size_low, size_high) = match p.pm_size.as_deref() {
+        let (size_low, size_high) = match o.pm_size.as_deref() {
             Some([low]) => (*low, *low),
             Some([low, high]) => (*low, *high),
             Some(other) => {
@@ -117,9 +238,9 @@ impl PostmarkJob {
         // Where the settings that can run the pool dry came from.
         let mut origin = BTreeMap::new();
         for (k, flag) in [
-            ("number", p.number.map(|v| v.to_string())),
-            ("transactions", p.transactions.map(|v| v.to_string())),
-            ("bias_create", p.bias_create.map(|v| v.to_string())),
+            ("number", o.number.map(|v| v.to_string())),
+            ("transactions", o.transactions.map(|v| v.to_string())),
+            ("bias_create", o.bias_create.map(|v| v.to_string())),
         ] {
             let said = match flag {
                 Some(v) => Some(format!("--{} {v}", k.replace('_', "-"))),
@@ -132,28 +253,32 @@ impl PostmarkJob {
         Ok(PostmarkJob {
             size_low,
             size_high,
-            number: p.number.or(c.number).unwrap_or(500),
-            transactions: p.transactions.or(c.transactions).unwrap_or(500),
-            read: p.pm_read.or(c.read).unwrap_or(512),
-            write: p.pm_write.or(c.write).unwrap_or(512),
-            bias_read: p.bias_read.or(c.bias_read).unwrap_or(5),
-            bias_create: p.bias_create.or(c.bias_create).unwrap_or(5),
-            subdirectories: p.subdirectories.or(c.subdirectories).unwrap_or(0),
-            buffering: p.pm_buffering.or(c.buffering).unwrap_or(true),
+            number: o.number.or(c.number).unwrap_or(500),
+            transactions: o.transactions.or(c.transactions).unwrap_or(500),
+            read: o.pm_read.or(c.read).unwrap_or(512),
+            write: o.pm_write.or(c.write).unwrap_or(512),
+            bias_read: o.bias_read.or(c.bias_read).unwrap_or(5),
+            bias_create: o.bias_create.or(c.bias_create).unwrap_or(5),
+            subdirectories: o.subdirectories.or(c.subdirectories).unwrap_or(0),
+            buffering: o.pm_buffering.or(c.buffering).unwrap_or(true),
             pm_seed: seed,
-            fsync: p.postmark_fsync.unwrap_or(false),
+            fsync: o.postmark_fsync.unwrap_or(false),
             locations: c.locations.unwrap_or_default(),
             origin,
         })
     }
 
-    /// Where a setting came from ("pm.cfg line 2: `set number 20`", "--number 20", or
-    /// PostMark's default).
-    pub fn origin_of(&self, key: &str) -> String {
-        self.origin.get(key).cloned().unwrap_or_else(|| format!("PostMark's default {key}"))
+    fn describe(&self, _job: &Job, words: &mut Vec<String>) {
+        words.push(format!(
+            "{} files {} transactions {}-{} bytes",
+            self.number, self.transactions, self.size_low, self.size_high
+        ));
+        if self.fsync {
+            words.push("fsync".into());
+        }
     }
 
-    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+    fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.size_low == 0 || self.size_high < self.size_low || self.size_high > 1 << 30 {
             return err(
@@ -187,9 +312,19 @@ impl PostmarkJob {
             return err("config", "`set location`: at most 1000 locations, each with a weight of 1 or more".into());
         }
         if job.direct {
+            // PostMark opens its files with plain open(2) and writes any size: it has no direct
+            // I/O to reproduce.
             return err("direct", "PostMark's files have any size; direct I/O needs aligned sizes".into());
         }
         Ok(())
+    }
+}
+
+impl PostmarkJob {
+    /// Where a setting came from ("pm.cfg line 2: `set number 20`", "--number 20", or
+    /// PostMark's default).
+    pub fn origin_of(&self, key: &str) -> String {
+        self.origin.get(key).cloned().unwrap_or_else(|| format!("PostMark's default {key}"))
     }
 
     /// The size of each read call: unbuffered, the read block; buffered, what glibc's `fread`
@@ -369,7 +504,7 @@ pub fn parse_config(text: &str) -> Result<PostmarkConfig, ConfigError> {
 
 /// A job file's `config`: a path to a configuration file (read now, at plan time) or the
 /// settings as a table (how a stored or shipped plan holds them).
-pub(crate) fn config_or_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PostmarkConfig>, D::Error> {
+fn config_or_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<PostmarkConfig>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Either {
@@ -473,10 +608,10 @@ mod plan_data {
                 name: Some(w.to_string()),
                 workload: Some(w),
                 target: Some("/data".into()),
-                postmark_config: (w == WorkloadKind::Postmark).then(|| cfg.clone()),
                 runtime: (w != WorkloadKind::Bonnie).then(|| std::time::Duration::from_secs(10)),
                 ..Default::default()
             }
+            .with::<crate::PostmarkJob>(|o| o.postmark_config = (w == WorkloadKind::Postmark).then(|| cfg.clone()))
             .resolve("j")
             .unwrap()
         })

@@ -6,11 +6,26 @@
 //! `dd bs=1M conv=fsync`). The job's `size` is each file's size, `bs` the block, `stride` the
 //! stride, `threads` the parallel creators.
 
+use crate::figures::{get, per, Figures, Kind, Kind::*};
 use crate::job::Job;
 use crate::patch::JobPatch;
+use crate::personality::{OwnDirs, Personality};
 use crate::units::Bytes;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
+
+/// The redo log's own option (its file size, block and stride are `--size`, `--bs` and
+/// `--stride`, its parallel creators `--threads`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", command(next_help_heading = "Redo-log initialisation (--workload redolog; also --size, --bs, --stride)"))]
+#[serde(deny_unknown_fields)]
+pub struct RedologOptions {
+    /// redolog: files in all, shared among the threads (default 4).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<u32>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RedologJob {
@@ -26,10 +41,40 @@ pub struct RedologJob {
     pub full_block: Bytes,
 }
 
-impl RedologJob {
-    pub(crate) fn from_patch(p: &JobPatch, _name: &str) -> Result<RedologJob, SpecError> {
+impl Personality for RedologJob {
+    const NAME: &'static str = "redolog";
+    const ABOUT: &'static str = "a block per stride with fsync, against a full sequential initialisation";
+    type Options = RedologOptions;
+    const SHARED_KEYS: &'static [&'static str] = &["size", "bs", "stride"];
+    const DIRS: OwnDirs = OwnDirs::PerThread;
+    const FIGURES: &'static [(&'static str, Kind)] = &[
+        ("files", Count),
+        ("sparse_s", Seconds),
+        ("sparse_bytes", Count),
+        ("sparse_fsyncs", Count),
+        ("full_s", Seconds),
+        ("full_bytes", Count),
+        ("full_fsyncs", Count),
+        ("sparse_bytes_per_s", Derived),
+        ("sparse_expected_s", Derived),
+        ("full_bytes_per_s", Derived),
+        ("full_speedup", Derived),
+    ];
+
+    /// The two passes' rates, the time the sparse pattern's bytes would take at the full
+    /// pass's rate, and how much longer the sparse pass took than the full one.
+    fn derive(f: &mut Figures) {
+        let (ss, fs) = (get(f, "sparse_s"), get(f, "full_s"));
+        let full_rate = per(get(f, "full_bytes"), fs);
+        f.insert("full_bytes_per_s".into(), full_rate);
+        f.insert("sparse_bytes_per_s".into(), per(get(f, "sparse_bytes"), ss));
+        f.insert("sparse_expected_s".into(), per(get(f, "sparse_bytes"), full_rate));
+        f.insert("full_speedup".into(), per(ss, fs));
+    }
+
+    fn resolve(o: &RedologOptions, p: &JobPatch, _name: &str) -> Result<RedologJob, SpecError> {
         Ok(RedologJob {
-            files: p.files.unwrap_or(4),
+            files: o.files.unwrap_or(4),
             file_size: p.size.unwrap_or(Bytes::mib(256)),
             block: p.bs.as_ref().map(|b| b.max()).unwrap_or(Bytes::kib(32)),
             stride: p.stride.unwrap_or(Bytes::mib(1)),
@@ -37,7 +82,16 @@ impl RedologJob {
         })
     }
 
-    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+    fn describe(&self, _job: &Job, words: &mut Vec<String>) {
+        words.push(format!("{} files of {}, {} every {}", self.files, self.file_size, self.block, self.stride));
+    }
+
+    /// Every file at its full size.
+    fn space(&self) -> u64 {
+        self.files as u64 * self.file_size.0
+    }
+
+    fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.files == 0 || self.files > 100_000 {
             return err("files", format!("{}: accepted 1 to 100000", self.files));
@@ -56,7 +110,9 @@ impl RedologJob {
         }
         Ok(())
     }
+}
 
+impl RedologJob {
     /// Files thread `t` of `threads` creates.
     pub fn files_of(&self, t: u32, threads: u32) -> u32 {
         self.files / threads + u32::from(t < self.files % threads)

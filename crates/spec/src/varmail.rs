@@ -4,11 +4,40 @@
 //! delete, create, append, fsync, close, open, read whole, append, fsync, close, open, read
 //! whole, close; appends of 1 byte to 16 KiB, reads in 1 MiB calls.
 
+use crate::figures::{get, per, Figures, Kind, Kind::*};
 use crate::job::Job;
 use crate::patch::JobPatch;
+use crate::personality::{OwnDirs, Personality};
+#[cfg(feature = "clap")]
+use crate::units::parse_size;
 use crate::units::Bytes;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// varmail's options as flags and job-file keys (16 threads and 60 s unless told).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "clap", command(next_help_heading = "filebench's varmail (--workload varmail)"))]
+#[serde(deny_unknown_fields)]
+pub struct VarmailOptions {
+    /// varmail: files in the set all threads share, in one directory (default 1000).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfiles: Option<u32>,
+    /// varmail: mean file size (gamma, shape 1.5; default 16k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filesize: Option<Bytes>,
+    /// varmail: appends are 1 byte to this less one (default 16k).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meanappendsize: Option<Bytes>,
+    /// varmail: read call size (default 1m).
+    #[cfg_attr(feature = "clap", arg(long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iosize: Option<Bytes>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VarmailJob {
@@ -28,18 +57,50 @@ pub struct VarmailJob {
 pub const DEFAULT_THREADS: u32 = 16;
 pub const DEFAULT_RUNTIME_S: u64 = 60;
 
-impl VarmailJob {
-    pub(crate) fn from_patch(p: &JobPatch, _name: &str) -> Result<VarmailJob, SpecError> {
+impl Personality for VarmailJob {
+    const NAME: &'static str = "varmail";
+    const ABOUT: &'static str = "filebench's";
+    type Options = VarmailOptions;
+    const DIRS: OwnDirs = OwnDirs::PerJob;
+    const FIGURES: &'static [(&'static str, Kind)] = &[
+        ("flowops", Count),
+        ("loops", Count),
+        ("elapsed_s", Seconds),
+        ("flowops_per_s", Derived),
+        ("loops_per_s", Derived),
+    ];
+
+    /// filebench's ops/s: flowops (and whole loops) over the longest thread's time.
+    fn derive(f: &mut Figures) {
+        let el = get(f, "elapsed_s");
+        let (ops, loops) = (per(get(f, "flowops"), el), per(get(f, "loops"), el));
+        f.insert("flowops_per_s".into(), ops);
+        f.insert("loops_per_s".into(), loops);
+    }
+
+    fn resolve(o: &VarmailOptions, _p: &JobPatch, _name: &str) -> Result<VarmailJob, SpecError> {
         Ok(VarmailJob {
-            nfiles: p.nfiles.unwrap_or(1000),
-            filesize: p.filesize.unwrap_or(Bytes::kib(16)),
-            meanappendsize: p.meanappendsize.unwrap_or(Bytes::kib(16)),
-            iosize: p.iosize.unwrap_or(Bytes::mib(1)),
+            nfiles: o.nfiles.unwrap_or(1000),
+            filesize: o.filesize.unwrap_or(Bytes::kib(16)),
+            meanappendsize: o.meanappendsize.unwrap_or(Bytes::kib(16)),
+            iosize: o.iosize.unwrap_or(Bytes::mib(1)),
             prealloc: 80,
         })
     }
 
-    pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
+    fn threads(&self, asked: Option<u32>) -> u32 {
+        asked.unwrap_or(DEFAULT_THREADS)
+    }
+
+    fn runtime(&self, asked: Option<Duration>) -> Option<Duration> {
+        asked.or(Some(Duration::from_secs(DEFAULT_RUNTIME_S)))
+    }
+
+    fn describe(&self, _job: &Job, words: &mut Vec<String>) {
+        words.push(format!("{} files of {} mean", self.nfiles, self.filesize));
+    }
+
+    fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.nfiles == 0 || self.nfiles > 10_000_000 {
             return err("nfiles", format!("{}: accepted 1 to 10 million", self.nfiles));
@@ -54,6 +115,7 @@ impl VarmailJob {
             return err("iosize", format!("{}: accepted 1 byte to 64 MiB", self.iosize));
         }
         if job.direct {
+            // varmail.f asks for no directio: its appends of 1 byte to 16 KiB would be refused.
             return err("direct", "varmail's files and appends have any size; direct I/O needs aligned sizes".into());
         }
         Ok(())

@@ -11,6 +11,15 @@ use crate::SpecError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 /// Errors after which a validating job stops when `--max-errors` is not given (Vdbench's
 /// `data_errors` default).
 pub const DEFAULT_MAX_ERRORS: u64 = 50;
@@ -47,6 +56,8 @@ pub struct VerifyJob {
 
 /// Write-then-read rounds of `--verify-on other` when `--verify-rounds` is not given.
 pub const DEFAULT_ROUNDS: u32 = 3;
+/// The most rounds `--verify-rounds` takes.
+pub const MAX_ROUNDS: u32 = 1000;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -105,8 +116,16 @@ impl VerifyJob {
     /// Validation's rules for `job`.
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        if job.engine == EngineKind::Null {
-            return err("verify", "the null engine moves no data to validate; pick psync, io_uring or mmap".into());
+        if self.on_other && !(1..=MAX_ROUNDS).contains(&self.rounds) {
+            return err("verify_rounds", format!("{} is out of range; accepted: 1 to {MAX_ROUNDS}", self.rounds));
+        }
+        if !job.engine.caps().opens_files() {
+            let movers: Vec<&str> =
+                EngineKind::KINDS.iter().filter(|k| k.caps().opens_files()).map(|k| k.as_str()).collect();
+            return err(
+                "verify",
+                format!("the {} engine moves no data to validate; pick {}", job.engine, or_list(&movers)),
+            );
         }
         let Workload::Block(b) = &job.workload else {
             // An application workload or a replay: its files are followed by name and checked
@@ -274,6 +293,10 @@ mod tests {
         .contains("null"));
     }
 
+    fn msg_with(f: impl FnOnce(&mut JobPatch)) -> String {
+        job(f).unwrap_err().to_string()
+    }
+
     #[test]
     fn verify_on_other_turns_validation_on_and_refuses_what_it_cannot_do() {
         let v = job(|p| p.verify_on = Some(VerifyOn::Other)).unwrap().verify.unwrap();
@@ -289,6 +312,14 @@ mod tests {
         assert!(!job(|p| p.verify_on = Some(VerifyOn::Writer)).unwrap().verify.unwrap().on_other);
         let msg = |f: fn(&mut JobPatch)| job(f).unwrap_err().to_string();
         assert!(msg(|p| p.verify_rounds = Some(2)).contains("--verify-on other"));
+        // The flag's range holds for a job file's value too (it was once clamped to 1).
+        for bad in [0, MAX_ROUNDS + 1] {
+            let e = msg_with(|p| {
+                p.verify_on = Some(VerifyOn::Other);
+                p.verify_rounds = Some(bad);
+            });
+            assert!(e.contains("verify_rounds") && e.contains("accepted: 1 to 1000"), "{e}");
+        }
         assert!(msg(|p| {
             p.verify_on = Some(VerifyOn::Other);
             p.journal = Some("/j".into());

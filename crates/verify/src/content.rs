@@ -370,6 +370,41 @@ impl Content {
         (looked, None)
     }
 
+    /// A sector read whole whose stamp explains it: another place's intact stamp (misdirected)
+    /// or an intact stamp of this place with another key than `expected` (a lost write).
+    fn by_stamp(&self, sec: &[u8], s: u64, piece: std::ops::Range<u64>, expected: Option<u8>) -> Option<Finding> {
+        let (a, b) = (piece.start, piece.end);
+        let (class, key, detail) = match judge(sec, s, self.file_id) {
+            Sector::Elsewhere { header } => {
+                let whose = if header.file_id == self.file_id {
+                    "this file".to_string()
+                } else {
+                    format!("file id {:#018x}", header.file_id)
+                };
+                let detail = format!("the sector holds the stamp of offset {} of {whose}", header.offset);
+                (ErrorClass::Misdirected, header.key, detail)
+            }
+            Sector::Good { header } if expected.is_some_and(|k| k != header.key) => {
+                let detail = format!(
+                    "the sector holds an intact stamp of key {}: the write of key {} to bytes {a}..{b} never reached it",
+                    header.key,
+                    expected.unwrap_or(0)
+                );
+                (ErrorClass::LostWrite, header.key, detail)
+            }
+            _ => return None,
+        };
+        let h = Header::read(sec)?;
+        Some(Finding {
+            class,
+            sector_offset: s,
+            found_key: Some(key),
+            found_time_ns: Some(h.time_ns),
+            writer: Some((h.node, h.thread)),
+            detail,
+        })
+    }
+
     /// Name what a piece [a, a + part.len()) of the sector at `s` holds instead of the key
     /// `expected` (`None`: a hole); `bad` is its first wrong byte, `sector` the whole sector when
     /// it was read whole, `stamped` whether the write expected there stamped the sector.
@@ -393,36 +428,8 @@ impl Content {
             detail,
         };
         let b = a + part.len() as u64;
-        let stamp = |mut x: Finding, h: &Header| {
-            x.found_time_ns = Some(h.time_ns);
-            x.writer = Some((h.node, h.thread));
-            x
-        };
-        if let Some(sec) = sector {
-            match judge(sec, s, self.file_id) {
-                Sector::Elsewhere { header } => {
-                    let whose = if header.file_id == self.file_id {
-                        "this file".to_string()
-                    } else {
-                        format!("file id {:#018x}", header.file_id)
-                    };
-                    let detail = format!("the sector holds the stamp of offset {} of {whose}", header.offset);
-                    if let Some(h) = Header::read(sec) {
-                        return stamp(f(ErrorClass::Misdirected, Some(header.key), detail), &h);
-                    }
-                }
-                Sector::Good { header } if expected.is_some_and(|k| k != header.key) => {
-                    let detail = format!(
-                        "the sector holds an intact stamp of key {}: the write of key {} to bytes {a}..{b} never reached it",
-                        header.key,
-                        expected.unwrap_or(0)
-                    );
-                    if let Some(h) = Header::read(sec) {
-                        return stamp(f(ErrorClass::LostWrite, Some(header.key), detail), &h);
-                    }
-                }
-                _ => {}
-            }
+        if let Some(found) = sector.and_then(|sec| self.by_stamp(sec, s, a..b, expected)) {
+            return found;
         }
         let Some(k) = expected else {
             let n = part.iter().filter(|&&c| c != 0).count();

@@ -19,6 +19,7 @@ pub mod content;
 pub mod error;
 pub mod handed;
 pub mod journal;
+pub mod layout;
 pub mod linear;
 pub mod map;
 pub mod pattern;

@@ -6,8 +6,8 @@
 //! `BASE ^ broadcast(w)` is a fixed part XOR one table entry per nibble of `w`, [`NibbleMap`]),
 //! which the tests check against the `crc32c` crate's own CRC of the bytes.
 
+use crate::layout::{DATA_LEN, SECTOR};
 use crate::linear::NibbleMap;
-use crate::sector::DATA_LEN;
 use std::sync::OnceLock;
 
 /// 8-byte words of data in a sector.
@@ -71,7 +71,7 @@ pub fn group_word(seed: u64, sector_offset: u64) -> u64 {
 /// Which of its group's sectors the offset is.
 #[inline]
 pub fn in_group(sector_offset: u64) -> usize {
-    ((sector_offset / crate::sector::SECTOR as u64) % 8) as usize
+    ((sector_offset / SECTOR as u64) % 8) as usize
 }
 
 /// [`word`] from its shared half and the sector's offset.

@@ -18,9 +18,7 @@
 use crate::linear::NibbleMap;
 use crate::pattern;
 
-pub const SECTOR: usize = 512;
-pub const HEADER_LEN: usize = 48;
-pub const DATA_LEN: usize = SECTOR - HEADER_LEN;
+pub use crate::layout::{DATA_LEN, HEADER_LEN, SECTOR};
 pub const MAGIC: [u8; 4] = *b"iolV";
 pub const VERSION: u8 = 2;
 /// Keys rotate 1, 2, ..., MAX_KEY, 1, ... (as Vdbench's): 0 means never written.

@@ -4,11 +4,30 @@
 //! ([`crate::content`]) validation both count through it.
 
 use crate::check::Finding;
-use crate::tracked::When;
 use crate::writer_words;
 use iolab_model::{BlockError, ErrorCounts, VerifyResult};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+
+/// Where a finding was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    During,
+    BeforeRewrite,
+    After,
+    Recovery,
+}
+
+impl When {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            When::During => "during",
+            When::BeforeRewrite => "before_rewrite",
+            When::After => "after",
+            When::Recovery => "recovery",
+        }
+    }
+}
 
 pub struct Tally {
     node: String,

@@ -10,6 +10,7 @@ use crate::journal::{Journal, JournalHeader, JOURNAL_HEADER};
 use crate::map::{KeyMap, MapFile, UNKNOWN, UNSYNCED};
 use crate::scan::scan;
 use crate::tally::Tally;
+pub use crate::tally::When;
 use crate::{file_id, file_id_under, node_id};
 use iolab_model::VerifyResult;
 use std::path::{Path, PathBuf};
@@ -32,26 +33,6 @@ pub struct Options {
     /// The file was written by this other node (`--verify-on other`): its keys are handed over
     /// ([`Tracked::take_keys`]), and an older key read is a stale read, not a lost write.
     pub peer: Option<String>,
-}
-
-/// Where a finding was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum When {
-    During,
-    BeforeRewrite,
-    After,
-    Recovery,
-}
-
-impl When {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            When::During => "during",
-            When::BeforeRewrite => "before_rewrite",
-            When::After => "after",
-            When::Recovery => "recovery",
-        }
-    }
 }
 
 pub struct Tracked {

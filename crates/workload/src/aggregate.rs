@@ -6,7 +6,7 @@
 //! Memory is bounded by the number of workers, not the run's length.
 
 use crate::layout::Target;
-use iolab_model::figures::{self, Figures};
+use iolab_model::figures::{self, Combine, Figures};
 use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;

@@ -13,19 +13,14 @@ use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
-use crate::source::bonnie::Bonnie;
-use crate::source::maildir::{Maildir, MaildirReader};
-use crate::source::postmark::Postmark;
-use crate::source::redolog::Redolog;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
-use crate::source::varmail::Varmail;
 use crate::source::verify::Validating;
 use crate::source::verify_files::{FileSet, FilesValidating};
-use crate::source::{JobShared, Names, Source};
+use crate::source::{self, JobShared, Names, NoSource, Run as _, Source, SourceError};
 use crate::validation;
 use crate::worker::{self, Window};
 use iolab_model::*;
-use iolab_spec::{EngineKind, Job, Phase, Plan, Workload};
+use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -74,10 +69,13 @@ pub enum RunError {
     Layout(#[from] LayoutError),
     #[error(transparent)]
     Spec(#[from] iolab_spec::SpecError),
-    #[error("job `{job}`: {why}")]
-    Replay { job: String, why: String },
+    #[error("job `{job}`: {source}")]
+    Replay { job: String, source: SourceError },
     #[error(transparent)]
     Validation(#[from] validation::ValidationError),
+    /// A phase's worker thread could not be started (none of its workers did any I/O).
+    #[error("could not start worker thread {worker} of {workers} (job `{job}`, {threads} threads): {source}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)")]
+    Spawn { worker: usize, workers: usize, job: String, threads: u32, source: std::io::Error },
 }
 
 /// Per phase, per job: the replay job's checked plan (None for other workloads).
@@ -118,13 +116,13 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                     )
                     .into());
                 }
-                let c = replay::check(j, r).map_err(|why| RunError::Replay { job: j.name.clone(), why })?;
+                let c = replay::check(j, r).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
                 rs.push(Some(c));
                 jobs.push(Vec::new());
                 continue;
             }
             rs.push(None);
-            if j.engine == EngineKind::Null && !j.workload.makes_own_files() {
+            if !j.engine.caps().opens_files() && !j.workload.makes_own_files() {
                 // A block job on the null engine opens no file. A personality does real
                 // filesystem work (its directories, its files' creation) whatever the engine.
                 if j.size.is_none() {
@@ -243,7 +241,7 @@ fn prepare_phase(
                     sink.message(&format!("preparing {} for the replay", job.target.display()));
                 }
                 let replay = ReplayRun::prepare(c.clone(), job, r, stop)
-                    .map_err(|why| LayoutError::Refused { path: job.target.clone(), why })?;
+                    .map_err(|source| LayoutError::Source { path: job.target.clone(), source })?;
                 Some(replay)
             }
             _ => None,
@@ -254,11 +252,18 @@ fn prepare_phase(
         .jobs
         .iter()
         .filter(|j| {
-            (j.engine != EngineKind::Null || j.workload.makes_own_files()) && !matches!(j.workload, Workload::Replay(_))
+            (j.engine.caps().opens_files() || j.workload.makes_own_files())
+                && !matches!(j.workload, Workload::Replay(_))
         })
         .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
         .collect::<Result<_, _>>()?;
     layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
+    // A personality's missing directory is made (and marked) as a block job's missing file is.
+    for (job, _) in fresh.iter().filter(|(j, _)| j.workload.makes_own_files()) {
+        if layout::create_dir_in_run(&job.target, run)? {
+            sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
+        }
+    }
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
     for (job, ts) in &fresh {
@@ -275,7 +280,7 @@ fn prepare_phase(
                 sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
                 layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
-            } else if job.engine == EngineKind::Mmap
+            } else if job.engine.caps().maps_files()
                 && t.kind == TargetKind::File
                 && t.existing < t.size
                 && !job.workload.makes_own_files()
@@ -291,7 +296,7 @@ fn prepare_phase(
     // fio's invalidate: the phase's reads start from the storage, not from what layout or an
     // earlier phase left in memory.
     for (job, ts) in &fresh {
-        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine != EngineKind::Null {
+        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine.caps().opens_files() {
             for t in ts {
                 sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
                 layout::drop_cached(t)?;
@@ -355,7 +360,7 @@ fn run_phase(
     (validated, file_sets): (&validation::Validated, &[Option<Arc<FileSet>>]),
     ctl: &Control,
     sink: &mut dyn Sink,
-) -> Result<PhaseResult, String> {
+) -> Result<PhaseResult, RunError> {
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
@@ -375,7 +380,7 @@ fn run_phase(
     };
     let (tx, rx) = mpsc::channel::<Msg>();
     // What each job's threads share: their barrier, and a personality's pool.
-    let per_job: Vec<(Rendezvous, Result<JobShared, String>)> =
+    let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
 
     std::thread::scope(|s| {
@@ -410,108 +415,117 @@ fn run_phase(
                             )
                         }
                     });
-                if let Err(e) = started {
+                if let Err(source) = started {
                     shared.set_spawned(false);
-                    return Err(format!(
-                        "could not start worker thread {} of {workers} (job `{}`, {} threads): {e}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)",
-                        w + 1,
-                        job.name,
-                        job.threads
-                    ));
+                    let (job, threads) = (job.name.clone(), job.threads);
+                    return Err(RunError::Spawn { worker: w + 1, workers, job, threads, source });
                 }
                 w += 1;
             }
         }
         shared.set_spawned(true);
         drop(tx);
-        shared.ready.wait();
-        // A phase started at an agreed instant (several nodes) is started by this thread at
-        // real-time priority where the system allows it, so that other work on the node (other
-        // agents' workers on a shared test machine) cannot hold back its start; normal again
-        // once the workers are released.
-        let mut realtime = None;
-        if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
-            realtime = iolab_engine::realtime::Realtime::enter().ok();
-            sleep_until(at, &ctl.stop);
-        }
-        if let Some(at) = ctl.start_at {
-            sleep_until(at, &ctl.stop);
-        }
-        let phase_start = Instant::now();
-        let started_at = SystemTime::now();
-        let _ = shared.start.set(phase_start);
-        shared.go.wait();
-        drop(realtime);
-        sink.started(index, started_at);
-        let t0 = phase_start + max_ramp;
-        // Samples come over their own channel, so a sampler never keeps the workers' channel
-        // open; the coordinating thread hands them on as they arrive.
-        let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
-        // The first job's target stands for the phase's storage.
-        let sampler = ctl.sample_interval.map(|iv| {
-            let target =
-                targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
-            let emit: iolab_sysstat::Emit = Box::new(move |r| {
-                let _ = sample_tx.send(r);
-            });
-            Sampler::streaming(ProcRoot::default(), iv, t0, target, emit)
+        let phase_start = release(index, &shared, ctl, sink);
+        Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
+    })
+}
+
+/// Once every worker is ready: ask the phase's start gate, wait for the agreed instant and
+/// release the workers (see [`StartGate`]); the phase's start.
+fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) -> Instant {
+    shared.ready.wait();
+    // A phase started at an agreed instant (several nodes) is started by this thread at
+    // real-time priority where the system allows it, so that other work on the node (other
+    // agents' workers on a shared test machine) cannot hold back its start; normal again
+    // once the workers are released.
+    let mut realtime = None;
+    if let Some(at) = ctl.gate.as_ref().and_then(|g| g.open(index, &ctl.stop)) {
+        realtime = iolab_engine::realtime::Realtime::enter().ok();
+        sleep_until(at, &ctl.stop);
+    }
+    if let Some(at) = ctl.start_at {
+        sleep_until(at, &ctl.stop);
+    }
+    let phase_start = Instant::now();
+    let started_at = SystemTime::now();
+    let _ = shared.start.set(phase_start);
+    shared.go.wait();
+    drop(realtime);
+    sink.started(index, started_at);
+    phase_start
+}
+
+/// The coordinating thread while the workers run: their seconds merged into totals and a
+/// timeline, system samples beside the measured window (from `t0`, after the ramp), each handed
+/// to the sink as it comes; the phase's result once every worker has ended.
+fn coordinate(
+    index: usize,
+    phase: &Phase,
+    targets: &[Vec<Target>],
+    rx: mpsc::Receiver<Msg>,
+    t0: Instant,
+    ctl: &Control,
+    sink: &mut dyn Sink,
+) -> PhaseResult {
+    // Samples come over their own channel, so a sampler never keeps the workers' channel
+    // open; the coordinating thread hands them on as they arrive.
+    let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
+    // The first job's target stands for the phase's storage.
+    let sampler = ctl.sample_interval.map(|iv| {
+        let target = targets.iter().flatten().next().map(|t| iolab_sysstat::describe(&t.path, &SysRoots::default()));
+        let emit: iolab_sysstat::Emit = Box::new(move |r| {
+            let _ = sample_tx.send(r);
         });
-        let cpu0 = cpu::process_cpu();
-        let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
-        let mut agg = Aggregator::new(&threads, t0);
-        // The phase and its jobs exist from their start: a run killed in its first second
-        // still shows them, with nothing measured.
-        sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
-        let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
-            while let Ok(r) = sample_rx.try_recv() {
-                sink.sample(index, &r);
-            }
-            let now = Instant::now();
-            let points = agg.finalize(now, all);
-            for p in &points {
-                sink.tick(index, p, agg.bytes_so_far());
-            }
-            for p in agg.corrections() {
-                sink.correct(index, &p);
-            }
-            if !points.is_empty() && !all {
-                let cpu = cpu::process_cpu().since(cpu0);
-                sink.progress(index, &agg.result(phase, targets, now, cpu, true));
-            }
-        };
-        while agg.alive > 0 {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(m) => agg.take(m),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-            hand_on(&mut agg, sink, false);
-        }
-        hand_on(&mut agg, sink, true);
-        let cpu1 = cpu::process_cpu();
-        let system = sampler.and_then(|s| s.finish());
-        // The sampler's last sample, taken as it finished.
+        Sampler::streaming(ProcRoot::default(), iv, t0, target, emit)
+    });
+    let cpu0 = cpu::process_cpu();
+    let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
+    let mut agg = Aggregator::new(&threads, t0);
+    // The phase and its jobs exist from their start: a run killed in its first second still
+    // shows them, with nothing measured.
+    sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
+    let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
         while let Ok(r) = sample_rx.try_recv() {
             sink.sample(index, &r);
         }
-        let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
-        r.system = system;
-        Ok(r)
-    })
+        let now = Instant::now();
+        let points = agg.finalize(now, all);
+        for p in &points {
+            sink.tick(index, p, agg.bytes_so_far());
+        }
+        for p in agg.corrections() {
+            sink.correct(index, &p);
+        }
+        if !points.is_empty() && !all {
+            let cpu = cpu::process_cpu().since(cpu0);
+            sink.progress(index, &agg.result(phase, targets, now, cpu, true));
+        }
+    };
+    while agg.alive > 0 {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => agg.take(m),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        hand_on(&mut agg, sink, false);
+    }
+    hand_on(&mut agg, sink, true);
+    let cpu1 = cpu::process_cpu();
+    let system = sampler.and_then(|s| s.finish());
+    // The sampler's last sample, taken as it finished.
+    while let Ok(r) = sample_rx.try_recv() {
+        sink.sample(index, &r);
+    }
+    let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+    r.system = system;
+    r
 }
 
 /// Bytes one thread of a size-bounded job transfers.
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
-    match &job.workload {
-        Workload::Block(b) => b.budget_bytes(size.saturating_sub(b.offset())),
-        Workload::Replay(_) => 0,
-        Workload::Postmark(_)
-        | Workload::Maildir(_)
-        | Workload::Redolog(_)
-        | Workload::Varmail(_)
-        | Workload::Bonnie(_) => 0,
-    }
+    // Only the block workload moves a known number of bytes; the others go by their own steps.
+    job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -525,7 +539,7 @@ fn worker_main(
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
-    together: &(Rendezvous, Result<JobShared, String>),
+    together: &(Rendezvous, Result<JobShared, SourceError>),
     stop: &AtomicBool,
     tx: Sender<Msg>,
 ) {
@@ -541,49 +555,44 @@ fn worker_main(
     let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
     let pool = match pool {
         Ok(p) => p.clone(),
-        Err(e) => return drive(Err::<BlockSource, _>(e.clone()), w),
+        Err(e) => return drive(Err::<NoSource, _>(SourceError::Said(e.to_string())), w),
     };
-    match (&job.workload, pool) {
-        (Workload::Block(b), _) => match (tracked, &job.verify) {
+    match &job.workload {
+        Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
                 drive(Ok(Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite)), w)
             }
             _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
         },
-        (Workload::Replay(_), _) => drive_files(
-            files,
-            thread,
-            run.ok_or_else(|| "the replay was not prepared".to_string()).and_then(|r| ReplaySource::new(r, thread)),
-            w,
-        ),
-        (Workload::Postmark(p), _) => drive_files(files, thread, Ok(Postmark::new(&job.name, p, thread)), w),
-        (Workload::Redolog(r), _) => {
-            drive_files(files, thread, Ok(Redolog::new(&job.name, r, thread, job.threads, job.direct)), w)
+        Workload::Replay(_) => {
+            let source = match run {
+                Some(r) => ReplaySource::new(r, thread),
+                None => Err(SourceError::Said("the replay was not prepared".into())),
+            };
+            Files { files, thread, w }.run(source)
         }
-        (Workload::Varmail(v), JobShared::Varmail(set)) => {
+        _ => {
             let root = w.root.clone();
-            drive_files(files, thread, Ok(Varmail::new(v, set, job.seed, thread, root)), w)
+            source::run_personality(job, thread, &root, &pool, Files { files, thread, w })
         }
-        (Workload::Bonnie(b), JobShared::Bonnie(tickets)) => {
-            drive_files(files, thread, Ok(Bonnie::new(&job.name, b, tickets, job.seed, thread)), w)
-        }
-        (Workload::Maildir(m), JobShared::Maildir(pool)) if thread >= m.deliverers(job) => {
-            drive_files(files, thread, Ok(MaildirReader::new(m, pool, thread - m.deliverers(job))), w)
-        }
-        (Workload::Maildir(m), JobShared::Maildir(pool)) => {
-            let root = w.root.clone();
-            drive_files(files, thread, Ok(Maildir::new(m, pool, job.seed, thread, root)), w)
-        }
-        _ => drive(Err::<BlockSource, _>("no shared state for this workload".to_string()), w),
     }
 }
 
 /// Run an application workload's or a replay's source, inside its validation when the job has
 /// a file set (`--verify`).
-fn drive_files<S: Source>(files: Option<Arc<FileSet>>, thread: u32, source: Result<S, String>, w: Work) {
-    match files {
-        Some(set) => drive(source.map(|s| FilesValidating::new(s, set, thread)), w),
-        None => drive(source, w),
+struct Files<'a> {
+    files: Option<Arc<FileSet>>,
+    thread: u32,
+    w: Work<'a>,
+}
+
+impl source::Run for Files<'_> {
+    type Out = ();
+    fn run<S: Source>(self, source: Result<S, SourceError>) {
+        match self.files {
+            Some(set) => drive(source.map(|s| FilesValidating::new(s, set, self.thread)), self.w),
+            None => drive(source, self.w),
+        }
     }
 }
 
@@ -602,7 +611,7 @@ struct Work<'a> {
 }
 
 /// Set up, wait at the barriers, run the source, report.
-fn drive<S: Source>(source: Result<S, String>, w: Work) {
+fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
@@ -626,25 +635,46 @@ fn drive<S: Source>(source: Result<S, String>, w: Work) {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
             let mut names = Names::new(root);
-            let end = iolab_engine::with_engine!(&mut engine, e => worker::run(source, e, &mut names, &clk, w, stop, barrier, &mut report));
+            let end = engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, barrier, report: &mut report });
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
-        (Ok(_), None) => (0, Acc::default(), start, Some("no source".into())),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into()))),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
+    // The job's error goes into its results as text: what failed, where and why.
+    let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
 }
 
+/// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per
+/// engine and source, so no operation goes through dynamic dispatch.
+struct Loop<'a, S: ?Sized> {
+    source: &'a mut S,
+    names: &'a mut Names,
+    clk: &'a TscClock,
+    w: Window,
+    stop: &'a AtomicBool,
+    barrier: &'a Rendezvous,
+    report: &'a mut dyn FnMut(i64, Acc),
+}
+
+impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
+    type Out = worker::WorkerEnd;
+    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
+        worker::run(self.source, e, self.names, self.clk, self.w, self.stop, self.barrier, self.report)
+    }
+}
+
 /// Build the worker's engine and open the source's files, before the start barrier.
-fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, String> {
-    let mut any = iolab_engine::build_any(job.engine.as_str(), job.iodepth as usize, source.buffer_len())
-        .map_err(|e| e.to_string())?;
+fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, SourceError> {
+    let setup = iolab_engine::Setup { depth: job.iodepth as usize, buf_len: source.buffer_len() };
+    let mut any = iolab_engine::build_any(job.engine, setup)?;
     let engine = any.as_dyn();
     for f in source.setup()? {
-        engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path))?;
+        engine.set_file(f.index, f.file, f.len).map_err(|e| SourceError::Place { path: f.path, source: e })?;
     }
     for slot in 0..engine.depth() as u32 {
         source.prime(slot, engine.buffer(slot));
@@ -655,7 +685,7 @@ fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iolab_spec::{Bytes, JobPatch, Rw};
+    use iolab_spec::{Bytes, EngineKind, JobPatch, Rw};
     use std::sync::Mutex;
 
     /// Holds each phase for a while after its workers are ready, and notes when it was asked.

@@ -4,7 +4,7 @@
 //! files unless told otherwise; refusals happen before any byte is written.
 
 use iolab_engine::fill_pattern;
-use iolab_spec::{EngineKind, Job};
+use iolab_spec::Job;
 use std::fs::{self, File};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
@@ -19,6 +19,9 @@ const LAYOUT_CHUNK: usize = 1 << 20;
 pub enum LayoutError {
     #[error("refusing {path}: {why}")]
     Refused { path: PathBuf, why: String },
+    /// A source's own refusal of its target (a replay's trace expects another).
+    #[error("refusing {}: {source}", path.display())]
+    Source { path: PathBuf, source: crate::error::SourceError },
     #[error("not enough free space in {dir}: laying out needs {need} bytes, {free} are free; use a smaller --size or another directory")]
     NoSpace { dir: PathBuf, need: u64, free: u64 },
     #[error("{what} {path}: {source}")]
@@ -130,22 +133,24 @@ pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
 /// must be a directory and those names must be free (a directory of that name with a user's
 /// file in it is refused before anything is written).
 fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
-    if !job.target.is_dir() {
-        return Err(refuse(
-            &job.target,
-            format!(
-                "workload `{}` needs a directory to work in; give --target an existing directory",
-                job.workload.label()
-            ),
-        ));
+    match fs::symlink_metadata(&job.target) {
+        Ok(m) if m.is_dir() => {}
+        // A missing directory is created (and marked) before the phase, as a block job's file
+        // is; its parent must exist, as a block job's file's directory must.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => check_parent(&job.target)?,
+        _ => {
+            return Err(refuse(
+                &job.target,
+                format!(
+                    "workload `{}` needs a directory to work in; give --target a directory (a missing one is created)",
+                    job.workload.label()
+                ),
+            ))
+        }
     }
-    // What the big files will take, so a run that cannot fit is refused before it starts:
-    // bonnie++'s file (twice the RAM by default) and the redo log's files.
-    let space = match &job.workload {
-        iolab_spec::Workload::Bonnie(b) => b.file_size.0 + b.files() * b.max_size,
-        iolab_spec::Workload::Redolog(r) => r.files as u64 * r.file_size.0,
-        _ => 0,
-    };
+    // What the big files will take, so a run that cannot fit is refused before it starts
+    // (bonnie++'s file, twice the RAM by default; the redo log's files).
+    let space = job.workload.space();
     job.own_dirs()
         .into_iter()
         .enumerate()
@@ -161,12 +166,68 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
         .collect()
 }
 
+/// A path to create: its directory must exist.
+fn check_parent(path: &Path) -> Result<(), LayoutError> {
+    let parent = parent_of(path);
+    if !parent.is_dir() {
+        return Err(refuse(path, format!("its directory {} does not exist; create it first", parent.display())));
+    }
+    Ok(())
+}
+
+/// The directory holding `path` (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// The nearest directory at or above `dir` that exists: where a file in a directory still to
+/// be made will land.
+fn nearest_existing(dir: &Path) -> PathBuf {
+    dir.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new(".")).to_path_buf()
+}
+
+/// Create a missing directory to work in (its parent must exist) and mark it as iolab's, as a
+/// block job's missing file is created and marked; noted as the run's with `run`. `Ok(false)`
+/// when it was there already.
+pub fn create_dir_in_run(path: &Path, run: Option<&RunMark>) -> Result<bool, LayoutError> {
+    if path.is_dir() {
+        return Ok(false);
+    }
+    check_parent(path)?;
+    fs::create_dir(path).map_err(io_err("creating the directory", path))?;
+    let d = File::open(path).map_err(io_err("opening the directory", path))?;
+    mark_owned(path, &d).map_err(io_err("marking as iolab's", path))?;
+    if let Some(run) = run {
+        note_run(path, run)?;
+    }
+    Ok(true)
+}
+
+/// Remove a directory iolab created, if it is empty; returns whether it was removed.
+pub fn remove_owned_dir(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_dir() => {}
+        _ => return Ok(false),
+    }
+    if !is_owned(path)? {
+        return Ok(false);
+    }
+    let lines = manifest_lines(path);
+    match fs::remove_dir(path) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    forget_in_manifest(path, lines)?;
+    Ok(true)
+}
+
 fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
 fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target, LayoutError> {
-    let needs_data = job.workload.needs_data() || job.engine == EngineKind::Mmap;
+    let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
     // The job's region starts `off` bytes in: the file must reach offset + size.
     let off = job.workload.block().map_or(0, |b| b.offset());
     let past_offset = |size: u64| -> Result<u64, LayoutError> {
@@ -184,13 +245,7 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
             let size = job.size.map(|s| s.0.saturating_add(off)).ok_or_else(|| {
                 refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
             })?;
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(refuse(
-                    path,
-                    format!("its directory {} does not exist; create it first", parent.display()),
-                ));
-            }
+            check_parent(path)?;
             Ok(Target {
                 path: path.to_path_buf(),
                 kind: TargetKind::File,
@@ -318,15 +373,21 @@ pub fn create_target_in_run(t: &Target, run: Option<&RunMark>) -> Result<(), Lay
     }
     let f = fs::OpenOptions::new().write(true).create_new(true).open(&t.path).map_err(io_err("creating", &t.path))?;
     mark_owned(&t.path, &f).map_err(io_err("marking as iolab's", &t.path))?;
-    if let (Some(run), Some(name)) = (run, file_name(&t.path)) {
-        fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(manifest_path(&t.path))
-            .and_then(|mut m| writeln!(m, "{}", run.line(name)))
-            .map_err(io_err("noting the run's file in the manifest beside", &t.path))?;
+    if let Some(run) = run {
+        note_run(&t.path, run)?;
     }
     Ok(())
+}
+
+/// Note `path` as created by `run` in its directory's manifest.
+fn note_run(path: &Path, run: &RunMark) -> Result<(), LayoutError> {
+    let Some(name) = file_name(path) else { return Ok(()) };
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(manifest_path(path))
+        .and_then(|mut m| writeln!(m, "{}", run.line(name)))
+        .map_err(io_err("noting the run's file in the manifest beside", path))
 }
 
 /// Free bytes for unprivileged writers on the filesystem holding `path`.
@@ -348,7 +409,8 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
         if grows == 0 {
             continue;
         }
-        let dir = t.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        // A directory still to be made (a personality's): its files land where it will be.
+        let dir = nearest_existing(parent_of(&t.path));
         let dev = fs::metadata(&dir).map_err(io_err("reading metadata of", &dir))?.dev();
         by_dev.entry(dev).or_insert((dir, 0)).1 += grows;
     }
@@ -414,24 +476,34 @@ pub fn remove_owned(path: &Path) -> io::Result<bool> {
     if !is_owned(path)? {
         return Ok(false);
     }
-    let mp = manifest_path(path);
-    let lines: Vec<String> =
-        fs::read_to_string(&mp).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default();
+    let lines = manifest_lines(path);
     fs::remove_file(path)?;
-    if !lines.is_empty() {
-        // Every line naming this file goes (its inode's and any run's); the others stay.
-        let keep: Vec<String> = lines
-            .iter()
-            .filter(|l| l.split_once(' ').map(|(_, n)| Some(n)) != Some(file_name(path)))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        if keep.is_empty() {
-            fs::remove_file(&mp)?;
-        } else {
-            fs::write(&mp, keep.concat())?;
-        }
-    }
+    forget_in_manifest(path, lines)?;
     Ok(true)
+}
+
+/// The lines of the manifest beside `path`.
+fn manifest_lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(manifest_path(path)).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// After `path` was removed: every manifest line naming it goes (its inode's and any run's);
+/// the others stay (the manifest goes when none is left).
+fn forget_in_manifest(path: &Path, lines: Vec<String>) -> io::Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let keep: Vec<String> = lines
+        .iter()
+        .filter(|l| l.split_once(' ').map(|(_, n)| Some(n)) != Some(file_name(path)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mp = manifest_path(path);
+    if keep.is_empty() {
+        fs::remove_file(&mp)
+    } else {
+        fs::write(&mp, keep.concat())
+    }
 }
 
 #[cfg(test)]
@@ -501,6 +573,35 @@ mod tests {
         for bad in ["", "xyz", "../../etc", &"A".repeat(32)] {
             assert!(RunMark::parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_missing_directory_is_made_marked_and_removed_only_when_empty() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("work");
+        assert!(create_dir_in_run(&p, None).unwrap());
+        assert!(p.is_dir() && is_owned(&p).unwrap());
+        assert!(!create_dir_in_run(&p, None).unwrap(), "there already");
+        std::fs::write(p.join("theirs"), b"x").unwrap();
+        assert!(!remove_owned_dir(&p).unwrap(), "not while something is in it");
+        std::fs::remove_file(p.join("theirs")).unwrap();
+        assert!(remove_owned_dir(&p).unwrap() && !p.exists());
+        let foreign = d.path().join("foreign");
+        std::fs::create_dir(&foreign).unwrap();
+        assert!(!remove_owned_dir(&foreign).unwrap() && foreign.exists(), "a user's directory stays");
+        let e = create_dir_in_run(&d.path().join("no/such"), None).unwrap_err().to_string();
+        assert!(e.contains("does not exist; create it first"), "{e}");
+        // A personality's missing target is checked without being made; it is made by the run.
+        let job = JobPatch {
+            target: Some(d.path().join("pm")),
+            workload: Some(iolab_spec::WorkloadKind::Postmark),
+            ..Default::default()
+        }
+        .resolve("j")
+        .unwrap();
+        let ts = check_job(&job).unwrap();
+        assert_eq!(ts[0].path, d.path().join("pm/iolab.j.0"));
+        assert!(!d.path().join("pm").exists());
     }
 
     #[test]

@@ -7,12 +7,16 @@
 
 #![forbid(unsafe_code)]
 
+// First, so its `said!` is known to every module below.
+#[macro_use]
+pub mod error;
 mod aggregate;
 pub mod clock;
 pub mod cpu;
 pub mod executor;
 mod keep;
 pub mod layout;
+pub mod names;
 pub mod ns;
 pub mod owned;
 pub mod pattern;

@@ -6,28 +6,23 @@
 //! them; a source that shares an opening with other threads sees each file it opens first.
 //!
 //! A call on a name in a subdirectory (unlink, mkdir, stat) resolves that directory once and keeps
-//! it open for the next such call in the same directory ([`DirCache`]), as an application that
+//! it open for the next such call in the same directory ([`crate::names::DirCache`]), as an application that
 //! `chdir`s into its directory makes one call per file; a rename or rmdir anywhere in the
 //! process forgets every worker's kept directory.
 
-use crate::source::{Call, NameId, Names};
+use crate::names::{NameId, Names};
+use crate::source::Call;
 use iolab_engine::Engine;
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Bumped before and after every rename and rmdir made through this layer: a directory kept
-/// open under an older count may no longer be the one its path names.
+/// open ([`crate::names::DirCache`]) under an older count may no longer be the one its path names.
 static RESHAPED: AtomicU64 = AtomicU64::new(0);
-
-/// The last subdirectory a worker acted in: its path below the root, resolved beneath it, and
-/// [`RESHAPED`] when it was resolved.
-#[derive(Debug, Default)]
-pub struct DirCache(Option<(PathBuf, OwnedFd, u64)>);
 
 /// Run `f` on the directory holding `name` and `name`'s last component: the root's descriptor
 /// for a name at the top, else the worker's kept directory when it is that one and nothing
@@ -92,7 +87,8 @@ pub fn perform<E: Engine + ?Sized>(
                 drop(f);
                 Ok(0)
             }
-            None if engine.name() == "null" => Ok(0),
+            // An engine that keeps no files (its row: null) has nothing to close.
+            None if !engine.kind().caps().opens_files() => Ok(0),
             None => Err(io::Error::from_raw_os_error(libc::EBADF)),
         },
         Call::Unlink { name } => in_parent(names, name, |d, n| rustix::fs::unlinkat(d, n, AtFlags::empty())).map(|_| 0),
@@ -149,12 +145,13 @@ mod tests {
         let dir = names.add("new").unwrap();
         let f = names.add("new/tmp.1").unwrap();
         let g = names.add("new/cur.1").unwrap();
-        let mut e = iolab_engine::build("psync", 1, 4096).unwrap();
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+            .unwrap();
         assert_eq!(perform(&Call::Mkdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap(), 0);
         let create = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
         perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e, &mut |_, _| {}).unwrap();
         e.buffer(0)[..5].copy_from_slice(b"hello");
-        e.queue(iolab_engine::Op { kind: OpKind::Write, file: 3, offset: 0, len: 5, slot: 0 }).unwrap();
+        e.queue(iolab_engine::Op::new(OpKind::Write, 3, 0, 5, 0)).unwrap();
         let mut done = Vec::new();
         e.reap(1, &mut done).unwrap();
         assert_eq!(done[0].res, 5);
@@ -194,7 +191,8 @@ mod tests {
         let (dir, x, y) = (a.add("d").unwrap(), a.add("d/x").unwrap(), a.add("d/y").unwrap());
         let (bdir, moved) = (b.add("d").unwrap(), b.add("e").unwrap());
         let escape = a.add("out/f").unwrap();
-        let mut e = iolab_engine::build("psync", 1, 4096).unwrap();
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+            .unwrap();
         let mut call = |c: Call, n: &Names| perform(&c, n, &mut *e, &mut |_, _| {});
         let touch = |p: &str| std::fs::write(root.join(p), b"").unwrap();
 

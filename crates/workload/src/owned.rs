@@ -4,6 +4,7 @@
 //! naming its own paths) needs to tell what it may change, to mark what it made, and to remove
 //! what an earlier run of it left.
 
+use crate::error::SourceError;
 use crate::layout::{MANIFEST, XATTR};
 use iolab_engine::beneath::{Beneath, Parent};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -192,7 +193,7 @@ pub fn prune_manifest(b: &Beneath, dir_rel: &Path) -> io::Result<()> {
 
 /// Remove `rel` — a file, or a directory with everything in it — if iolab made all of it;
 /// otherwise remove nothing and say what is not iolab's.
-pub fn remove_tree(b: &Beneath, rel: &Path) -> Result<(), String> {
+pub fn remove_tree(b: &Beneath, rel: &Path) -> Result<(), SourceError> {
     let mut order: Vec<(PathBuf, Kind)> = Vec::new();
     collect(b, rel, &mut order, 0)?;
     for (p, k) in &order {
@@ -213,14 +214,14 @@ pub fn remove_tree(b: &Beneath, rel: &Path) -> Result<(), String> {
 }
 
 /// Everything under `rel`, children before their directory, checked to be iolab's.
-fn collect(b: &Beneath, rel: &Path, out: &mut Vec<(PathBuf, Kind)>, depth: usize) -> Result<(), String> {
+fn collect(b: &Beneath, rel: &Path, out: &mut Vec<(PathBuf, Kind)>, depth: usize) -> Result<(), SourceError> {
     let shown = || b.root().join(rel).display().to_string();
     if depth > 256 {
-        return Err(format!("{} is nested too deep to remove", shown()));
+        return Err(said!("{} is nested too deep to remove", shown()));
     }
     match found(b, rel).map_err(|e| format!("{}: {e}", shown()))? {
         Found::Absent => Ok(()),
-        Found::Foreign(_) => Err(format!("{} exists and iolab did not make it", shown())),
+        Found::Foreign(_) => Err(said!("{} exists and iolab did not make it", shown())),
         Found::Owned(Kind::Dir) => {
             let dir = b.open_dir(rel).map_err(|e| format!("{}: {e}", shown()))?;
             let mut d = rustix::fs::Dir::new(OwnedFd::from(dir)).map_err(|e| format!("{}: {e}", shown()))?;
@@ -267,7 +268,7 @@ mod tests {
         // A tree iolab made goes; a tree holding anything else stays whole.
         drop(create_file(&b, Path::new("mine/h")).unwrap());
         std::fs::write(d.path().join("mine/precious"), b"keep").unwrap();
-        let e = remove_tree(&b, Path::new("mine")).unwrap_err();
+        let e = remove_tree(&b, Path::new("mine")).unwrap_err().to_string();
         assert!(e.contains("precious") && e.contains("did not make"), "{e}");
         assert!(d.path().join("mine/f").exists() && d.path().join("mine/h").exists());
         std::fs::remove_file(d.path().join("mine/precious")).unwrap();

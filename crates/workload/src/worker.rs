@@ -8,7 +8,7 @@
 use crate::clock::{Clock, Stamp};
 use crate::ns;
 use crate::rendezvous::Rendezvous;
-use crate::source::{Call, Ctx, FileChange, Issue, Names, Next, Source};
+use crate::source::{Call, Ctx, FileChange, Issue, Names, Next, Source, SourceError};
 use iolab_engine::{Completion, Engine, Op};
 use iolab_model::{Acc, OpClass, Recorder};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,11 +31,14 @@ pub struct WorkerEnd {
     pub sec: i64,
     pub acc: Acc,
     pub end: Stamp,
-    pub error: Option<String>,
+    pub error: Option<SourceError>,
 }
 
 /// Run `source` on `engine` until it is done. `report(sec, acc)` receives each finished second;
 /// `barrier` is where the job's threads line up when the source asks ([`Next::Barrier`]).
+/// Each round issues what it can ([`Loop::issue`]), then reaps and accounts what completed
+/// ([`Loop::reap`]); on a synchronous engine with nothing in flight a data call is made and
+/// accounted in place.
 #[allow(clippy::too_many_arguments)]
 pub fn run<C, S, E>(
     source: &mut S,
@@ -52,281 +55,428 @@ where
     S: Source + ?Sized,
     E: Engine + ?Sized,
 {
-    let Window { start, t0, deadline } = w;
-    let depth = engine.depth();
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut issued_at = vec![start; depth];
-    let mut meta = vec![(Call::Close { file: 0 }, OpClass::Close); depth];
-    let mut comps: Vec<Completion> = Vec::with_capacity(depth);
-    let mut inflight = 0usize;
-    let mut acc = Recorder::default();
-    let sec_of = |now: Stamp| -> i64 {
-        if now >= t0 {
-            (now - t0).as_secs() as i64
-        } else {
-            -(((t0 - now).as_nanos().div_ceil(TICK.as_nanos())) as i64)
-        }
-    };
-    // The instant second `sec` ends: seconds are counted from t0, negative during the ramp.
-    let end_of = |sec: i64| -> Stamp {
-        if sec >= 0 {
-            t0 + Duration::from_secs(sec as u64 + 1)
-        } else {
-            t0 - Duration::from_secs((-sec - 1) as u64)
-        }
-    };
-    let mut sec = sec_of(start);
-    let mut boundary = end_of(sec);
-    let mut now = start;
-    // No more issuing (source done, stop, or error); in-flight work is still reaped.
-    let mut done = false;
-    // The source asked for a barrier: issue nothing until everything in flight completed.
-    let mut draining = false;
-    // A namespace call waiting for the data calls in flight before it.
-    let mut held: Option<Issue> = None;
-    // The source asked for the job's barrier: drain, then wait there.
-    let mut at_barrier = false;
-    // The names the last readdir listed, handed to the source.
-    let mut listing: Vec<u8> = Vec::new();
-    let mut error: Option<String> = None;
-    // The completion stamp of the synchronous call just made, if nothing came between.
-    let mut chained: Option<Stamp> = None;
-    let checks_reads = source.checks_reads();
-    let times_itself = source.times_itself();
-    source.start(start);
-
-    // Close the second if `now` passed its end.
-    macro_rules! at_boundary {
-        () => {
-            if now >= boundary {
-                if !acc.is_empty() {
-                    report(sec, acc.take());
-                }
-                sec = sec_of(now);
-                boundary = end_of(sec);
-            }
-        };
-    }
-
-    // A self-timing source's own work since the last call (a journal write) goes to its own
-    // class. Before an issue, `own_timings!(t)` evaluates to when the call's clock starts:
-    // after that work.
-    macro_rules! own_timings {
-        () => {
-            if times_itself {
-                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
-            }
-        };
-        ($t:expr) => {
-            if times_itself {
-                source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
-                clk.now()
-            } else {
-                $t
-            }
-        };
-    }
-
-    // Account one completion of `call` (its class, the slot its buffer is in, its latency).
-    macro_rules! complete {
-        ($c:expr, $call:expr, $class:expr, $lat:expr) => {{
-            let c: Completion = $c;
-            let r = c.result();
-            let (bytes, buf): (u64, &[u8]) = match (&$call, &r) {
-                (Call::Data { kind, .. }, Ok(n)) if kind.reads() && checks_reads => {
-                    (*n as u64, &engine.buffer(c.slot)[..*n])
-                }
-                (Call::Data { kind, .. }, Ok(n)) if kind.reads() || kind.writes() => (*n as u64, &[]),
-                _ => (0, &[]),
-            };
-            match source.completed(&$call, buf, &r) {
-                Ok(()) if r.is_ok() => acc.record($class, bytes, $lat),
-                Ok(()) => {}
-                Err(m) => {
-                    error.get_or_insert(m);
-                }
-            }
-            own_timings!();
-        }};
-    }
-
+    let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report);
+    l.source.start(w.start);
     loop {
-        let mut wait_until: Option<Stamp> = None;
-        // Issue while there is room.
-        while !done && !free.is_empty() {
-            if error.is_some() || stop.load(Ordering::Relaxed) {
-                done = true;
-                break;
-            }
-            if draining {
-                if inflight > 0 {
-                    break;
-                }
-                draining = false;
-            }
-            if at_barrier {
-                at_barrier = false;
-                if !barrier.wait(stop) {
-                    done = true;
-                    break;
-                }
-                chained = None;
-                now = clk.now();
-                at_boundary!();
-            }
-            // After a synchronous call, its completion stamp is the next call's issue stamp.
-            let t = chained.take().unwrap_or_else(|| clk.now());
-            let issue = match held.take() {
-                Some(i) => i,
-                None => {
-                    let ending = deadline.is_some_and(|d| t >= d);
-                    let mut ctx = Ctx { now: t, inflight, ending, names };
-                    let next = source.next(&mut ctx);
-                    // Files the source places in or takes out of the table (shared openings),
-                    // outside any timed call.
-                    if inflight == 0 {
-                        while let Some(change) = source.file_change() {
-                            if let Err(e) = apply(engine, change) {
-                                error.get_or_insert(e);
-                            }
-                        }
-                        if error.is_some() {
-                            done = true;
-                            break;
-                        }
-                    }
-                    match next {
-                        Next::Issue(i) => i,
-                        Next::Done => {
-                            done = true;
-                            break;
-                        }
-                        Next::Drain => {
-                            draining = true;
-                            continue;
-                        }
-                        Next::Barrier => {
-                            draining = true;
-                            at_barrier = true;
-                            continue;
-                        }
-                        Next::WaitUntil(due) => {
-                            if inflight > 0 {
-                                wait_until = Some(due);
-                                break;
-                            }
-                            // Nothing in flight: sleep until due, waking to check for a stop.
-                            let mut t = t;
-                            while t < due && !stop.load(Ordering::Relaxed) {
-                                clk.sleep((due - t).min(Duration::from_millis(50)));
-                                t = clk.now();
-                            }
-                            continue;
-                        }
-                    }
-                }
-            };
-            let call = issue.call;
-            if let Call::Data { kind, file, offset, len } = call {
-                if engine.is_sync() && inflight == 0 {
-                    // A synchronous engine with nothing in flight: make the call here and
-                    // account it at once, without the completion queue.
-                    if kind.writes() {
-                        source.fill(&call, engine.buffer(0));
-                    }
-                    let t = own_timings!(t);
-                    let begin = issue.due.unwrap_or(t);
-                    match engine.perform_now(Op { kind, file, offset, len, slot: 0 }) {
-                        Ok(c) => {
-                            now = clk.now();
-                            chained = Some(now);
-                            at_boundary!();
-                            complete!(c, call, call.class(), now.saturating_duration_since(begin).as_nanos() as u64);
-                        }
-                        Err(e) => {
-                            error = Some(e.to_string());
-                            break;
-                        }
-                    }
-                    continue;
-                }
-                let Some(slot) = free.pop() else { break };
-                if kind.writes() {
-                    source.fill(&call, engine.buffer(slot));
-                }
-                let t = own_timings!(t);
-                issued_at[slot as usize] = issue.due.unwrap_or(t);
-                meta[slot as usize] = (call, call.class());
-                if let Err(e) = engine.queue(Op { kind, file, offset, len, slot }) {
-                    error = Some(e.to_string());
-                    free.push(slot);
-                    break;
-                }
-                inflight += 1;
-            } else {
-                // Namespace calls are barriers: they run when nothing is in flight, at once.
-                if inflight > 0 {
-                    held = Some(issue);
-                    draining = true;
-                    break;
-                }
-                let begin = issue.due.unwrap_or(t);
-                let (r, listed): (_, &[u8]) = match call {
-                    Call::Readdir { name } => (ns::readdir(names, name, &mut listing), &listing),
-                    _ => (ns::perform(&call, names, engine, &mut |index, f| source.opened(index, f)), &[]),
-                };
-                now = clk.now();
-                at_boundary!();
-                match source.completed(&call, listed, &r) {
-                    Ok(()) if r.is_ok() && issue.timed => acc.record(call.class(), 0, (now - begin).as_nanos() as u64),
-                    Ok(()) => {}
-                    Err(m) => error = Some(m),
-                }
-            }
-        }
-        if inflight == 0 {
-            if done || error.is_some() {
+        let wait_until = l.issue();
+        if l.inflight == 0 {
+            if l.done || l.error.is_some() {
                 break;
             }
             continue;
         }
-        if let Err(e) = engine.commit() {
-            error.get_or_insert(e.to_string());
-        }
-        let want = match wait_until {
-            Some(due) if !done && clk.now() < due => 0,
-            _ => 1,
-        };
-        if let Err(e) = engine.reap(want, &mut comps) {
-            error.get_or_insert(e.to_string());
-            if comps.is_empty() {
-                break;
-            }
-        }
-        if comps.is_empty() && want == 0 {
-            if let Some(due) = wait_until {
-                clk.sleep(due.saturating_duration_since(clk.now()).min(Duration::from_micros(50)));
-            }
-        }
-        now = clk.now();
-        at_boundary!();
-        for c in comps.drain(..) {
-            let slot = c.slot as usize;
-            let (call, class) = meta[slot];
-            let lat = now.saturating_duration_since(issued_at[slot]).as_nanos() as u64;
-            free.push(c.slot);
-            inflight -= 1;
-            complete!(c, call, class, lat);
+        if !l.reap(wait_until) {
+            break;
         }
     }
-    WorkerEnd { sec, acc: acc.take(), end: now, error }
+    WorkerEnd { sec: l.sec, acc: l.acc.take(), end: l.now, error: l.error }
+}
+
+/// What the issuing of one call leads to.
+enum Flow {
+    /// Ask for the next call.
+    Next,
+    /// Stop issuing for this round (slots full, draining, done, an error).
+    Stop,
+    /// Nothing is due before this instant and calls are in flight: reap meanwhile.
+    Wait(Stamp),
+}
+
+/// The measuring loop's state: the source and engine, the slots in flight (each one's call,
+/// class and issue stamp), the current second's counts, and why issuing paused or ended.
+struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized> {
+    source: &'a mut S,
+    engine: &'a mut E,
+    names: &'a mut Names,
+    clk: &'a C,
+    stop: &'a AtomicBool,
+    barrier: &'a Rendezvous,
+    report: &'a mut dyn FnMut(i64, Acc),
+    t0: Stamp,
+    deadline: Option<Stamp>,
+    free: Vec<u32>,
+    issued_at: Vec<Stamp>,
+    meta: Vec<(Call, OpClass)>,
+    comps: Vec<Completion>,
+    inflight: usize,
+    acc: Recorder,
+    sec: i64,
+    boundary: Stamp,
+    now: Stamp,
+    /// No more issuing (source done, stop, or error); in-flight work is still reaped.
+    done: bool,
+    /// The source asked for a barrier: issue nothing until everything in flight completed.
+    draining: bool,
+    /// A namespace call waiting for the data calls in flight before it.
+    held: Option<Issue>,
+    /// The source asked for the job's barrier: drain, then wait there.
+    at_barrier: bool,
+    /// The names the last readdir listed, handed to the source.
+    listing: Vec<u8>,
+    error: Option<SourceError>,
+    /// The completion stamp of the synchronous call just made, if nothing came between.
+    chained: Option<Stamp>,
+    checks_reads: bool,
+    times_itself: bool,
+}
+
+impl<'a, C, S, E> Loop<'a, C, S, E>
+where
+    C: Clock + ?Sized,
+    S: Source + ?Sized,
+    E: Engine + ?Sized,
+{
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        source: &'a mut S,
+        engine: &'a mut E,
+        names: &'a mut Names,
+        clk: &'a C,
+        w: Window,
+        stop: &'a AtomicBool,
+        barrier: &'a Rendezvous,
+        report: &'a mut dyn FnMut(i64, Acc),
+    ) -> Self {
+        let depth = engine.depth();
+        let (checks_reads, times_itself) = (source.checks_reads(), source.times_itself());
+        let mut l = Loop {
+            source,
+            engine,
+            names,
+            clk,
+            stop,
+            barrier,
+            report,
+            t0: w.t0,
+            deadline: w.deadline,
+            free: (0..depth as u32).rev().collect(),
+            issued_at: vec![w.start; depth],
+            meta: vec![(Call::Close { file: 0 }, OpClass::Close); depth],
+            comps: Vec::with_capacity(depth),
+            inflight: 0,
+            acc: Recorder::default(),
+            sec: 0,
+            boundary: w.start,
+            now: w.start,
+            done: false,
+            draining: false,
+            held: None,
+            at_barrier: false,
+            listing: Vec::new(),
+            error: None,
+            chained: None,
+            checks_reads,
+            times_itself,
+        };
+        l.sec = l.sec_of(w.start);
+        l.boundary = l.end_of(l.sec);
+        l
+    }
+
+    /// The second `now` falls in: counted from t0, negative during the ramp.
+    #[inline(always)]
+    fn sec_of(&self, now: Stamp) -> i64 {
+        if now >= self.t0 {
+            (now - self.t0).as_secs() as i64
+        } else {
+            -(((self.t0 - now).as_nanos().div_ceil(TICK.as_nanos())) as i64)
+        }
+    }
+
+    /// The instant second `sec` ends.
+    #[inline(always)]
+    fn end_of(&self, sec: i64) -> Stamp {
+        if sec >= 0 {
+            self.t0 + Duration::from_secs(sec as u64 + 1)
+        } else {
+            self.t0 - Duration::from_secs((-sec - 1) as u64)
+        }
+    }
+
+    /// Close the second if `now` passed its end.
+    #[inline(always)]
+    fn at_boundary(&mut self) {
+        if self.now >= self.boundary {
+            if !self.acc.is_empty() {
+                (self.report)(self.sec, self.acc.take());
+            }
+            self.sec = self.sec_of(self.now);
+            self.boundary = self.end_of(self.sec);
+        }
+    }
+
+    /// A self-timing source's own work since the last call (a journal write) goes to its own
+    /// class.
+    #[inline(always)]
+    fn own_timings(&mut self) {
+        if self.times_itself {
+            let acc = &mut self.acc;
+            self.source.take_timings(&mut |class, b, ns| acc.record(class, b, ns));
+        }
+    }
+
+    /// Before an issue: when the call's clock starts, after the source's own timed work.
+    #[inline(always)]
+    fn issue_stamp(&mut self, t: Stamp) -> Stamp {
+        if self.times_itself {
+            self.own_timings();
+            self.clk.now()
+        } else {
+            t
+        }
+    }
+
+    /// Issue while there is room. `Some(due)`: nothing is due before then, with calls in flight.
+    #[inline(always)]
+    fn issue(&mut self) -> Option<Stamp> {
+        while !self.done && !self.free.is_empty() {
+            match self.issue_one() {
+                Flow::Next => {}
+                Flow::Stop => return None,
+                Flow::Wait(due) => return Some(due),
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn issue_one(&mut self) -> Flow {
+        if self.error.is_some() || self.stop.load(Ordering::Relaxed) {
+            self.done = true;
+            return Flow::Stop;
+        }
+        if self.draining {
+            if self.inflight > 0 {
+                return Flow::Stop;
+            }
+            self.draining = false;
+        }
+        if self.at_barrier && !self.meet() {
+            return Flow::Stop;
+        }
+        // After a synchronous call, its completion stamp is the next call's issue stamp.
+        let t = self.chained.take().unwrap_or_else(|| self.clk.now());
+        let issue = match self.held.take() {
+            Some(i) => i,
+            None => match self.ask(t) {
+                Ok(i) => i,
+                Err(flow) => return flow,
+            },
+        };
+        match issue.call {
+            Call::Data { kind, file, offset, len } => self.data(issue, Op::new(kind, file, offset, len, 0), t),
+            _ => self.namespace(issue, t),
+        }
+    }
+
+    /// Wait for the job's other threads at its barrier (drained first); false if stopped.
+    /// (Every method of the loop is inlined into `run`, so its state never leaves registers for
+    /// memory that an out-of-line call could see.)
+    #[inline(always)]
+    fn meet(&mut self) -> bool {
+        self.at_barrier = false;
+        if !self.barrier.wait(self.stop) {
+            self.done = true;
+            return false;
+        }
+        self.chained = None;
+        self.now = self.clk.now();
+        self.at_boundary();
+        true
+    }
+
+    /// Ask the source for its next call (`t`: the time now); what else it wants comes back as
+    /// the flow to follow.
+    #[inline(always)]
+    fn ask(&mut self, t: Stamp) -> Result<Issue, Flow> {
+        let ending = self.deadline.is_some_and(|d| t >= d);
+        let mut ctx = Ctx { now: t, inflight: self.inflight, ending, names: self.names };
+        let next = self.source.next(&mut ctx);
+        // Files the source places in or takes out of the table (shared openings), outside any
+        // timed call.
+        if self.inflight == 0 && !self.apply_changes() {
+            self.done = true;
+            return Err(Flow::Stop);
+        }
+        match next {
+            Next::Issue(i) => Ok(i),
+            Next::Done => {
+                self.done = true;
+                Err(Flow::Stop)
+            }
+            Next::Drain => {
+                self.draining = true;
+                Err(Flow::Next)
+            }
+            Next::Barrier => {
+                self.draining = true;
+                self.at_barrier = true;
+                Err(Flow::Next)
+            }
+            Next::WaitUntil(due) if self.inflight > 0 => Err(Flow::Wait(due)),
+            Next::WaitUntil(due) => {
+                // Nothing in flight: sleep until due, waking to check for a stop.
+                let mut t = t;
+                while t < due && !self.stop.load(Ordering::Relaxed) {
+                    self.clk.sleep((due - t).min(Duration::from_millis(50)));
+                    t = self.clk.now();
+                }
+                Err(Flow::Next)
+            }
+        }
+    }
+
+    /// Apply the file-table changes the source asks for; false after an error.
+    #[inline(always)]
+    fn apply_changes(&mut self) -> bool {
+        while let Some(change) = self.source.file_change() {
+            if let Err(e) = apply(self.engine, change) {
+                self.error.get_or_insert(e);
+            }
+        }
+        self.error.is_none()
+    }
+
+    /// A data call: made in place on a synchronous engine with nothing in flight (one stamp
+    /// serves as its completion and the next call's issue), else queued in a free slot.
+    #[inline(always)]
+    fn data(&mut self, issue: Issue, op: Op, t: Stamp) -> Flow {
+        let call = issue.call;
+        if self.engine.is_sync() && self.inflight == 0 {
+            if op.kind.writes() {
+                self.source.fill(&call, self.engine.buffer(0));
+            }
+            let t = self.issue_stamp(t);
+            let begin = issue.due.unwrap_or(t);
+            match self.engine.perform_now(op) {
+                Ok(c) => {
+                    self.now = self.clk.now();
+                    self.chained = Some(self.now);
+                    self.at_boundary();
+                    let lat = self.now.saturating_duration_since(begin).as_nanos() as u64;
+                    self.account(c, call, call.class(), lat);
+                    return Flow::Next;
+                }
+                Err(e) => {
+                    self.error = Some(e.into());
+                    return Flow::Stop;
+                }
+            }
+        }
+        let Some(slot) = self.free.pop() else { return Flow::Stop };
+        if op.kind.writes() {
+            self.source.fill(&call, self.engine.buffer(slot));
+        }
+        let t = self.issue_stamp(t);
+        self.issued_at[slot as usize] = issue.due.unwrap_or(t);
+        self.meta[slot as usize] = (call, call.class());
+        if let Err(e) = self.engine.queue(Op { slot, ..op }) {
+            self.error = Some(e.into());
+            self.free.push(slot);
+            return Flow::Stop;
+        }
+        self.inflight += 1;
+        Flow::Next
+    }
+
+    /// A namespace call: a barrier to the data calls in flight (held until they complete),
+    /// then made at once and accounted.
+    #[inline(always)]
+    fn namespace(&mut self, issue: Issue, t: Stamp) -> Flow {
+        if self.inflight > 0 {
+            self.held = Some(issue);
+            self.draining = true;
+            return Flow::Stop;
+        }
+        let call = issue.call;
+        let begin = issue.due.unwrap_or(t);
+        let r = match call {
+            Call::Readdir { name } => ns::readdir(self.names, name, &mut self.listing),
+            _ => {
+                let source = &mut *self.source;
+                ns::perform(&call, self.names, self.engine, &mut |index, f| source.opened(index, f))
+            }
+        };
+        self.now = self.clk.now();
+        self.at_boundary();
+        let listed: &[u8] = if matches!(call, Call::Readdir { .. }) { &self.listing } else { &[] };
+        match self.source.completed(&call, listed, &r) {
+            Ok(()) if r.is_ok() && issue.timed => {
+                self.acc.record(call.class(), 0, (self.now - begin).as_nanos() as u64)
+            }
+            Ok(()) => {}
+            Err(m) => self.error = Some(m),
+        }
+        Flow::Next
+    }
+
+    /// Commit what was queued and reap what completed, one stamp for the batch (or, waiting
+    /// for a due call, take what is there and nap briefly); false when the loop must end.
+    #[inline(always)]
+    fn reap(&mut self, wait_until: Option<Stamp>) -> bool {
+        if let Err(e) = self.engine.commit() {
+            self.error.get_or_insert(e.into());
+        }
+        let want = match wait_until {
+            Some(due) if !self.done && self.clk.now() < due => 0,
+            _ => 1,
+        };
+        if let Err(e) = self.engine.reap(want, &mut self.comps) {
+            self.error.get_or_insert(e.into());
+            if self.comps.is_empty() {
+                return false;
+            }
+        }
+        if self.comps.is_empty() && want == 0 {
+            if let Some(due) = wait_until {
+                self.clk.sleep(due.saturating_duration_since(self.clk.now()).min(Duration::from_micros(50)));
+            }
+        }
+        self.now = self.clk.now();
+        self.at_boundary();
+        let mut comps = std::mem::take(&mut self.comps);
+        for c in comps.drain(..) {
+            let slot = c.slot as usize;
+            let (call, class) = self.meta[slot];
+            let lat = self.now.saturating_duration_since(self.issued_at[slot]).as_nanos() as u64;
+            self.free.push(c.slot);
+            self.inflight -= 1;
+            self.account(c, call, class, lat);
+        }
+        self.comps = comps;
+        true
+    }
+
+    /// Account one completion of `call`: the source sees it (and, after a read it checks, the
+    /// bytes), then its latency goes into its class unless the source ended the job.
+    #[inline(always)]
+    fn account(&mut self, c: Completion, call: Call, class: OpClass, lat: u64) {
+        let r = c.result();
+        let (bytes, buf): (u64, &[u8]) = match (&call, &r) {
+            (Call::Data { kind, .. }, Ok(n)) if kind.reads() && self.checks_reads => {
+                (*n as u64, &self.engine.buffer(c.slot)[..*n])
+            }
+            (Call::Data { kind, .. }, Ok(n)) if kind.reads() || kind.writes() => (*n as u64, &[]),
+            _ => (0, &[]),
+        };
+        match self.source.completed(&call, buf, &r) {
+            Ok(()) if r.is_ok() => self.acc.record(class, bytes, lat),
+            Ok(()) => {}
+            Err(m) => {
+                self.error.get_or_insert(m);
+            }
+        }
+        self.own_timings();
+    }
 }
 
 /// Place a file in the engine's table or take one out, as the source asked.
-fn apply<E: Engine + ?Sized>(engine: &mut E, change: FileChange) -> Result<(), String> {
+fn apply<E: Engine + ?Sized>(engine: &mut E, change: FileChange) -> Result<(), SourceError> {
     match change {
-        FileChange::Place(f) => engine.set_file(f.index, f.file, f.len).map_err(|e| format!("{}: {e}", f.path)),
-        FileChange::Drop(index) => engine.take_file(index).map(drop).map_err(|e| e.to_string()),
+        FileChange::Place(f) => {
+            engine.set_file(f.index, f.file, f.len).map_err(|e| SourceError::Place { path: f.path, source: e })
+        }
+        FileChange::Drop(index) => engine.take_file(index).map(drop).map_err(SourceError::Engine),
     }
 }
 
@@ -368,6 +518,10 @@ mod tests {
     }
 
     impl Engine for LogEngine {
+        /// It queues and reaps as io_uring does.
+        fn kind(&self) -> iolab_spec::EngineKind {
+            iolab_spec::EngineKind::IoUring
+        }
         fn name(&self) -> &'static str {
             "log"
         }
@@ -438,7 +592,8 @@ mod tests {
             p.runtime = Some(Duration::from_secs(1));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut e = iolab_engine::build("null", 1, 4096).unwrap();
+        let mut e =
+            iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 }).unwrap();
         let mut secs_acc = Vec::new();
         let end = block_run(&j, &mut *e, &clk, j.runtime, false, &mut |s, a| secs_acc.push((s, a)));
         assert!(end.error.is_none());
@@ -480,7 +635,9 @@ mod tests {
         // 500 on a queueing engine (two readings per read).
         for (engine, per_sec) in [("null", 1000), ("log", 500)] {
             let clk = FakeClock::new(Duration::from_millis(1));
-            let mut null = iolab_engine::build("null", 1, 4096).unwrap();
+            let mut null =
+                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+                    .unwrap();
             let mut log = LogEngine::new(1);
             let e: &mut dyn Engine = if engine == "null" { &mut *null } else { &mut log };
             let mut secs = Vec::new();
@@ -513,7 +670,7 @@ mod tests {
         let mut e = LogEngine::new(1);
         e.fail_at = Some(5);
         let end = block_run(&j, &mut e, &clk, None, false, &mut |_, _| {});
-        let err = end.error.expect("the job failed");
+        let err = end.error.expect("the job failed").to_string();
         assert!(err.contains("read of 4096 bytes at offset 20480 in /nowhere"), "{err}");
         assert!(err.contains("Input/output error"), "{err}");
         assert_eq!(end.acc.get(OpClass::Read).ops, 5);
@@ -572,7 +729,7 @@ mod tests {
                 }
             }
         }
-        fn completed(&mut self, call: &Call, buf: &[u8], _r: &std::io::Result<usize>) -> Result<(), String> {
+        fn completed(&mut self, call: &Call, buf: &[u8], _r: &std::io::Result<usize>) -> Result<(), SourceError> {
             if let Call::Readdir { .. } = call {
                 self.listed = buf
                     .split(|b| *b == 0)
@@ -596,7 +753,9 @@ mod tests {
         let w = window(&clk, None);
         let run_one = |wait: bool| {
             let mut src = Staged { wait, step: 0, listed: Vec::new(), before: None, after: None, real: Vec::new() };
-            let mut e = iolab_engine::build("null", 1, 4096).unwrap();
+            let mut e =
+                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+                    .unwrap();
             let mut names = Names::new(d.path());
             let mut all = Acc::default();
             let end = run(&mut src, &mut *e, &mut names, &clk, w, &stop, &barrier, &mut |_, a| all.merge(&a));

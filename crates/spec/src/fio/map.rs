@@ -192,49 +192,10 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "size" => r.size = Some((size(o)?, at)),
         "io_size" => r.io_size = Some((size(o)?, at)),
         "offset" => r.offset = Some((size(o)?, at)),
-        "rw" => {
-            let v = need(o)?;
-            let (word, modifier) = match v.split_once(':') {
-                Some((w, m)) => (w.trim(), Some(m.trim())),
-                None => (v, None),
-            };
-            let rw = match word {
-                "read" => Rw::Read,
-                "write" => Rw::Write,
-                "randread" => Rw::RandRead,
-                "randwrite" => Rw::RandWrite,
-                "rw" | "readwrite" => Rw::ReadWrite,
-                "randrw" => Rw::RandRw,
-                "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                    said.unmapped(&at, format!("{}={v}: iolab does not trim", o.key));
-                    return Ok(());
-                }
-                other => return Err(bad(o, format!("unknown pattern `{other}`; fio's are read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite"))),
-            };
-            let modifier = match modifier {
-                None => None,
-                Some(m) => Some(value::size(m, kb).map_err(|e| bad(o, e))?),
-            };
-            r.rw = Some((rw, modifier, v.to_string(), at));
-        }
+        "rw" => read_rw(r, o, said)?,
         "rwmixread" => r.mix = Some((pct(o)?, at)),
         "rwmixwrite" => r.mix = Some((100 - pct(o)?, at)),
-        "bs" | "bsrange" => {
-            let v = need(o)?;
-            let range = canonical(&o.key) == "bsrange";
-            let dirs = per_dir(v, |s| {
-                if range {
-                    value::range(s, kb).map(|(a, b)| if a == b { Bs::Fixed(a) } else { Bs::Range(a, b) })
-                } else {
-                    value::size(s, kb).map(Bs::Fixed)
-                }
-            })
-            .map_err(|e| bad(o, e))?;
-            if dirs.iter().flatten().any(|b| matches!(b, Bs::Fixed(0) | Bs::Range(0, _))) {
-                return Err(bad(o, "a block size must be above 0".into()));
-            }
-            r.bs = Some((dirs, format!("{}={v}", o.key), at));
-        }
+        "bs" | "bsrange" => read_bs(r, o)?,
         "bssplit" => {
             let v = need(o)?;
             let dirs = per_dir(v, |s| value::split(s, kb).map(Bs::Split)).map_err(|e| bad(o, e))?;
@@ -276,31 +237,8 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "runtime" => r.runtime = Some((time(o)?, at)),
         "time_based" => r.time_based = Some((flag(o)?, at)),
         "ramp_time" => r.ramp = Some((time(o)?, at)),
-        "rate" | "rate_iops" => {
-            let v = need(o)?;
-            let iops = o.key == "rate_iops";
-            let dirs = per_dir(v, |s| if iops { value::int(s) } else { value::size(s, kb) }).map_err(|e| bad(o, e))?;
-            let dirs = dirs.map(|d| d.filter(|v| *v > 0));
-            if iops {
-                r.rate_iops = Some((dirs, at));
-            } else {
-                r.rate = Some((dirs, at));
-            }
-        }
-        "random_distribution" => {
-            let v = need(o)?;
-            let dist = match v.split_once(':') {
-                None if v == "random" => Dist::Uniform,
-                Some(("zipf", theta)) if !theta.contains([':', ',']) => {
-                    format!("zipf:{theta}").parse().map_err(|e: String| bad(o, e))?
-                }
-                _ => {
-                    said.unmapped(&at, format!("random_distribution={v}: iolab maps random and zipf:THETA"));
-                    return Ok(());
-                }
-            };
-            r.dist = Some((dist, at));
-        }
+        "rate" | "rate_iops" => read_rate(r, o)?,
+        "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
         "stonewall" => r.stonewall = flag(o)?,
@@ -334,6 +272,88 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         }
         _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
     }
+    Ok(())
+}
+
+/// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
+fn read_rw(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
+    let (at, kb) = (o.at.clone(), r.kb);
+    let v = need(o)?;
+    let (word, modifier) = match v.split_once(':') {
+        Some((w, m)) => (w.trim(), Some(m.trim())),
+        None => (v, None),
+    };
+    let rw = match word {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::ReadWrite,
+            "randrw" => Rw::RandRw,
+            "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                said.unmapped(&at, format!("{}={v}: iolab does not trim", o.key));
+                return Ok(());
+            }
+            other => return Err(bad(o, format!("unknown pattern `{other}`; fio's are read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite"))),
+        };
+    let modifier = match modifier {
+        None => None,
+        Some(m) => Some(value::size(m, kb).map_err(|e| bad(o, e))?),
+    };
+    r.rw = Some((rw, modifier, v.to_string(), at));
+    Ok(())
+}
+
+/// `bs` and `bsrange`, per direction.
+fn read_bs(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
+    let (at, kb) = (o.at.clone(), r.kb);
+    let v = need(o)?;
+    let range = canonical(&o.key) == "bsrange";
+    let dirs = per_dir(v, |s| {
+        if range {
+            value::range(s, kb).map(|(a, b)| if a == b { Bs::Fixed(a) } else { Bs::Range(a, b) })
+        } else {
+            value::size(s, kb).map(Bs::Fixed)
+        }
+    })
+    .map_err(|e| bad(o, e))?;
+    if dirs.iter().flatten().any(|b| matches!(b, Bs::Fixed(0) | Bs::Range(0, _))) {
+        return Err(bad(o, "a block size must be above 0".into()));
+    }
+    r.bs = Some((dirs, format!("{}={v}", o.key), at));
+    Ok(())
+}
+
+/// `rate` and `rate_iops`, per direction (0: no rate).
+fn read_rate(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
+    let (at, kb) = (o.at.clone(), r.kb);
+    let v = need(o)?;
+    let iops = o.key == "rate_iops";
+    let dirs = per_dir(v, |s| if iops { value::int(s) } else { value::size(s, kb) }).map_err(|e| bad(o, e))?;
+    let dirs = dirs.map(|d| d.filter(|v| *v > 0));
+    if iops {
+        r.rate_iops = Some((dirs, at));
+    } else {
+        r.rate = Some((dirs, at));
+    }
+    Ok(())
+}
+
+/// `random_distribution`: random (uniform) and zipf:THETA.
+fn read_dist(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
+    let at = o.at.clone();
+    let v = need(o)?;
+    let dist = match v.split_once(':') {
+        None if v == "random" => Dist::Uniform,
+        Some(("zipf", theta)) if !theta.contains([':', ',']) => {
+            format!("zipf:{theta}").parse().map_err(|e: String| bad(o, e))?
+        }
+        _ => {
+            said.unmapped(&at, format!("random_distribution={v}: iolab maps random and zipf:THETA"));
+            return Ok(());
+        }
+    };
+    r.dist = Some((dist, at));
     Ok(())
 }
 
@@ -424,16 +444,54 @@ fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw, what: &str, said: &mut S
     Some((v, at.clone()))
 }
 
-fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
-    let mut p = JobPatch::default();
-    let mut from: BTreeMap<&'static str, Loc> = BTreeMap::new();
-    let mut set = |field: &'static str, at: &Loc| {
-        from.insert(field, at.clone());
-    };
+/// The patch a section becomes, and where each of its options was set.
+struct Out {
+    p: JobPatch,
+    from: BTreeMap<&'static str, Loc>,
+}
 
+impl Out {
+    fn set(&mut self, field: &'static str, at: &Loc) {
+        self.from.insert(field, at.clone());
+    }
+}
+
+fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
+    let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
+    finish_where(&r, s, &mut o, said);
+    let rw = finish_pattern(&r, &mut o, said);
+    let threads = finish_engine(&r, &mut o, said);
+    finish_durability(&r, &mut o, said);
+    finish_time(&r, rw, threads, &mut o, said);
+    if let Some((d, at)) = &r.dist {
+        o.set("dist", at);
+        o.p.dist = Some(*d);
+    }
+    if let Some((v, at)) = &r.seed {
+        o.set("seed", at);
+        o.p.seed = Some(*v);
+    }
+    if let Some((v, at)) = &r.compress {
+        o.set("compressibility", at);
+        o.p.compressibility = Some(*v);
+    }
+    // fio drops the file's cached pages before a job unless told not to (invalidate=1 is its
+    // default), so its reads come from the storage; the job file gets the same.
+    o.p.invalidate = Some(match &r.invalidate {
+        Some((v, at)) => {
+            o.set("invalidate", at);
+            *v
+        }
+        None => true,
+    });
+    Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone() })
+}
+
+/// The job's name, its file (or directory) and the region of it.
+fn finish_where(r: &Raw, s: &Section, o: &mut Out, said: &mut Said) {
     let (name, at) = r.name.clone().unwrap_or((s.name.clone(), s.at.clone()));
-    set("name", &at);
-    p.name = Some(name);
+    o.set("name", &at);
+    o.p.name = Some(name);
 
     // Where: fio's filename (under directory), else a directory (one file per thread, as
     // fio's jobname.N.0 files), else the current directory.
@@ -456,20 +514,23 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
         (None, None) => (PathBuf::from("."), s.at.clone()),
     };
-    set("target", &target.1);
-    p.target = Some(target.0);
+    o.set("target", &target.1);
+    o.p.target = Some(target.0);
     if let Some((v, at)) = &r.size {
-        set("size", at);
-        p.size = Some(Bytes(*v));
+        o.set("size", at);
+        o.p.size = Some(Bytes(*v));
     }
     if let Some((v, at)) = r.offset.as_ref().filter(|o| o.0 > 0) {
-        set("offset", at);
-        p.offset = Some(Bytes(*v));
+        o.set("offset", at);
+        o.p.offset = Some(Bytes(*v));
     }
+}
 
+/// The access pattern: rw, the read mix, the block sizes and a sequential pattern's hole.
+fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     let rw = match &r.rw {
         Some((rw, modifier, text, at)) => {
-            set("rw", at);
+            o.set("rw", at);
             // A sequential pattern's hole (`rw=write:4k`) becomes a stride below, once the block
             // size is known.
             if let Some(m) = modifier.filter(|m| rw.is_random() && *m > 1) {
@@ -479,40 +540,45 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
         None => Rw::Read,
     };
-    p.rw = Some(rw);
+    o.p.rw = Some(rw);
     if let Some((m, at)) = &r.mix {
         if rw.is_mixed() {
-            set("mix", at);
-            p.mix = Some(*m);
+            o.set("mix", at);
+            o.p.mix = Some(*m);
         }
     }
-    if let Some((bs, at)) = job_bs(&r, rw, said) {
-        set("bs", &at);
-        p.bs = Some(bs);
+    if let Some((bs, at)) = job_bs(r, rw, said) {
+        o.set("bs", &at);
+        o.p.bs = Some(bs);
     }
     if let Some((_, Some(hole), text, at)) = &r.rw {
         if !rw.is_random() && *hole > 0 {
-            let bs = p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
+            let bs = o.p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
             if bs.0.len() == 1 {
-                set("stride", at);
-                p.stride = Some(Bytes(bs.max().0 + hole));
+                o.set("stride", at);
+                o.p.stride = Some(Bytes(bs.max().0 + hole));
             } else {
                 said.unmapped(at, format!("rw={text}: a hole after each block with several block sizes is not mapped"));
             }
         }
     }
 
+    rw
+}
+
+/// Threads, the engine, its depth and O_DIRECT; the job's threads.
+fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
     let threads = r.numjobs.as_ref().map(|n| n.0).unwrap_or(1);
     if let Some((n, at)) = &r.numjobs {
-        set("threads", at);
-        p.threads = Some(u32::try_from(*n).unwrap_or(u32::MAX));
+        o.set("threads", at);
+        o.p.threads = Some(u32::try_from(*n).unwrap_or(u32::MAX));
     }
 
     // The engine: fio's synchronous engines are psync here; its asynchronous ones io_uring.
     let engine = match &r.engine {
-        None => EngineKind::Psync,
+        None => EngineKind::DEFAULT,
         Some((e, at)) => {
-            set("engine", at);
+            o.set("engine", at);
             match e.as_str() {
                 "psync" => EngineKind::Psync,
                 "sync" | "pvsync" => {
@@ -533,56 +599,65 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
             }
         }
     };
-    p.engine = Some(engine);
+    o.p.engine = Some(engine);
     if let Some((d, at)) = &r.iodepth {
-        if engine == EngineKind::IoUring {
-            set("iodepth", at);
-            p.iodepth = Some(u32::try_from(*d).unwrap_or(u32::MAX));
+        if engine.caps().max_depth > 1 {
+            o.set("iodepth", at);
+            o.p.iodepth = Some(u32::try_from(*d).unwrap_or(u32::MAX));
         } else if *d > 1 {
             said.note(at, format!("iodepth={d} has no effect on the synchronous engine {engine}, as in fio"));
         }
     }
     if let Some((d, at)) = &r.direct {
-        set("direct", at);
-        p.direct = Some(*d);
+        o.set("direct", at);
+        o.p.direct = Some(*d);
     }
 
+    threads
+}
+
+/// O_SYNC/O_DSYNC writes or a flush every N writes, and the final fsync.
+fn finish_durability(r: &Raw, o: &mut Out, said: &mut Said) {
     // Durability: O_SYNC/O_DSYNC writes or a flush every N writes; iolab has one of them.
     match (&r.sync, &r.fsync) {
         (Some((mode, at)), Some((_, _, fat))) if *mode != SyncMode::None => {
             said.unmapped(fat, format!("fsync with sync={mode} (set at {at}): iolab has either O_SYNC/O_DSYNC writes or a flush every N writes"));
-            set("sync", at);
-            p.sync = Some(*mode);
+            o.set("sync", at);
+            o.p.sync = Some(*mode);
         }
         (_, Some((mode, n, at))) => {
-            set("sync", at);
-            set("fsync_every", at);
-            p.sync = Some(*mode);
-            p.fsync_every = Some(*n);
+            o.set("sync", at);
+            o.set("fsync_every", at);
+            o.p.sync = Some(*mode);
+            o.p.fsync_every = Some(*n);
         }
         (Some((mode, at)), None) => {
-            set("sync", at);
-            p.sync = Some(*mode);
+            o.set("sync", at);
+            o.p.sync = Some(*mode);
         }
         (None, None) => {}
     }
     if let Some((e, at)) = &r.end_fsync {
-        set("end_fsync", at);
-        p.end_fsync = Some(*e);
+        o.set("end_fsync", at);
+        o.p.end_fsync = Some(*e);
     }
+}
 
+/// The runtime (and what fio's runtime without time_based means), io_size, the ramp and the
+/// rates (fio's per clone, iolab's the job's).
+fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
     // Time: iolab's runtime loops over the file until the time is up (fio's time_based);
     // fio's runtime alone is one pass cut short at the runtime: iolab's runtime with io_size.
     let time_based = r.time_based.as_ref().is_some_and(|t| t.0);
     match &r.runtime {
         Some((t, at)) if !t.is_zero() => {
-            set("runtime", at);
-            p.runtime = Some(*t);
+            o.set("runtime", at);
+            o.p.runtime = Some(*t);
             if !time_based {
                 match (&r.io_size, &r.size) {
                     (None, Some((sz, sat))) => {
-                        set("io_size", sat);
-                        p.io_size = Some(Bytes(*sz));
+                        o.set("io_size", sat);
+                        o.p.io_size = Some(Bytes(*sz));
                     }
                     (None, None) => said.note(at, "runtime without time_based and without size: one pass over the existing file is not known here, so the job runs for the runtime".into()),
                     _ => {}
@@ -596,20 +671,20 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
     }
     if let Some((v, at)) = &r.io_size {
-        set("io_size", at);
-        p.io_size = Some(Bytes(*v));
+        o.set("io_size", at);
+        o.p.io_size = Some(Bytes(*v));
     }
     if let Some((t, at)) = &r.ramp {
         if !t.is_zero() {
-            set("ramp", at);
-            p.ramp = Some(*t);
+            o.set("ramp", at);
+            o.p.ramp = Some(*t);
         }
     }
 
     // fio's rates are per clone; iolab's are the job's, shared among its threads.
     if let Some((v, at)) = job_rate(&r.rate, rw, "rate", said) {
-        set("rate", &at);
-        p.rate = Some(Bytes(v.saturating_mul(threads)));
+        o.set("rate", &at);
+        o.p.rate = Some(Bytes(v.saturating_mul(threads)));
         if threads > 1 {
             said.note(
                 &at,
@@ -618,8 +693,8 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
     }
     if let Some((v, at)) = job_rate(&r.rate_iops, rw, "rate_iops", said) {
-        set("rate_iops", &at);
-        p.rate_iops = Some(v.saturating_mul(threads));
+        o.set("rate_iops", &at);
+        o.p.rate_iops = Some(v.saturating_mul(threads));
         if threads > 1 {
             said.note(
                 &at,
@@ -627,28 +702,6 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
             );
         }
     }
-    if let Some((d, at)) = &r.dist {
-        set("dist", at);
-        p.dist = Some(*d);
-    }
-    if let Some((v, at)) = &r.seed {
-        set("seed", at);
-        p.seed = Some(*v);
-    }
-    if let Some((v, at)) = &r.compress {
-        set("compressibility", at);
-        p.compressibility = Some(*v);
-    }
-    // fio drops the file's cached pages before a job unless told not to (invalidate=1 is its
-    // default), so its reads come from the storage; the job file gets the same.
-    p.invalidate = Some(match &r.invalidate {
-        Some((v, at)) => {
-            set("invalidate", at);
-            *v
-        }
-        None => true,
-    });
-    Ok(FioJob { patch: p, from, at: s.at.clone() })
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 //! stamped with its offset (and given new data with `--refill-buffers`), and a final fsync with
 //! `--end-fsync`.
 
-use super::{describe_failure, Call, Ctx, Issue, Next, SetupFile, Source};
+use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, open_target, refill, OpKind, OpenOptions};
-use iolab_spec::{BlockJob, EngineKind, Job, SyncMode};
+use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
 use std::time::Duration;
 
@@ -94,12 +94,12 @@ impl Source for BlockSource<'_> {
         self.b.bs.max().0 as usize
     }
 
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         let Some(t) = self.target else { return Ok(Vec::new()) };
         let (job, b) = (self.job, self.b);
         let opts = OpenOptions {
             read: true,
-            write: b.rw.writes() || b.end_fsync || job.engine == EngineKind::Mmap && t.kind == TargetKind::File,
+            write: b.rw.writes() || b.end_fsync || job.engine.caps().maps_files() && t.kind == TargetKind::File,
             direct: job.direct,
             dsync: b.sync == SyncMode::Dsync,
             sync: b.sync == SyncMode::Sync,
@@ -111,7 +111,7 @@ impl Source for BlockSource<'_> {
             } else {
                 ""
             };
-            format!("opening {}: {e}{hint}", t.path.display())
+            io_error("opening", &t.path, hint)(e)
         })?;
         Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
     }
@@ -188,7 +188,7 @@ impl Source for BlockSource<'_> {
     }
 
     #[inline(always)]
-    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         let Call::Data { kind, len, .. } = *call else { return Ok(()) };
         if kind.is_sync() {
             self.flushing = false;
@@ -212,15 +212,13 @@ fn splitmix64(mut z: u64) -> u64 {
 impl BlockSource<'_> {
     /// A call that failed or came up short, in words.
     #[cold]
-    fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), String> {
+    fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), SourceError> {
         let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
-        if kind.is_sync() && self.end_fsync_done {
+        if let (true, Err(e)) = (kind.is_sync() && self.end_fsync_done, r) {
             // The final fsync names itself as such.
-            return Err(format!(
-                "final fsync of {}: {}",
-                self.path,
-                r.as_ref().err().map(|e| e.to_string()).unwrap_or_default()
-            ));
+            let e =
+                e.raw_os_error().map_or_else(|| io::Error::new(e.kind(), e.to_string()), io::Error::from_raw_os_error);
+            return Err(io_error("final fsync of", &self.path, "")(e));
         }
         Err(describe_failure(call, &self.path, len, offset, r))
     }

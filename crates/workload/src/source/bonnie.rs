@@ -15,10 +15,12 @@
 //! latency: a chunk of 1-byte calls, a block, a seek, a file) are the figures, under bonnie++'s
 //! CSV names; `iolab_report::bonnie_csv` prints them as bonnie++'s `-q` line.
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
+use super::{
+    describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError, Worker,
+};
 use crate::clock::Stamp;
 use iolab_engine::{OpKind, Whence};
-use iolab_spec::BonnieJob;
+use iolab_spec::{BonnieJob, Job};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
@@ -118,6 +120,9 @@ enum Part {
 
 pub struct Bonnie {
     b: BonnieJob,
+    /// bonnie++'s -D (`--direct`): the file of the write tests is created with O_DIRECT; the
+    /// tests after them open it without, as bonnie++ 2.0 does (strace shows it).
+    direct: bool,
     tickets: Arc<Tickets>,
     dir: String,
     thread: u32,
@@ -162,10 +167,23 @@ fn cpu_now() -> f64 {
     c.user_s + c.system_s
 }
 
+impl PersonalitySource for BonnieJob {
+    /// The seekers' tickets (bonnie++'s pipe).
+    type Shared = Tickets;
+    fn shared(&self, job: &Job) -> Result<Tickets, SourceError> {
+        Ok(Tickets::new(self, job.seed))
+    }
+    fn source<R: Run>(&self, w: &Worker<'_, Tickets>, run: R) -> R::Out {
+        run.run(Ok(Bonnie::new(&w.job.name, self, w.shared.clone(), w.job.seed, w.thread, w.job.direct)))
+    }
+}
+
 impl Bonnie {
-    pub fn new(job: &str, b: &BonnieJob, tickets: Arc<Tickets>, seed: u64, thread: u32) -> Bonnie {
+    /// `direct`: bonnie++'s -D, the block write test's file created with O_DIRECT.
+    pub fn new(job: &str, b: &BonnieJob, tickets: Arc<Tickets>, seed: u64, thread: u32, direct: bool) -> Bonnie {
         Bonnie {
             b: b.clone(),
+            direct,
             tickets,
             dir: format!("iolab.{job}"),
             thread,
@@ -201,7 +219,7 @@ impl Bonnie {
         self.thread == 0
     }
 
-    fn name_dirs(&mut self, ctx: &mut Ctx) -> Result<(), String> {
+    fn name_dirs(&mut self, ctx: &mut Ctx) -> Result<(), SourceError> {
         let pid = std::process::id();
         self.top_id = Some(ctx.names.add(&self.dir)?);
         self.data_id = Some(ctx.names.add(format!("{}/Bonnie.{pid}", self.dir))?);
@@ -219,7 +237,7 @@ impl Bonnie {
     /// (sequential) or before it (random), spread over the directories as it does (a
     /// directory gets one more than its share before the next starts); and each file's size
     /// (`min + rand % (max - min + 1)`, or `max`).
-    fn make_names(&mut self, ctx: &mut Ctx, random: bool) -> Result<(), String> {
+    fn make_names(&mut self, ctx: &mut Ctx, random: bool) -> Result<(), SourceError> {
         const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
         let n = self.b.files() as usize;
         let per_dir = n / self.b.dirs as usize;
@@ -286,7 +304,8 @@ impl Bonnie {
     fn pre(&mut self) {
         let d = |kind, offset, len| Item::Do(Issue::now(Call::Data { kind, file: FILE, offset, len }));
         let data = self.data();
-        let create = OpenFlags { read: true, write: true, create: true, exclusive: true, ..Default::default() };
+        let create =
+            OpenFlags { read: true, write: true, create: true, exclusive: true, direct: self.direct, ..Default::default() };
         let rw = OpenFlags { read: true, write: true, ..Default::default() };
         self.bumps = 0;
         let q = &mut self.queue;
@@ -533,7 +552,7 @@ impl Bonnie {
     }
 
     /// Move to the next test the first thread runs (the seekers have only the one).
-    fn next_test(&mut self, ctx: &mut Ctx) -> Result<(), String> {
+    fn next_test(&mut self, ctx: &mut Ctx) -> Result<(), SourceError> {
         if !self.main() {
             self.test = 12;
             return Ok(());
@@ -682,7 +701,7 @@ impl Source for Bonnie {
         }
     }
 
-    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         let data = self.data();
         let file_of = |name: &NameId, files: &[FileRec]| -> Option<usize> {
             let first = files.first()?.id.0;
@@ -745,10 +764,10 @@ impl Source for Bonnie {
             }
             (Call::Data { len, offset, .. }, Err(_)) => Some(describe_failure(call, &at(), *len, *offset, r)),
             (Call::Mkdir { name }, Err(e)) if e.kind() == io::ErrorKind::AlreadyExists && Some(*name) == self.top_id => {
-                Some(format!("{} exists (left by an interrupted run?); bonnie works only in a directory it creates: remove it or choose another job name", self.dir))
+                Some(format!("{} exists (left by an interrupted run?); bonnie works only in a directory it creates: remove it or choose another job name", self.dir).into())
             }
             (Call::Rmdir { name }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) && Some(*name) == self.top_id => {
-                Some(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir))
+                Some(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir).into())
             }
             (Call::Unlink { name }, Err(e)) if *name == data && self.test == SEEKS && e.kind() == io::ErrorKind::NotFound => {
                 None
@@ -796,10 +815,12 @@ mod tests {
         iolab_spec::JobPatch {
             target: Some("/t".into()),
             workload: Some(iolab_spec::WorkloadKind::Bonnie),
-            bonnie_size: Some(iolab_spec::Bytes::mib(16)),
-            bonnie_ram: Some(iolab_spec::Bytes(0)),
             ..Default::default()
         }
+        .with::<BonnieJob>(|o| {
+            o.bonnie_size = Some(iolab_spec::Bytes::mib(16));
+            o.bonnie_ram = Some(iolab_spec::Bytes(0));
+        })
         .resolve("b")
         .unwrap()
     }
@@ -813,7 +834,7 @@ mod tests {
     fn block_writes_bump_byte_n_mod_chunk_as_bonnie_does() {
         let j = job16();
         let b = bonnie(&j);
-        let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0);
+        let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0, false);
         let mut buf = vec![0u8; s.buffer_len()];
         s.prime(0, &mut buf);
         let call = Call::SyncFs { name: NameId(0) };
@@ -829,6 +850,30 @@ mod tests {
         s.test = SEEKS;
         s.fill(&call, &mut buf);
         assert_eq!(&buf[..3], &[3, 2, 1]);
+    }
+
+    /// `--direct` is bonnie++'s -D: the write tests create the file with O_DIRECT; the rewrite,
+    /// the reads and the seekers open it without, as bonnie++ 2.0 does (strace shows it).
+    #[test]
+    fn direct_creates_the_file_o_direct_and_reopens_it_without() {
+        let j = job16();
+        let b = bonnie(&j);
+        let opens = |direct: bool| {
+            let mut s = Bonnie::new("b", b, Arc::new(Tickets::new(b, 1)), 1, 0, direct);
+            let mut flags = Vec::new();
+            for test in [PUT_BLOCK, REWRITE, GET_BLOCK] {
+                s.test = test;
+                s.queue.clear();
+                s.pre();
+                flags.extend(s.queue.iter().filter_map(|i| match i {
+                    Item::Do(Issue { call: Call::Open { flags, .. }, .. }) => Some((test, flags.direct)),
+                    _ => None,
+                }));
+            }
+            flags
+        };
+        assert_eq!(opens(true), vec![(PUT_BLOCK, true), (REWRITE, false), (GET_BLOCK, false)]);
+        assert!(opens(false).iter().all(|(_, d)| !d));
     }
 
     #[test]

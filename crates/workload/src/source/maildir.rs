@@ -11,10 +11,13 @@
 //! messages named by this process and then the directories (untimed): it never touches a file
 //! iolab did not create.
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
+use super::{
+    describe_failure, io_error, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError,
+    Worker,
+};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
-use iolab_spec::MaildirJob;
+use iolab_spec::{Job, MaildirJob};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::io;
@@ -75,15 +78,14 @@ impl Pool {
     }
 
     /// Make the pool under `root`: the layout, before the start.
-    fn lay_out(&self, root: &std::path::Path) -> Result<(), String> {
+    fn lay_out(&self, root: &std::path::Path) -> Result<(), SourceError> {
         for d in self.dirs() {
             let p = root.join(&d);
-            std::fs::create_dir(&p).map_err(|e| {
-                format!(
-                    "creating {}: {e} (left by an interrupted run? mail delivery works only in a directory it creates: remove it or choose another job name)",
-                    p.display()
-                )
-            })?;
+            std::fs::create_dir(&p).map_err(io_error(
+                "creating",
+                &p,
+                " (left by an interrupted run? mail delivery works only in a directory it creates: remove it or choose another job name)",
+            ))?;
         }
         self.ready.store(true, std::sync::atomic::Ordering::Release);
         Ok(())
@@ -149,6 +151,23 @@ pub struct Maildir {
     finishing: bool,
 }
 
+impl PersonalitySource for MaildirJob {
+    /// The mailboxes every deliverer and reader uses.
+    type Shared = Pool;
+    fn shared(&self, job: &Job) -> Result<Pool, SourceError> {
+        Ok(Pool::new(&job.name, self))
+    }
+    /// The job's first threads deliver, the rest (`--readers`) read.
+    fn source<R: Run>(&self, w: &Worker<'_, Pool>, run: R) -> R::Out {
+        let deliverers = self.deliverers(w.job);
+        if w.thread >= deliverers {
+            run.run(Ok(MaildirReader::new(self, w.shared.clone(), w.thread - deliverers)))
+        } else {
+            run.run(Ok(Maildir::new(self, w.shared.clone(), w.job.seed, w.thread, w.root.to_path_buf())))
+        }
+    }
+}
+
 impl Maildir {
     pub fn new(
         m: &MaildirJob,
@@ -210,7 +229,7 @@ impl Source for Maildir {
     }
 
     /// The first deliverer makes the pool before the start (untimed).
-    fn setup(&mut self) -> Result<Vec<super::SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<super::SetupFile>, SourceError> {
         if self.thread == 0 {
             self.pool.lay_out(&self.root)?;
         }
@@ -335,7 +354,7 @@ impl Source for Maildir {
         Next::Issue(call)
     }
 
-    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         let path = || format!("{}/{}", self.pool.boxdir(self.mailbox, "tmp"), self.name);
         match (call, r) {
             (Call::Readdir { .. }, Ok(_)) => {
@@ -351,7 +370,8 @@ impl Source for Maildir {
             (Call::Rmdir { .. }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) => Err(format!(
                 "{} is not empty at the end: a file iolab did not create is in it, and is left as it was",
                 self.pool.dir
-            )),
+            )
+            .into()),
             (_, Err(_)) => Err(describe_failure(call, &path(), 0, 0, r)),
             _ => Ok(()),
         }
@@ -511,7 +531,7 @@ impl Source for MaildirReader {
         Next::Issue(Issue::now(call))
     }
 
-    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         let at = || format!("{}/{}", self.pool.boxdir(self.current.0, "cur"), self.current.1);
         match (call, r) {
             (Call::Readdir { .. }, Ok(_)) => {

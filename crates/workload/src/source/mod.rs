@@ -6,54 +6,133 @@
 //! executor's. Today's block workload is [`block::BlockSource`]; personalities, trace replay
 //! and validation are each a source in a file of their own.
 
-pub mod append_log;
+/// Expands the list of personality sources into their modules and the two dispatches from a
+/// job to its personality: what its threads share, and a thread's source. A personality of the
+/// spec's list missing here is a non-exhaustive match.
+macro_rules! personality_sources {
+    ($( $module:ident => $variant:ident ),+ $(,)?) => {
+        $( pub mod $module; )+
+
+        fn shared_of(job: &Job) -> Result<JobShared, SourceError> {
+            match &job.workload {
+                iolab_spec::Workload::Block(_) | iolab_spec::Workload::Replay(_) => Ok(JobShared(None)),
+                $( iolab_spec::Workload::$variant(p) => {
+                    Ok(JobShared(Some(Arc::new(PersonalitySource::shared(p, job)?))))
+                } )+
+            }
+        }
+
+        /// Run thread `thread`'s source of the job's personality through `run` (`root` the
+        /// job's directory); a block or replay job's is an error (they have sources of their own).
+        pub fn run_personality<R: Run>(job: &Job, thread: u32, root: &Path, shared: &JobShared, run: R) -> R::Out {
+            match &job.workload {
+                iolab_spec::Workload::Block(_) | iolab_spec::Workload::Replay(_) => {
+                    run.run(Err::<NoSource, _>(SourceError::Said(format!("job `{}` runs no personality", job.name))))
+                }
+                $( iolab_spec::Workload::$variant(p) => source_of(p, job, thread, root, shared, run), )+
+            }
+        }
+    };
+}
+
 pub mod block;
-pub mod bonnie;
-pub mod maildir;
-pub mod postmark;
-pub mod redolog;
 pub mod replay;
-pub mod varmail;
 pub mod verify;
 pub mod verify_files;
 
-use crate::clock::Stamp;
-use iolab_engine::beneath::Beneath;
-use iolab_engine::OpKind;
-use iolab_model::OpClass;
-use iolab_spec::{Job, Workload};
-use std::io;
-use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
-
-/// What the threads of one job share, made once per job before its threads start: the pool
-/// a personality's threads work on together.
-#[derive(Clone, Default)]
-pub enum JobShared {
-    #[default]
-    Nothing,
-    /// maildir: the mailboxes every deliverer and reader uses.
-    Maildir(Arc<maildir::Pool>),
-    /// varmail: filebench's file set.
-    Varmail(Arc<varmail::FileSet>),
-    /// bonnie: the seekers' tickets.
-    Bonnie(Arc<bonnie::Tickets>),
+// The personalities' sources, one line each (module => the spec's `Workload` variant): each
+// module implements [`PersonalitySource`] for its personality's spec type.
+personality_sources! {
+    postmark => Postmark,
+    maildir => Maildir,
+    redolog => Redolog,
+    varmail => Varmail,
+    bonnie => Bonnie,
+    append_log => AppendLog,
 }
 
+use crate::clock::Stamp;
+pub use crate::error::{io_error, CallError, Cause, SourceError};
+pub use crate::names::{NameId, Names};
+use iolab_engine::OpKind;
+use iolab_model::OpClass;
+use iolab_spec::Job;
+use std::any::Any;
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the threads of one job share, made once per job before its threads start: the pool a
+/// personality's threads work on together (its [`PersonalitySource::Shared`]), or nothing.
+#[derive(Clone, Default)]
+pub struct JobShared(Option<Arc<dyn Any + Send + Sync>>);
+
 impl JobShared {
-    pub fn for_job(job: &Job) -> Result<JobShared, String> {
-        Ok(match &job.workload {
-            Workload::Maildir(m) => JobShared::Maildir(Arc::new(maildir::Pool::new(&job.name, m))),
-            Workload::Varmail(v) => JobShared::Varmail(Arc::new(varmail::FileSet::new(&job.name, v, job.seed)?)),
-            Workload::Bonnie(b) => JobShared::Bonnie(Arc::new(bonnie::Tickets::new(b, job.seed))),
-            _ => JobShared::Nothing,
-        })
+    /// What `job`'s threads share.
+    pub fn for_job(job: &Job) -> Result<JobShared, SourceError> {
+        shared_of(job)
     }
 }
 
-/// A name in the worker's name table (see [`Names`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct NameId(pub u32);
+/// One worker of a personality's job: what its source is made from.
+pub struct Worker<'a, S> {
+    pub job: &'a Job,
+    /// The thread's number in the job, from 0.
+    pub thread: u32,
+    /// The job's directory (the target), which the worker's names are under.
+    pub root: &'a Path,
+    /// What the job's threads share.
+    pub shared: &'a Arc<S>,
+}
+
+/// What runs a source: the executor's worker (it wraps the source in validation when the job
+/// validates, sets it up and runs the measuring loop). Generic, so each source's loop is
+/// compiled for it.
+pub trait Run {
+    type Out;
+    fn run<S: Source>(self, source: Result<S, SourceError>) -> Self::Out;
+}
+
+/// A personality as the workload crate knows it: what its job's threads share and the source
+/// each thread runs. Implemented for the personality's spec type (its options) in its module.
+pub trait PersonalitySource: iolab_spec::Personality {
+    /// What the job's threads share (a pool of mailboxes, a file set), made before they start;
+    /// `()` for none.
+    type Shared: Send + Sync + 'static;
+    fn shared(&self, job: &Job) -> Result<Self::Shared, SourceError>;
+    /// Hand thread `w.thread`'s source to `run`.
+    fn source<R: Run>(&self, w: &Worker<'_, Self::Shared>, run: R) -> R::Out;
+}
+
+/// A personality's source for one thread, with its shared state out of `shared`.
+fn source_of<P: PersonalitySource, R: Run>(
+    p: &P,
+    job: &Job,
+    thread: u32,
+    root: &Path,
+    shared: &JobShared,
+    run: R,
+) -> R::Out {
+    match shared.0.clone().map(|s| s.downcast::<P::Shared>()) {
+        Some(Ok(mine)) => p.source(&Worker { job, thread, root, shared: &mine }, run),
+        _ => run.run(Err::<NoSource, _>(SourceError::Said(format!("no shared state for workload {}", P::NAME)))),
+    }
+}
+
+/// The source type of a worker that has none (its error says why).
+pub enum NoSource {}
+
+impl Source for NoSource {
+    fn buffer_len(&self) -> usize {
+        match *self {}
+    }
+    fn next(&mut self, _ctx: &mut Ctx) -> Next {
+        match *self {}
+    }
+    fn completed(&mut self, _: &Call, _: &[u8], _: &io::Result<usize>) -> Result<(), SourceError> {
+        match *self {}
+    }
+}
 
 /// How a namespace `Open` opens its file: the engine's open options, exactly the flags that
 /// reach open(2).
@@ -213,7 +292,7 @@ pub trait Source: Send {
     /// Bytes the largest data operation moves: the size of each engine buffer.
     fn buffer_len(&self) -> usize;
     /// Open the files the work starts with. Runs before the start barrier, untimed.
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         Ok(Vec::new())
     }
     /// Fill a buffer slot once before the run (data that writes will carry).
@@ -231,8 +310,8 @@ pub trait Source: Send {
     }
     /// After an operation completed: `buf` is the slot's buffer for data calls (what a read
     /// brought in), for `Readdir` the names it listed (each followed by a NUL byte, `.` and
-    /// `..` left out), empty for other namespace calls. An `Err` ends the job with that message.
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String>;
+    /// `..` left out), empty for other namespace calls. An `Err` ends the job with it.
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError>;
     /// Whether the source does work of its own that it times (a validator's journal writes):
     /// the worker then hands it [`Source::take_timings`] after each call and takes a data call's
     /// issue stamp after `next` and `fill`, so that work is not counted in the call's latency.
@@ -257,115 +336,26 @@ pub trait Source: Send {
     }
 }
 
-/// The worker's names: paths under the job's root directory. A source can name nothing outside
-/// it: absolute paths and `..` are refused here, and the namespace layer ([`crate::ns`])
-/// resolves every name beneath the root ([`Beneath`]), so no symbolic link in the directory
-/// leads a call out of it either.
-#[derive(Debug, Default)]
-pub struct Names {
-    root: PathBuf,
-    paths: Vec<PathBuf>,
-    dir: std::cell::OnceCell<Result<Beneath, String>>,
-    kept: std::cell::RefCell<crate::ns::DirCache>,
-}
-
-impl Names {
-    pub fn new(root: impl Into<PathBuf>) -> Names {
-        Names { root: root.into(), ..Default::default() }
-    }
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-    /// The root, opened once, to resolve names beneath.
-    pub fn beneath(&self) -> io::Result<&Beneath> {
-        self.dir
-            .get_or_init(|| Beneath::open(&self.root).map_err(|e| e.to_string()))
-            .as_ref()
-            .map_err(|e| io::Error::new(io::ErrorKind::NotFound, e.clone()))
-    }
-    /// The subdirectory the namespace layer keeps open between calls.
-    pub(crate) fn dir_cache(&self) -> &std::cell::RefCell<crate::ns::DirCache> {
-        &self.kept
-    }
-    /// Register `rel` (relative to the root) and return its id.
-    pub fn add(&mut self, rel: impl AsRef<Path>) -> Result<NameId, String> {
-        let rel = rel.as_ref();
-        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return Err(format!(
-                "`{}` is not a path inside the job's directory (absolute paths and `..` are refused)",
-                rel.display()
-            ));
-        }
-        self.paths.push(self.root.join(rel));
-        Ok(NameId(self.paths.len() as u32 - 1))
-    }
-    /// Point an existing id at another path (same rules as [`Names::add`]), so a source that
-    /// names a new file for every operation (a message per delivery) keeps its table small.
-    pub fn reuse(&mut self, id: NameId, rel: impl AsRef<Path>) -> Result<(), String> {
-        let rel = rel.as_ref();
-        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return Err(format!(
-                "`{}` is not a path inside the job's directory (absolute paths and `..` are refused)",
-                rel.display()
-            ));
-        }
-        let path = self.root.join(rel);
-        match self.paths.get_mut(id.0 as usize) {
-            Some(p) => {
-                *p = path;
-                Ok(())
-            }
-            None => Err(format!("no name {}", id.0)),
-        }
-    }
-    /// The full path of a name. Unknown ids (a source's bug) resolve to the root's
-    /// `.iolab-no-such-name`, which no call can succeed on.
-    pub fn path(&self, id: NameId) -> &Path {
-        self.paths.get(id.0 as usize).map(PathBuf::as_path).unwrap_or(Path::new("/.iolab-no-such-name"))
-    }
-    /// A name relative to the root (what the namespace layer resolves beneath it).
-    pub fn rel(&self, id: NameId) -> &Path {
-        match self.paths.get(id.0 as usize) {
-            Some(p) => p.strip_prefix(&self.root).unwrap_or(Path::new(".iolab-no-such-name")),
-            None => Path::new(".iolab-no-such-name"),
-        }
-    }
-}
-
-/// A failed or short operation in words, as job errors say it: what, where, why.
-pub fn describe_failure(call: &Call, path: &str, len: u32, offset: u64, result: &io::Result<usize>) -> String {
-    let what = match call.class() {
+/// A failed or short operation, as job errors say it: what, where, why (its errno kept).
+pub fn describe_failure(call: &Call, path: &str, len: u32, offset: u64, result: &io::Result<usize>) -> SourceError {
+    let op = match call.class() {
         OpClass::Sync => "flush",
         c => c.as_str(),
     };
-    let why = match result {
-        Ok(n) => format!("short {what}: {n} of {len} bytes"),
-        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => format!("{e}: the filesystem is full"),
-        Err(e) => e.to_string(),
+    let cause = match result {
+        Ok(n) => Cause::Short { done: *n, len },
+        Err(e) => Cause::Os(match e.raw_os_error() {
+            Some(n) => io::Error::from_raw_os_error(n),
+            None => io::Error::new(e.kind(), e.to_string()),
+        }),
     };
-    let at = if matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()) {
-        format!(" of {len} bytes at offset {offset}")
-    } else {
-        String::new()
-    };
-    format!("{what}{at} in {path}: {why}")
+    let at = matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()).then_some((len, offset));
+    SourceError::Call(CallError { op, path: path.to_string(), at, cause })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_stay_inside_the_root() {
-        let mut n = Names::new("/data/job");
-        let a = n.add("d1/f.0").unwrap();
-        assert_eq!(n.path(a), Path::new("/data/job/d1/f.0"));
-        for bad in ["/etc/passwd", "../x", "a/../../b"] {
-            assert!(n.add(bad).is_err(), "{bad}");
-        }
-        assert_eq!(n.path(NameId(99)), Path::new("/.iolab-no-such-name"));
-        assert_eq!(n.rel(a), Path::new("d1/f.0"));
-    }
 
     #[test]
     fn classes_of_calls() {

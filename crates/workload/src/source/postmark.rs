@@ -5,10 +5,12 @@
 //! original. Each thread works in a directory of its own that it creates, and it creates every
 //! file with O_EXCL there: it never writes, renames or deletes a file it did not create.
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
+use super::{
+    describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError, Worker,
+};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
-use iolab_spec::PostmarkJob;
+use iolab_spec::{Job, PostmarkJob};
 use std::collections::VecDeque;
 use std::io;
 
@@ -321,6 +323,16 @@ enum Step {
     Done,
 }
 
+impl PersonalitySource for PostmarkJob {
+    type Shared = ();
+    fn shared(&self, _job: &Job) -> Result<(), SourceError> {
+        Ok(())
+    }
+    fn source<R: Run>(&self, w: &Worker<'_, ()>, run: R) -> R::Out {
+        run.run(Ok(Postmark::new(&w.job.name, self, w.thread)))
+    }
+}
+
 /// The PostMark source for one thread.
 pub struct Postmark {
     p: PostmarkJob,
@@ -570,7 +582,7 @@ impl Source for Postmark {
         Next::Issue(Issue::now(call))
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         let path = match call {
             Call::Mkdir { .. } | Call::Rmdir { .. } => self.dir.clone(),
             _ => self.current.clone(),
@@ -578,7 +590,8 @@ impl Source for Postmark {
         match (call, r) {
             (Call::Mkdir { .. }, Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => Err(format!(
                 "{path} exists in the target directory (left by an interrupted run?); PostMark works only in a directory it creates: remove it or choose another job name"
-            )),
+            )
+            .into()),
             (Call::Data { kind, len, .. }, Ok(n)) if kind.reads() || kind.writes() => {
                 if *n != *len as usize {
                     Err(describe_failure(call, &path, *len, 0, r))
@@ -587,7 +600,7 @@ impl Source for Postmark {
                 }
             }
             (Call::Rmdir { .. }, Ok(_)) if self.step == Step::Done => match self.out_of_files_error.take() {
-                Some(e) => Err(e),
+                Some(e) => Err(e.into()),
                 None => Ok(()),
             },
             (_, Ok(_)) => Ok(()),

@@ -8,10 +8,12 @@
 //! I/O. Files are created with O_EXCL in the thread's own directory; removing them between
 //! the passes and at the end, and the directory, is not part of either time and is not counted.
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, Source};
+use super::{
+    describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError, Worker,
+};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
-use iolab_spec::RedologJob;
+use iolab_spec::{Job, RedologJob};
 use std::io;
 
 const FILE: u32 = 0;
@@ -51,6 +53,16 @@ pub struct Redolog {
     bytes: [u64; 2],
     fsyncs: [u64; 2],
     current: String,
+}
+
+impl PersonalitySource for RedologJob {
+    type Shared = ();
+    fn shared(&self, _job: &Job) -> Result<(), SourceError> {
+        Ok(())
+    }
+    fn source<R: Run>(&self, w: &Worker<'_, ()>, run: R) -> R::Out {
+        run.run(Ok(Redolog::new(&w.job.name, self, w.thread, w.job.threads, w.job.direct)))
+    }
 }
 
 impl Redolog {
@@ -197,14 +209,14 @@ impl Source for Redolog {
         Next::Issue(call)
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         let path = match call {
             Call::Mkdir { .. } | Call::Rmdir { .. } => self.dir.clone(),
             _ => self.current.clone(),
         };
         match (call, r) {
             (Call::Mkdir { .. }, Err(e)) if e.kind() == io::ErrorKind::AlreadyExists => {
-                Err(format!("{path} exists (left by an interrupted run?); remove it or choose another job name"))
+                Err(format!("{path} exists (left by an interrupted run?); remove it or choose another job name").into())
             }
             (Call::Data { kind: OpKind::Write, len, offset, .. }, Ok(n)) if *n != *len as usize => {
                 Err(describe_failure(call, &path, *len, *offset, r))
@@ -282,7 +294,7 @@ mod tests {
         let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(2));
         let one = |t: u32| {
             let mut src = Redolog::new("j", &r, t, 2, false);
-            let mut e = iolab_engine::build("psync", 1, src.buffer_len()).unwrap();
+            let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: src.buffer_len() }).unwrap();
             let end = run(&mut src, &mut *e, &mut Names::new(d.path()), &clk, w, &stop, &barrier, &mut |_, _| {});
             barrier.leave();
             assert!(end.error.is_none(), "{:?}", end.error);

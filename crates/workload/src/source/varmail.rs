@@ -10,9 +10,12 @@
 //! thread deletes or opens a file another is using. At the end the threads meet and the first
 //! removes the set and its directory (untimed). It creates every file itself (O_EXCL).
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, SetupFile, Source};
+use super::{
+    describe_failure, io_error, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, SetupFile, Source,
+    SourceError, Worker,
+};
 use iolab_engine::OpKind;
-use iolab_spec::VarmailJob;
+use iolab_spec::{Job, VarmailJob};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Gamma};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -48,10 +51,10 @@ impl FileSet {
     /// `nfiles` entries exists with the chance `prealloc` in 100, sized by a gamma
     /// distribution of shape 1.5 around `filesize` (filebench 1.4.9's fileset, `filesizegamma`
     /// 1500), drawn from `seed`.
-    pub fn new(job: &str, v: &VarmailJob, seed: u64) -> Result<FileSet, String> {
+    pub fn new(job: &str, v: &VarmailJob, seed: u64) -> Result<FileSet, SourceError> {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x7661_726d_6169_6c00);
         let mean = v.filesize.0 as f64;
-        let gamma = Gamma::new(1.5, mean / 1.5).map_err(|e| format!("file sizes: {e}"))?;
+        let gamma = Gamma::new(1.5, mean / 1.5).map_err(|e| SourceError::Said(format!("file sizes: {e}")))?;
         let n = v.nfiles as usize;
         let (mut size, mut exist, mut noexist) = (vec![0; n], BTreeSet::new(), BTreeSet::new());
         for (i, sz) in size.iter_mut().enumerate() {
@@ -117,14 +120,13 @@ impl FileSet {
 
     /// Make the directory and the files that exist at the start, and flush them (syncfs), so
     /// their writeback stays out of the measured window: the layout, before the start.
-    fn lay_out(&self, root: &Path) -> Result<(), String> {
+    fn lay_out(&self, root: &Path) -> Result<(), SourceError> {
         let top = root.join(&self.dir);
-        std::fs::create_dir(&top).map_err(|e| {
-            format!(
-                "creating {}: {e} (left by an interrupted run? remove it or choose another job name)",
-                top.display()
-            )
-        })?;
+        std::fs::create_dir(&top).map_err(io_error(
+            "creating",
+            &top,
+            " (left by an interrupted run? remove it or choose another job name)",
+        ))?;
         let chunk = vec![b'v'; 64 * 1024];
         let files: Vec<(u32, u64)> = {
             let s = self.lock();
@@ -136,16 +138,16 @@ impl FileSet {
                 .write(true)
                 .create_new(true)
                 .open(&p)
-                .map_err(|e| format!("creating {}: {e}", p.display()))?;
+                .map_err(io_error("creating", &p, ""))?;
             let mut left = size;
             while left > 0 {
                 let k = left.min(chunk.len() as u64) as usize;
-                f.write_all(&chunk[..k]).map_err(|e| format!("writing {}: {e}", p.display()))?;
+                f.write_all(&chunk[..k]).map_err(io_error("writing", &p, ""))?;
                 left -= k as u64;
             }
         }
-        let d = std::fs::File::open(&top).map_err(|e| format!("opening {}: {e}", top.display()))?;
-        rustix::fs::syncfs(&d).map_err(|e| format!("flushing {}: {e}", top.display()))
+        let d = std::fs::File::open(&top).map_err(io_error("opening", &top, ""))?;
+        rustix::fs::syncfs(&d).map_err(|e| io_error("flushing", &top, "")(e.into()))
     }
 }
 
@@ -167,6 +169,17 @@ enum Step {
     Cleanup(usize),
     RemoveDir,
     Done,
+}
+
+impl PersonalitySource for VarmailJob {
+    /// filebench's file set.
+    type Shared = FileSet;
+    fn shared(&self, job: &Job) -> Result<FileSet, SourceError> {
+        FileSet::new(&job.name, self, job.seed)
+    }
+    fn source<R: Run>(&self, w: &Worker<'_, FileSet>, run: R) -> R::Out {
+        run.run(Ok(Varmail::new(self, w.shared.clone(), w.job.seed, w.thread, w.root.to_path_buf())))
+    }
 }
 
 /// One varmail thread.
@@ -231,7 +244,7 @@ impl Source for Varmail {
 
     /// The first thread lays out the set before the start (untimed, flushed), as filebench
     /// preallocates it before its run.
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         if self.thread == 0 {
             self.set.lay_out(&self.root)?;
         }
@@ -391,7 +404,7 @@ impl Source for Varmail {
         Next::Issue(call)
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         if let (Call::Unlink { .. }, Some(i)) = (call, self.deleting.take()) {
             self.set.release(i, false, 0);
         }
@@ -407,7 +420,8 @@ impl Source for Varmail {
             (Call::Rmdir { .. }, Err(e)) if e.raw_os_error() == Some(libc::ENOTEMPTY) => Err(format!(
                 "{} is not empty at the end: a file iolab did not create is in it, and is left as it was",
                 self.current
-            )),
+            )
+            .into()),
             (_, Err(_)) => Err(describe_failure(call, &self.current, 0, 0, r)),
             _ => Ok(()),
         }

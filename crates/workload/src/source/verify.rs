@@ -7,7 +7,7 @@
 //! before is preceded by a read of the same range, checked first. The journal's writes are
 //! timed in their own class (`journal`), not in the data write's latency.
 
-use super::{Call, Ctx, Issue, Next, SetupFile, Source};
+use super::{Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
@@ -228,7 +228,7 @@ impl<S: Source> Source for Validating<S> {
     fn buffer_len(&self) -> usize {
         self.inner.buffer_len()
     }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         self.inner.setup()
     }
     fn prime(&mut self, slot: u32, buf: &mut [u8]) {
@@ -301,7 +301,7 @@ impl<S: Source> Source for Validating<S> {
         true
     }
 
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         if let Some((kind, offset, len)) = validated(call) {
             let r = self.blocks(offset, len);
             let whole = matches!(result, Ok(n) if *n == len as usize);
@@ -368,7 +368,7 @@ impl<S: Source> Source for Validating<S> {
         }
         let r = self.inner.completed(call, buf, result);
         match self.failure.take() {
-            Some(f) => Err(f),
+            Some(f) => Err(f.into()),
             None => r,
         }
     }

@@ -10,7 +10,7 @@
 //! operations counted) and the files left at the end after the phase ([`FileSet::verify_after`]).
 
 use super::verify::StampTime;
-use super::{Call, Ctx, FileChange, Issue, Next, OpenFlags, SetupFile, Source};
+use super::{Call, Ctx, FileChange, Issue, Next, OpenFlags, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
@@ -280,7 +280,7 @@ impl<S: Source> Source for FilesValidating<S> {
     fn buffer_len(&self) -> usize {
         self.inner.buffer_len()
     }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         let files = self.inner.setup()?;
         for f in &files {
             self.place(f.index, &f.path);
@@ -328,7 +328,7 @@ impl<S: Source> Source for FilesValidating<S> {
         true
     }
 
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         let pending = match self.inflight.iter().position(|(c, _)| c == call) {
             Some(i) => self.inflight.remove(i).map(|(_, p)| p).unwrap_or(Pending::Other),
             None => Pending::Other,

@@ -22,6 +22,7 @@ mod tests;
 pub use plan::{default_strip, ReplayPlan};
 pub use run::{ReplayRun, ReplaySource};
 
+use super::{io_error, SourceError};
 use iolab_spec::{Job, ReplayJob};
 use iolab_trace::format::Reader;
 use std::io;
@@ -63,23 +64,23 @@ pub fn fingerprint(path: &Path) -> io::Result<(u64, u32)> {
 /// The records of a trace file, one at a time.
 pub fn records(
     path: &Path,
-) -> Result<impl Iterator<Item = Result<iolab_trace::Record, iolab_trace::format::FormatError>>, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-    let mut r = Reader::new(io::BufReader::new(f)).map_err(|e| format!("{}: {e}", path.display()))?;
+) -> Result<impl Iterator<Item = Result<iolab_trace::Record, iolab_trace::format::FormatError>>, SourceError> {
+    let f = std::fs::File::open(path).map_err(io_error("cannot open", path, ""))?;
+    let mut r =
+        Reader::new(io::BufReader::new(f)).map_err(|source| SourceError::Trace { path: path.to_path_buf(), source })?;
     Ok(std::iter::from_fn(move || r.next_record().transpose()))
 }
 
 /// The traced directory a trace file's replay stands the target for (see [`default_strip`]).
-pub fn default_strip_of(path: &Path) -> Result<std::path::PathBuf, String> {
-    default_strip(records(path)?).map_err(|e| format!("{}: {e}", path.display()))
+pub fn default_strip_of(path: &Path) -> Result<std::path::PathBuf, SourceError> {
+    default_strip(records(path)?).map_err(|source| SourceError::Trace { path: path.to_path_buf(), source })
 }
 
 /// Read and plan a replay job's trace, checking it is the file the plan named.
-pub fn load(r: &ReplayJob) -> Result<ReplayPlan, String> {
-    let (bytes, crc) =
-        fingerprint(&r.trace).map_err(|e| format!("cannot read the trace {}: {e}", r.trace.display()))?;
+pub fn load(r: &ReplayJob) -> Result<ReplayPlan, SourceError> {
+    let (bytes, crc) = fingerprint(&r.trace).map_err(io_error("cannot read the trace", &r.trace, ""))?;
     if (bytes, crc) != (r.trace_bytes, r.trace_crc32) {
-        return Err(format!(
+        return Err(said!(
             "the trace {} is not the one planned ({bytes} bytes, CRC-32 {crc:08x}; the plan says {} bytes, {:08x})",
             r.trace.display(),
             r.trace_bytes,
@@ -110,12 +111,12 @@ fn key(r: &ReplayJob) -> String {
 /// limits, it replays something, and the target holds nothing it may not touch (files iolab did
 /// not make that the replay would change, links where it works, files it needs and
 /// `--prepare` is not given to make).
-pub fn check(job: &Job, r: &ReplayJob) -> Result<Arc<Checked>, String> {
+pub fn check(job: &Job, r: &ReplayJob) -> Result<Arc<Checked>, SourceError> {
     let checked = plan_for(r)?;
     let b = iolab_engine::beneath::Beneath::open(&job.target).map_err(|e| e.to_string())?;
     target::check(&b, &checked.expect, r.prepare, job.overwrite)?;
     if job.threads as usize != checked.plan.threads.len() {
-        return Err(format!(
+        return Err(said!(
             "the trace has {} threads to replay; the job asks for {} (one worker per traced thread)",
             checked.plan.threads.len(),
             job.threads
@@ -126,7 +127,7 @@ pub fn check(job: &Job, r: &ReplayJob) -> Result<Arc<Checked>, String> {
 
 /// A replay job's plan (read once per run; see [`forget`]), without looking at the target:
 /// what a caller building the job asks for the number of threads.
-pub fn plan_for(r: &ReplayJob) -> Result<Arc<Checked>, String> {
+pub fn plan_for(r: &ReplayJob) -> Result<Arc<Checked>, SourceError> {
     let k = key(r);
     let cached = CHECKED.lock().ok().and_then(|c| c.iter().find(|(x, _)| *x == k).map(|(_, p)| p.clone()));
     let checked = match cached {

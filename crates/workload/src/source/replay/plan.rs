@@ -7,6 +7,7 @@
 //! wait too long, need too large a buffer, too many threads or too much memory
 //! ([`ReplayLimits`]), naming the option that allows it.
 
+use crate::error::SourceError;
 use iolab_model::OpClass;
 use iolab_spec::{ReplayJob, ReplayLimits, Timing};
 use iolab_trace::format::{oflags, FormatError, Kind, Op, Record, NO_FILE};
@@ -297,7 +298,7 @@ impl Build<'_> {
         None
     }
 
-    fn op(&mut self, tid: u32, op: Op) -> Result<(), String> {
+    fn op(&mut self, tid: u32, op: Op) -> Result<(), SourceError> {
         if let Some(why) = self.left_out_why(&op) {
             self.leave(why, &op);
             return Ok(());
@@ -321,11 +322,11 @@ impl Build<'_> {
         Ok(())
     }
 
-    fn check_memory(&self, buffers: u64) -> Result<u64, String> {
+    fn check_memory(&self, buffers: u64) -> Result<u64, SourceError> {
         let total = self.steps.saturating_mul(STEP_BYTES).saturating_add(self.name_bytes).saturating_add(buffers);
         let max = self.job.limits.max_memory.0;
         if total > max {
-            return Err(format!(
+            return Err(said!(
                 "replaying this trace would hold {} in memory ({} calls at about {STEP_BYTES} bytes, their paths, {} of buffers) and the limit is {}; pass --max-memory {} to allow it, or replay part of it (--strip a narrower directory)",
                 mib(total),
                 if buffers == 0 { format!("at least {}", self.steps) } else { self.steps.to_string() },
@@ -343,7 +344,7 @@ impl ReplayPlan {
     pub fn build(
         records: impl Iterator<Item = Result<Record, FormatError>>,
         job: &ReplayJob,
-    ) -> Result<ReplayPlan, String> {
+    ) -> Result<ReplayPlan, SourceError> {
         let strip = job.strip.clone();
         let mut b = Build {
             job,
@@ -405,13 +406,13 @@ impl ReplayPlan {
         let limits = job.limits;
         let mut threads: Vec<ThreadPlan> = std::mem::take(&mut b.threads).into_values().collect();
         if threads.is_empty() {
-            return Err(format!(
+            return Err(said!(
                 "nothing to replay: no call of the trace touches a file under {} (name the traced data directory with --strip)",
                 strip.display()
             ));
         }
         if threads.len() > limits.max_threads as usize {
-            return Err(format!(
+            return Err(said!(
                 "the trace has {} threads with calls to replay (one replay thread each) and the limit is {}; pass --max-threads {} to allow them",
                 threads.len(),
                 limits.max_threads,
@@ -445,7 +446,7 @@ impl ReplayPlan {
                         max = max.max(max_buffer);
                         continue;
                     }
-                    return Err(format!(
+                    return Err(said!(
                         "traced thread {} {} {} bytes in one call (its call {}); a replay buffer is at most --max-buffer ({}): pass --max-buffer {} to replay it",
                         th.tid,
                         if op.kind.reads() { "read" } else { "wrote" },
@@ -595,7 +596,7 @@ impl ReplayPlan {
 }
 
 /// Refuse a wait longer than the limit (a trace can claim any gap).
-fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: ReplayLimits) -> Result<(), String> {
+fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: ReplayLimits) -> Result<(), SourceError> {
     let scale = match timing {
         Timing::Afap => return Ok(()),
         Timing::Scale(x) => x,
@@ -614,7 +615,7 @@ fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: Repl
             };
             let wait = (wait as f64 / scale) as u64;
             if wait > max {
-                return Err(format!(
+                return Err(said!(
                     "traced thread {} waits {} before its call {} (--timing {timing}); the longest wait allowed is {} (--max-wait): pass --max-wait {}, or --timing afap",
                     th.tid,
                     secs(wait),
@@ -779,21 +780,21 @@ pub(crate) mod tests {
     fn limits_refuse_with_the_option_to_pass() {
         let mut j = job("/d", Timing::Think);
         j.limits.max_threads = 1;
-        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err();
+        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err().to_string();
         assert!(e.contains("2 threads") && e.contains("--max-threads 2"), "{e}");
         let mut j = job("/d", Timing::Think);
         j.limits.max_buffer = iolab_spec::Bytes(1024);
-        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err();
+        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err().to_string();
         assert!(e.contains("wrote 4096 bytes") && e.contains("--max-buffer 1M"), "{e}");
         let mut j = job("/d", Timing::Think);
         j.limits.max_memory = iolab_spec::Bytes(10_000);
-        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err();
+        let e = ReplayPlan::build(records(TEXT).into_iter(), &j).unwrap_err().to_string();
         assert!(e.contains("--max-memory"), "{e}");
         let gap = "1  1.0 write(3</d/a>, \"x\", 1) = 1 <0.000001>\n1  1.001 write(3</d/a>, \"x\", 1) = 1 <0.000001>\n\
                    1  5000.0 write(3</d/a>, \"x\", 1) = 1 <0.000001>\n";
         let mut j = job("/d", Timing::Think);
         j.limits.max_wait = std::time::Duration::from_secs(60);
-        let e = ReplayPlan::build(records(gap).into_iter(), &j).unwrap_err();
+        let e = ReplayPlan::build(records(gap).into_iter(), &j).unwrap_err().to_string();
         assert!(e.contains("waits 1.4 h before its call 3") && e.contains("--max-wait 1h24m"), "{e}");
         j.timing = Timing::Scale(100.0);
         assert!(ReplayPlan::build(records(gap).into_iter(), &j).is_ok(), "50 s at scale 100");
@@ -809,7 +810,8 @@ pub(crate) mod tests {
 
     #[test]
     fn nothing_to_replay_says_what_to_do() {
-        let e = ReplayPlan::build(records(TEXT).into_iter(), &job("/elsewhere", Timing::Think)).unwrap_err();
+        let e =
+            ReplayPlan::build(records(TEXT).into_iter(), &job("/elsewhere", Timing::Think)).unwrap_err().to_string();
         assert!(e.contains("nothing to replay") && e.contains("--strip"), "{e}");
     }
 }

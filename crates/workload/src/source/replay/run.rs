@@ -7,7 +7,7 @@ use super::plan::{class_of, ReplayPlan, Step, ADOPT, DROP_AFTER};
 use super::target::{self, Before};
 use super::{open_flags, Checked};
 use crate::clock::Stamp;
-use crate::source::{describe_failure, Call, Ctx, FileChange, Issue, NameId, Next, SetupFile, Source};
+use crate::source::{describe_failure, Call, Ctx, FileChange, Issue, NameId, Next, SetupFile, Source, SourceError};
 use iolab_engine::beneath::Beneath;
 use iolab_engine::{OpKind, Whence};
 use iolab_model::{ClassFidelity, JobResult, Mismatch, OpClass, ReplayFidelity};
@@ -55,7 +55,7 @@ impl ReplayRun {
         job: &Job,
         r: &ReplayJob,
         stop: &AtomicBool,
-    ) -> Result<Arc<ReplayRun>, String> {
+    ) -> Result<Arc<ReplayRun>, SourceError> {
         let beneath = Beneath::open(&job.target).map_err(|e| e.to_string())?;
         let before = target::check(&beneath, &checked.expect, r.prepare, job.overwrite)?;
         target::prepare(&beneath, &checked.expect, r.prepare, stop)?;
@@ -208,9 +208,9 @@ pub struct ReplaySource {
 impl ReplaySource {
     /// The source of worker `thread` of a replay job (the `thread`-th traced thread that has
     /// calls to replay).
-    pub fn new(run: Arc<ReplayRun>, thread: u32) -> Result<ReplaySource, String> {
+    pub fn new(run: Arc<ReplayRun>, thread: u32) -> Result<ReplaySource, SourceError> {
         if thread as usize >= run.plan().threads.len() {
-            return Err(format!(
+            return Err(said!(
                 "the trace has {} threads to replay; the job asks for thread {}",
                 run.plan().threads.len(),
                 thread + 1
@@ -294,16 +294,16 @@ impl ReplaySource {
             .all(|&(k, rank)| self.run.done[k as usize].load(Ordering::Acquire) >= rank)
     }
 
-    fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, String> {
+    fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, SourceError> {
         if let Some(&n) = self.names.get(rel) {
             return Ok(n);
         }
-        let n = ctx.names.add(rel)?;
+        let n = ctx.names.add(rel).map_err(|e| e.to_string())?;
         self.names.insert(rel.to_path_buf(), n);
         Ok(n)
     }
 
-    fn call(&mut self, step: &Step, ctx: &mut Ctx) -> Result<Call, String> {
+    fn call(&mut self, step: &Step, ctx: &mut Ctx) -> Result<Call, SourceError> {
         let op = step.op;
         let buffer = self.buffer_len() as u64;
         let len = op.size.min(buffer) as u32;
@@ -360,7 +360,7 @@ impl ReplaySource {
                     Kind::SyncFileRange => (OpKind::SyncRange { flags: op.flags, len: op.size }, op.offset, 0),
                     Kind::Ftruncate => (OpKind::Ftruncate, op.offset, 0),
                     Kind::Fallocate => (OpKind::Fallocate { mode: op.flags, len: op.size }, op.offset, 0),
-                    _ => return Err(format!("a recorded {} cannot be replayed", k.as_str())),
+                    _ => return Err(said!("a recorded {} cannot be replayed", k.as_str())),
                 };
                 Call::Data { kind, file, offset, len }
             }
@@ -369,7 +369,7 @@ impl ReplaySource {
 
     /// Take the opening another thread opened (its descriptor, duplicated) into this thread's
     /// table, at the index the next call names.
-    fn adopt(&mut self, file: u32) -> Result<(), String> {
+    fn adopt(&mut self, file: u32) -> Result<(), SourceError> {
         let run = self.run.clone();
         let rel = run.plan().files.get(&file).map(|f| f.rel.clone()).unwrap_or_default();
         let path = run.beneath.root().join(&rel).display().to_string();
@@ -388,7 +388,7 @@ impl ReplaySource {
         Ok(())
     }
 
-    fn fail(&self, e: String) -> Next {
+    fn fail(&self, e: SourceError) -> Next {
         self.run.abort.store(true, Ordering::Relaxed);
         eprintln!("replay: {e}");
         Next::Done
@@ -402,7 +402,7 @@ impl Source for ReplaySource {
 
     /// Open the openings this thread uses that no replayed call opens (made before the trace
     /// began): the first thread to get here opens it, the others take duplicates.
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         let run = self.run.clone();
         let plan = run.plan();
         let mut out = Vec::new();
@@ -523,7 +523,7 @@ impl Source for ReplaySource {
         self.changes.pop_front()
     }
 
-    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         let Some(i) = self.issued.take() else { return Ok(()) };
         let step = self.steps()[i];
         let run = self.run.clone();
@@ -540,13 +540,10 @@ impl Source for ReplaySource {
         match result {
             Err(_) => {
                 run.abort.store(true, Ordering::Relaxed);
-                return Err(format!(
-                    "replaying call {} of traced thread {} ({}): {}",
-                    i + 1,
-                    self.tid(),
-                    op.kind.as_str(),
-                    describe_failure(call, &path(), op.size as u32, op.offset, result)
-                ));
+                return Err(SourceError::Context {
+                    context: format!("replaying call {} of traced thread {} ({})", i + 1, self.tid(), op.kind.as_str()),
+                    source: Box::new(describe_failure(call, &path(), op.size as u32, op.offset, result)),
+                });
             }
             Ok(n) => {
                 let compared = op.kind.reads() || op.kind.writes() || op.kind == Kind::Lseek;

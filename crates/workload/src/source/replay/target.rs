@@ -7,6 +7,7 @@
 //! is resolved beneath the target: a link there is refused, never followed.
 
 use super::plan::{ReplayPlan, Step};
+use crate::error::{io_error, SourceError};
 use crate::owned::{self, Found, Kind as EntryKind};
 use iolab_engine::beneath::Beneath;
 use iolab_trace::format::{oflags, Kind};
@@ -45,7 +46,6 @@ impl Expect {
     /// Walk the plan's calls in recorded order, noting what each needs of the entries it names
     /// the first time the trace touches them.
     pub fn of(plan: &ReplayPlan) -> Expect {
-        let mut e = Expect::default();
         let mut all: Vec<(u64, u32, &Step)> = Vec::new();
         for th in &plan.threads {
             for s in &th.steps {
@@ -53,158 +53,174 @@ impl Expect {
             }
         }
         all.sort_by_key(|(t, tid, _)| (*t, *tid));
-        let mut known: HashMap<PathBuf, State> = HashMap::new();
-        let mut pos: HashMap<u32, u64> = HashMap::new();
-        let mut extent: HashMap<PathBuf, u64> = HashMap::new();
-        let mut opened: HashSet<u32> = HashSet::new();
-        let mut made: HashSet<PathBuf> = HashSet::new();
-        let mut pre: HashSet<PathBuf> = HashSet::new();
-        // Entries renamed before the trace said what they are: their name now → their name
-        // before the trace. The first call on them settles it (a file until then).
-        let mut pending: HashMap<PathBuf, PathBuf> = HashMap::new();
-        let settle = |e: &mut Expect, pending: &mut HashMap<PathBuf, PathBuf>, now: &Path, dir: bool| {
-            if let Some(orig) = pending.remove(now) {
-                if dir {
-                    e.files.remove(&orig);
-                    e.dirs.insert(orig);
-                }
-            }
-        };
+        let mut w = Walk::default();
         for (_, _, s) in all {
-            let op = &s.op;
-            let Some(rel) = plan.rel_of(op).map(Path::to_path_buf) else { continue };
-            for a in ancestors(&rel) {
-                settle(&mut e, &mut pending, a, true);
-                if !known.contains_key(a) {
-                    e.dirs.insert(a.to_path_buf());
-                    known.insert(a.to_path_buf(), State::Dir);
-                }
-            }
-            e.all.extend(ancestors(&rel).map(Path::to_path_buf));
-            e.all.insert(rel.clone());
-            // The first time the trace names it, unless it lies in a directory the trace made
-            // (which held nothing before the trace filled it).
-            let first = !known.contains_key(&rel) && !ancestors(&rel).any(|a| made.contains(a));
-            // Unless its first call proves it absent (O_EXCL, mkdir), it may be there before:
-            // then writing it changes something that was there.
-            let excl = (op.kind == Kind::Open && op.flags & oflags::O_CREAT != 0 && op.flags & oflags::O_EXCL != 0)
-                || op.kind == Kind::Mkdir;
-            if first && !excl {
-                pre.insert(rel.clone());
-            }
-            if op.kind != Kind::Rename {
-                settle(
-                    &mut e,
-                    &mut pending,
-                    &rel,
-                    op.kind == Kind::Mkdir || (op.kind == Kind::Unlink && op.flags & 0x200 != 0),
-                );
-            }
-            match op.kind {
-                Kind::Open => {
-                    opened.insert(op.file);
-                    pos.insert(op.file, 0);
-                    let create = op.flags & oflags::O_CREAT != 0;
-                    if first {
-                        if create && op.flags & oflags::O_EXCL != 0 {
-                            e.absent.insert(rel.clone());
-                        } else if !create {
-                            e.files.entry(rel.clone()).or_insert(0);
-                        }
-                    }
-                    if op.flags & oflags::O_TRUNC != 0 && known.get(&rel) != Some(&State::File) {
-                        e.changed.entry(rel.clone()).or_insert("truncate");
-                    }
-                    known.insert(rel, State::File);
-                }
-                Kind::Unlink | Kind::Mkdir | Kind::Rename => {
-                    let dir = op.kind == Kind::Mkdir || op.flags & 0x200 != 0;
-                    match op.kind {
-                        Kind::Mkdir => {
-                            if first {
-                                e.absent.insert(rel.clone());
-                            }
-                            made.insert(rel.clone());
-                            known.insert(rel, State::Dir);
-                        }
-                        Kind::Unlink => {
-                            if first {
-                                if dir {
-                                    e.dirs.insert(rel.clone());
-                                } else {
-                                    e.files.entry(rel.clone()).or_insert(0);
-                                }
-                                e.changed.entry(rel.clone()).or_insert("remove");
-                            }
-                            known.insert(rel, State::Gone);
-                        }
-                        _ => {
-                            let to = plan.paths.get(&(op.offset as u32));
-                            if first {
-                                e.files.entry(rel.clone()).or_insert(0);
-                                e.changed.entry(rel.clone()).or_insert("rename");
-                                if let Some(to) = to {
-                                    pending.insert(to.clone(), rel.clone());
-                                }
-                            } else if let (Some(orig), Some(to)) = (pending.remove(&rel), to) {
-                                pending.insert(to.clone(), orig);
-                            }
-                            let moved = known.get(&rel).copied().unwrap_or(State::File);
-                            known.insert(rel, State::Gone);
-                            if let Some(to) = to {
-                                for a in ancestors(to) {
-                                    if !known.contains_key(a) {
-                                        e.dirs.insert(a.to_path_buf());
-                                        known.insert(a.to_path_buf(), State::Dir);
-                                    }
-                                }
-                                e.all.extend(ancestors(to).map(Path::to_path_buf));
-                                e.all.insert(to.clone());
-                                if !known.contains_key(to) {
-                                    e.changed.entry(to.clone()).or_insert("replace (rename onto)");
-                                }
-                                known.insert(to.clone(), moved);
-                            }
-                        }
-                    }
-                }
-                k => {
-                    // A call on an opening no replayed open made: the file was there before.
-                    if first && !opened.contains(&op.file) {
-                        e.files.entry(rel.clone()).or_insert(0);
-                        known.insert(rel.clone(), State::File);
-                    }
-                    if (k.writes() || matches!(k, Kind::Ftruncate | Kind::Fallocate)) && pre.contains(&rel) {
-                        e.changed.entry(rel.clone()).or_insert("write");
-                    }
-                    let moved = op.result.max(0) as u64;
-                    let at = match k {
-                        Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => Some(op.offset),
-                        Kind::Read | Kind::Write | Kind::Readv | Kind::Writev => {
-                            let p = pos.entry(op.file).or_insert(0);
-                            let at = *p;
-                            *p = p.saturating_add(moved);
-                            Some(at)
-                        }
-                        Kind::Lseek => {
-                            pos.insert(op.file, moved);
-                            None
-                        }
-                        _ => None,
-                    };
-                    if let (Some(at), true) = (at, k.reads()) {
-                        let x = extent.entry(rel).or_insert(0);
-                        *x = (*x).max(at.saturating_add(moved));
-                    }
-                }
-            }
+            w.step(plan, s);
         }
-        for (rel, n) in extent {
-            if let Some(need) = e.files.get_mut(&rel) {
+        for (rel, n) in w.extent {
+            if let Some(need) = w.e.files.get_mut(&rel) {
                 *need = (*need).max(n);
             }
         }
-        e
+        w.e
+    }
+}
+
+/// What the walk over a trace's calls knows so far.
+#[derive(Default)]
+struct Walk {
+    e: Expect,
+    known: HashMap<PathBuf, State>,
+    /// Each opening's file position.
+    pos: HashMap<u32, u64>,
+    /// How far into each file the trace reads.
+    extent: HashMap<PathBuf, u64>,
+    opened: HashSet<u32>,
+    /// Directories the trace made.
+    made: HashSet<PathBuf>,
+    /// Entries that may be there before the trace.
+    pre: HashSet<PathBuf>,
+    /// Entries renamed before the trace said what they are: their name now → their name
+    /// before the trace. The first call on them settles it (a file until then).
+    pending: HashMap<PathBuf, PathBuf>,
+}
+
+impl Walk {
+    fn settle(&mut self, now: &Path, dir: bool) {
+        if let Some(orig) = self.pending.remove(now) {
+            if dir {
+                self.e.files.remove(&orig);
+                self.e.dirs.insert(orig);
+            }
+        }
+    }
+
+    /// The directories above a path, known from now on (as directories unless known).
+    fn note_dirs(&mut self, rel: &Path) {
+        for a in ancestors(rel) {
+            if !self.known.contains_key(a) {
+                self.e.dirs.insert(a.to_path_buf());
+                self.known.insert(a.to_path_buf(), State::Dir);
+            }
+        }
+        self.e.all.extend(ancestors(rel).map(Path::to_path_buf));
+        self.e.all.insert(rel.to_path_buf());
+    }
+
+    fn step(&mut self, plan: &ReplayPlan, s: &Step) {
+        let op = &s.op;
+        let Some(rel) = plan.rel_of(op).map(Path::to_path_buf) else { return };
+        for a in ancestors(&rel) {
+            self.settle(a, true);
+        }
+        self.note_dirs(&rel);
+        // The first time the trace names it, unless it lies in a directory the trace made
+        // (which held nothing before the trace filled it).
+        let first = !self.known.contains_key(&rel) && !ancestors(&rel).any(|a| self.made.contains(a));
+        // Unless its first call proves it absent (O_EXCL, mkdir), it may be there before:
+        // then writing it changes something that was there.
+        let excl = (op.kind == Kind::Open && op.flags & oflags::O_CREAT != 0 && op.flags & oflags::O_EXCL != 0)
+            || op.kind == Kind::Mkdir;
+        if first && !excl {
+            self.pre.insert(rel.clone());
+        }
+        if op.kind != Kind::Rename {
+            self.settle(&rel, op.kind == Kind::Mkdir || (op.kind == Kind::Unlink && op.flags & 0x200 != 0));
+        }
+        match op.kind {
+            Kind::Open => self.open(op, rel, first),
+            Kind::Mkdir => {
+                if first {
+                    self.e.absent.insert(rel.clone());
+                }
+                self.made.insert(rel.clone());
+                self.known.insert(rel, State::Dir);
+            }
+            Kind::Unlink => {
+                if first {
+                    if op.flags & 0x200 != 0 {
+                        self.e.dirs.insert(rel.clone());
+                    } else {
+                        self.e.files.entry(rel.clone()).or_insert(0);
+                    }
+                    self.e.changed.entry(rel.clone()).or_insert("remove");
+                }
+                self.known.insert(rel, State::Gone);
+            }
+            Kind::Rename => self.rename(plan.paths.get(&(op.offset as u32)), rel, first),
+            _ => self.data(op, rel, first),
+        }
+    }
+
+    fn open(&mut self, op: &iolab_trace::format::Op, rel: PathBuf, first: bool) {
+        self.opened.insert(op.file);
+        self.pos.insert(op.file, 0);
+        let create = op.flags & oflags::O_CREAT != 0;
+        if first {
+            if create && op.flags & oflags::O_EXCL != 0 {
+                self.e.absent.insert(rel.clone());
+            } else if !create {
+                self.e.files.entry(rel.clone()).or_insert(0);
+            }
+        }
+        if op.flags & oflags::O_TRUNC != 0 && self.known.get(&rel) != Some(&State::File) {
+            self.e.changed.entry(rel.clone()).or_insert("truncate");
+        }
+        self.known.insert(rel, State::File);
+    }
+
+    fn rename(&mut self, to: Option<&PathBuf>, rel: PathBuf, first: bool) {
+        if first {
+            self.e.files.entry(rel.clone()).or_insert(0);
+            self.e.changed.entry(rel.clone()).or_insert("rename");
+            if let Some(to) = to {
+                self.pending.insert(to.clone(), rel.clone());
+            }
+        } else if let (Some(orig), Some(to)) = (self.pending.remove(&rel), to) {
+            self.pending.insert(to.clone(), orig);
+        }
+        let moved = self.known.get(&rel).copied().unwrap_or(State::File);
+        self.known.insert(rel, State::Gone);
+        if let Some(to) = to {
+            self.note_dirs(to);
+            if !self.known.contains_key(to) {
+                self.e.changed.entry(to.clone()).or_insert("replace (rename onto)");
+            }
+            self.known.insert(to.clone(), moved);
+        }
+    }
+
+    /// A data call: a file that was there before if no replayed open made its opening; a
+    /// write to one changes it; a read's end is how much of it must be there.
+    fn data(&mut self, op: &iolab_trace::format::Op, rel: PathBuf, first: bool) {
+        let k = op.kind;
+        // A call on an opening no replayed open made: the file was there before.
+        if first && !self.opened.contains(&op.file) {
+            self.e.files.entry(rel.clone()).or_insert(0);
+            self.known.insert(rel.clone(), State::File);
+        }
+        if (k.writes() || matches!(k, Kind::Ftruncate | Kind::Fallocate)) && self.pre.contains(&rel) {
+            self.e.changed.entry(rel.clone()).or_insert("write");
+        }
+        let moved = op.result.max(0) as u64;
+        let at = match k {
+            Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => Some(op.offset),
+            Kind::Read | Kind::Write | Kind::Readv | Kind::Writev => {
+                let p = self.pos.entry(op.file).or_insert(0);
+                let at = *p;
+                *p = p.saturating_add(moved);
+                Some(at)
+            }
+            Kind::Lseek => {
+                self.pos.insert(op.file, moved);
+                None
+            }
+            _ => None,
+        };
+        if let (Some(at), true) = (at, k.reads()) {
+            let x = self.extent.entry(rel).or_insert(0);
+            *x = (*x).max(at.saturating_add(moved));
+        }
     }
 }
 
@@ -221,14 +237,14 @@ fn shown(b: &Beneath, rel: &Path) -> String {
 
 /// Check the target against what the trace expects, writing nothing. `Err`: why the replay
 /// may not run, and what to do.
-pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<Before, String> {
+pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<Before, SourceError> {
     let mut before = Before::default();
-    let look = |rel: &Path| owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)));
+    let look = |rel: &Path| owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""));
     let mut state: BTreeMap<&Path, Found> = BTreeMap::new();
     for rel in &e.all {
         let f = look(rel)?;
         if f == Found::Foreign(EntryKind::Other) || f == Found::Owned(EntryKind::Other) {
-            return Err(format!(
+            return Err(said!(
                 "{} is a symbolic link or a special file; the replay names it and follows no link: remove it or choose another --target",
                 shown(b, rel)
             ));
@@ -241,7 +257,7 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
     let at = |rel: &Path| state.get(rel).copied().unwrap_or(Found::Absent);
     for rel in &e.absent {
         if let Found::Foreign(_) = at(rel) {
-            return Err(format!(
+            return Err(said!(
                 "the trace creates {} (O_EXCL or mkdir) and it exists, made by something else than iolab; remove it or choose another --target",
                 shown(b, rel)
             ));
@@ -251,14 +267,14 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
         match at(rel).kind() {
             Some(EntryKind::Dir) | None => {}
             Some(_) => {
-                return Err(format!("{} must be a directory for the replay (the trace works in it)", shown(b, rel)))
+                return Err(said!("{} must be a directory for the replay (the trace works in it)", shown(b, rel)))
             }
         }
     }
     for (rel, need) in &e.files {
         match at(rel) {
             Found::Absent if !prepare => {
-                return Err(format!(
+                return Err(said!(
                 "{} must exist before the replay (the trace uses it without creating it{}); add --prepare to create it",
                 shown(b, rel),
                 if *need > 0 { format!(" and reads {need} bytes of it") } else { String::new() }
@@ -266,12 +282,12 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
             }
             Found::Absent => {}
             f if f.kind() != Some(EntryKind::File) => {
-                return Err(format!("{} must be a regular file for the replay", shown(b, rel)))
+                return Err(said!("{} must be a regular file for the replay", shown(b, rel)))
             }
             f => {
                 let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
                 if prepare && have < *need && matches!(f, Found::Foreign(_)) && !overwrite {
-                    return Err(format!(
+                    return Err(said!(
                         "--prepare would extend {} ({have} bytes; the trace reads {need}), which iolab did not create; pass --overwrite to allow it, or choose another --target",
                         shown(b, rel)
                     ));
@@ -282,7 +298,7 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
     if !overwrite {
         for (rel, how) in &e.changed {
             if let Found::Foreign(k) = at(rel) {
-                return Err(format!(
+                return Err(said!(
                     "{} exists and iolab did not create it, so the replay will not {how} {}; pass --overwrite to allow it, or choose another --target",
                     shown(b, rel),
                     if k == EntryKind::Dir { "that directory" } else { "it" }
@@ -296,16 +312,16 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
 /// Make the target what the trace expects: remove what an earlier replay made where the trace
 /// makes it anew, make the directories it works in, and with `fill` the files it uses, sized
 /// to what it reads. Everything made is marked as iolab's.
-pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), String> {
+pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), SourceError> {
     for rel in &e.absent {
-        if let Found::Owned(_) = owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
+        if let Found::Owned(_) = owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? {
             owned::remove_tree(b, rel)?;
         }
     }
     for rel in &e.dirs {
         // Parents first (BTreeSet order puts `a` before `a/b`).
-        if owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? == Found::Absent {
-            owned::create_dir(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?;
+        if owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? == Found::Absent {
+            owned::create_dir(b, rel).map_err(io_error("creating", b.root().join(rel), ""))?;
         }
     }
     if !fill {
@@ -313,29 +329,29 @@ pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result
     }
     let chunk = vec![0x5au8; 1 << 20];
     for (rel, need) in &e.files {
-        let f = match owned::found(b, rel).map_err(|err| format!("{}: {err}", shown(b, rel)))? {
-            Found::Absent => owned::create_file(b, rel).map_err(|err| format!("creating {}: {err}", shown(b, rel)))?,
+        let f = match owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? {
+            Found::Absent => owned::create_file(b, rel).map_err(io_error("creating", b.root().join(rel), ""))?,
             _ => {
                 let have = b.stat(rel).map(|s| s.st_size as u64).unwrap_or(0);
                 if have >= *need {
                     continue;
                 }
                 b.open_file(rel, iolab_engine::OpenOptions { write: true, append: true, ..Default::default() })
-                    .map_err(|err| format!("opening {}: {err}", shown(b, rel)))?
+                    .map_err(io_error("opening", b.root().join(rel), ""))?
             }
         };
         let mut w = std::io::BufWriter::new(&f);
         let mut left = need.saturating_sub(f.metadata().map(|m| m.len()).unwrap_or(0));
         while left > 0 {
             if stop.load(Ordering::Relaxed) {
-                return Err(format!("interrupted while preparing {}", shown(b, rel)));
+                return Err(said!("interrupted while preparing {}", shown(b, rel)));
             }
             let n = left.min(chunk.len() as u64) as usize;
-            w.write_all(&chunk[..n]).map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
+            w.write_all(&chunk[..n]).map_err(io_error("filling", b.root().join(rel), ""))?;
             left -= n as u64;
         }
-        w.flush().map_err(|err| format!("filling {}: {err}", shown(b, rel)))?;
-        f.sync_all().map_err(|err| format!("flushing {}: {err}", shown(b, rel)))?;
+        w.flush().map_err(io_error("filling", b.root().join(rel), ""))?;
+        f.sync_all().map_err(io_error("flushing", b.root().join(rel), ""))?;
     }
     Ok(())
 }
@@ -407,11 +423,11 @@ mod tests {
         let b = Beneath::open(d.path()).unwrap();
         let e = expect();
         let stop = AtomicBool::new(false);
-        let err = check(&b, &e, false, false).unwrap_err();
+        let err = check(&b, &e, false, false).unwrap_err().to_string();
         assert!(err.contains("must exist") && err.contains("--prepare"), "{err}");
         // A directory the trace removes, made by someone else: refused, even with --prepare.
         std::fs::create_dir(d.path().join("gone")).unwrap();
-        let err = check(&b, &e, true, false).unwrap_err();
+        let err = check(&b, &e, true, false).unwrap_err().to_string();
         assert!(err.contains("gone") && err.contains("remove that directory") && err.contains("--overwrite"), "{err}");
         std::fs::remove_dir(d.path().join("gone")).unwrap();
         let before = check(&b, &e, true, false).unwrap();
@@ -437,7 +453,7 @@ mod tests {
         std::fs::remove_file(d.path().join("old/data")).unwrap();
         std::fs::remove_dir(d.path().join("old")).unwrap();
         std::os::unix::fs::symlink(out.path(), d.path().join("old")).unwrap();
-        let err = check(&b, &e, true, true).unwrap_err();
+        let err = check(&b, &e, true, true).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 0);
     }

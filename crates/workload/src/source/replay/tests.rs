@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::{Clock, FakeClock, Stamp};
 use crate::executor::{run_plan, Control, NoSink};
-use crate::source::{Call, Ctx, FileChange, Names, Next, SetupFile, Source};
+use crate::source::{Call, Ctx, FileChange, Names, Next, SetupFile, Source, SourceError};
 use crate::worker::{self, Window};
 use iolab_model::{OpClass, RunResult};
 use iolab_spec::{EngineKind, Phase, Plan, ReplayLimits, Timing, Workload};
@@ -146,7 +146,7 @@ fn a_read_that_comes_back_short_is_a_mismatch() {
     let target = d.path().join("tgt");
     std::fs::create_dir(&target).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, false)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, false)).unwrap_err().to_string();
     assert!(e.contains("must exist") && e.contains("--prepare"), "{e}");
     // The user's own file, shorter than the trace read: read (never written), and the second
     // read comes back with nothing.
@@ -173,7 +173,7 @@ fn no_call_escapes_the_target_through_a_link() {
     std::fs::create_dir(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, target.join("sub")).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("symbolic link"), "{e}");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing made outside");
     // Even past the check (a link made after it), the open is resolved beneath the target.
@@ -183,7 +183,7 @@ fn no_call_escapes_the_target_through_a_link() {
     // `..` in a traced path never names anything: it is outside the traced directory.
     let dots = "1  1.0 openat(AT_FDCWD</d>, \"/d/../etc/x\", O_WRONLY|O_CREAT, 0644) = 3 <0.000010>\n";
     let t = trace_file(d.path(), dots);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("nothing to replay"), "{e}");
 }
 
@@ -201,7 +201,7 @@ fn directories_iolab_did_not_make_are_not_renamed_or_removed() {
     std::fs::create_dir(&target).unwrap();
     std::fs::create_dir(target.join("old")).unwrap();
     let t = trace_file(d.path(), text);
-    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err();
+    let e = run(replay_job(&t, &target, Timing::Afap, true)).unwrap_err().to_string();
     assert!(e.contains("/old exists and iolab did not create it") && e.contains("rename"), "{e}");
     assert!(target.join("old").is_dir());
     std::fs::remove_dir(target.join("old")).unwrap();
@@ -229,7 +229,7 @@ impl<S: Source> Source for Spy<S> {
     fn buffer_len(&self) -> usize {
         self.inner.buffer_len()
     }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, String> {
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
         self.inner.setup()
     }
     fn start(&mut self, at: Stamp) {
@@ -248,7 +248,7 @@ impl<S: Source> Source for Spy<S> {
     fn file_change(&mut self) -> Option<FileChange> {
         self.inner.file_change()
     }
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &std::io::Result<usize>) -> Result<(), String> {
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &std::io::Result<usize>) -> Result<(), SourceError> {
         self.inner.completed(call, buf, result)
     }
 }
@@ -275,7 +275,8 @@ fn issue_times(timing: Timing) -> Vec<u64> {
     let run = ReplayRun::prepare(checked, &job, r, &AtomicBool::new(false)).unwrap();
     let mut spy = Spy { inner: ReplaySource::new(run, 0).unwrap(), issued: Vec::new() };
     let clk = FakeClock::new(Duration::from_micros(1));
-    let mut engine = iolab_engine::build("null", 1, 4096).unwrap();
+    let mut engine =
+        iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 }).unwrap();
     let start = clk.now();
     let w = Window { start, t0: start, deadline: None };
     let mut names = Names::new(&target);
@@ -289,7 +290,7 @@ fn issue_times(timing: Timing) -> Vec<u64> {
         &crate::rendezvous::Rendezvous::new(1),
         &mut |_, _| {},
     );
-    assert_eq!(end.error, None);
+    assert_eq!(end.error.map(|e| e.to_string()), None);
     forget();
     spy.issued.iter().map(|(at, _)| at.saturating_duration_since(start).as_micros() as u64).collect()
 }

@@ -1,0 +1,150 @@
+//! The engines as data: each engine is one row of the table below, its name and what it can do
+//! (its [`Caps`]). A rule that depends on the engine (a queue depth, O_DIRECT, whether it opens
+//! or maps files, whether it moves data at all) asks the row through [`EngineKind::caps`], never
+//! compares kinds; the engine crate builds each kind with one exhaustive match, so a new engine
+//! is a row here, a module there and the arm the compiler asks for.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How an engine reaches a file's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Files {
+    /// Through the descriptors it keeps (read/write system calls, a ring).
+    Opens,
+    /// Through a memory mapping of each file (its pages must exist: the file is sized first).
+    Maps,
+    /// Not at all: it completes operations without touching a file (the null engine).
+    Ignores,
+}
+
+/// What an engine can do, asked wherever a rule depends on the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    /// Performs each operation as it is queued, one at a time (the worker then makes the call
+    /// in place, without the completion queue).
+    pub synchronous: bool,
+    /// The most operations in flight per thread (`--iodepth`).
+    pub max_depth: u32,
+    /// Opens files with O_DIRECT (`--direct`); `Err` says why it cannot.
+    pub direct: Result<(), &'static str>,
+    /// How it reaches the data.
+    pub files: Files,
+    /// Passes an operation's per-call flags (`RWF_*`: preadv2/pwritev2, a ring's `rw_flags`)
+    /// through to the kernel.
+    pub rw_flags: bool,
+    /// The engine in a few words, for `--engine`'s help.
+    pub about: &'static str,
+}
+
+impl Caps {
+    /// Whether it keeps the files it is given (and so moves data to and from them).
+    pub fn opens_files(&self) -> bool {
+        self.files != Files::Ignores
+    }
+    /// Whether it maps files, so a file must be sized (and readable) before the run.
+    pub fn maps_files(&self) -> bool {
+        self.files == Files::Maps
+    }
+}
+
+macro_rules! engines {
+    ($( $(#[$m:meta])* $kind:ident => $name:literal, $caps:expr; )+) => {
+        /// How an I/O reaches the kernel: one row each, in the table below.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum EngineKind { $( $(#[$m])* #[serde(rename = $name)] $kind ),+ }
+
+        impl EngineKind {
+            /// Every engine's name, in the table's order.
+            pub const ALL: &'static [&'static str] = &[$($name),+];
+            /// Every engine, in the table's order.
+            pub const KINDS: &'static [EngineKind] = &[$(EngineKind::$kind),+];
+            pub fn as_str(self) -> &'static str {
+                match self { $( EngineKind::$kind => $name ),+ }
+            }
+            /// The engine's row: what it can do.
+            #[inline]
+            pub const fn caps(self) -> &'static Caps {
+                match self { $( EngineKind::$kind => { const C: Caps = $caps; &C } ),+ }
+            }
+        }
+    };
+}
+
+engines! {
+    /// pread/pwrite, one call at a time (fio's psync).
+    Psync => "psync", Caps {
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: true,
+        about: "pread/pwrite, one call at a time",
+    };
+    /// io_uring: a submission and a completion ring, up to 4096 operations in flight.
+    IoUring => "io_uring", Caps {
+        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true,
+        about: "io_uring, --iodepth operations in flight",
+    };
+    /// Loads and stores to a shared mapping of each file, msync for flushes.
+    Mmap => "mmap", Caps {
+        synchronous: true, max_depth: 1,
+        direct: Err("memory-mapped I/O goes through the page cache and cannot be direct"),
+        files: Files::Maps, rw_flags: false,
+        about: "loads and stores to a mapping of the file",
+    };
+    /// Completes every operation at once without the kernel: iolab's own cost.
+    Null => "null", Caps {
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false,
+        about: "completes every operation at once, touching nothing: iolab's own cost",
+    };
+}
+
+impl EngineKind {
+    /// The engine a job uses when it names none.
+    pub const DEFAULT: EngineKind = EngineKind::Psync;
+
+    /// The engine with the deepest queue, to name when a depth is beyond another's.
+    pub fn deepest() -> EngineKind {
+        EngineKind::KINDS.iter().copied().max_by_key(|k| k.caps().max_depth).unwrap_or(EngineKind::DEFAULT)
+    }
+
+    /// `--engine`'s help: each engine with what it is.
+    pub fn help() -> String {
+        let each: Vec<String> = EngineKind::KINDS.iter().map(|k| format!("{k} ({})", k.caps().about)).collect();
+        format!("I/O engine: {}.", each.join(", "))
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        EngineKind::KINDS
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| format!("unknown value `{s}`; accepted: {}", EngineKind::ALL.join(", ")))
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_reads_back_by_name_and_says_what_it_can_do() {
+        for k in EngineKind::KINDS {
+            assert_eq!(k.as_str().parse::<EngineKind>(), Ok(*k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str(), "stored plans keep the name");
+            let c = k.caps();
+            assert!(c.max_depth >= 1);
+            assert!(!c.synchronous || c.max_depth == 1, "{k}: a synchronous engine has one in flight");
+        }
+        assert!("libaio".parse::<EngineKind>().unwrap_err().contains("accepted: psync, io_uring, mmap, null"));
+        assert_eq!(EngineKind::deepest(), EngineKind::IoUring);
+        assert!(EngineKind::Mmap.caps().maps_files() && !EngineKind::Null.caps().opens_files());
+    }
+}

@@ -1,0 +1,65 @@
+//! A personality's own figures as its module declares them: each figure's name (the original
+//! tool's) and kind, and how its rates follow from the rest. How several parts' figures combine
+//! is the model crate's rule (`iolab_model::figures`); what there is to combine is declared here,
+//! beside the personality's options, so a personality's figures live in its own file.
+
+use std::collections::BTreeMap;
+
+/// A set of figures, by name.
+pub type Figures = BTreeMap<String, f64>;
+
+/// What a figure is, which says how several combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Things done (files created, bytes written): added up; a whole number in the JSON.
+    Count,
+    /// A duration: the longest (threads and nodes run at once).
+    Seconds,
+    /// A parameter every part has the same (maildir's discarded start): kept.
+    Setting,
+    /// A worst case (bonnie++'s latency): the largest.
+    Max,
+    /// A share of CPU time in %: the mean of the parts that have it.
+    Percent,
+    /// A rate or ratio: recomputed from the combined figures by the personality's `derive`.
+    Derived,
+}
+
+/// A personality's figures: its workload's name (as `JobResult::rw` and job files spell it),
+/// every figure it reports with its kind, and how its rates follow from the rest.
+pub struct FigureTable {
+    pub workload: &'static str,
+    pub figures: &'static [(&'static str, Kind)],
+    pub derive: fn(&mut Figures),
+}
+
+impl FigureTable {
+    /// The kind of figure `name` (a name the table does not know: seconds when it ends in
+    /// `_s`, else a count, so figures of an older run still combine).
+    pub fn kind(&self, name: &str) -> Kind {
+        self.figures.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).unwrap_or_else(|| guess(name))
+    }
+}
+
+/// The kind of a figure no table names: seconds when it ends in `_s`, else a count.
+pub fn guess(name: &str) -> Kind {
+    if name.ends_with("_s") {
+        Kind::Seconds
+    } else {
+        Kind::Count
+    }
+}
+
+/// A figure, 0 when absent.
+pub fn get(f: &Figures, k: &str) -> f64 {
+    f.get(k).copied().unwrap_or(0.0)
+}
+
+/// `n` per `s`, 0 over no time.
+pub fn per(n: f64, s: f64) -> f64 {
+    if s > 0.0 {
+        n / s
+    } else {
+        0.0
+    }
+}
