@@ -14,9 +14,9 @@ fuzz_target!(|data: &[u8]| {
                 let patch = iolab_spec::JobPatch {
                     workload: Some(iolab_spec::WorkloadKind::Postmark),
                     target: Some("/nowhere".into()),
-                    postmark_config: Some(c),
                     ..Default::default()
-                };
+                }
+                .with::<iolab_spec::PostmarkJob>(|o| o.postmark_config = Some(c));
                 if let Ok(job) = patch.resolve("j") {
                     let _ = job.validate();
                 }
