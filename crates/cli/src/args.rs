@@ -402,6 +402,8 @@ pub struct WatchArgs {
     /// Store the samples, filed under this label, KEY=VALUE (repeatable).
     #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 impl WatchArgs {
@@ -501,6 +503,11 @@ pub struct AgentArgs {
     /// Do I/O only under these directories (repeatable); without one, the agent does none.
     #[arg(long, value_name = "DIR")]
     pub allow: Vec<PathBuf>,
+    /// Serve this node's live figures for Prometheus at http://HOST:PORT/metrics, for as long
+    /// as the agent runs (its runs' series, labelled run_id by the run's mark; a coordinator's
+    /// own --metrics-listen serves every node's). Off by default.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
 }
 
 const AGENT_EXAMPLES: &str = "\
@@ -519,6 +526,20 @@ Examples:
           --target f --rw write --size 64M
 ";
 
+/// `--metrics-listen` and `--metrics-linger`, for commands that run I/O or sample.
+#[derive(Args, Debug, Clone)]
+pub struct MetricsArgs {
+    /// Serve the run's live figures for Prometheus at http://HOST:PORT/metrics while it runs
+    /// (OpenMetrics or Prometheus text, read-only; docs/metrics.md lists the series), e.g.
+    /// 127.0.0.1:9464; off by default.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+    /// How long /metrics stays up after the run, so the last scrape sees the final counts
+    /// (Ctrl-C ends the wait at once).
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur, default_value = "15s")]
+    pub metrics_linger: Duration,
+}
+
 #[derive(Args, Debug)]
 pub struct OutArgs {
     /// What to print on stdout; every format but human prints nothing else there (and no
@@ -535,6 +556,8 @@ pub struct OutArgs {
     /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
     #[arg(long)]
     pub histograms: bool,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 impl OutArgs {

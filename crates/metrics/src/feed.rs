@@ -26,7 +26,9 @@ pub struct RunStart<'a> {
     pub started_unix_s: f64,
 }
 
-/// Feeds one run's events to a board.
+/// Feeds one run's events to a board. A clone feeds the same run (a step loop's news beside
+/// the nodes' events).
+#[derive(Clone)]
 pub struct Feed {
     board: Arc<Board>,
     run: String,
