@@ -86,10 +86,11 @@ impl Folded {
         self.sum_s += o.sum_s;
     }
 
-    /// The buckets as the encoder takes them: (upper bound in seconds, count in that bucket).
-    pub fn per_bucket(&self) -> [(f64, u64); COUNT] {
-        let mut out = [(0.0, 0); COUNT];
-        for (i, o) in out.iter_mut().enumerate() {
+    /// The buckets as the encoder takes them: (upper bound in seconds, count in that bucket),
+    /// `+Inf` last (OpenMetrics's encoder writes only the buckets it is given).
+    pub fn per_bucket(&self) -> [(f64, u64); COUNT + 1] {
+        let mut out = [(f64::INFINITY, self.over); COUNT + 1];
+        for (i, o) in out.iter_mut().take(COUNT).enumerate() {
             *o = (BOUNDS_NS[i] as f64 / 1e9, self.buckets[i]);
         }
         out

@@ -379,6 +379,7 @@ mod tests {
         has(r#"iolab_phase_progress_ratio{node="n1",run_id="42",phase="write""#);
         assert!(!text.contains("pw"), "no password in a label");
         assert!(!text.contains("# EOF"));
+        assert_eq!(text.matches("le=\"+Inf\"").count(), 2, "each histogram has its +Inf bucket once");
     }
 
     #[test]
@@ -389,6 +390,7 @@ mod tests {
         assert!(text.contains("# UNIT iolab_operation_latency_seconds seconds\n"));
         assert!(text.contains("iolab_operations_total{node=\"n1\""));
         assert!(text.contains("# TYPE iolab_run info\n"));
+        assert_eq!(text.matches("le=\"+Inf\"").count(), 2, "each histogram has its +Inf bucket once");
     }
 
     #[test]
