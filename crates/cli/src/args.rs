@@ -119,6 +119,9 @@ Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `i
 Across nodes: each node writes and syncs f.NODE, the next node reads it back (stale reads of a cache):
       iolab run --node a=ssh://h1,dir=/mnt/share --node b=ssh://h2,dir=/net/share --target f --rw write --size 64M --verify-on other
 
+Live figures for Prometheus and Grafana while a long run goes on (docs/metrics.md):
+      iolab run --target /mnt/f --size 10G --rw randwrite --runtime 19m -l config=drbd-C --metrics-listen 0.0.0.0:9464
+
 Exit status: 0 done, 1 validation (--verify) found bad blocks, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
 
 const VERIFY_EXAMPLES: &str = "\
@@ -377,7 +380,9 @@ Examples:
       iolab watch /mnt/nfs --count 10 --output json
   Keep what was seen as a run, to list, show and chart later:
       iolab watch /localdisk/cluster --label node=a --label what=startup
-      iolab report last -o startup.html";
+      iolab report last -o startup.html
+  The same figures for Prometheus, at http://HOST:9464/metrics (docs/metrics.md):
+      iolab watch /localdisk/cluster --metrics-listen 0.0.0.0:9464";
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -521,6 +526,8 @@ Examples:
   Placed by a launcher (docs/launchers.md): each agent dials the coordinator with its rank:
       iolab run --listen 0.0.0.0:7700 --expect 4 --token-file ~/.iolab-token --target f --size 1G &
       srun -N4 iolab agent --join coordinator-host:7700 --token-file ~/.iolab-token --allow /scratch/$USER
+  A daemon that also serves its node's live figures for Prometheus (docs/metrics.md):
+      iolab agent --listen 0.0.0.0:7878 --token-file ~/.iolab-token --allow /mnt/shared --metrics-listen 0.0.0.0:9465
   Try several nodes on one machine:
       iolab run --node a=exec://$(command -v iolab),dir=/tmp/a --node b=exec://$(command -v iolab),dir=/tmp/b \\
           --target f --rw write --size 64M

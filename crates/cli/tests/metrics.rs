@@ -225,6 +225,22 @@ fn prometheus_s_rate_of_the_operations_counter_agrees_with_iolab_s_iops() {
     let q = enc("sum by (le) (rate(iolab_operation_latency_seconds_bucket{class=\"read\",test=\"rate\"}[4s]))");
     let why = prom.api(&format!("/api/v1/query?query={q}&time={last}"));
     assert!(p50 > 0.0 && p50 < 0.1, "a median read latency from the buckets: {answer} {why}");
+    // Every query of the Grafana dashboard in docs/ is PromQL this Prometheus takes, and the
+    // main panels show this run.
+    let dash: Value = serde_json::from_str(include_str!("../../../docs/grafana/iolab.json")).unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    assert!(panels.len() >= 8);
+    for p in panels {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let e = expr.replace("$run_id", ".*").replace("$node", ".*").replace("$__rate_interval", "4s");
+            let got = prom.api(&format!("/api/v1/query?query={}&time={last}", enc(&e)));
+            let title = p["title"].as_str().unwrap();
+            if ["IOPS per class", "Throughput per class", "Latency percentiles (all nodes)", "CPU iowait"].contains(&title) {
+                assert!(!got.as_array().unwrap().is_empty(), "panel `{title}`: {expr} shows nothing");
+            }
+        }
+    }
 }
 
 /// Start `iolab ARGS --metrics-listen 127.0.0.1:0`, its stderr gathered; where it serves.
