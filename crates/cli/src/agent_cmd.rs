@@ -5,9 +5,14 @@
 use crate::args::AgentArgs;
 use anyhow::{bail, Context, Result};
 use iolab_cluster::transport::{join, log, stdio, tls};
-use iolab_cluster::{AgentService, Allow};
+use iolab_cluster::{AgentService, Allow, Tap, Tapped};
+use iolab_metrics::{Board, Endpoint, Feed, RunStart};
+use iolab_spec::Plan;
+use iolab_workload::model::now_unix_s;
+use iolab_workload::{Event, Sink, Status};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// The token of a token file: its first line, which must not be empty.
 pub fn read_token(path: &std::path::Path) -> Result<String> {
@@ -53,6 +58,16 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
             service
         }
     };
+    // --metrics-listen: this node's runs, live, for as long as the agent serves.
+    let (service, _endpoint) = match &args.metrics_listen {
+        Some(addr) => {
+            let board = Board::new();
+            let endpoint = Endpoint::start(addr, board.clone())?;
+            log(&format!("serving live metrics at http://{}/metrics", endpoint.addr()));
+            (service.with_tap(Arc::new(MetricsTap(board))), Some(endpoint))
+        }
+        None => (service, None),
+    };
     let traces = service.trace_dir();
     // Asked to end (SIGTERM, SIGINT: the coordinator closing, a daemon stopped): the traces
     // this process was sent go with it.
@@ -69,6 +84,40 @@ pub fn run(args: AgentArgs) -> Result<ExitCode> {
         let _ = std::fs::remove_dir_all(d);
     }
     result
+}
+
+/// The agent's runs onto the metrics board: each run's series labelled by the node's name in
+/// the run (the host's, when the coordinator gave none) and by the run's mark.
+struct MetricsTap(Arc<Board>);
+
+struct TappedFeed(Feed);
+
+impl Sink for TappedFeed {
+    fn event(&mut self, node: Option<&str>, event: Event<'_>) {
+        self.0.event(node, event)
+    }
+}
+
+impl Tapped for TappedFeed {
+    fn end(&mut self, status: Status) {
+        self.0.finish(status)
+    }
+}
+
+impl Tap for MetricsTap {
+    fn begin(&self, node: &str, run: Option<&str>, plan: &Plan) -> Box<dyn Tapped> {
+        let started = now_unix_s();
+        let id = run.map(str::to_string).unwrap_or_else(|| format!("unmarked-{}", started as u64));
+        let node = if node.is_empty() { iolab_sysstat::hostname() } else { node.to_string() };
+        Box::new(TappedFeed(self.0.begin(RunStart {
+            id,
+            kind: "agent",
+            labels: &[],
+            plan,
+            node,
+            started_unix_s: started,
+        })))
+    }
 }
 
 fn serve(

@@ -119,6 +119,9 @@ Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `i
 Across nodes: each node writes and syncs f.NODE, the next node reads it back (stale reads of a cache):
       iolab run --node a=ssh://h1,dir=/mnt/share --node b=ssh://h2,dir=/net/share --target f --rw write --size 64M --verify-on other
 
+Live figures for Prometheus and Grafana while a long run goes on (docs/metrics.md):
+      iolab run --target /mnt/f --size 10G --rw randwrite --runtime 19m -l config=drbd-C --metrics-listen 0.0.0.0:9464
+
 Exit status: 0 done, 1 validation (--verify) found bad blocks, 2 bad input or an I/O error, 130 interrupted (results so far are printed).";
 
 const VERIFY_EXAMPLES: &str = "\
@@ -379,7 +382,9 @@ Examples:
       iolab watch /mnt/nfs --count 10 --output json
   Keep what was seen as a run, to list, show and chart later:
       iolab watch /localdisk/cluster --label node=a --label what=startup
-      iolab report last -o startup.html";
+      iolab report last -o startup.html
+  The same figures for Prometheus, at http://HOST:9464/metrics (docs/metrics.md):
+      iolab watch /localdisk/cluster --metrics-listen 0.0.0.0:9464";
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -404,6 +409,8 @@ pub struct WatchArgs {
     /// Store the samples, filed under this label, KEY=VALUE (repeatable).
     #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 impl WatchArgs {
@@ -505,6 +512,11 @@ pub struct AgentArgs {
     /// Do I/O only under these directories (repeatable); without one, the agent does none.
     #[arg(long, value_name = "DIR")]
     pub allow: Vec<PathBuf>,
+    /// Serve this node's live figures for Prometheus at http://HOST:PORT/metrics, for as long
+    /// as the agent runs (its runs' series, labelled run_id by the run's mark; a coordinator's
+    /// own --metrics-listen serves every node's). Off by default.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
 }
 
 const AGENT_EXAMPLES: &str = "\
@@ -518,10 +530,26 @@ Examples:
   Placed by a launcher (docs/launchers.md): each agent dials the coordinator with its rank:
       iolab run --listen 0.0.0.0:7700 --expect 4 --token-file ~/.iolab-token --target f --size 1G &
       srun -N4 iolab agent --join coordinator-host:7700 --token-file ~/.iolab-token --allow /scratch/$USER
+  A daemon that also serves its node's live figures for Prometheus (docs/metrics.md):
+      iolab agent --listen 0.0.0.0:7878 --token-file ~/.iolab-token --allow /mnt/shared --metrics-listen 0.0.0.0:9465
   Try several nodes on one machine:
       iolab run --node a=exec://$(command -v iolab),dir=/tmp/a --node b=exec://$(command -v iolab),dir=/tmp/b \\
           --target f --rw write --size 64M
 ";
+
+/// `--metrics-listen` and `--metrics-linger`, for commands that run I/O or sample.
+#[derive(Args, Debug, Clone)]
+pub struct MetricsArgs {
+    /// Serve the run's live figures for Prometheus at http://HOST:PORT/metrics while it runs
+    /// (OpenMetrics or Prometheus text, read-only; docs/metrics.md lists the series), e.g.
+    /// 127.0.0.1:9464; off by default.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
+    /// How long /metrics stays up after the run, so the last scrape sees the final counts
+    /// (Ctrl-C ends the wait at once).
+    #[arg(long, value_name = "DURATION", value_parser = parse_dur, default_value = "15s")]
+    pub metrics_linger: Duration,
+}
 
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Output")]
@@ -540,6 +568,8 @@ pub struct OutArgs {
     /// deflate in base64, docs/json.md), for tools that merge or re-percentile them.
     #[arg(long)]
     pub histograms: bool,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 impl OutArgs {

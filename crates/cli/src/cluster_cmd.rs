@@ -6,6 +6,7 @@
 //! `*`'s phase end); the summary printed is the aggregate's, with a scenario's verdict.
 
 use crate::args::{NodeArgs, OutArgs, RunArgs, SaveArgs, ScenarioArgs};
+use crate::live_metrics::Live;
 use crate::output::{emit, exit_code};
 use crate::record::{Recorder, Tee};
 use crate::run_cmd::plan_of;
@@ -63,6 +64,8 @@ pub struct On<'a> {
     pub nodes: &'a NodeArgs,
     pub out: &'a OutArgs,
     pub save: &'a SaveArgs,
+    /// `--metrics-listen`'s endpoint: every node's figures, labelled by node.
+    pub live: &'a Live,
 }
 
 impl On<'_> {
@@ -125,12 +128,18 @@ impl On<'_> {
     ) -> Result<(RunResult, Option<Recorder>)> {
         let json = self.out.machine();
         let mut cluster = self.connect(specs, steps)?;
-        let mut rec = Recorder::begin(self.save, kind, name, &steps.plan())?;
+        let plan = steps.plan();
+        let mut rec = Recorder::begin(self.save, kind, name, &plan)?;
+        let mut feed = self.live.feed(rec.as_ref().map(|r| r.run), kind, &self.save.labels, &plan);
+        let mut steps_feed = feed.clone();
         let draw = !json && !self.out.no_progress && std::io::stderr().is_terminal();
         let ran = {
-            let mut live = Live { rec: rec.as_mut(), draw, json, rates: Vec::new() };
+            let mut live = Nodes { rec: rec.as_mut(), metrics: feed.as_mut(), draw, json, rates: Vec::new() };
             let mut news = |n: News| match n {
                 News::Begin { index, of, step } => {
+                    if let Some(f) = steps_feed.as_mut() {
+                        f.step(index, of);
+                    }
                     if let Some(line) = say(index, of, step).filter(|_| !json) {
                         eprintln!("iolab: step {}/{of}: {} ({line})", index + 1, step.name);
                     }
@@ -146,6 +155,9 @@ impl On<'_> {
             };
             run_steps(&mut cluster, steps, stop, &mut live, &mut news)
         };
+        if let Some(f) = feed.as_mut() {
+            f.finish(ran.status);
+        }
         Ok((ran, rec))
     }
 }
@@ -189,7 +201,8 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let (plan, name) = plan_of(&args)?;
     let specs = specs(&args.nodes)?;
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save };
+    let live = Live::start(&args.out.metrics, args.out.machine())?;
+    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save, live: &live };
     // Each node's own phases, for its fio logs, when they are asked for.
     let mut per_node = NodePhases::new();
     let keep = args.logs.wanted().then_some(&mut per_node);
@@ -204,13 +217,13 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             })
         };
         let mut steps = rounds.steps_on(names.clone());
-        on.run(&specs, &mut steps, (RunKind::Run, &name), &say, keep, stop)?
+        on.run(&specs, &mut steps, (RunKind::Run, &name), &say, keep, stop.clone())?
     } else {
         crate::fio_logs::check_nodes(&args.logs, plan.phases.len(), &names)?;
         let shared = Arc::new(plan);
         let work = names.iter().map(|_| Some(Work::plan(shared.clone(), &RunMark::new()))).collect();
         let mut steps = OneStep { plan: shared.clone(), work };
-        on.run(&specs, &mut steps, (RunKind::Run, &name), &|_, _, _| None, keep, stop)?
+        on.run(&specs, &mut steps, (RunKind::Run, &name), &|_, _, _| None, keep, stop.clone())?
     };
     finish(rec, &run, args.out.machine());
     write_logs(&args, &run, &per_node)?;
@@ -218,6 +231,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
     emit(&run, &args.out)?;
+    live.linger(&stop, args.out.machine());
     Ok(exit_code(&run))
 }
 
@@ -276,9 +290,11 @@ pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     // Expand first: a bad scenario is refused before any node is contacted.
     let sc = scenario_of(&args)?;
     let steps = sc.steps(&names, &args.job, &args.builtin_options()).with_context(|| args.scenario.clone())?;
-    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save };
-    let overall = run_scenario(on, sc.as_ref(), &steps, args.link_speed, stop)?;
+    let live = Live::start(&args.out.metrics, args.out.machine())?;
+    let on = On { nodes: &args.nodes, out: &args.out, save: &args.save, live: &live };
+    let overall = run_scenario(on, sc.as_ref(), &steps, args.link_speed, stop.clone())?;
     emit(&overall, &args.out)?;
+    live.linger(&stop, args.out.machine());
     Ok(exit_code(&overall))
 }
 
@@ -317,16 +333,18 @@ pub fn run_scenario(
     Ok(overall)
 }
 
-/// Saves each node's seconds and phases under its name and shows each node's rate.
-struct Live<'a> {
+/// Saves each node's seconds and phases under its name, feeds the live metrics and shows each
+/// node's rate.
+struct Nodes<'a> {
     rec: Option<&'a mut Recorder>,
+    metrics: Option<&'a mut iolab_metrics::Feed>,
     draw: bool,
     json: bool,
     /// The latest second's MB/s of each node.
     rates: Vec<(String, f64)>,
 }
 
-impl Live<'_> {
+impl Nodes<'_> {
     /// Each node's rate in its latest second, and all of them together.
     fn show(&mut self, node: &str, phase: usize, mbs: f64) {
         match self.rates.iter_mut().find(|r| r.0 == node) {
@@ -342,7 +360,7 @@ impl Live<'_> {
     }
 }
 
-impl Sink for Live<'_> {
+impl Sink for Nodes<'_> {
     fn event(&mut self, node: Option<&str>, event: Event<'_>) {
         let node = node.unwrap_or("");
         match event {
@@ -357,6 +375,7 @@ impl Sink for Live<'_> {
         if let Some(r) = self.rec.as_deref_mut() {
             r.set_node(node);
         }
-        Tee { show: &mut NoSink, rec: self.rec.as_deref_mut() }.event(Some(node), event);
+        Tee { show: &mut NoSink, rec: self.rec.as_deref_mut(), metrics: self.metrics.as_deref_mut() }
+            .event(Some(node), event);
     }
 }

@@ -9,6 +9,7 @@ mod cluster_cmd;
 mod fio_logs;
 mod formats;
 mod job_file;
+mod live_metrics;
 mod output;
 mod progress;
 mod record;

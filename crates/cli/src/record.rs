@@ -141,15 +141,21 @@ impl Recorder {
     }
 }
 
-/// Forwards everything to the progress display and saves what is measured.
+/// Forwards everything to the progress display and the live metrics, and saves what is
+/// measured.
 pub struct Tee<'a> {
     pub show: &'a mut dyn Sink,
     pub rec: Option<&'a mut Recorder>,
+    /// `--metrics-listen`'s feed.
+    pub metrics: Option<&'a mut iolab_metrics::Feed>,
 }
 
 impl Sink for Tee<'_> {
     fn event(&mut self, node: Option<&str>, event: Event<'_>) {
         self.show.event(node, event);
+        if let Some(m) = self.metrics.as_deref_mut() {
+            m.event(node, event);
+        }
         let Some(r) = self.rec.as_deref_mut() else { return };
         match event {
             Event::Tick { phase, point, .. } | Event::Correct { phase, point } => {

@@ -6,6 +6,7 @@
 
 use crate::args::ReplayArgs;
 use crate::formats::Format;
+use crate::live_metrics::Live;
 use crate::output::{emit, exit_code};
 use crate::run_cmd;
 use anyhow::{anyhow, bail, Context, Result};
@@ -41,7 +42,8 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let job = job_of(&a, target, engine, r, threads);
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
-    let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, RunKind::Replay, &name, stop)?;
+    let live = Live::start(&a.out.metrics, a.out.machine())?;
+    let (result, _) = run_cmd::execute(&plan, &a.out, &a.save, (RunKind::Replay, &name), &live, stop.clone())?;
     let fid = result.phases.first().and_then(|p| p.jobs.first()).and_then(|j| j.replay.clone());
     if a.out.output == Format::Json {
         #[derive(Serialize)]
@@ -57,6 +59,7 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             print_fidelity(f);
         }
     }
+    live.linger(&stop, a.out.machine());
     let code = exit_code(&result);
     if code == ExitCode::SUCCESS && fid.as_ref().is_some_and(|f| !f.counts_equal || !f.results_equal) {
         return Ok(ExitCode::from(1));
@@ -188,8 +191,9 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             })
         })
         .collect();
-    let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save };
-    let result = crate::cluster_cmd::run_each(on, (RunKind::Replay, &name), plan, work, stop)?;
+    let live = Live::start(&a.out.metrics, a.out.machine())?;
+    let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save, live: &live };
+    let result = crate::cluster_cmd::run_each(on, (RunKind::Replay, &name), plan, work, stop.clone())?;
     // Each node's fidelity, judged by its agent against its own trace.
     let mut fids: BTreeMap<String, ReplayFidelity> = BTreeMap::new();
     if let Some(ph) = result.phases.first() {
@@ -213,6 +217,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             print_fidelity(f);
         }
     }
+    live.linger(&stop, a.out.machine());
     let code = exit_code(&result);
     if code == ExitCode::SUCCESS
         && (fids.len() < names.len() || fids.values().any(|f| !f.counts_equal || !f.results_equal))

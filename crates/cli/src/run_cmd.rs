@@ -2,6 +2,7 @@
 
 use crate::args::{ConvertArgs, OutArgs, RunArgs, SaveArgs};
 use crate::formats::Format;
+use crate::live_metrics::Live;
 use crate::output::exit_code;
 use crate::progress::Progress;
 use crate::record::{Recorder, Tee};
@@ -57,7 +58,8 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             "--verify-on other has a node other than the writer read back: give two nodes or more with --node NAME=ADDR,dir=PATH (their dirs the same shared directory)"
         );
     }
-    let (result, _) = execute(&plan, &args.out, &args.save, RunKind::Run, &name, stop)?;
+    let live = Live::start(&args.out.metrics, args.out.machine())?;
+    let (result, _) = execute(&plan, &args.out, &args.save, (RunKind::Run, &name), &live, stop.clone())?;
     for path in crate::fio_logs::write(&args.logs, &result)? {
         if !args.out.machine() {
             eprintln!("iolab: wrote {}", path.display());
@@ -69,17 +71,18 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     // `--csv` is bonnie++'s CSV with the progress and notes of the human output.
     let format = if args.csv { Format::BonnieCsv } else { args.out.output };
     crate::output::print(format, args.out.options(), &Input::Run(&result))?;
+    live.linger(&stop, args.out.machine());
     Ok(exit_code(&result))
 }
 
-/// Run a plan with the progress line the output mode allows, saving it unless told not to.
-/// Returns the result and the stored run's id.
+/// Run a plan with the progress line the output mode allows, saving it unless told not to and
+/// feeding `live`'s endpoint. Returns the result and the stored run's id.
 pub fn execute(
     plan: &Plan,
     out: &OutArgs,
     save: &SaveArgs,
-    kind: RunKind,
-    name: &str,
+    (kind, name): (RunKind, &str),
+    live: &Live,
     stop: Arc<AtomicBool>,
 ) -> Result<(RunResult, Option<i64>)> {
     let json = out.machine();
@@ -93,7 +96,8 @@ pub fn execute(
     // With the store, seconds and samples go to it as they are measured and are read back at
     // the end; without it (--no-store) they are kept in memory, which grows with the run.
     let stored = rec.is_some();
-    let mut tee = Tee { show: &mut progress, rec: rec.as_mut() };
+    let mut feed = live.feed(rec.as_ref().map(|r| r.run), kind, &save.labels, plan);
+    let mut tee = Tee { show: &mut progress, rec: rec.as_mut(), metrics: feed.as_mut() };
     let outcome = if stored {
         run_plan(plan, &ctl, &mut tee)
     } else {
@@ -103,6 +107,9 @@ pub fn execute(
             r
         })
     };
+    if let Some(f) = feed.as_mut() {
+        f.finish(outcome.as_ref().map_or(iolab_workload::Status::Failed, |r| r.status));
+    }
     let mut result = match outcome {
         Ok(r) => r,
         Err(e) => {

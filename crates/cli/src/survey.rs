@@ -6,6 +6,7 @@
 //! HTML report say the same. A later issue adds a step here and its reading there.
 
 use crate::args::SurveyArgs;
+use crate::live_metrics::Live;
 use crate::output::exit_code;
 use crate::run_cmd::execute;
 use anyhow::{bail, Context, Result};
@@ -241,15 +242,17 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         let steps = Locking.steps(&nodes, &patch, &Default::default())?;
         Some((nodes, steps))
     };
-    let (result, run) = execute(&plan, &a.out, &a.save, RunKind::Survey, &a.dir.display().to_string(), stop.clone())?;
+    let live = Live::start(&a.out.metrics, json)?;
+    let name = a.dir.display().to_string();
+    let (result, run) = execute(&plan, &a.out, &a.save, (RunKind::Survey, &name), &live, stop.clone())?;
     let locking = match locking {
         None => None,
         Some((nodes, steps)) => {
             if !json {
                 eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
             }
-            let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save };
-            Some(crate::cluster_cmd::run_scenario(on, &Locking, &steps, a.link_speed, stop)?)
+            let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save, live: &live };
+            Some(crate::cluster_cmd::run_scenario(on, &Locking, &steps, a.link_speed, stop.clone())?)
         }
     };
     // The report reads the stored runs, as every report does: the survey's, and the locking
@@ -277,6 +280,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         (None, true) => {}
         (None, false) => println!("no report: the run was not saved (--no-store)"),
     }
+    live.linger(&stop, json);
     Ok(exit_code(&result))
 }
 

@@ -5,11 +5,13 @@
 
 use crate::args::WatchArgs;
 use crate::formats::Format;
+use crate::live_metrics::Live;
 use anyhow::{Context, Result};
 use iolab_spec::{Phase, Plan};
 use iolab_store::Store;
 use iolab_sysstat::{describe, ProcRoot, Rates, Snapshot, SysRoots, SystemResult, TargetInfo};
 use iolab_workload::model::{now_unix_s, RunKind};
+use iolab_workload::Emit;
 use iolab_workload::{PhaseResult, Status};
 use std::io::Write;
 use std::path::Path;
@@ -44,7 +46,7 @@ impl Saver {
     fn begin(db: &Path, labels: &[(String, String)], path: &Path, target: &TargetInfo) -> Result<Saver> {
         let store = Store::open(db).context("opening the results database to store the watch")?;
         let host = iolab_sysstat::host_facts(Some(target));
-        let plan = Plan { phases: vec![Phase { name: PHASE.into(), jobs: Vec::new() }] };
+        let plan = watch_plan();
         let labels = labels.iter().cloned().collect();
         let name = format!("watch {}", path.display());
         let run = store.begin_run(RunKind::Watch, &name, &labels, &host, &plan, now_unix_s())?;
@@ -86,6 +88,11 @@ impl Saver {
     }
 }
 
+/// A watch's plan: its one phase, no job.
+fn watch_plan() -> Plan {
+    Plan { phases: vec![Phase { name: PHASE.into(), jobs: Vec::new() }] }
+}
+
 /// The watch's one phase: no I/O of iolab's own, only the system beside it.
 fn phase(elapsed_s: f64, interrupted: bool, system: Option<SystemResult>) -> PhaseResult {
     PhaseResult { elapsed_s, interrupted, system: Some(system.unwrap_or_default()), ..PhaseResult::new(PHASE) }
@@ -102,6 +109,8 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Some(db) => Some(Saver::begin(&db, &a.labels, &path, &target)?),
         None => None,
     };
+    let live = Live::start(&a.metrics, json)?;
+    let mut feed = live.feed(saver.as_ref().map(|s| s.run), RunKind::Watch, &a.labels, &watch_plan());
     let mut out = std::io::stdout().lock();
     if !json {
         let devs = if target.devices.is_empty() { "no block device".to_string() } else { target.devices.join(" > ") };
@@ -149,6 +158,9 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         if let Some(s) = &mut saver {
             s.sample(&rates);
         }
+        if let Some(f) = feed.as_mut() {
+            f.sample(0, &rates);
+        }
         prev = cur;
         n += 1;
     }
@@ -161,5 +173,9 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             eprintln!("iolab: stored as run {} in {}", s.run, s.store.path().display());
         }
     }
+    if let Some(f) = feed.as_mut() {
+        f.finish(Status::Complete);
+    }
+    live.linger(&stop, json);
     Ok(ExitCode::SUCCESS)
 }

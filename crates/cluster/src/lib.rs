@@ -24,7 +24,7 @@ pub use iolab_cluster_protocol as protocol;
 pub use iolab_cluster_transport as transport;
 pub use iolab_coordinator as coordinator;
 
-pub use iolab_agent::{AgentService, Allow};
+pub use iolab_agent::{AgentService, Allow, Tap, Tapped};
 pub use iolab_cluster_protocol::{proto, wire, PROTOCOL_VERSION};
 pub use iolab_cluster_transport::{join, pin, stdio, tls};
 pub use iolab_coordinator::{Addr, Cluster, ClusterError, ClusterResult, NodeRun, NodeSpec, Options, Work};

@@ -12,9 +12,11 @@
 pub mod allow;
 mod forward;
 mod run;
+pub mod tap;
 pub mod traces;
 
 pub use allow::Allow;
+pub use tap::{Tap, Tapped};
 
 use crate::traces::{TraceCache, TraceError};
 use iolab_cluster_protocol::proto::{self, agent_server, Control, Event};
@@ -34,17 +36,25 @@ pub struct AgentService {
     traces: Option<Arc<TraceCache>>,
     /// An agent that joined its coordinator: its rank and its proof of the token.
     joined: Option<(u32, Vec<u8>)>,
+    /// What listens to every run beside the coordinator (`--metrics-listen`).
+    tap: Option<Arc<dyn Tap>>,
 }
 
 impl AgentService {
     pub fn new(allow: Allow) -> AgentService {
-        AgentService { allow: Arc::new(allow), traces: None, joined: None }
+        AgentService { allow: Arc::new(allow), traces: None, joined: None, tap: None }
     }
 
     /// The service of an agent that joined its coordinator (one connection): the handshake
     /// answers with its rank and its proof of the token (`iolab_cluster_transport::join`).
     pub fn joined(mut self, rank: u32, proof: Vec<u8>) -> AgentService {
         self.joined = Some((rank, proof));
+        self
+    }
+
+    /// Let `tap` hear every run's events beside the coordinator.
+    pub fn with_tap(mut self, tap: Arc<dyn Tap>) -> AgentService {
+        self.tap = Some(tap);
         self
     }
 
@@ -120,7 +130,7 @@ impl agent_server::Agent for AgentService {
     type RunStream = UnboundedReceiverStream<Result<Event, Status>>;
 
     async fn run(&self, req: Request<Streaming<Control>>) -> Result<Response<Self::RunStream>, Status> {
-        run::run(&self.allow, self.traces.as_deref(), req.into_inner()).await.map(Response::new)
+        run::run(&self.allow, self.traces.as_deref(), self.tap.clone(), req.into_inner()).await.map(Response::new)
     }
 }
 

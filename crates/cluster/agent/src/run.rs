@@ -6,6 +6,7 @@
 
 use crate::allow::Allow;
 use crate::forward::{Forward, Gate, Outbox};
+use crate::tap::{Both, Tap, Tapped};
 use crate::traces::TraceCache;
 use iolab_cluster_protocol::proto::{self, control, event, Control, Event};
 use iolab_cluster_protocol::{done, event as ev, keys, BEAT, LEASE};
@@ -81,6 +82,7 @@ fn accept(allow: &Allow, traces: Option<&TraceCache>, first: proto::Start) -> Re
 pub(crate) async fn run(
     allow: &Allow,
     traces: Option<&TraceCache>,
+    tap: Option<Arc<dyn Tap>>,
     mut input: Streaming<Control>,
 ) -> Result<UnboundedReceiverStream<Result<Event, Status>>, Status> {
     let first = match tokio::time::timeout(START_WAIT, input.message()).await {
@@ -111,18 +113,37 @@ pub(crate) async fn run(
         node: stamp_node,
         handed: a.handed,
     };
+    let mark = ctl.run_mark.as_ref().map(|m| m.as_str().to_string());
+    let tapped = tap.map(|t| t.begin(&a.node, mark.as_deref(), &a.plan));
     std::thread::Builder::new()
         .name("iolab-agent-run".into())
-        .spawn(move || run_thread(a.plan, ctl, a.node, tx, finished))
+        .spawn(move || run_thread(a.plan, ctl, a.node, tx, finished, tapped))
         .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
     Ok(UnboundedReceiverStream::new(rx))
 }
 
 /// The run itself: its events forwarded, its end told in Done whatever happens (a panic is a
 /// failed run, not a node that stays "alive" and never finishes).
-fn run_thread(plan: Plan, ctl: RunControl, node: String, tx: Outbox, finished: Arc<AtomicBool>) {
-    let mut sink = Forward::new(tx.clone());
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)));
+fn run_thread(
+    plan: Plan,
+    ctl: RunControl,
+    node: String,
+    tx: Outbox,
+    finished: Arc<AtomicBool>,
+    mut tapped: Option<Box<dyn Tapped>>,
+) {
+    let mut forward = Forward::new(tx.clone());
+    let ran = {
+        let second = tapped.as_mut().map(|t| &mut **t as &mut dyn Tapped);
+        let mut sink = Both { first: &mut forward, second };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_plan(&plan, &ctl, &mut sink)))
+    };
+    if let Some(t) = tapped.as_deref_mut() {
+        t.end(match &ran {
+            Ok(Ok(r)) => r.status,
+            _ => iolab_model::Status::Failed,
+        });
+    }
     let done = match ran {
         Ok(Ok(r)) => done::ran(r.status, r.error, (r.started_unix_s * 1e9) as i64),
         Ok(Err(e)) => {
