@@ -61,7 +61,7 @@ fn connect(
     let specs = specs(nodes)?;
     let sample_interval = (!sample_interval.is_zero()).then_some(sample_interval);
     let token = nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?;
-    let known_agents = save.db.path().parent().map(|d| d.join("known_agents"));
+    let known_agents = save.db.local_dir().map(|d| d.join("known_agents"));
     let opts = Options {
         ignore_clock: nodes.ignore_clock,
         sample_interval,

@@ -22,6 +22,7 @@ pub const TAKES: &[(&str, &[Format])] = &[
     ("watch", &[Human, Json]),
     ("verify", &[Human, Json]),
     ("trace", &[Human, Json]),
+    ("db copy", &[Human, Json]),
 ];
 
 /// The formats `command` takes.
