@@ -20,7 +20,7 @@ pub(crate) struct Conn<'s> {
 }
 
 pub(crate) fn sql_error<'a>(at: &'a Target, what: &'static str) -> impl FnOnce(DbError) -> StoreError + 'a {
-    move |source| StoreError::Sql { at: at.clone(), what, source }
+    move |cause| StoreError::Sql { at: at.clone(), what, cause }
 }
 
 impl Conn<'_> {
@@ -66,7 +66,7 @@ impl Store {
                     Access::Write => {
                         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                             std::fs::create_dir_all(dir)
-                                .map_err(|source| StoreError::CreateDir { dir: dir.into(), source })?;
+                                .map_err(|cause| StoreError::CreateDir { dir: dir.into(), cause })?;
                         }
                     }
                     Access::Existing if !path.exists() => return Err(StoreError::Missing(at)),
@@ -89,16 +89,16 @@ impl Store {
     /// refused as it is. Returns the schema version found.
     fn check(&self, access: Access) -> Result<u32> {
         let at = &self.at;
-        let corrupt = |e: DbError| StoreError::Corrupt { at: at.clone(), source: NotIolab::Unreadable(e) };
+        let corrupt = |e: DbError| StoreError::Corrupt { at: at.clone(), cause: NotIolab::Unreadable(e) };
         let found = self.conn()?.db.inspect().map_err(corrupt)?;
         if found.version > schema::VERSION {
             return Err(StoreError::Newer { at: at.clone(), found: found.version, known: schema::VERSION });
         }
         if found.version > 0 && !found.has_runs {
-            return Err(StoreError::Corrupt { at: at.clone(), source: NotIolab::NoRunsTable(found.version) });
+            return Err(StoreError::Corrupt { at: at.clone(), cause: NotIolab::NoRunsTable(found.version) });
         }
         if found.version == 0 && found.tables > 0 {
-            return Err(StoreError::Corrupt { at: at.clone(), source: NotIolab::Foreign });
+            return Err(StoreError::Corrupt { at: at.clone(), cause: NotIolab::Foreign });
         }
         // A server's database with nothing of iolab's is no results database yet; reading it
         // creates nothing (an SQLite file that exists is made one, as it always was).
@@ -150,7 +150,7 @@ impl Store {
         let db = self.db.try_borrow_mut().map_err(|_| StoreError::Sql {
             at: self.at.clone(),
             what: "using the connection",
-            source: DbError::InUse,
+            cause: DbError::InUse,
         })?;
         Ok(Conn { db, at: &self.at })
     }

@@ -35,6 +35,8 @@ pub use multi::AGGREGATE;
 pub use select::{parse_selector, BadSelector};
 pub use target::{PgUrl, Target, HIDDEN};
 
+/// The store's errors. Each keeps its cause in `cause` and says it in its message, which is
+/// whole on its own: the cause is not repeated as an error source (so `{:#}` prints it once).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{}", missing(.0))]
@@ -43,21 +45,21 @@ pub enum StoreError {
         "{at} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab"
     )]
     Newer { at: Target, found: u32, known: u32 },
-    #[error("{at} is not a readable iolab database ({source}); it was left as it is")]
-    Corrupt { at: Target, source: NotIolab },
-    #[error("cannot make {dir} for the results database: {source}")]
-    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error("{at} is not a readable iolab database ({cause}); it was left as it is")]
+    Corrupt { at: Target, cause: NotIolab },
+    #[error("cannot make {dir} for the results database: {cause}")]
+    CreateDir { dir: PathBuf, cause: std::io::Error },
     /// No run matches (the message names the selector and the database).
     #[error("{0}")]
     NotFound(String),
     #[error(transparent)]
     BadSelector(#[from] BadSelector),
-    #[error("results database {at}: {what}: {source}")]
-    Sql { at: Target, what: &'static str, source: DbError },
-    #[error("results database: stored data of run {run} is damaged: {what}: {source}")]
-    Damaged { run: i64, what: String, source: serde_json::Error },
-    #[error("results database: run {run}: {source} (a newer iolab stored it: read it with that one)")]
-    UnknownKind { run: i64, source: UnknownWord },
+    #[error("results database {at}: {what}: {cause}")]
+    Sql { at: Target, what: &'static str, cause: DbError },
+    #[error("results database: stored data of run {run} is damaged: {what}: {cause}")]
+    Damaged { run: i64, what: String, cause: serde_json::Error },
+    #[error("results database: run {run}: {cause} (a newer iolab stored it: read it with that one)")]
+    UnknownKind { run: i64, cause: UnknownWord },
 }
 
 fn missing(at: &Target) -> String {
@@ -153,7 +155,7 @@ fn status_of(s: &str) -> Status {
 
 /// A stored kind word: every word an iolab has stored reads back; another is refused by name.
 fn kind_of(run: i64, s: &str) -> Result<RunKind> {
-    s.parse().map_err(|source| StoreError::UnknownKind { run, source })
+    s.parse().map_err(|cause| StoreError::UnknownKind { run, cause })
 }
 
 /// A new run's identity: 128 random bits in hex, unique across every host and database.
@@ -217,7 +219,7 @@ impl Store {
                 .ok_or_else(|| StoreError::Sql {
                     at: self.at.clone(),
                     what: "saving the run",
-                    source: DbError::Connect("the new run's id did not come back".into()),
+                    cause: DbError::Connect("the new run's id did not come back".into()),
                 })?;
             for (k, v) in labels {
                 c.exec("saving labels", "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)", vals![id, k, v])?;
@@ -402,7 +404,7 @@ impl Store {
     /// died (SIGKILL, power loss) shows as interrupted with the phases it saved and the
     /// timeline of the phase it was in.
     pub fn load(&self, id: i64) -> Result<StoredRun> {
-        let damaged = |what: &'static str| move |source| StoreError::Damaged { run: id, what: what.into(), source };
+        let damaged = |what: &'static str| move |cause| StoreError::Damaged { run: id, what: what.into(), cause };
         type Head = (String, String, String, Option<String>, f64, Option<f64>, String, u32, String, String, String);
         type Tail = (Option<String>, Option<String>, Option<String>);
         let row: Option<(Head, Tail)> = self.row(
@@ -512,10 +514,10 @@ impl Store {
         let mut phases = Vec::new();
         let mut idxs = Vec::new();
         for (idx, json) in rows {
-            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|source| StoreError::Damaged {
+            let mut p: PhaseResult = serde_json::from_str(&json).map_err(|cause| StoreError::Damaged {
                 run: id,
                 what: format!("phase {idx}"),
-                source,
+                cause,
             })?;
             p.timeline = self.timeline(id, node, idx)?;
             if let Some(s) = &mut p.system {

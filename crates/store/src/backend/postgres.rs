@@ -78,10 +78,15 @@ pub(crate) fn text(e: &postgres::Error) -> String {
     let mut src = StdError::source(e);
     while let Some(s) = src {
         let more = s.to_string();
-        if !t.contains(&more) {
+        if more.contains(&t) {
+            t = more;
+        } else if !t.contains(&more) {
             t = format!("{t}: {more}");
         }
         src = s.source();
+    }
+    if t.contains("password missing") {
+        t += "; give it in the URL (postgres://USER:PASSWORD@HOST/DB, best through IOLAB_DB) or in PGPASSWORD";
     }
     t
 }
