@@ -93,6 +93,7 @@ mod tests {
             (&["trace", "record"], "output", "trace"),
             (&["trace", "import"], "output", "trace"),
             (&["trace", "show"], "output", "trace"),
+            (&["db", "copy"], "output", "db copy"),
         ];
         for (path, flag, command) in flags {
             let c = sub(path);

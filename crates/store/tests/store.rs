@@ -1094,6 +1094,34 @@ fn the_password_never_shows_nor_is_stored() {
     assert!(!store.location().to_string().contains(&s.password));
 }
 
+/// A team keeps iolab's tables in a schema of their own with `options=-csearch_path%3D...`;
+/// a search_path that names no schema is refused, saying so, with nothing made.
+#[test]
+fn a_schema_of_its_own_through_the_urls_options() {
+    let Some(s) = pg::server() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = s.fresh("schema");
+    s.client(&name).batch_execute("CREATE SCHEMA lab; CREATE TABLE public.inventory (sku TEXT);").unwrap();
+    let url = format!("{}&options=-csearch_path%3Dlab", s.url(&name));
+    let store = Store::open(Target::parse(&url)).unwrap();
+    let id = save(&store, &real_run(dir.path()), &[("config", "lab")]);
+    let tables: Vec<(String, String)> = s
+        .client(&name)
+        .query("SELECT schemaname::text, tablename::text FROM pg_tables WHERE tablename IN ('runs', 'iolab_schema', 'inventory') ORDER BY 2", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let want = [("public", "inventory"), ("lab", "iolab_schema"), ("lab", "runs")];
+    assert_eq!(tables, want.map(|(a, b)| (a.to_string(), b.to_string())));
+    assert_eq!(Store::open_existing(Target::parse(&url)).unwrap().load(id).unwrap().labels["config"], "lab");
+    // `public` holds a table of something else: iolab refuses it there.
+    assert!(matches!(Store::open(Target::parse(s.url(&name))).err().unwrap(), StoreError::Corrupt { .. }));
+    let nowhere = format!("{}&options=-csearch_path%3Dnone_such", s.url(&name));
+    let e = Store::open(Target::parse(&nowhere)).err().unwrap().to_string();
+    assert!(e.contains("search_path") && e.contains("none_such"), "{e}");
+}
+
 pg::matrix!(
     migrates_from_empty_and_from_every_earlier_version,
     a_real_run_round_trips_with_histograms,
