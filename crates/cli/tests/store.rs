@@ -384,8 +384,8 @@ fn bad_databases_and_selectors_get_one_line_and_exit_2(b: Backend) {
 fn snapshot(db: &str) -> Vec<u8> {
     match db.strip_prefix("postgres://") {
         None => std::fs::read(db).unwrap_or_default(),
-        Some(rest) => {
-            let name = rest.split('/').nth(1).and_then(|d| d.split('?').next()).unwrap();
+        Some(url) => {
+            let name = url.rsplit("search_path%3D").next().unwrap();
             pg::dump(pg::server().unwrap(), name).into_bytes()
         }
     }
@@ -547,7 +547,14 @@ fn a_servers_password_is_never_printed_nor_stored() {
         false,
         true,
     );
-    assert!(out.contains(&format!("saved as run 1 in postgres://iolab:***@127.0.0.1:{}/{name}", s.port)), "{out}");
+    assert!(
+        out.contains(&format!(
+            "saved as run 1 in postgres://iolab:***@127.0.0.1:{}/{}?sslmode=disable&options=-csearch_path%3D{name}",
+            s.port,
+            pg::TESTS
+        )),
+        "{out}"
+    );
     run(
         &["run", "--target", target, "--size", "1M", "--rw", "randrw", "--runtime", "0.5s", "-l", "config=b"],
         true,

@@ -205,12 +205,4 @@ impl Store {
     pub fn schema_version(&self) -> u32 {
         self.conn().ok().and_then(|mut c| c.db.version().ok()).unwrap_or(0)
     }
-
-    /// Which engine holds this store.
-    pub fn dialect(&self) -> Dialect {
-        self.conn().map(|c| c.dialect()).unwrap_or(match self.at {
-            Target::File(_) => Dialect::Sqlite,
-            Target::Postgres(_) => Dialect::Postgres,
-        })
-    }
 }

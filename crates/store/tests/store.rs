@@ -178,7 +178,25 @@ impl Raw {
     }
 }
 
-fn real_run(dir: &std::path::Path) -> RunResult {
+/// A real run (1.5 s of mixed random I/O with fsyncs on a 4 MiB file, samples every 250 ms),
+/// made once per test binary: every test reads the same one, on both backends. `slot` 1 is a
+/// second, separate run, for tests of two nodes that must tell one node's figures from the
+/// other's.
+fn real_run(_dir: &std::path::Path) -> RunResult {
+    shared_run(0)
+}
+
+fn shared_run(slot: usize) -> RunResult {
+    static RUNS: [std::sync::OnceLock<RunResult>; 2] = [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    RUNS[slot]
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            run_once(dir.path())
+        })
+        .clone()
+}
+
+fn run_once(dir: &std::path::Path) -> RunResult {
     let job = JobPatch {
         target: Some(dir.join("f")),
         size: Some(iolab_spec::Bytes::mib(4)),
@@ -679,10 +697,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict(b: Backen
     use iolab_model::{JobResult, Limit, NodeInfo, Verdict};
     use iolab_store::AGGREGATE;
     let dir = tempfile::tempdir().unwrap();
-    let (da, db) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir_all(&da).unwrap();
-    std::fs::create_dir_all(&db).unwrap();
-    let (ra, rb) = (real_run(&da), real_run(&db));
+    let (ra, rb) = (shared_run(0), shared_run(1));
     let (pa, pb) = (&ra.phases[0], &rb.phases[0]);
     assert_eq!(pa.jobs[0].name, pb.jobs[0].name, "the jobs share a name");
     let store = b.store(dir.path());
@@ -1035,7 +1050,7 @@ fn tls_to_the_server_checks_what_sslmode_asks() {
     let open = |url: String| Store::open(Target::parse(url)).map(|_| ()).map_err(|e| e.to_string());
     let db = pg::TLS_ONLY;
     let mut errors = Vec::new();
-    let e = open(s.url(db)).unwrap_err();
+    let e = open(s.db_url(db)).unwrap_err();
     assert!(e.contains("no encryption"), "the server refuses plain connections to {db}: {e}");
     errors.push(e);
     open(s.tls_url(db, "127.0.0.1", "prefer", None)).unwrap();
@@ -1084,11 +1099,16 @@ fn the_password_never_shows_nor_is_stored() {
     let port = url.replace(&format!(":{}/", s.port), ":1/");
     let e = Store::open(Target::parse(&port)).err().unwrap().to_string();
     assert!(e.contains("connecting") && !e.contains(&s.password), "{e}");
-    let nodb = url.replace(&name, "no_such_database");
+    let nodb = s.db_url("no_such_database");
     let e = Store::open_existing(Target::parse(&nodb)).err().unwrap().to_string();
     assert!(e.contains("does not exist") && !e.contains(&s.password), "{e}");
     // A password given as a parameter, and one percent-encoded, are hidden the same way.
-    let param = format!("postgres://iolab@127.0.0.1:{}/{name}?sslmode=disable&password={}", s.port, s.password);
+    let param = format!(
+        "postgres://iolab@127.0.0.1:{}/{}?sslmode=disable&options=-csearch_path%3D{name}&password={}",
+        s.port,
+        pg::TESTS,
+        s.password
+    );
     let store = Store::open(Target::parse(&param)).unwrap();
     assert_eq!(store.load(id).unwrap().labels["config"], "x");
     assert!(!store.location().to_string().contains(&s.password));
@@ -1100,13 +1120,13 @@ fn the_password_never_shows_nor_is_stored() {
 fn a_schema_of_its_own_through_the_urls_options() {
     let Some(s) = pg::server() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let name = s.fresh("schema");
-    s.client(&name).batch_execute("CREATE SCHEMA lab; CREATE TABLE public.inventory (sku TEXT);").unwrap();
-    let url = format!("{}&options=-csearch_path%3Dlab", s.url(&name));
+    let name = s.fresh_database("schema");
+    s.db_client(&name).batch_execute("CREATE SCHEMA lab; CREATE TABLE public.inventory (sku TEXT);").unwrap();
+    let url = format!("{}&options=-csearch_path%3Dlab", s.db_url(&name));
     let store = Store::open(Target::parse(&url)).unwrap();
     let id = save(&store, &real_run(dir.path()), &[("config", "lab")]);
     let tables: Vec<(String, String)> = s
-        .client(&name)
+        .db_client(&name)
         .query("SELECT schemaname::text, tablename::text FROM pg_tables WHERE tablename IN ('runs', 'iolab_schema', 'inventory') ORDER BY 2", &[])
         .unwrap()
         .iter()
@@ -1116,8 +1136,8 @@ fn a_schema_of_its_own_through_the_urls_options() {
     assert_eq!(tables, want.map(|(a, b)| (a.to_string(), b.to_string())));
     assert_eq!(Store::open_existing(Target::parse(&url)).unwrap().load(id).unwrap().labels["config"], "lab");
     // `public` holds a table of something else: iolab refuses it there.
-    assert!(matches!(Store::open(Target::parse(s.url(&name))).err().unwrap(), StoreError::Corrupt { .. }));
-    let nowhere = format!("{}&options=-csearch_path%3Dnone_such", s.url(&name));
+    assert!(matches!(Store::open(Target::parse(s.db_url(&name))).err().unwrap(), StoreError::Corrupt { .. }));
+    let nowhere = format!("{}&options=-csearch_path%3Dnone_such", s.db_url(&name));
     let e = Store::open(Target::parse(&nowhere)).err().unwrap().to_string();
     assert!(e.contains("search_path") && e.contains("none_such"), "{e}");
 }

@@ -21,6 +21,10 @@ const MIGRATION_LOCK: i64 = 0x696f_6c61_6273_6368;
 /// How long connecting may take when the URL does not say (`connect_timeout=SECONDS`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long sent data may go unacknowledged before the connection counts as broken, when the
+/// URL does not say (`tcp_user_timeout=SECONDS`).
+const UNANSWERED: Duration = Duration::from_secs(30);
+
 pub(crate) struct Postgres {
     client: Client,
     statements: HashMap<String, Statement>,
@@ -42,6 +46,11 @@ impl Postgres {
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        // A server that stops answering mid-run (a network cut) fails the recording's next
+        // statement within this, rather than holding it forever; the run goes on unsaved.
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(UNANSWERED);
         }
         if config.get_application_name().is_none() {
             config.application_name("iolab");

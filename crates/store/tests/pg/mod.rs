@@ -2,9 +2,11 @@
 //! directory (as `nobody` when the tests run as root: postgres refuses root), listening on a
 //! free port of 127.0.0.1 with password logins (scram-sha-256) and TLS (a CA and a server
 //! certificate for `localhost` made for it; the database `tls_only` refuses connections
-//! without TLS). Each test makes a database of its own. A watchdog shell stops the
+//! without TLS). A watchdog shell stops the
 //! server and removes the directory once the test binary has exited. Where the server cannot be
-//! had (no PostgreSQL binaries), the tests that need it say why and skip.
+//! had (no PostgreSQL binaries), the tests that need it say why and skip. A test's store is a
+//! schema of its own in the database `iolab_tests` (chosen with `options=-csearch_path%3D...`
+//! in its URL, as a team would choose theirs); a test that needs a whole database makes one.
 //! Shared by crates/store/tests and crates/cli/tests (the latter through `#[path]`).
 
 #![allow(dead_code)]
@@ -58,6 +60,9 @@ pub struct Server {
 /// The database that refuses connections without TLS.
 pub const TLS_ONLY: &str = "tls_only";
 
+/// The database the tests' stores are made in, a schema each.
+pub const TESTS: &str = "iolab_tests";
+
 static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
 static NEXT_DB: AtomicU32 = AtomicU32::new(0);
 
@@ -84,8 +89,14 @@ pub fn skip(reason: &str) {
 }
 
 impl Server {
-    /// A URL of database `db` (TLS off: the default tests talk plain; see [`Server::tls_url`]).
-    pub fn url(&self, db: &str) -> String {
+    /// A URL of store `name` (a schema of its own in the tests' database; TLS off: see
+    /// [`Server::tls_url`]).
+    pub fn url(&self, name: &str) -> String {
+        format!("{}&options=-csearch_path%3D{name}", self.db_url(TESTS))
+    }
+
+    /// A URL of a whole database (its `public` schema).
+    pub fn db_url(&self, db: &str) -> String {
         format!("postgres://{}:{}@127.0.0.1:{}/{db}?sslmode=disable", self.user, self.password, self.port)
     }
 
@@ -95,31 +106,49 @@ impl Server {
         format!("postgres://{}:{}@{host}:{}/{db}?sslmode={sslmode}{root}", self.user, self.password, self.port)
     }
 
-    /// A new, empty database for one test; its name starts with `tag`.
+    /// A new, empty store for one test: a schema of its own (cheap: a database costs about
+    /// half a second to make); its name starts with `tag`.
     pub fn fresh(&self, tag: &str) -> String {
-        let tag: String = tag.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(40).collect();
-        let name = format!("t{}_{}", NEXT_DB.fetch_add(1, Ordering::Relaxed), tag.to_lowercase());
-        let _one_at_a_time = self.made.lock().unwrap_or_else(|e| e.into_inner());
-        let mut admin = self.client("postgres");
-        admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("CREATE DATABASE");
+        let name = unique(tag);
+        let mut admin = self.db_client(TESTS);
+        admin.batch_execute(&format!("CREATE SCHEMA {name}")).expect("CREATE SCHEMA");
         name
     }
 
-    /// A URL of a fresh database.
+    /// A URL of a fresh store.
     pub fn fresh_url(&self, tag: &str) -> String {
         self.url(&self.fresh(tag))
     }
 
-    /// A plain client of database `db`, for what the tests do behind iolab's back.
-    pub fn client(&self, db: &str) -> postgres::Client {
-        postgres::Client::connect(&self.url(db), postgres::NoTls).expect("connecting to the test server")
+    /// A new, empty database, for a test that needs one whole.
+    pub fn fresh_database(&self, tag: &str) -> String {
+        let name = unique(tag);
+        let _one_at_a_time = self.made.lock().unwrap_or_else(|e| e.into_inner());
+        self.db_client("postgres").batch_execute(&format!("CREATE DATABASE {name}")).expect("CREATE DATABASE");
+        name
+    }
+
+    /// A plain client of store `name`, for what the tests do behind iolab's back.
+    pub fn client(&self, name: &str) -> postgres::Client {
+        postgres::Client::connect(&self.url(name), postgres::NoTls).expect("connecting to the test server")
+    }
+
+    /// A plain client of a whole database.
+    pub fn db_client(&self, db: &str) -> postgres::Client {
+        postgres::Client::connect(&self.db_url(db), postgres::NoTls).expect("connecting to the test server")
     }
 }
 
-/// Every table, column and row of database `db`'s public schema as text: equal before and
-/// after means nothing was written.
-pub fn dump(server: &Server, db: &str) -> String {
-    let mut c = server.client(db);
+/// `t<N>_<tag>`, unique in this binary.
+fn unique(tag: &str) -> String {
+    let tag: String = tag.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(40).collect();
+    format!("t{}_{}", NEXT_DB.fetch_add(1, Ordering::Relaxed), tag.to_lowercase())
+}
+
+/// Every table, column and row of store `name` as text: equal before and after means nothing
+/// was written.
+pub fn dump(server: &Server, name: &str) -> String {
+    let mut c = server.client(name);
     let mut out = String::new();
     let tables =
         c.query("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename", &[]).unwrap();
@@ -245,6 +274,16 @@ fn start() -> Result<Server, String> {
             .arg(&dir)
             .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"])
             .args(["-c", "ssl=on", "-c", "max_connections=200"])
+            .args([
+                "-c",
+                "wal_level=minimal",
+                "-c",
+                "max_wal_senders=0",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "synchronous_commit=off",
+            ])
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
@@ -264,9 +303,11 @@ fn start() -> Result<Server, String> {
                 last = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
                 break;
             }
-            if let Ok(mut c) = postgres::Client::connect(&server.url("postgres"), postgres::NoTls) {
+            if let Ok(mut c) = postgres::Client::connect(&server.db_url("postgres"), postgres::NoTls) {
                 watch(child.id(), &dir);
-                c.batch_execute(&format!("CREATE DATABASE {TLS_ONLY}")).map_err(|e| e.to_string())?;
+                for db in [TLS_ONLY, TESTS] {
+                    c.batch_execute(&format!("CREATE DATABASE {db}")).map_err(|e| e.to_string())?;
+                }
                 return Ok(server);
             }
             if Instant::now() > deadline {
