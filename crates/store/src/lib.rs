@@ -219,7 +219,7 @@ impl Store {
                 .ok_or_else(|| StoreError::Sql {
                     at: self.at.clone(),
                     what: "saving the run",
-                    cause: DbError::Connect("the new run's id did not come back".into()),
+                    cause: DbError::Message("the new run's id did not come back".into()),
                 })?;
             for (k, v) in labels {
                 c.exec("saving labels", "INSERT INTO labels (run_id, key, value) VALUES (?1, ?2, ?3)", vals![id, k, v])?;

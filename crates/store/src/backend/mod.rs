@@ -186,9 +186,10 @@ pub enum DbError {
     Sqlite(#[from] rusqlite::Error),
     #[error("{}", postgres::text(.0))]
     Postgres(#[from] ::postgres::Error),
-    /// Connecting failed; the text is the engine's with any password replaced by `***`.
+    /// An error in words: connecting (the engine's text, any password replaced by `***`), or
+    /// what the engine did not say (a schema to keep the tables in, an id that did not come back).
     #[error("{0}")]
-    Connect(String),
+    Message(String),
     #[error("column {index}: expected {expected}, found {found}")]
     Column { index: usize, expected: &'static str, found: &'static str },
     #[error("the connection is already in use (an iolab bug: a store call made inside another)")]

@@ -36,7 +36,7 @@ impl Postgres {
         let mut secrets = url.passwords();
         let env_password = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
         secrets.extend(env_password.clone());
-        let clean = |e: &dyn std::fmt::Display| DbError::Connect(scrub(&e.to_string(), &secrets));
+        let clean = |e: &dyn std::fmt::Display| DbError::Message(scrub(&e.to_string(), &secrets));
         let tls = super::pg_tls::Tls::from_url(url.secret()).map_err(|e| clean(&e))?;
         let mut config: postgres::Config = tls.url().parse().map_err(|e: postgres::Error| clean(&text(&e)))?;
         if config.get_password().is_none() {
@@ -236,7 +236,7 @@ impl Backend for Postgres {
         let schema: Option<String> = tx.query_one("SELECT current_schema()", &[])?.get(0);
         if schema.is_none() {
             let path: String = tx.query_one("SHOW search_path", &[])?.get(0);
-            return Err(DbError::Connect(format!(
+            return Err(DbError::Message(format!(
                 "no schema to keep iolab's tables in: the search_path ({path}) names none that exists; create one or choose one with options=-csearch_path%3DNAME in the URL"
             )));
         }
