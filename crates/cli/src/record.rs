@@ -146,7 +146,8 @@ impl Recorder {
     }
 
     pub fn where_(&self) -> String {
-        format!("saved as run {} in {}", self.run, self.store.location())
+        let until = if self.broken { ", up to the database's failure above" } else { "" };
+        format!("saved as run {} in {}{until}", self.run, self.store.location())
     }
 }
 
