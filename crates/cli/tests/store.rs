@@ -598,6 +598,28 @@ fn a_servers_password_is_never_printed_nor_stored() {
     assert!(!String::from_utf8_lossy(&bytes).contains(&s.password));
 }
 
+/// A scenario of two local agents recorded as it goes, as the coordinator records it (from
+/// inside its own async runtime): each step with both nodes' shares and the verdict read back.
+fn a_scenario_of_two_nodes_is_recorded(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(b, &dir);
+    let bin = assert_cmd::cargo::cargo_bin("iolab");
+    let node = |n: &str| format!("{n}=exec://{},dir={}", bin.display(), dir.path().display());
+    let (a, c) = (node("a"), node("b"));
+    let v = run_json(&["scenario", "scaling", "--node", &a, "--node", &c, "--size", "4M", "--db", &db]);
+    assert_eq!(v["verdict"]["scenario"], "scaling");
+    let shown = json_of(&["show", "--db", &db, "last", "--output", "json"]);
+    let r = &shown[0]["result"];
+    assert_eq!(shown[0]["kind"], "scenario");
+    assert_eq!(r["status"], "complete");
+    assert_eq!(r["verdict"], v["verdict"]);
+    let nodes: Vec<usize> =
+        r["phases"].as_array().unwrap().iter().map(|p| p["nodes"].as_array().unwrap().len()).collect();
+    assert_eq!(nodes, [1, 2]);
+    let ops: Vec<u64> = r["phases"].as_array().unwrap().iter().map(|p| u(&p["total"]["write"]["ops"])).collect();
+    assert_eq!(ops, [4, 8], "4 MiB of 1 MiB writes per client");
+}
+
 pg::matrix!(
     runs_are_saved_listed_shown_exported_and_removed,
     a_killed_run_leaves_its_partial_results,
@@ -607,4 +629,5 @@ pg::matrix!(
     a_metric_only_one_configuration_has_keeps_its_row_in_either_order,
     runs_from_flags_are_named_by_their_job,
     db_copy_moves_runs_once,
+    a_scenario_of_two_nodes_is_recorded,
 );

@@ -3,6 +3,11 @@
 //! `search_path` that exists); the table `iolab_schema` is iolab's marker and holds the schema
 //! version. A migration takes a transaction-scoped advisory lock, so iolabs on many hosts
 //! opening a new database at once migrate it once. Statements are prepared once per connection.
+//!
+//! The `postgres` crate drives tokio-postgres with a runtime of its own and panics when called
+//! from a thread inside another runtime (the coordinator of a run of several nodes records from
+//! inside its own), so the connection lives on a thread of its own: [`Postgres`] hands each call
+//! to it and waits for the answer; [`Session`] is the connection on that thread.
 
 use super::{Backend, DbError, Dialect, Found, Row, Value};
 use crate::target::{scrub, PgUrl};
@@ -13,6 +18,8 @@ use postgres::{Client, Statement};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The advisory lock a migration holds ("iolab" in ASCII, then "sch").
@@ -25,14 +32,152 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// URL does not say (`tcp_user_timeout=SECONDS`).
 const UNANSWERED: Duration = Duration::from_secs(30);
 
+/// A call handed to the connection's thread.
+type Job = Box<dyn FnOnce(&mut Session) + Send>;
+
+/// The connection, on a thread of its own.
 pub(crate) struct Postgres {
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn gone() -> DbError {
+    DbError::Message("the connection's thread ended".into())
+}
+
+impl Postgres {
+    /// Connect, on a new thread that keeps the connection until this is dropped.
+    pub fn connect(url: &PgUrl) -> Result<Postgres, DbError> {
+        let url = url.clone();
+        let (jobs, todo) = mpsc::channel::<Job>();
+        let (ready, connected) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("iolab-postgres".into())
+            .spawn(move || {
+                let mut session = match Session::connect(&url) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready.send(Ok(()));
+                for job in todo {
+                    job(&mut session);
+                }
+            })
+            .map_err(|e| DbError::Message(format!("starting the connection's thread: {e}")))?;
+        connected.recv().map_err(|_| gone())??;
+        Ok(Postgres { jobs: Some(jobs), thread: Some(thread) })
+    }
+
+    /// Run `f` on the connection's thread and wait for its answer.
+    fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Session) -> Result<R, DbError> + Send + 'static,
+    ) -> Result<R, DbError> {
+        let (answer, answered) = mpsc::sync_channel(1);
+        let jobs = self.jobs.as_ref().ok_or_else(gone)?;
+        jobs.send(Box::new(move |s: &mut Session| {
+            let _ = answer.send(f(s));
+        }))
+        .map_err(|_| gone())?;
+        answered.recv().map_err(|_| gone())?
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread, which closes the connection.
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Parameters the connection's thread can keep.
+fn owned(params: &[Value<'_>]) -> Vec<Value<'static>> {
+    params
+        .iter()
+        .map(|v| match v {
+            Value::Null => Value::Null,
+            Value::Int(i) => Value::Int(*i),
+            Value::Real(x) => Value::Real(*x),
+            Value::Text(t) => Value::Text(Cow::Owned(t.to_string())),
+            Value::Blob(b) => Value::Blob(Cow::Owned(b.to_vec())),
+        })
+        .collect()
+}
+
+impl Backend for Postgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> Result<u64, DbError> {
+        let (sql, params) = (sql.to_string(), owned(params));
+        self.call(move |s| s.execute(&sql, &params))
+    }
+
+    fn query(&mut self, sql: &str, params: &[Value<'_>]) -> Result<Vec<Row>, DbError> {
+        let (sql, params) = (sql.to_string(), owned(params));
+        self.call(move |s| s.query(&sql, &params))
+    }
+
+    fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+        let sql = sql.to_string();
+        self.call(move |s| s.batch(&sql))
+    }
+
+    fn begin(&mut self, exclusive: bool) -> Result<(), DbError> {
+        self.call(move |s| s.begin(exclusive))
+    }
+
+    fn commit(&mut self) -> Result<(), DbError> {
+        self.call(|s| s.commit())
+    }
+
+    fn rollback(&mut self) -> Result<(), DbError> {
+        self.call(|s| s.rollback())
+    }
+
+    fn inspect(&mut self) -> Result<Found, DbError> {
+        self.call(|s| s.inspect())
+    }
+
+    fn prepare_writes(&mut self) -> Result<(), DbError> {
+        Ok(())
+    }
+
+    fn version(&mut self) -> Result<u32, DbError> {
+        self.call(|s| s.version())
+    }
+
+    fn set_version(&mut self, v: u32) -> Result<(), DbError> {
+        self.call(move |s| s.set_version(v))
+    }
+
+    fn retryable(&self, e: &DbError) -> bool {
+        let DbError::Postgres(e) = e else { return false };
+        matches!(e.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
+    }
+
+    fn limit_cache(&mut self, _kib: u32) -> Result<(), DbError> {
+        // The server keeps the pages; this process holds none.
+        Ok(())
+    }
+}
+
+/// The connection itself, on its thread.
+pub(crate) struct Session {
     client: Client,
     statements: HashMap<String, Statement>,
 }
 
-impl Postgres {
+impl Session {
     /// Connect. The password comes from the URL, else from `PGPASSWORD`; errors never carry it.
-    pub fn connect(url: &PgUrl) -> Result<Postgres, DbError> {
+    fn connect(url: &PgUrl) -> Result<Session, DbError> {
         let mut secrets = url.passwords();
         let env_password = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty());
         secrets.extend(env_password.clone());
@@ -57,7 +202,7 @@ impl Postgres {
         }
         config.ssl_mode(tls.ssl_mode());
         let client = tls.connect(&config).map_err(|e| clean(&e))?;
-        Ok(Postgres { client, statements: HashMap::new() })
+        Ok(Session { client, statements: HashMap::new() })
     }
 
     fn statement(&mut self, sql: &str) -> Result<Statement, DbError> {
@@ -185,17 +330,13 @@ impl<'a> FromSql<'a> for Value<'static> {
     }
 }
 
-impl Backend for Postgres {
-    fn dialect(&self) -> Dialect {
-        Dialect::Postgres
-    }
-
-    fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> Result<u64, DbError> {
+impl Session {
+    pub fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> Result<u64, DbError> {
         let st = self.statement(sql)?;
         Ok(self.client.execute(&st, &refs(params))?)
     }
 
-    fn query(&mut self, sql: &str, params: &[Value<'_>]) -> Result<Vec<Row>, DbError> {
+    pub fn query(&mut self, sql: &str, params: &[Value<'_>]) -> Result<Vec<Row>, DbError> {
         let st = self.statement(sql)?;
         let rows = self.client.query(&st, &refs(params))?;
         rows.iter()
@@ -204,11 +345,11 @@ impl Backend for Postgres {
             .map_err(DbError::from)
     }
 
-    fn batch(&mut self, sql: &str) -> Result<(), DbError> {
+    pub fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         Ok(self.client.batch_execute(sql)?)
     }
 
-    fn begin(&mut self, exclusive: bool) -> Result<(), DbError> {
+    pub fn begin(&mut self, exclusive: bool) -> Result<(), DbError> {
         self.client.batch_execute("BEGIN")?;
         if exclusive {
             self.client.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
@@ -216,15 +357,15 @@ impl Backend for Postgres {
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), DbError> {
+    pub fn commit(&mut self) -> Result<(), DbError> {
         Ok(self.client.batch_execute("COMMIT")?)
     }
 
-    fn rollback(&mut self) -> Result<(), DbError> {
+    pub fn rollback(&mut self) -> Result<(), DbError> {
         Ok(self.client.batch_execute("ROLLBACK")?)
     }
 
-    fn inspect(&mut self) -> Result<Found, DbError> {
+    pub fn inspect(&mut self) -> Result<Found, DbError> {
         // One snapshot for every read: a database another iolab is creating is seen before or
         // after, never in between.
         let mut tx = self
@@ -233,9 +374,9 @@ impl Backend for Postgres {
             .isolation_level(postgres::IsolationLevel::RepeatableRead)
             .read_only(true)
             .start()?;
-        let schema: Option<String> = tx.query_one("SELECT current_schema()", &[])?.get(0);
+        let schema: Option<String> = tx.query_one("SELECT current_schema()", &[])?.try_get(0)?;
         if schema.is_none() {
-            let path: String = tx.query_one("SHOW search_path", &[])?.get(0);
+            let path: String = tx.query_one("SHOW search_path", &[])?.try_get(0)?;
             return Err(DbError::Message(format!(
                 "no schema to keep iolab's tables in: the search_path ({path}) names none that exists; create one or choose one with options=-csearch_path%3DNAME in the URL"
             )));
@@ -244,52 +385,38 @@ impl Backend for Postgres {
             "SELECT count(*), count(*) FILTER (WHERE tablename = 'runs'), count(*) FILTER (WHERE tablename = 'iolab_schema') FROM pg_catalog.pg_tables WHERE schemaname = current_schema()",
             &[],
         )?;
-        let (tables, runs, marker): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
+        let (tables, runs, marker): (i64, i64, i64) = (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
         let version = if marker > 0 { read_version(&mut tx)? } else { 0 };
         tx.commit()?;
         Ok(Found { version, has_runs: runs > 0, tables: tables.max(0) as u64 })
     }
 
-    fn prepare_writes(&mut self) -> Result<(), DbError> {
-        Ok(())
-    }
-
-    fn version(&mut self) -> Result<u32, DbError> {
+    pub fn version(&mut self) -> Result<u32, DbError> {
         let marker: bool = self
             .client
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'iolab_schema')",
                 &[],
             )?
-            .get(0);
+            .try_get(0)?;
         if !marker {
             return Ok(0);
         }
         read_version(&mut self.client)
     }
 
-    fn set_version(&mut self, v: u32) -> Result<(), DbError> {
+    pub fn set_version(&mut self, v: u32) -> Result<(), DbError> {
         self.client.batch_execute(
             "CREATE TABLE IF NOT EXISTS iolab_schema (version BIGINT NOT NULL); DELETE FROM iolab_schema;",
         )?;
         self.client.execute("INSERT INTO iolab_schema (version) VALUES ($1)", &[&i64::from(v)])?;
         Ok(())
     }
-
-    fn retryable(&self, e: &DbError) -> bool {
-        let DbError::Postgres(e) = e else { return false };
-        matches!(e.code(), Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
-    }
-
-    fn limit_cache(&mut self, _kib: u32) -> Result<(), DbError> {
-        // The server keeps the pages; this process holds none.
-        Ok(())
-    }
 }
 
 /// The version in the marker table (the largest, should it hold several rows).
 fn read_version(c: &mut impl postgres::GenericClient) -> Result<u32, DbError> {
-    let v: Option<i64> = c.query_one("SELECT max(version) FROM iolab_schema", &[])?.get(0);
+    let v: Option<i64> = c.query_one("SELECT max(version) FROM iolab_schema", &[])?.try_get(0)?;
     Ok(v.unwrap_or(0).clamp(0, u32::MAX as i64) as u32)
 }
 
