@@ -5,6 +5,7 @@
 use crate::formats::{Format, Takes};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use iolab_spec::{Bytes, JobPatch};
+use iolab_store::Target;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -73,6 +74,9 @@ pub enum Command {
     /// Check the files of a validated run (--verify --journal DIR) against its journal: after a crash, or from another node.
     #[command(after_help = VERIFY_EXAMPLES)]
     Verify(VerifyArgs),
+    /// Work on results databases: copy runs between them (SQLite files into a team's PostgreSQL).
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -218,15 +222,34 @@ transactions_per_s, full_s, flowops_per_s, ...; its rates are compared by defaul
 /// Where results are kept.
 #[derive(Args, Debug, Clone)]
 pub struct DbArgs {
-    /// The results database (default: $XDG_DATA_HOME/iolab/results.db).
-    #[arg(long, env = "IOLAB_DB", value_name = "PATH", global = true)]
-    pub db: Option<PathBuf>,
+    /// The results database: an SQLite file (default: $XDG_DATA_HOME/iolab/results.db), or a
+    /// PostgreSQL database a team shares, postgres://USER[:PASSWORD]@HOST[:PORT]/DBNAME
+    /// [?sslmode=verify-full&sslrootcert=CA.pem] (the password there, or in PGPASSWORD; never
+    /// printed, never stored).
+    #[arg(long, env = "IOLAB_DB", value_name = "PATH|URL", global = true, hide_env_values = true, value_parser = target())]
+    pub db: Option<Target>,
 }
 
 impl DbArgs {
-    pub fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(iolab_store::default_path)
+    pub fn target(&self) -> Target {
+        self.db.clone().unwrap_or_else(|| Target::File(iolab_store::default_path()))
     }
+
+    /// A directory of this machine for what is kept beside the results (the agents' keys, a
+    /// survey's report): the database file's, or the default database's for a server.
+    pub fn local_dir(&self) -> Option<PathBuf> {
+        match self.target() {
+            Target::File(p) => p.parent().map(PathBuf::from),
+            Target::Postgres(_) => iolab_store::default_path().parent().map(PathBuf::from),
+        }
+    }
+}
+
+/// `--db`'s parser: a path, or a URL read when the database is opened (so that no error of
+/// clap's ever prints it, password and all).
+fn target() -> impl clap::builder::TypedValueParser<Value = Target> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().map(Target::parse)
 }
 
 /// Labels and saving, for commands that run I/O.
@@ -402,10 +425,11 @@ pub struct WatchArgs {
     /// human: one line per interval; json: one JSON object per line.
     #[arg(long, short = 'o', value_parser = Takes("watch"), default_value = "human")]
     pub output: Format,
-    /// Store the samples in this results database, as a run of kind `watch` with one phase
-    /// (`iolab runs`, `show` and `report` read it); --label alone stores in the default one.
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// Store the samples in this results database (a file or a postgres:// URL), as a run of
+    /// kind `watch` with one phase (`iolab runs`, `show` and `report` read it); --label alone
+    /// stores in the default one.
+    #[arg(long, value_name = "PATH|URL", value_parser = target())]
+    pub db: Option<Target>,
     /// Store the samples, filed under this label, KEY=VALUE (repeatable).
     #[arg(long = "label", short = 'l', value_name = "KEY=VALUE", value_parser = parse_label)]
     pub labels: Vec<(String, String)>,
@@ -416,12 +440,14 @@ pub struct WatchArgs {
 impl WatchArgs {
     /// Where to store the samples: `--db`, else with a `--label` the default database
     /// (`IOLAB_DB` or the XDG path); `None` to print only.
-    pub fn store_path(&self) -> Option<PathBuf> {
+    pub fn store_target(&self) -> Option<Target> {
         match (&self.db, self.labels.is_empty()) {
             (Some(p), _) => Some(p.clone()),
-            (None, false) => {
-                Some(std::env::var_os("IOLAB_DB").map(PathBuf::from).unwrap_or_else(iolab_store::default_path))
-            }
+            (None, false) => Some(
+                std::env::var_os("IOLAB_DB")
+                    .map(Target::parse)
+                    .unwrap_or_else(|| Target::File(iolab_store::default_path())),
+            ),
             (None, true) => None,
         }
     }
@@ -761,6 +787,57 @@ Examples:
   A fio iolog v3 for fio's read_iolog=, the traced files remapped under /mnt/test:
       iolab trace export --fio app.trace -o app.iolog --target /mnt/test
       fio --name=replay --read_iolog=app.iolog";
+
+const DB_COPY_EXAMPLES: &str = "\
+Examples:
+  Every run of this machine's database into the team's:
+      iolab db copy ~/.local/share/iolab/results.db postgres://iolab@db.lab/results
+  One configuration's runs, the password in the environment rather than on the command line:
+      PGPASSWORD=... iolab db copy a.db postgres://iolab@db.lab/results --label config=drbd-C
+  Back out of the server into a file, for a laptop:
+      iolab db copy postgres://iolab@db.lab/results mine.db config=ext4 last
+
+A run keeps an identity (`uid`) wherever it is copied: one already in TO is recognised and left
+as it is, so the copy can be run as often as wanted and copies nothing twice. Runs still being
+recorded are left for a later copy. Each run is written in one transaction: a copy that is
+stopped leaves whole runs only. A URL's password is never printed.";
+
+#[derive(Subcommand, Debug)]
+pub enum DbCommand {
+    /// Copy runs from one results database to another, with everything they hold.
+    #[command(after_help = DB_COPY_EXAMPLES)]
+    Copy(DbCopyArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DbCopyArgs {
+    /// The database to copy from: an SQLite file or a postgres:// URL.
+    #[arg(value_name = "FROM", value_parser = target())]
+    pub from: Target,
+    /// The database to copy to: an SQLite file (made if missing) or a postgres:// URL (the
+    /// database must exist on the server; iolab makes its tables).
+    #[arg(value_name = "TO", value_parser = target())]
+    pub to: Target,
+    /// Runs to copy (selectors: ids, last, last~N, labels; default: every run).
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Only runs with this label (KEY=VALUE, repeatable).
+    #[arg(long = "label", short = 'l', value_parser = parse_label)]
+    pub labels: Vec<(String, String)>,
+    /// Only runs whose name or kind contains this.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Only runs started since: a date (2026-11-20, UTC), Unix seconds, or an age (90m, 2d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs with this status: complete, interrupted, failed.
+    #[arg(long)]
+    pub status: Option<String>,
+    /// human: a line per run on stderr and the count; json: the count ({copied, present,
+    /// running, rows}).
+    #[arg(long, short = 'o', value_parser = Takes("db copy"), default_value = "human")]
+    pub output: Format,
+}
 
 #[derive(Subcommand, Debug)]
 #[command(after_help = TRACE_EXAMPLES)]

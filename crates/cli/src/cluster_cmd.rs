@@ -75,7 +75,7 @@ impl On<'_> {
             ignore_clock: self.nodes.ignore_clock,
             sample_interval: (!interval.is_zero()).then_some(interval),
             token: self.nodes.token_file.as_deref().map(crate::agent_cmd::read_token).transpose()?,
-            known_agents: self.save.db.path().parent().map(|d| d.join("known_agents")),
+            known_agents: self.save.db.local_dir().map(|d| d.join("known_agents")),
             ca: self.nodes.ca.clone(),
             listen: self.nodes.listen.clone(),
             join_patience: self.nodes.join_timeout,

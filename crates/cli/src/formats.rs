@@ -22,6 +22,7 @@ pub const TAKES: &[(&str, &[Format])] = &[
     ("watch", &[Human, Json]),
     ("verify", &[Human, Json]),
     ("trace", &[Human, Json]),
+    ("db copy", &[Human, Json]),
 ];
 
 /// The formats `command` takes.
@@ -92,6 +93,7 @@ mod tests {
             (&["trace", "record"], "output", "trace"),
             (&["trace", "import"], "output", "trace"),
             (&["trace", "show"], "output", "trace"),
+            (&["db", "copy"], "output", "db copy"),
         ];
         for (path, flag, command) in flags {
             let c = sub(path);

@@ -6,6 +6,7 @@
 mod agent_cmd;
 mod args;
 mod cluster_cmd;
+mod db_cmd;
 mod fio_logs;
 mod formats;
 mod job_file;
@@ -21,7 +22,7 @@ mod trace_cmd;
 mod verify_cmd;
 mod watch;
 
-use args::{Cli, Command};
+use args::{Cli, Command, DbCommand};
 use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Command::Trace(c) => trace_cmd::run(c),
         Command::Replay(a) => replay_cmd::run(*a, stop_on_ctrl_c()),
         Command::Verify(a) => verify_cmd::run(a),
+        Command::Db(DbCommand::Copy(a)) => db_cmd::copy(a),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "iolab", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)

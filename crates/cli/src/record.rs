@@ -38,8 +38,8 @@ impl Recorder {
         if save.no_store {
             return Ok(None);
         }
-        let path = save.db.path();
-        let store = Store::open(&path).context("opening the results database (use --no-store to run without it)")?;
+        let store =
+            Store::open(save.db.target()).context("opening the results database (use --no-store to run without it)")?;
         // Recording only appends: a small page cache keeps a long run's memory flat.
         store.limit_cache(RECORDING_CACHE_KIB)?;
         let target = plan.phases.iter().flat_map(|p| &p.jobs).next().map(|j| j.target.clone());
@@ -137,7 +137,8 @@ impl Recorder {
     }
 
     pub fn where_(&self) -> String {
-        format!("saved as run {} in {}", self.run, self.store.path().display())
+        let until = if self.broken { ", up to the database's failure above" } else { "" };
+        format!("saved as run {} in {}{until}", self.run, self.store.location())
     }
 }
 

@@ -40,6 +40,20 @@ fn parse_since(s: &str) -> Result<f64> {
     bail!("--since `{s}`: write a date (2026-11-20), Unix seconds, or an age (90m, 12h, 2d)")
 }
 
+/// The filters of `runs` (and `db copy`), from their flags.
+pub fn list_filter(
+    labels: Vec<(String, String)>,
+    name: Option<String>,
+    since: Option<&str>,
+    status: Option<&str>,
+) -> Result<ListFilter> {
+    let status = match status {
+        None => None,
+        Some(s) => Some(s.parse::<Status>().map_err(|e| anyhow::anyhow!("--status: {e}"))?),
+    };
+    Ok(ListFilter { labels, name_contains: name, since_unix_s: since.map(parse_since).transpose()?, status })
+}
+
 fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
     l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
@@ -50,17 +64,8 @@ fn load_all(store: &Store, selectors: &[String]) -> Result<Vec<StoredRun>> {
 }
 
 pub fn runs(a: RunsArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&a.db.path())?;
-    let status = match a.status.as_deref() {
-        None => None,
-        Some(s) => Some(s.parse::<Status>().map_err(|e| anyhow::anyhow!("--status: {e}"))?),
-    };
-    let filter = ListFilter {
-        labels: a.labels,
-        name_contains: a.name,
-        since_unix_s: a.since.as_deref().map(parse_since).transpose()?,
-        status,
-    };
+    let store = Store::open_existing(a.db.target())?;
+    let filter = list_filter(a.labels, a.name, a.since.as_deref(), a.status.as_deref())?;
     let list = store.list(&filter)?;
     let mut out = std::io::stdout().lock();
     if a.output == Format::Json {
@@ -84,12 +89,12 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
         ]);
     }
     writeln!(out, "{t}")?;
-    writeln!(out, "{} run(s) in {}", list.len(), store.path().display())?;
+    writeln!(out, "{} run(s) in {}", list.len(), store.location())?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn show(a: ShowArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&a.db.path())?;
+    let store = Store::open_existing(a.db.target())?;
     let runs = load_all(&store, &a.runs)?;
     if a.output != Format::Human {
         print(a.output, Options::default(), &Input::Stored(&runs))?;
@@ -152,7 +157,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
 }
 
 pub fn rm(a: RmArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&a.db.path())?;
+    let store = Store::open_existing(a.db.target())?;
     let ids = store.resolve_all(&a.runs)?;
     let n = store.remove(&ids)?;
     eprintln!("removed {n} run(s): {}", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
@@ -163,7 +168,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     if a.histograms && a.format != Format::Json {
         bail!("--histograms goes with --format json; {} has no place for them", a.format.name().to_uppercase());
     }
-    let store = Store::open_existing(&a.db.path())?;
+    let store = Store::open_existing(a.db.target())?;
     let runs = load_all(&store, &a.runs)?;
     let logs = a.logs.write_bw_log.is_some() || a.logs.write_iops_log.is_some() || a.logs.write_lat_log.is_some();
     if (a.format.is_fio() || logs) && runs.len() != 1 {
@@ -190,7 +195,7 @@ fn baseline_index(store: &Store, runs: &[StoredRun], sel: Option<&str>) -> Resul
 }
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&a.db.path())?;
+    let store = Store::open_existing(a.db.target())?;
     let mut selectors = a.runs.clone();
     if let Some(b) = &a.baseline {
         selectors.insert(0, b.clone());
@@ -222,7 +227,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
 }
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&a.db.path())?;
+    let store = Store::open_existing(a.db.target())?;
     let mut selectors = a.runs.clone();
     if let Some(b) = &a.baseline {
         selectors.insert(0, b.clone());

@@ -259,11 +259,11 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     // check's for its profile.
     let report = match run {
         Some(id) => {
-            let db = a.save.db.path();
-            let store = iolab_store::Store::open_existing(&db)?;
+            let store = iolab_store::Store::open_existing(a.save.db.target())?;
             let stored = store.load(id)?;
             let locking_run = locking.as_ref().and_then(|_| crate::stored::survey_locking(&store, &stored));
-            let out = db.parent().unwrap_or(Path::new(".")).join("reports").join(format!("survey-{id}.html"));
+            let dir = a.save.db.local_dir().unwrap_or_else(|| Path::new(".").into());
+            let out = dir.join("reports").join(format!("survey-{id}.html"));
             let opts = iolab_report::html::ReportOptions { survey_locking: locking_run, ..Default::default() };
             Some(crate::stored::write_report(&[stored], &out, opts)?)
         }

@@ -60,13 +60,13 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
 }
 
 fn save(a: &VerifyArgs, r: &RunResult) -> Result<String> {
-    let path = a.save.db.path();
-    let store = Store::open(&path).context("opening the results database (use --no-store to check without it)")?;
+    let store =
+        Store::open(a.save.db.target()).context("opening the results database (use --no-store to check without it)")?;
     let host = iolab_sysstat::host_facts(None);
     let labels = a.save.labels.iter().cloned().collect();
     let name = format!("verify {}", a.journal.display());
     let run = store.begin_run(RunKind::Verify, &name, &labels, &host, &r.plan, r.started_unix_s)?;
     store.add_phase(run, 0, &host.hostname, &r.phases[0])?;
     store.finish_run(run, r.status, None, now_unix_s())?;
-    Ok(format!("saved as run {run} in {}", path.display()))
+    Ok(format!("saved as run {run} in {}", store.location()))
 }

@@ -8,7 +8,7 @@ use crate::formats::Format;
 use crate::live_metrics::Live;
 use anyhow::{Context, Result};
 use iolab_spec::{Phase, Plan};
-use iolab_store::Store;
+use iolab_store::{Store, Target};
 use iolab_sysstat::{describe, ProcRoot, Rates, Snapshot, SysRoots, SystemResult, TargetInfo};
 use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::Emit;
@@ -43,7 +43,7 @@ struct Saver {
 }
 
 impl Saver {
-    fn begin(db: &Path, labels: &[(String, String)], path: &Path, target: &TargetInfo) -> Result<Saver> {
+    fn begin(db: &Target, labels: &[(String, String)], path: &Path, target: &TargetInfo) -> Result<Saver> {
         let store = Store::open(db).context("opening the results database to store the watch")?;
         let host = iolab_sysstat::host_facts(Some(target));
         let plan = watch_plan();
@@ -105,7 +105,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     let target = describe(&path, &SysRoots::default());
     let json = a.output == Format::Json;
-    let mut saver = match a.store_path() {
+    let mut saver = match a.store_target() {
         Some(db) => Some(Saver::begin(&db, &a.labels, &path, &target)?),
         None => None,
     };
@@ -168,9 +168,9 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         // The window's mean runs from the first snapshot to the last sample taken.
         s.finish(SystemResult::summarise(&start, &prev, Vec::new(), interval, Some(target)));
         if !json {
-            writeln!(out, "stored as run {} in {}", s.run, s.store.path().display())?;
+            writeln!(out, "stored as run {} in {}", s.run, s.store.location())?;
         } else {
-            eprintln!("iolab: stored as run {} in {}", s.run, s.store.path().display());
+            eprintln!("iolab: stored as run {} in {}", s.run, s.store.location());
         }
     }
     if let Some(f) = feed.as_mut() {

@@ -640,6 +640,7 @@ mod tests {
         }
         StoredRun {
             id,
+            uid: String::new(),
             kind: iolab_model::RunKind::Run,
             name: "t".into(),
             labels: [("config".to_string(), config.to_string())].into(),

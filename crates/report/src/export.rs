@@ -373,6 +373,7 @@ mod tests {
         r.phases.push(cut);
         let stored = StoredRun {
             id: 7,
+            uid: String::new(),
             kind: iolab_model::RunKind::Run,
             name: "flags".into(),
             labels: Default::default(),

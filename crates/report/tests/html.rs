@@ -56,6 +56,7 @@ fn one_run(dir: &Path, id: i64, config: &str) -> StoredRun {
     let target_info = result.phases.iter().find_map(|p| p.system.as_ref()?.target.clone());
     StoredRun {
         id,
+        uid: String::new(),
         kind: iolab_model::RunKind::Run,
         name: "html-report-test".into(),
         labels,

@@ -45,6 +45,7 @@ fn run(id: i64, config: &str, speed: f64) -> StoredRun {
     let phase = |name: &str, t: Totals| PhaseResult { elapsed_s: secs, total: t, ..PhaseResult::new(name) };
     StoredRun {
         id,
+        uid: String::new(),
         kind: iolab_model::RunKind::Run,
         name: "mail.toml".into(),
         labels: [("config".to_string(), config.to_string()), ("note".to_string(), "a, \"quoted\" one".to_string())]

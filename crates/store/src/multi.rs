@@ -5,11 +5,11 @@
 //! coordinator never saved (a run killed mid-phase) is merged from the nodes' own rows, by the
 //! coordinator's own rule (`iolab_model::merge`).
 
+use crate::backend::vals;
 use crate::{Result, Store};
 use iolab_model::merge::{merge_phase, NodePhase};
 use iolab_model::{JobResult, PhaseResult, TimelinePoint};
 use iolab_spec::Plan;
-use rusqlite::params;
 
 /// The node name of a phase's aggregate rows in a run of several nodes.
 pub use iolab_model::merge::AGGREGATE;
@@ -52,15 +52,13 @@ pub(crate) fn job_mut<'a>(p: &'a mut PhaseResult, node: Option<&str>, name: &str
 impl Store {
     /// Whether a run saved any aggregate rows.
     pub(crate) fn has_aggregate(&self, id: i64) -> Result<bool> {
-        let n: i64 = self
-            .conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM phases WHERE run_id = ?1 AND node = ?2) + (SELECT count(*) FROM timeline WHERE run_id = ?1 AND node = ?2)",
-                params![id, AGGREGATE],
-                |r| r.get(0),
-            )
-            .map_err(self.err("reading a run's aggregate"))?;
-        Ok(n > 0)
+        let n = self.row(
+            "reading a run's aggregate",
+            "SELECT (SELECT count(*) FROM phases WHERE run_id = ?1 AND node = ?2) + (SELECT count(*) FROM timeline WHERE run_id = ?1 AND node = ?2)",
+            vals![id, AGGREGATE],
+            |r| r.get::<i64>(0),
+        )?;
+        Ok(n.unwrap_or(0) > 0)
     }
 
     /// The phases of a run of several nodes: the coordinator's aggregate where it saved one

@@ -160,6 +160,7 @@ pub fn stored(
 ) -> StoredRun {
     StoredRun {
         id,
+        uid: String::new(),
         kind: kind.parse().unwrap(),
         name: name.into(),
         labels: [("fs".to_string(), "sshfs".to_string())].into(),
