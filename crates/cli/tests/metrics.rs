@@ -236,7 +236,9 @@ fn prometheus_s_rate_of_the_operations_counter_agrees_with_iolab_s_iops() {
             let e = expr.replace("$run_id", ".*").replace("$node", ".*").replace("$__rate_interval", "4s");
             let got = prom.api(&format!("/api/v1/query?query={}&time={last}", enc(&e)));
             let title = p["title"].as_str().unwrap();
-            if ["IOPS per class", "Throughput per class", "Latency percentiles (all nodes)", "CPU iowait"].contains(&title) {
+            if ["IOPS per class", "Throughput per class", "Latency percentiles (all nodes)", "CPU iowait"]
+                .contains(&title)
+            {
                 assert!(!got.as_array().unwrap().is_empty(), "panel `{title}`: {expr} shows nothing");
             }
         }

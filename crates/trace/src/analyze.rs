@@ -9,6 +9,7 @@
 
 use crate::format::{oflags, AsyncOp, FormatError, Kind, Op, Overhead, Record, Trace, NO_FILE};
 use crate::rings::{DeviceAcc, DeviceStat, RingAcc, RingStat};
+pub use crate::stat::{OpStat, Pattern};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,36 +17,6 @@ use std::collections::{BTreeMap, HashMap};
 pub const MAX_LISTED: usize = 4096;
 /// Distinct strides counted per access pattern; more count as "other".
 const STRIDES_KEPT: usize = 64;
-
-/// Count, bytes and time of one operation type.
-#[derive(Debug, Default, Clone, Serialize, PartialEq)]
-pub struct OpStat {
-    pub ops: u64,
-    pub bytes: u64,
-    /// Sum of the traced durations (`-T`), seconds.
-    pub time_s: f64,
-}
-
-/// How data calls move through a file.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Pattern {
-    None,
-    Sequential,
-    Strided { stride: i64 },
-    Random,
-}
-
-impl std::fmt::Display for Pattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Pattern::None => write!(f, "-"),
-            Pattern::Sequential => write!(f, "sequential"),
-            Pattern::Strided { stride } => write!(f, "strided {stride} B"),
-            Pattern::Random => write!(f, "random"),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FileStat {

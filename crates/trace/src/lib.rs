@@ -11,6 +11,7 @@ pub mod import;
 pub mod line;
 pub mod overhead;
 pub mod rings;
+pub mod stat;
 
 pub use format::{FileInfo, Kind, Op, Record, Trace};
 pub use import::{BadLine, Held, Importer, Summary};

@@ -94,8 +94,8 @@ impl Moves {
             }
         }
     }
-    fn pattern(&self) -> crate::analyze::Pattern {
-        use crate::analyze::Pattern;
+    fn pattern(&self) -> crate::stat::Pattern {
+        use crate::stat::Pattern;
         if self.moves == 0 {
             return if self.last.is_empty() { Pattern::None } else { Pattern::Sequential };
         }
@@ -130,7 +130,7 @@ pub struct RingStat {
     /// Threads that submitted to it.
     pub threads: Vec<u32>,
     /// Operations by kind: count, bytes moved, summed time in flight.
-    pub ops: BTreeMap<String, crate::analyze::OpStat>,
+    pub ops: BTreeMap<String, crate::stat::OpStat>,
     pub read_bytes: u64,
     pub written_bytes: u64,
     pub syncs: u64,
@@ -139,7 +139,7 @@ pub struct RingStat {
     pub failed: u64,
     /// Data operations by size bucket (as for files).
     pub sizes: BTreeMap<u64, u64>,
-    pub pattern: crate::analyze::Pattern,
+    pub pattern: crate::stat::Pattern,
     /// Operations by the depth in flight when each was submitted (itself included).
     pub depth_at_submit: BTreeMap<u32, u64>,
     pub max_depth: u32,
@@ -161,7 +161,7 @@ pub struct RingAcc {
     tgid: u32,
     entries: u32,
     threads: std::collections::BTreeSet<u32>,
-    ops: BTreeMap<String, crate::analyze::OpStat>,
+    ops: BTreeMap<String, crate::stat::OpStat>,
     read_bytes: u64,
     written_bytes: u64,
     syncs: u64,
@@ -312,14 +312,14 @@ pub fn block_op_name(op: u8) -> &'static str {
 pub struct DeviceStat {
     pub dev: String,
     pub name: String,
-    pub ops: BTreeMap<String, crate::analyze::OpStat>,
+    pub ops: BTreeMap<String, crate::stat::OpStat>,
     pub read_bytes: u64,
     pub written_bytes: u64,
     /// Flushes: flush requests and writes with PREFLUSH or FUA.
     pub flushes: u64,
     pub errors: u64,
     pub sizes: BTreeMap<u64, u64>,
-    pub pattern: crate::analyze::Pattern,
+    pub pattern: crate::stat::Pattern,
     /// Mean time from the request's making to its issue, and from issue to completion, ms.
     pub mean_queue_ms: f64,
     pub mean_device_ms: f64,
@@ -332,7 +332,7 @@ pub struct DeviceStat {
 /// A device's accumulator.
 #[derive(Debug, Clone, Default)]
 pub struct DeviceAcc {
-    ops: BTreeMap<String, crate::analyze::OpStat>,
+    ops: BTreeMap<String, crate::stat::OpStat>,
     read_bytes: u64,
     written_bytes: u64,
     flushes: u64,
@@ -479,7 +479,7 @@ mod tests {
         let s = r.finish(0);
         assert_eq!(s.max_depth, 4);
         assert_eq!(s.read_bytes, 64 * 4096);
-        assert_eq!(s.pattern, crate::analyze::Pattern::Sequential);
+        assert_eq!(s.pattern, crate::stat::Pattern::Sequential);
         // 64 × 40 ns in flight over 670 ns.
         assert!((s.mean_depth - 64.0 * 40.0 / 670.0).abs() < 1e-9);
     }

@@ -12,6 +12,7 @@
 //! in its backend; a new table lands in `schema::MIGRATIONS` (with a PostgreSQL text where its
 //! SQL differs), its queries once in the store, and its name in `copy::TABLES`.
 
+mod pg_error;
 mod pg_tls;
 pub(crate) mod postgres;
 pub(crate) mod sqlite;
@@ -184,7 +185,7 @@ impl<T: FromValue> FromValue for Option<T> {
 pub enum DbError {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
-    #[error("{}", postgres::text(.0))]
+    #[error("{}", pg_error::text(.0))]
     Postgres(#[from] ::postgres::Error),
     /// An error in words: connecting (the engine's text, any password replaced by `***`), or
     /// what the engine did not say (a schema to keep the tables in, an id that did not come back).

@@ -105,7 +105,7 @@ impl Tls {
 
     pub fn connect(&self, config: &postgres::Config) -> Result<postgres::Client, String> {
         if self.mode == Mode::Disable {
-            return config.connect(postgres::NoTls).map_err(|e| super::postgres::text(&e));
+            return config.connect(postgres::NoTls).map_err(|e| super::pg_error::text(&e));
         }
         let provider = Arc::new(ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -128,7 +128,7 @@ impl Tls {
             Mode::Disable => return Err("TLS is off (sslmode=disable)".into()),
         };
         let tls = tokio_postgres_rustls::MakeRustlsConnect::new(client);
-        config.connect(tls).map_err(|e| super::postgres::text(&e))
+        config.connect(tls).map_err(|e| super::pg_error::text(&e))
     }
 
     fn roots(&self) -> Result<RootCertStore, String> {

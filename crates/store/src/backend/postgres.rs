@@ -9,6 +9,7 @@
 //! inside its own), so the connection lives on a thread of its own: [`Postgres`] hands each call
 //! to it and waits for the answer; [`Session`] is the connection on that thread.
 
+use super::pg_error::text;
 use super::{Backend, DbError, Dialect, Found, Row, Value};
 use crate::target::{scrub, PgUrl};
 use bytes::BytesMut;
@@ -213,36 +214,6 @@ impl Session {
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
-}
-
-/// An error in words: the server's message (with its detail and hint) for one the server
-/// sent, else the client's with its causes (a refused connection, a TLS handshake).
-pub(crate) fn text(e: &postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        let mut t = format!("{}: {}", db.severity(), db.message());
-        if let Some(d) = db.detail() {
-            t += &format!(" ({d})");
-        }
-        if let Some(h) = db.hint() {
-            t += &format!("; {h}");
-        }
-        return t;
-    }
-    let mut t = e.to_string();
-    let mut src = StdError::source(e);
-    while let Some(s) = src {
-        let more = s.to_string();
-        if more.contains(&t) {
-            t = more;
-        } else if !t.contains(&more) {
-            t = format!("{t}: {more}");
-        }
-        src = s.source();
-    }
-    if t.contains("password missing") {
-        t += "; give it in the URL (postgres://USER:PASSWORD@HOST/DB, best through IOLAB_DB) or in PGPASSWORD";
-    }
-    t
 }
 
 /// `?1` parameters as PostgreSQL writes them, `$1` (the store's SQL has no `?` elsewhere).
