@@ -83,193 +83,242 @@ pub fn export(
     remap: Option<&Remap>,
     out: &mut dyn Write,
 ) -> Result<Exported, ExportError> {
-    let mut res = Exported::default();
-    // Opening id → path index (None: left out, with why).
-    let mut files: HashMap<u32, Result<u32, &'static str>> = HashMap::new();
-    let mut paths: Vec<String> = Vec::new();
-    let mut path_ids: HashMap<String, u32> = HashMap::new();
-    // Per thread: its position per opening (read/write at the position become offsets).
-    let mut pos: HashMap<u32, HashMap<u32, u64>> = HashMap::new();
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut seq: HashMap<u32, u32> = HashMap::new();
-    // Block devices of a block-level trace: dev → path index of /dev/NAME.
-    let mut devices: HashMap<u32, u32> = HashMap::new();
-    let mut async_seq = 0u32;
-    let mut intern = |paths: &mut Vec<String>, p: String| {
-        let n = paths.len() as u32;
-        *path_ids.entry(p.clone()).or_insert_with(|| {
-            paths.push(p);
-            n
-        })
-    };
+    let mut c = Collect { remap, ..Collect::default() };
     for r in records {
         match r? {
             Record::Device { dev, name } => {
-                let p = intern(&mut paths, format!("/dev/{name}"));
-                devices.insert(dev, p);
+                let p = c.intern(format!("/dev/{name}"));
+                c.devices.insert(dev, p);
             }
-            Record::BlockIos { dev, ios } => {
-                let path = match devices.get(&dev) {
-                    Some(p) => *p,
-                    None => intern(&mut paths, format!("/dev/block/{}:{}", dev >> 20, dev & 0xfffff)),
-                };
-                devices.insert(dev, path);
-                for io in ios {
-                    let act = match io.op {
-                        0 => Act::Read,
-                        1 => Act::Write,
-                        2 => Act::Sync,
-                        3 => Act::Trim,
-                        _ => {
-                            left(&mut res, "block requests other than read, write, flush and discard");
-                            continue;
-                        }
-                    };
-                    if io.error != 0 {
-                        left(&mut res, "block requests that failed");
-                        continue;
-                    }
-                    if entries.len() >= MAX_ENTRIES {
-                        return Err(ExportError::TooLarge);
-                    }
-                    async_seq = async_seq.wrapping_add(1);
-                    let (offset, len) =
-                        if act == Act::Sync { (0, 0) } else { (io.sector.saturating_mul(512), u64::from(io.bytes)) };
-                    entries.push(Entry { ts_ns: io.issue_ns, seq: async_seq, path, act, offset, len });
-                }
-            }
-            Record::RingOps { ops, .. } => {
-                for op in ops {
-                    let path = match files.get(&op.file) {
-                        Some(Ok(p)) => *p,
-                        Some(Err(why)) => {
-                            left(&mut res, why);
-                            continue;
-                        }
-                        None => {
-                            left(&mut res, "asynchronous I/O on a file the trace cannot name");
-                            continue;
-                        }
-                    };
-                    if op.result < 0 {
-                        left(&mut res, "failed or unfinished when traced");
-                        continue;
-                    }
-                    let (act, offset, len) = match op.kind {
-                        k if k.reads() || k.writes() => {
-                            if op.offset == u64::MAX {
-                                left(&mut res, "asynchronous I/O at the file position");
-                                continue;
-                            }
-                            if op.result == 0 {
-                                left(&mut res, "reads and writes that moved nothing");
-                                continue;
-                            }
-                            (if k.reads() { Act::Read } else { Act::Write }, op.offset, op.result as u64)
-                        }
-                        crate::format::AsyncKind::Fsync => (Act::Sync, 0, 0),
-                        crate::format::AsyncKind::Fdatasync | crate::format::AsyncKind::SyncFileRange => {
-                            (Act::Datasync, 0, 0)
-                        }
-                        _ => {
-                            left(&mut res, "asynchronous operations fio's iolog has no action for");
-                            continue;
-                        }
-                    };
-                    if entries.len() >= MAX_ENTRIES {
-                        return Err(ExportError::TooLarge);
-                    }
-                    async_seq = async_seq.wrapping_add(1);
-                    entries.push(Entry { ts_ns: op.submit_ns, seq: async_seq, path, act, offset, len });
-                }
-            }
-            Record::File { id, path, regular, .. } => {
-                let p = if !regular {
-                    Err("not a regular file (pipes, sockets, devices, /proc)")
-                } else if path.contains(char::is_whitespace) {
-                    Err("a path with white space (fio's iolog cannot name it)")
-                } else {
-                    match remap {
-                        None => Ok(path),
-                        Some(m) => match Path::new(&path).strip_prefix(&m.strip) {
-                            Ok(rel) if !rel.as_os_str().is_empty() => {
-                                Ok(m.target.join(rel).to_string_lossy().into_owned())
-                            }
-                            _ => Err("outside the traced directory (--strip)"),
-                        },
-                    }
-                };
-                let p = p.map(|p| intern(&mut paths, p));
-                files.insert(id, p);
-            }
-            Record::Chunk { tid, ops } => {
-                let pos = pos.entry(tid).or_default();
-                for op in ops {
-                    let n = seq.entry(tid).or_default();
-                    *n = n.wrapping_add(1);
-                    if op.file == NO_FILE
-                        || matches!(op.kind, Kind::Unlink | Kind::Rename | Kind::Mkdir | Kind::Other(_))
-                    {
-                        continue;
-                    }
-                    let path = match files.get(&op.file) {
-                        Some(Ok(p)) => *p,
-                        Some(Err(why)) => {
-                            left(&mut res, why);
-                            continue;
-                        }
-                        None => continue,
-                    };
-                    if op.result < 0 {
-                        left(&mut res, "failed or unfinished when traced");
-                        continue;
-                    }
-                    let moved = op.result.max(0) as u64;
-                    let (act, offset, len) = match op.kind {
-                        Kind::Open => {
-                            pos.insert(op.file, 0);
-                            (Act::Open, 0, 0)
-                        }
-                        Kind::Close if op.count != 0 => continue, // a duplicate closed: the opening stays
-                        Kind::Close => (Act::Close, 0, 0),
-                        Kind::Lseek => {
-                            pos.insert(op.file, moved);
-                            continue;
-                        }
-                        Kind::Fsync => (Act::Sync, 0, 0),
-                        Kind::Fdatasync | Kind::SyncFileRange => (Act::Datasync, 0, 0),
-                        Kind::Ftruncate | Kind::Fallocate => {
-                            left(&mut res, "ftruncate and fallocate (fio's iolog has no such action)");
-                            continue;
-                        }
-                        k => {
-                            let at = match k {
-                                Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => op.offset,
-                                _ => {
-                                    let p = pos.entry(op.file).or_insert(0);
-                                    let at = *p;
-                                    *p = p.saturating_add(moved);
-                                    at
-                                }
-                            };
-                            if moved == 0 {
-                                left(&mut res, "reads and writes that moved nothing");
-                                continue;
-                            }
-                            (if k.reads() { Act::Read } else { Act::Write }, at, moved)
-                        }
-                    };
-                    if entries.len() >= MAX_ENTRIES {
-                        return Err(ExportError::TooLarge);
-                    }
-                    entries.push(Entry { ts_ns: op.start_ns, seq: *n, path, act, offset, len });
-                }
-            }
+            Record::BlockIos { dev, ios } => c.block_ios(dev, ios)?,
+            Record::RingOps { ops, .. } => c.ring_ops(ops)?,
+            Record::File { id, path, regular, .. } => c.file(id, path, regular),
+            Record::Chunk { tid, ops } => c.chunk(tid, ops)?,
             _ => {}
         }
     }
+    let Collect { mut entries, paths, mut res, .. } = c;
     // Merged by start; a thread's calls keep their order (equal starts by call order).
     entries.sort_by_key(|e| (e.ts_ns, e.seq));
+    write_log(out, &entries, &paths, &mut res)?;
+    Ok(res)
+}
+
+/// The calls to export, gathered from the records as they come.
+#[derive(Default)]
+struct Collect<'a> {
+    remap: Option<&'a Remap>,
+    res: Exported,
+    /// Opening id → path index (an error: left out, with why).
+    files: HashMap<u32, Result<u32, &'static str>>,
+    paths: Vec<String>,
+    path_ids: HashMap<String, u32>,
+    /// Per thread: its position per opening (read/write at the position become offsets).
+    pos: HashMap<u32, HashMap<u32, u64>>,
+    entries: Vec<Entry>,
+    /// Per thread: its calls so far (their order).
+    seq: HashMap<u32, u32>,
+    /// Block devices of a block-level trace: dev → path index of /dev/NAME.
+    devices: HashMap<u32, u32>,
+    async_seq: u32,
+}
+
+impl Collect<'_> {
+    fn intern(&mut self, p: String) -> u32 {
+        let n = self.paths.len() as u32;
+        let paths = &mut self.paths;
+        *self.path_ids.entry(p.clone()).or_insert_with(|| {
+            paths.push(p);
+            n
+        })
+    }
+
+    fn push(&mut self, e: Entry) -> Result<(), ExportError> {
+        if self.entries.len() >= MAX_ENTRIES {
+            return Err(ExportError::TooLarge);
+        }
+        self.entries.push(e);
+        Ok(())
+    }
+
+    /// An asynchronous entry (a ring's or a block request): ordered after the earlier ones.
+    fn push_async(&mut self, ts_ns: u64, path: u32, act: Act, offset: u64, len: u64) -> Result<(), ExportError> {
+        self.async_seq = self.async_seq.wrapping_add(1);
+        self.push(Entry { ts_ns, seq: self.async_seq, path, act, offset, len })
+    }
+
+    fn left(&mut self, why: &str) {
+        left(&mut self.res, why);
+    }
+
+    /// The path an opening's calls go to, or why they are left out (`None`: unknown opening).
+    fn path_of(&mut self, file: u32) -> Option<u32> {
+        match self.files.get(&file) {
+            Some(Ok(p)) => Some(*p),
+            Some(Err(why)) => {
+                let why = *why;
+                self.left(why);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn block_ios(&mut self, dev: u32, ios: Vec<crate::format::BlockIo>) -> Result<(), ExportError> {
+        let path = match self.devices.get(&dev) {
+            Some(p) => *p,
+            None => self.intern(format!("/dev/block/{}:{}", dev >> 20, dev & 0xfffff)),
+        };
+        self.devices.insert(dev, path);
+        for io in ios {
+            let act = match io.op {
+                0 => Act::Read,
+                1 => Act::Write,
+                2 => Act::Sync,
+                3 => Act::Trim,
+                _ => {
+                    self.left("block requests other than read, write, flush and discard");
+                    continue;
+                }
+            };
+            if io.error != 0 {
+                self.left("block requests that failed");
+                continue;
+            }
+            let (offset, len) =
+                if act == Act::Sync { (0, 0) } else { (io.sector.saturating_mul(512), u64::from(io.bytes)) };
+            self.push_async(io.issue_ns, path, act, offset, len)?;
+        }
+        Ok(())
+    }
+
+    fn ring_ops(&mut self, ops: Vec<crate::format::AsyncOp>) -> Result<(), ExportError> {
+        use crate::format::AsyncKind;
+        for op in ops {
+            let known = self.files.contains_key(&op.file);
+            let Some(path) = self.path_of(op.file) else {
+                if !known {
+                    self.left("asynchronous I/O on a file the trace cannot name");
+                }
+                continue;
+            };
+            if op.result < 0 {
+                self.left("failed or unfinished when traced");
+                continue;
+            }
+            let (act, offset, len) = match op.kind {
+                k if k.reads() || k.writes() => {
+                    if op.offset == u64::MAX {
+                        self.left("asynchronous I/O at the file position");
+                        continue;
+                    }
+                    if op.result == 0 {
+                        self.left("reads and writes that moved nothing");
+                        continue;
+                    }
+                    (if k.reads() { Act::Read } else { Act::Write }, op.offset, op.result as u64)
+                }
+                AsyncKind::Fsync => (Act::Sync, 0, 0),
+                AsyncKind::Fdatasync | AsyncKind::SyncFileRange => (Act::Datasync, 0, 0),
+                _ => {
+                    self.left("asynchronous operations fio's iolog has no action for");
+                    continue;
+                }
+            };
+            self.push_async(op.submit_ns, path, act, offset, len)?;
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, id: u32, path: String, regular: bool) {
+        let p = if !regular {
+            Err("not a regular file (pipes, sockets, devices, /proc)")
+        } else if path.contains(char::is_whitespace) {
+            Err("a path with white space (fio's iolog cannot name it)")
+        } else {
+            match self.remap {
+                None => Ok(path),
+                Some(m) => remapped(&path, m),
+            }
+        };
+        let p = p.map(|p| self.intern(p));
+        self.files.insert(id, p);
+    }
+
+    fn chunk(&mut self, tid: u32, ops: Vec<crate::format::Op>) -> Result<(), ExportError> {
+        for op in ops {
+            let n = self.seq.entry(tid).or_default();
+            *n = n.wrapping_add(1);
+            let n = *n;
+            if op.file == NO_FILE || matches!(op.kind, Kind::Unlink | Kind::Rename | Kind::Mkdir | Kind::Other(_)) {
+                continue;
+            }
+            let Some(path) = self.path_of(op.file) else { continue };
+            if op.result < 0 {
+                self.left("failed or unfinished when traced");
+                continue;
+            }
+            let moved = op.result.max(0) as u64;
+            let pos = self.pos.entry(tid).or_default();
+            let (act, offset, len) = match op.kind {
+                Kind::Open => {
+                    pos.insert(op.file, 0);
+                    (Act::Open, 0, 0)
+                }
+                Kind::Close if op.count != 0 => continue, // a duplicate closed: the opening stays
+                Kind::Close => (Act::Close, 0, 0),
+                Kind::Lseek => {
+                    pos.insert(op.file, moved);
+                    continue;
+                }
+                Kind::Fsync => (Act::Sync, 0, 0),
+                Kind::Fdatasync | Kind::SyncFileRange => (Act::Datasync, 0, 0),
+                Kind::Ftruncate | Kind::Fallocate => {
+                    self.left("ftruncate and fallocate (fio's iolog has no such action)");
+                    continue;
+                }
+                k => {
+                    let at = match k {
+                        Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev => op.offset,
+                        _ => {
+                            let p = pos.entry(op.file).or_insert(0);
+                            let at = *p;
+                            *p = p.saturating_add(moved);
+                            at
+                        }
+                    };
+                    if moved == 0 {
+                        self.left("reads and writes that moved nothing");
+                        continue;
+                    }
+                    (if k.reads() { Act::Read } else { Act::Write }, at, moved)
+                }
+            };
+            self.push(Entry { ts_ns: op.start_ns, seq: n, path, act, offset, len })?;
+        }
+        Ok(())
+    }
+}
+
+/// A traced path under `--target`: the traced directory's part of it, which must stay beneath
+/// (a `..` or a root in what is left would let fio write outside `--target`).
+fn remapped(path: &str, m: &Remap) -> Result<String, &'static str> {
+    use std::path::Component;
+    match Path::new(path).strip_prefix(&m.strip) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            if rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+                Ok(m.target.join(rel).to_string_lossy().into_owned())
+            } else {
+                Err("a path that climbs out of the traced directory with `..` (fio would write outside --target)")
+            }
+        }
+        _ => Err("outside the traced directory (--strip)"),
+    }
+}
+
+/// The log itself: a header, each path `add`ed before its first entry, opened at its first
+/// opening (or first use) and closed at its last close (or at the end).
+fn write_log(out: &mut dyn Write, entries: &[Entry], paths: &[String], res: &mut Exported) -> io::Result<()> {
     writeln!(out, "fio version 3 iolog")?;
     let mut added = vec![false; paths.len()];
     let mut open = vec![0u32; paths.len()];
@@ -279,7 +328,7 @@ pub fn export(
         *res.actions.entry(what.to_string()).or_default() += 1;
         writeln!(out, "{us} {p} {what}{rest}")
     };
-    for e in &entries {
+    for e in entries {
         let us = e.ts_ns / 1000;
         last_us = us;
         let p = paths[e.path as usize].as_str();
@@ -291,20 +340,20 @@ pub fn export(
         match e.act {
             Act::Open => {
                 if open[i] == 0 {
-                    line(out, &mut res, us, p, "open", "")?;
+                    line(out, res, us, p, "open", "")?;
                 }
                 open[i] += 1;
             }
             Act::Close => {
                 if open[i] == 1 {
-                    line(out, &mut res, us, p, "close", "")?;
+                    line(out, res, us, p, "close", "")?;
                 }
                 open[i] = open[i].saturating_sub(1);
             }
             act => {
                 if open[i] == 0 {
                     // Opened before the trace (or used after its last close): opened here.
-                    line(out, &mut res, us, p, "open", "")?;
+                    line(out, res, us, p, "open", "")?;
                     open[i] = 1;
                 }
                 let (what, rest) = match act {
@@ -314,16 +363,16 @@ pub fn export(
                     Act::Sync => ("sync", " 0 0".to_string()),
                     _ => ("datasync", " 0 0".to_string()),
                 };
-                line(out, &mut res, us, p, what, &rest)?;
+                line(out, res, us, p, what, &rest)?;
             }
         }
     }
     for (i, n) in open.iter().enumerate() {
         if *n > 0 {
-            line(out, &mut res, last_us, &paths[i], "close", "")?;
+            line(out, res, last_us, &paths[i], "close", "")?;
         }
     }
-    Ok(res)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -339,6 +388,23 @@ mod tests {
         let mut out = Vec::new();
         let ex = export(std::iter::from_fn(|| r.next_record().transpose()), remap, &mut out).unwrap();
         (String::from_utf8(out).unwrap(), ex)
+    }
+
+    #[test]
+    fn a_path_climbing_out_with_dotdot_is_left_out_under_target() {
+        // Issue 25: fio's read_iolog would write wherever the log says; /w/../etc/x is /etc/x.
+        let text = "\
+1  1.0 openat(AT_FDCWD</w>, \"/w/../etc/x\", O_RDWR) = 3</w/../etc/x> <0.000010>
+1  1.1 pwrite64(3</w/../etc/x>, \"x\"..., 512, 0) = 512 <0.000010>
+1  1.2 openat(AT_FDCWD</w>, \"/w/./a\", O_RDWR) = 4</w/./a> <0.000010>
+1  1.3 pwrite64(4</w/./a>, \"x\"..., 512, 0) = 512 <0.000010>
+";
+        let remap = Remap { strip: "/w".into(), target: "/mnt/t".into() };
+        let (out, ex) = log(text, Some(&remap));
+        assert!(!out.contains("etc"), "{out}");
+        assert!(out.contains("/mnt/t/a write 0 512"), "{out}");
+        let why = "a path that climbs out of the traced directory with `..` (fio would write outside --target)";
+        assert_eq!(ex.left_out.get(why), Some(&2), "{:?}", ex.left_out);
     }
 
     #[test]
