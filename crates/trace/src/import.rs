@@ -631,18 +631,21 @@ impl<W: Write> Importer<W> {
         let first = *self.first_ns.get_or_insert(t);
         self.last_ns = self.last_ns.max(t.saturating_add(dur_ns.unwrap_or(0)));
         let r = line::parse_ret(ret);
-        let result = r.value.unwrap_or(i64::MIN);
-        let ok = r.value.is_some_and(|v| v >= 0);
-        let a = line::first_args(args);
-        let arg = |i: usize| a.get(i);
-        let num = |i: usize| line::parse_int(arg(i)).unwrap_or(0);
-        let tgid = self.tgid_of(tid);
+        let c = Call {
+            name,
+            args,
+            result: r.value.unwrap_or(i64::MIN),
+            ok: r.value.is_some_and(|v| v >= 0),
+            a: line::first_args(args),
+            r,
+            tgid: self.tgid_of(tid),
+        };
         // The cwd that -y shows for AT_FDCWD is the process's, now.
-        if arg(0).starts_with("AT_FDCWD<") {
-            if let Some(p) = line::parse_fd(arg(0)).and_then(|f| f.path) {
+        if c.arg(0).starts_with("AT_FDCWD<") {
+            if let Some(p) = line::parse_fd(c.arg(0)).and_then(|f| f.path) {
                 let p = line::unescape_cow(p);
-                if self.cwd(tgid) != Some(&*p) {
-                    self.set_cwd(tgid, &p);
+                if self.cwd(c.tgid) != Some(&*p) {
+                    self.set_cwd(c.tgid, &p);
                 }
             }
         }
@@ -655,195 +658,26 @@ impl<W: Write> Importer<W> {
             size: 0,
             count: 0,
             flags: 0,
-            result,
+            result: c.result,
         };
         match name {
-            "open" | "openat" | "creat" | "openat2" => {
-                let (dir, path, flags) = match name {
-                    "open" => (None, arg(0), oflags::parse(arg(1))),
-                    "creat" => (None, arg(0), oflags::O_CREAT | oflags::O_WRONLY | oflags::O_TRUNC),
-                    "openat2" => {
-                        let how = arg(2);
-                        let f = how
-                            .split_once("flags=")
-                            .map(|(_, r)| r.split([',', '}']).next().unwrap_or(""))
-                            .map(oflags::parse)
-                            .unwrap_or(0);
-                        (Some(arg(0)), arg(1), f)
-                    }
-                    _ => (Some(arg(0)), arg(1), oflags::parse(arg(2))),
-                };
-                op.kind = Kind::Open;
-                op.flags = flags;
-                // The path as opened is needed only where `-y` does not show the result's.
-                if ok {
-                    let p = match r.path {
-                        Some(p) => line::unescape(p),
-                        None => self.resolve(tgid, dir, path).unwrap_or_default(),
-                    };
-                    let id = self.new_file(p, flags, false)?;
-                    self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or("").into() });
-                    op.file = id;
-                } else {
-                    let resolved = self.resolve(tgid, dir, path).unwrap_or_default();
-                    op.offset = u64::from(self.path_id(resolved)?);
-                }
-            }
-            "close" => {
-                op.kind = Kind::Close;
-                if let Some(fd) = line::parse_fd(arg(0)).and_then(|f| f.fd) {
-                    op.file = self.file_of(tgid, arg(0))?;
-                    if ok {
-                        let t = self.procs.get_mut(&tgid).and_then(|p| p.fds.as_mut());
-                        if let Some(e) = t.and_then(|t| t.remove(&fd)) {
-                            op.count = self.unref(e.file);
-                        }
-                    }
-                }
-            }
-            "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => {
-                op.kind = Kind::Other(self.name_id(name)?);
-                let dups = name != "fcntl" && name != "fcntl64" || matches!(arg(1), "F_DUPFD" | "F_DUPFD_CLOEXEC");
-                if dups && ok {
-                    let id = self.file_of(tgid, arg(0))?;
-                    op.file = id;
-                    if id != NO_FILE {
-                        let raw = line::parse_fd(arg(0)).and_then(|f| f.path).unwrap_or("");
-                        self.set_fd(tgid, result, FdEntry { file: id, raw: r.path.unwrap_or(raw).into() });
-                    }
-                }
-            }
+            "open" | "openat" | "creat" | "openat2" => self.open_call(&c, &mut op)?,
+            "close" => self.close_call(&c, &mut op)?,
+            "dup" | "dup2" | "dup3" | "fcntl" | "fcntl64" => self.dup_call(&c, &mut op)?,
             "read" | "write" | "pread64" | "pwrite64" | "readv" | "writev" | "preadv" | "pwritev" | "preadv2"
-            | "pwritev2" => {
-                op.kind = match name {
-                    "read" => Kind::Read,
-                    "write" => Kind::Write,
-                    "pread64" => Kind::Pread,
-                    "pwrite64" => Kind::Pwrite,
-                    "readv" => Kind::Readv,
-                    "writev" => Kind::Writev,
-                    "preadv" | "preadv2" => Kind::Preadv,
-                    _ => Kind::Pwritev,
-                };
-                op.file = self.file_of(tgid, arg(0))?;
-                match op.kind {
-                    Kind::Read | Kind::Write | Kind::Pread | Kind::Pwrite => op.size = num(2) as u64,
-                    _ => {
-                        op.count = num(2) as u32;
-                        op.size = iov_bytes(arg(1)).unwrap_or(result.max(0) as u64);
-                    }
-                }
-                if matches!(op.kind, Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev) {
-                    op.offset = num(3) as u64;
-                }
+            | "pwritev2" => self.data_call(&c, &mut op)?,
+            "lseek" | "_llseek" | "fsync" | "fdatasync" | "sync_file_range" | "sync_file_range2" | "ftruncate"
+            | "ftruncate64" | "fallocate" => self.fd_call(&c, &mut op)?,
+            "chdir" | "fchdir" => self.chdir_call(&c, &mut op)?,
+            "unlink" | "unlinkat" | "mkdir" | "mkdirat" | "rename" | "renameat" | "renameat2" => {
+                self.name_call(&c, &mut op)?
             }
-            "lseek" => {
-                op.kind = Kind::Lseek;
-                op.file = self.file_of(tgid, arg(0))?;
-                op.offset = num(1) as u64;
-                op.count = whence(arg(2));
-            }
-            // `_llseek(fd, offset, [result], whence) = 0`: the new offset is in the brackets.
-            "_llseek" => {
-                op.kind = Kind::Lseek;
-                op.file = self.file_of(tgid, arg(0))?;
-                op.offset = num(1) as u64;
-                op.count = whence(arg(3));
-                if ok {
-                    op.result = line::parse_int(arg(2).trim_start_matches('[').trim_end_matches(']')).unwrap_or(-1);
-                }
-            }
-            "chdir" => {
-                op.kind = Kind::Other(self.name_id(name)?);
-                if ok {
-                    if let Some(p) = self.resolve(tgid, None, arg(0)) {
-                        self.set_cwd(tgid, &p);
-                    }
-                }
-            }
-            "fchdir" => {
-                op.kind = Kind::Other(self.name_id(name)?);
-                if let (true, Some(p)) = (ok, line::parse_fd(arg(0)).and_then(|f| f.path)) {
-                    self.set_cwd(tgid, &line::unescape_cow(p));
-                }
-            }
-            "fsync" | "fdatasync" => {
-                op.kind = if name == "fsync" { Kind::Fsync } else { Kind::Fdatasync };
-                op.file = self.file_of(tgid, arg(0))?;
-            }
-            "sync_file_range" | "sync_file_range2" => {
-                op.kind = Kind::SyncFileRange;
-                op.file = self.file_of(tgid, arg(0))?;
-                op.offset = num(1) as u64;
-                op.size = num(2) as u64;
-                op.flags = symbolic(arg(3), SFR);
-            }
-            "ftruncate" | "ftruncate64" => {
-                op.kind = Kind::Ftruncate;
-                op.file = self.file_of(tgid, arg(0))?;
-                op.offset = num(1) as u64;
-            }
-            "fallocate" => {
-                op.kind = Kind::Fallocate;
-                op.file = self.file_of(tgid, arg(0))?;
-                op.flags = symbolic(arg(1), FALLOC);
-                op.offset = num(2) as u64;
-                op.size = num(3) as u64;
-            }
-            "unlink" | "unlinkat" | "mkdir" | "mkdirat" => {
-                op.kind = if name.starts_with("unlink") { Kind::Unlink } else { Kind::Mkdir };
-                let p = if name.ends_with("at") {
-                    if name == "unlinkat" && arg(2).contains("AT_REMOVEDIR") {
-                        op.flags = 0x200;
-                    }
-                    self.resolve(tgid, Some(arg(0)), arg(1))
-                } else {
-                    self.resolve(tgid, None, arg(0))
-                };
-                op.file = self.path_id(p.unwrap_or_default())?;
-            }
-            "rename" | "renameat" | "renameat2" => {
-                op.kind = Kind::Rename;
-                let (from, to) = if name == "rename" {
-                    (self.resolve(tgid, None, arg(0)), self.resolve(tgid, None, arg(1)))
-                } else {
-                    (self.resolve(tgid, Some(arg(0)), arg(1)), self.resolve(tgid, Some(arg(2)), arg(3)))
-                };
-                op.file = self.path_id(from.unwrap_or_default())?;
-                op.offset = u64::from(self.path_id(to.unwrap_or_default())?);
-            }
-            "clone" | "clone3" | "fork" | "vfork" => {
-                op.kind = Kind::Other(self.name_id(name)?);
-                if ok && result > 0 {
-                    let child = result as u32;
-                    let thread = CLONE_THREAD.find(args.as_bytes()).is_some();
-                    if thread {
-                        self.set_tgid(child, tgid);
-                    } else {
-                        self.set_tgid(child, child);
-                        // The child starts with copies of the parent's fd table and cwd.
-                        let parent = self.procs.get(&tgid).map(|p| (p.fds.clone(), p.cwd.clone()));
-                        let (fds, cwd) = parent.unwrap_or_default();
-                        if let Some(t) = fds {
-                            for e in t.values() {
-                                *self.refs.entry(e.file).or_insert(0) += 1;
-                            }
-                            let c = self.procs.entry(child).or_default();
-                            if c.fds.replace(t).is_none() {
-                                self.fd_tables += 1;
-                            }
-                        }
-                        if let Some(cwd) = cwd {
-                            self.procs.entry(child).or_default().cwd = Some(cwd);
-                        }
-                    }
-                }
-            }
+            "clone" | "clone3" | "fork" | "vfork" => self.clone_call(&c, &mut op)?,
             "execve" | "execveat" => {
                 op.kind = Kind::Other(self.name_id(name)?);
-                if ok {
+                if c.ok {
                     // O_CLOEXEC fds close here; which ones is not in the trace, so keep all.
-                    if let Some(p) = self.procs.get_mut(&tgid) {
+                    if let Some(p) = self.procs.get_mut(&c.tgid) {
                         p.cwd = None;
                     }
                 }
@@ -852,6 +686,209 @@ impl<W: Write> Importer<W> {
         }
         self.ops += 1;
         self.w.op(tid, op)
+    }
+
+    /// open, openat, creat, openat2: a new opening of a path.
+    fn open_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        let (dir, path, flags) = match c.name {
+            "open" => (None, c.arg(0), oflags::parse(c.arg(1))),
+            "creat" => (None, c.arg(0), oflags::O_CREAT | oflags::O_WRONLY | oflags::O_TRUNC),
+            "openat2" => {
+                let how = c.arg(2);
+                let f = how
+                    .split_once("flags=")
+                    .map(|(_, r)| r.split([',', '}']).next().unwrap_or(""))
+                    .map(oflags::parse)
+                    .unwrap_or(0);
+                (Some(c.arg(0)), c.arg(1), f)
+            }
+            _ => (Some(c.arg(0)), c.arg(1), oflags::parse(c.arg(2))),
+        };
+        op.kind = Kind::Open;
+        op.flags = flags;
+        // The path as opened is needed only where `-y` does not show the result's.
+        if c.ok {
+            let p = match c.r.path {
+                Some(p) => line::unescape(p),
+                None => self.resolve(c.tgid, dir, path).unwrap_or_default(),
+            };
+            let id = self.new_file(p, flags, false)?;
+            self.set_fd(c.tgid, c.result, FdEntry { file: id, raw: c.r.path.unwrap_or("").into() });
+            op.file = id;
+        } else {
+            let resolved = self.resolve(c.tgid, dir, path).unwrap_or_default();
+            op.offset = u64::from(self.path_id(resolved)?);
+        }
+        Ok(())
+    }
+
+    /// close: the descriptor leaves the table; `count` says how many references the opening keeps.
+    fn close_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.kind = Kind::Close;
+        if let Some(fd) = line::parse_fd(c.arg(0)).and_then(|f| f.fd) {
+            op.file = self.file_of(c.tgid, c.arg(0))?;
+            if c.ok {
+                let t = self.procs.get_mut(&c.tgid).and_then(|p| p.fds.as_mut());
+                if let Some(e) = t.and_then(|t| t.remove(&fd)) {
+                    op.count = self.unref(e.file);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// dup, dup2, dup3, fcntl(F_DUPFD): a second descriptor for the same opening.
+    fn dup_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.kind = Kind::Other(self.name_id(c.name)?);
+        let dups = c.name != "fcntl" && c.name != "fcntl64" || matches!(c.arg(1), "F_DUPFD" | "F_DUPFD_CLOEXEC");
+        if dups && c.ok {
+            let id = self.file_of(c.tgid, c.arg(0))?;
+            op.file = id;
+            if id != NO_FILE {
+                let raw = line::parse_fd(c.arg(0)).and_then(|f| f.path).unwrap_or("");
+                self.set_fd(c.tgid, c.result, FdEntry { file: id, raw: c.r.path.unwrap_or(raw).into() });
+            }
+        }
+        Ok(())
+    }
+
+    /// The data calls: read, write, their positioned and vectored forms.
+    fn data_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.kind = match c.name {
+            "read" => Kind::Read,
+            "write" => Kind::Write,
+            "pread64" => Kind::Pread,
+            "pwrite64" => Kind::Pwrite,
+            "readv" => Kind::Readv,
+            "writev" => Kind::Writev,
+            "preadv" | "preadv2" => Kind::Preadv,
+            _ => Kind::Pwritev,
+        };
+        op.file = self.file_of(c.tgid, c.arg(0))?;
+        match op.kind {
+            Kind::Read | Kind::Write | Kind::Pread | Kind::Pwrite => op.size = c.num(2) as u64,
+            _ => {
+                op.count = c.num(2) as u32;
+                op.size = iov_bytes(c.arg(1)).unwrap_or(c.result.max(0) as u64);
+            }
+        }
+        if matches!(op.kind, Kind::Pread | Kind::Pwrite | Kind::Preadv | Kind::Pwritev) {
+            op.offset = c.num(3) as u64;
+        }
+        Ok(())
+    }
+
+    /// The other calls on a descriptor: seeks, syncs, ftruncate, fallocate.
+    fn fd_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.file = self.file_of(c.tgid, c.arg(0))?;
+        match c.name {
+            "lseek" => {
+                op.kind = Kind::Lseek;
+                op.offset = c.num(1) as u64;
+                op.count = whence(c.arg(2));
+            }
+            // `_llseek(fd, offset, [result], whence) = 0`: the new offset is in the brackets.
+            "_llseek" => {
+                op.kind = Kind::Lseek;
+                op.offset = c.num(1) as u64;
+                op.count = whence(c.arg(3));
+                if c.ok {
+                    op.result = line::parse_int(c.arg(2).trim_start_matches('[').trim_end_matches(']')).unwrap_or(-1);
+                }
+            }
+            "fsync" => op.kind = Kind::Fsync,
+            "fdatasync" => op.kind = Kind::Fdatasync,
+            "sync_file_range" | "sync_file_range2" => {
+                op.kind = Kind::SyncFileRange;
+                op.offset = c.num(1) as u64;
+                op.size = c.num(2) as u64;
+                op.flags = symbolic(c.arg(3), SFR);
+            }
+            "fallocate" => {
+                op.kind = Kind::Fallocate;
+                op.flags = symbolic(c.arg(1), FALLOC);
+                op.offset = c.num(2) as u64;
+                op.size = c.num(3) as u64;
+            }
+            _ => {
+                op.kind = Kind::Ftruncate;
+                op.offset = c.num(1) as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// chdir, fchdir: the process's cwd, which later relative paths resolve against.
+    fn chdir_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.kind = Kind::Other(self.name_id(c.name)?);
+        if !c.ok {
+            return Ok(());
+        }
+        if c.name == "chdir" {
+            if let Some(p) = self.resolve(c.tgid, None, c.arg(0)) {
+                self.set_cwd(c.tgid, &p);
+            }
+        } else if let Some(p) = line::parse_fd(c.arg(0)).and_then(|f| f.path) {
+            self.set_cwd(c.tgid, &line::unescape_cow(p));
+        }
+        Ok(())
+    }
+
+    /// The namespace calls: unlink, mkdir, rename (and their `at` forms), by path.
+    fn name_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        let (name, tgid) = (c.name, c.tgid);
+        if name.starts_with("rename") {
+            op.kind = Kind::Rename;
+            let (from, to) = if name == "rename" {
+                (self.resolve(tgid, None, c.arg(0)), self.resolve(tgid, None, c.arg(1)))
+            } else {
+                (self.resolve(tgid, Some(c.arg(0)), c.arg(1)), self.resolve(tgid, Some(c.arg(2)), c.arg(3)))
+            };
+            op.file = self.path_id(from.unwrap_or_default())?;
+            op.offset = u64::from(self.path_id(to.unwrap_or_default())?);
+            return Ok(());
+        }
+        op.kind = if name.starts_with("unlink") { Kind::Unlink } else { Kind::Mkdir };
+        let p = if name.ends_with("at") {
+            if name == "unlinkat" && c.arg(2).contains("AT_REMOVEDIR") {
+                op.flags = 0x200;
+            }
+            self.resolve(tgid, Some(c.arg(0)), c.arg(1))
+        } else {
+            self.resolve(tgid, None, c.arg(0))
+        };
+        op.file = self.path_id(p.unwrap_or_default())?;
+        Ok(())
+    }
+
+    /// clone, clone3, fork, vfork: a thread joins its process; a process gets copies of its
+    /// parent's fd table and cwd.
+    fn clone_call(&mut self, c: &Call<'_>, op: &mut Op) -> io::Result<()> {
+        op.kind = Kind::Other(self.name_id(c.name)?);
+        if !(c.ok && c.result > 0) {
+            return Ok(());
+        }
+        let (child, tgid) = (c.result as u32, c.tgid);
+        if CLONE_THREAD.find(c.args.as_bytes()).is_some() {
+            self.set_tgid(child, tgid);
+            return Ok(());
+        }
+        self.set_tgid(child, child);
+        let parent = self.procs.get(&tgid).map(|p| (p.fds.clone(), p.cwd.clone()));
+        let (fds, cwd) = parent.unwrap_or_default();
+        if let Some(t) = fds {
+            for e in t.values() {
+                *self.refs.entry(e.file).or_insert(0) += 1;
+            }
+            let c = self.procs.entry(child).or_default();
+            if c.fds.replace(t).is_none() {
+                self.fd_tables += 1;
+            }
+        }
+        if let Some(cwd) = cwd {
+            self.procs.entry(child).or_default().cwd = Some(cwd);
+        }
+        Ok(())
     }
 
     /// Finish the trace: thread records, the last chunks, the end record.
@@ -883,6 +920,31 @@ impl<W: Write> Importer<W> {
         };
         let w = self.w.finish(self.bad_lines, 0, self.last_ns.saturating_sub(first))?;
         Ok((w, summary))
+    }
+}
+
+/// One system call's line, taken apart once for the call's handler.
+struct Call<'a> {
+    name: &'a str,
+    /// The arguments as strace wrote them.
+    args: &'a str,
+    a: line::Args<'a>,
+    r: line::Ret<'a>,
+    /// The return value (`i64::MIN`: the call did not return).
+    result: i64,
+    /// It returned, and not an error.
+    ok: bool,
+    /// The calling thread's process.
+    tgid: u32,
+}
+
+impl<'a> Call<'a> {
+    fn arg(&self, i: usize) -> &'a str {
+        self.a.get(i)
+    }
+
+    fn num(&self, i: usize) -> i64 {
+        line::parse_int(self.arg(i)).unwrap_or(0)
     }
 }
 
