@@ -639,10 +639,6 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
         if s.cut {
             self.lost("paths cut at 4 KiB (kept cut)", 1);
         }
-        let ret = s.ret;
-        let ok = ret >= 0;
-        let a = s.args;
-        let fd = |i: usize| a[i] as i32;
         let mut op = Op {
             start_ns: start,
             dur_ns: end.saturating_sub(start),
@@ -652,131 +648,179 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             size: 0,
             count: 0,
             flags: 0,
-            result: ret,
+            result: s.ret,
         };
-        let p1 = s.path1.unwrap_or_default();
-        let p2 = s.path2.unwrap_or_default();
+        let c = Got {
+            sys,
+            name: call.name,
+            tgid,
+            ret: s.ret,
+            ok: s.ret >= 0,
+            a: s.args,
+            extra: s.extra,
+            p1: s.path1.unwrap_or_default(),
+            p2: s.path2.unwrap_or_default(),
+        };
         match sys {
-            Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat => {
-                let (dir, flags) = match sys {
-                    Sys::Open => (None, a[1] as u32),
-                    Sys::Openat => (Some(fd(0)), a[2] as u32),
-                    Sys::Openat2 => (Some(fd(0)), s.extra as u32),
-                    _ => (None, oflags::O_CREAT | oflags::O_WRONLY | oflags::O_TRUNC),
-                };
-                op.kind = Kind::Open;
-                op.flags = flags;
-                let path = self.resolve(tgid, dir, &p1);
-                if ok {
-                    let id = self.new_file(path, flags, false)?;
-                    self.set_fd(tgid, ret as i32, id);
-                    op.file = id;
-                } else {
-                    op.offset = u64::from(self.path_id(path)?);
-                }
-            }
+            Sys::Open | Sys::Openat | Sys::Openat2 | Sys::Creat => self.open_sys(&c, &mut op)?,
             Sys::Close => {
                 op.kind = Kind::Close;
-                op.file = self.file_of(tgid, fd(0))?;
-                if ok {
-                    let gone = self.procs.get_mut(&tgid).and_then(|p| p.fds.remove(&fd(0)));
+                op.file = self.file_of(tgid, c.fd(0))?;
+                if c.ok {
+                    let gone = self.procs.get_mut(&tgid).and_then(|p| p.fds.remove(&c.fd(0)));
                     if let Some(f) = gone {
                         op.count = self.unref(f);
                     }
                 }
             }
             Sys::Dup | Sys::Dup2 | Sys::Dup3 | Sys::Fcntl => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
+                op.kind = Kind::Other(self.name_id(c.name)?);
                 // fcntl duplicates with F_DUPFD (0) and F_DUPFD_CLOEXEC (1030).
-                let dups = sys != Sys::Fcntl || matches!(a[1], 0 | 1030);
-                if fd(0) >= 0 {
-                    op.file = self.file_of(tgid, fd(0))?;
+                let dups = sys != Sys::Fcntl || matches!(c.a[1], 0 | 1030);
+                if c.fd(0) >= 0 {
+                    op.file = self.file_of(tgid, c.fd(0))?;
                 }
-                if dups && ok && op.file != NO_FILE && ret as i32 != fd(0) {
-                    self.set_fd(tgid, ret as i32, op.file);
-                }
-            }
-            Sys::Read | Sys::Write | Sys::Pread | Sys::Pwrite => {
-                op.kind = match sys {
-                    Sys::Read => Kind::Read,
-                    Sys::Write => Kind::Write,
-                    Sys::Pread => Kind::Pread,
-                    _ => Kind::Pwrite,
-                };
-                op.file = self.file_of(tgid, fd(0))?;
-                op.size = a[2];
-                if matches!(sys, Sys::Pread | Sys::Pwrite) {
-                    op.offset = a[3];
+                if dups && c.ok && op.file != NO_FILE && c.ret as i32 != c.fd(0) {
+                    self.set_fd(tgid, c.ret as i32, op.file);
                 }
             }
-            Sys::Readv | Sys::Writev | Sys::Preadv | Sys::Pwritev | Sys::Preadv2 | Sys::Pwritev2 => {
-                op.kind = match sys {
-                    Sys::Readv => Kind::Readv,
-                    Sys::Writev => Kind::Writev,
-                    Sys::Preadv | Sys::Preadv2 => Kind::Preadv,
-                    _ => Kind::Pwritev,
-                };
-                op.file = self.file_of(tgid, fd(0))?;
-                op.count = a[2] as u32;
-                // The iovecs are not read: the bytes asked for are taken as those moved.
-                op.size = ret.max(0) as u64;
-                if !matches!(sys, Sys::Readv | Sys::Writev) {
-                    op.offset = a[3];
-                }
+            Sys::Read
+            | Sys::Write
+            | Sys::Pread
+            | Sys::Pwrite
+            | Sys::Readv
+            | Sys::Writev
+            | Sys::Preadv
+            | Sys::Pwritev
+            | Sys::Preadv2
+            | Sys::Pwritev2 => self.data_sys(&c, &mut op)?,
+            Sys::Lseek | Sys::Fsync | Sys::Fdatasync | Sys::SyncFileRange | Sys::Ftruncate | Sys::Fallocate => {
+                self.fd_sys(&c, &mut op)?
             }
+            Sys::Unlink
+            | Sys::Unlinkat
+            | Sys::Mkdir
+            | Sys::Mkdirat
+            | Sys::Rename
+            | Sys::Renameat
+            | Sys::Renameat2
+            | Sys::Chdir
+            | Sys::Fchdir => self.name_sys(&c, &mut op)?,
+            Sys::IoUringSetup
+            | Sys::IoUringEnter
+            | Sys::IoUringRegister
+            | Sys::IoSetup
+            | Sys::IoDestroy
+            | Sys::IoSubmit
+            | Sys::IoGetevents
+            | Sys::IoPgetevents
+            | Sys::Execve
+            | Sys::Execveat => self.async_sys(&c, &mut op)?,
+        }
+        self.ops += 1;
+        self.w.op(s.tid, op)
+    }
+
+    /// open, openat, openat2, creat: a new opening of a path.
+    fn open_sys(&mut self, c: &Got, op: &mut Op) -> io::Result<()> {
+        let (dir, flags) = match c.sys {
+            Sys::Open => (None, c.a[1] as u32),
+            Sys::Openat => (Some(c.fd(0)), c.a[2] as u32),
+            Sys::Openat2 => (Some(c.fd(0)), c.extra as u32),
+            _ => (None, oflags::O_CREAT | oflags::O_WRONLY | oflags::O_TRUNC),
+        };
+        op.kind = Kind::Open;
+        op.flags = flags;
+        let path = self.resolve(c.tgid, dir, &c.p1);
+        if c.ok {
+            let id = self.new_file(path, flags, false)?;
+            self.set_fd(c.tgid, c.ret as i32, id);
+            op.file = id;
+        } else {
+            op.offset = u64::from(self.path_id(path)?);
+        }
+        Ok(())
+    }
+
+    /// The data calls: read, write, their positioned and vectored forms.
+    fn data_sys(&mut self, c: &Got, op: &mut Op) -> io::Result<()> {
+        op.file = self.file_of(c.tgid, c.fd(0))?;
+        let (kind, vectored, positioned) = match c.sys {
+            Sys::Read => (Kind::Read, false, false),
+            Sys::Write => (Kind::Write, false, false),
+            Sys::Pread => (Kind::Pread, false, true),
+            Sys::Pwrite => (Kind::Pwrite, false, true),
+            Sys::Readv => (Kind::Readv, true, false),
+            Sys::Writev => (Kind::Writev, true, false),
+            Sys::Preadv | Sys::Preadv2 => (Kind::Preadv, true, true),
+            _ => (Kind::Pwritev, true, true),
+        };
+        op.kind = kind;
+        if vectored {
+            op.count = c.a[2] as u32;
+            // The iovecs are not read: the bytes asked for are taken as those moved.
+            op.size = c.ret.max(0) as u64;
+        } else {
+            op.size = c.a[2];
+        }
+        if positioned {
+            op.offset = c.a[3];
+        }
+        Ok(())
+    }
+
+    /// The other calls on a descriptor: lseek, the syncs, ftruncate, fallocate.
+    fn fd_sys(&mut self, c: &Got, op: &mut Op) -> io::Result<()> {
+        op.file = self.file_of(c.tgid, c.fd(0))?;
+        let a = &c.a;
+        match c.sys {
             Sys::Lseek => {
                 op.kind = Kind::Lseek;
-                op.file = self.file_of(tgid, fd(0))?;
                 op.offset = a[1];
                 op.count = a[2] as u32;
             }
-            Sys::Fsync | Sys::Fdatasync => {
-                op.kind = if sys == Sys::Fsync { Kind::Fsync } else { Kind::Fdatasync };
-                op.file = self.file_of(tgid, fd(0))?;
-            }
+            Sys::Fsync => op.kind = Kind::Fsync,
+            Sys::Fdatasync => op.kind = Kind::Fdatasync,
             Sys::SyncFileRange => {
                 op.kind = Kind::SyncFileRange;
-                op.file = self.file_of(tgid, fd(0))?;
                 op.offset = a[1];
                 op.size = a[2];
                 op.flags = a[3] as u32;
             }
             Sys::Ftruncate => {
                 op.kind = Kind::Ftruncate;
-                op.file = self.file_of(tgid, fd(0))?;
                 op.offset = a[1];
             }
-            Sys::Fallocate => {
+            _ => {
                 op.kind = Kind::Fallocate;
-                op.file = self.file_of(tgid, fd(0))?;
                 op.flags = a[1] as u32;
                 op.offset = a[2];
                 op.size = a[3];
             }
-            Sys::Unlink | Sys::Unlinkat | Sys::Mkdir | Sys::Mkdirat => {
-                op.kind = if matches!(sys, Sys::Unlink | Sys::Unlinkat) { Kind::Unlink } else { Kind::Mkdir };
-                let dir = matches!(sys, Sys::Unlinkat | Sys::Mkdirat).then(|| fd(0));
-                if sys == Sys::Unlinkat && a[2] & 0x200 != 0 {
-                    op.flags = 0x200;
-                }
-                let p = self.resolve(tgid, dir, &p1);
-                op.file = self.path_id(p)?;
-            }
+        }
+        Ok(())
+    }
+
+    /// The namespace calls by path (unlink, mkdir, rename and their `at` forms) and the cwd's
+    /// (chdir, fchdir).
+    fn name_sys(&mut self, c: &Got, op: &mut Op) -> io::Result<()> {
+        let (sys, tgid) = (c.sys, c.tgid);
+        match sys {
             Sys::Rename | Sys::Renameat | Sys::Renameat2 => {
                 op.kind = Kind::Rename;
-                let (d1, d2) = if sys == Sys::Rename { (None, None) } else { (Some(fd(0)), Some(fd(2))) };
-                let from = self.resolve(tgid, d1, &p1);
-                let to = self.resolve(tgid, d2, &p2);
+                let (d1, d2) = if sys == Sys::Rename { (None, None) } else { (Some(c.fd(0)), Some(c.fd(2))) };
+                let from = self.resolve(tgid, d1, &c.p1);
+                let to = self.resolve(tgid, d2, &c.p2);
                 op.file = self.path_id(from)?;
                 op.offset = u64::from(self.path_id(to)?);
             }
             Sys::Chdir | Sys::Fchdir => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
-                if ok {
+                op.kind = Kind::Other(self.name_id(c.name)?);
+                if c.ok {
                     let dir = if sys == Sys::Chdir {
-                        Some(self.resolve(tgid, None, &p1))
+                        Some(self.resolve(tgid, None, &c.p1))
                     } else {
-                        let f = self.file_of(tgid, fd(0))?;
+                        let f = self.file_of(tgid, c.fd(0))?;
                         op.file = f;
                         self.files.get(&f).cloned()
                     };
@@ -785,49 +829,55 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
                     }
                 }
             }
+            _ => {
+                op.kind = if matches!(sys, Sys::Unlink | Sys::Unlinkat) { Kind::Unlink } else { Kind::Mkdir };
+                let dir = matches!(sys, Sys::Unlinkat | Sys::Mkdirat).then(|| c.fd(0));
+                if sys == Sys::Unlinkat && c.a[2] & 0x200 != 0 {
+                    op.flags = 0x200;
+                }
+                let p = self.resolve(tgid, dir, &c.p1);
+                op.file = self.path_id(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The asynchronous interfaces' own calls (io_uring's and libaio's: their rings are
+    /// followed from them) and execve.
+    fn async_sys(&mut self, c: &Got, op: &mut Op) -> io::Result<()> {
+        op.kind = Kind::Other(self.name_id(c.name)?);
+        let a = &c.a;
+        match c.sys {
             Sys::IoUringSetup => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
                 op.count = a[0] as u32;
-                if ok {
+                if c.ok {
                     let id = self.new_file("anon_inode:[io_uring]".into(), 0, false)?;
-                    self.set_fd(tgid, ret as i32, id);
+                    self.set_fd(c.tgid, c.ret as i32, id);
                     op.file = id;
                 }
             }
             Sys::IoUringEnter | Sys::IoUringRegister => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
-                op.file = self.file_of(tgid, fd(0))?;
+                op.file = self.file_of(c.tgid, c.fd(0))?;
                 // enter: to_submit, min_complete, flags; register: the opcode.
                 op.count = a[1] as u32;
-                op.size = if sys == Sys::IoUringEnter { a[2] } else { a[3] };
-                op.flags = if sys == Sys::IoUringEnter { a[3] as u32 } else { 0 };
+                op.size = if c.sys == Sys::IoUringEnter { a[2] } else { a[3] };
+                op.flags = if c.sys == Sys::IoUringEnter { a[3] as u32 } else { 0 };
             }
             Sys::IoSetup => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
                 op.count = a[0] as u32;
-                if ret == 0 && s.extra != 0 {
-                    self.ring(RingKind::Aio, s.extra, tgid, a[0] as u32, 0)?;
+                if c.ret == 0 && c.extra != 0 {
+                    self.ring(RingKind::Aio, c.extra, c.tgid, a[0] as u32, 0)?;
                 }
             }
-            Sys::IoDestroy => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
-                self.close_ring(RingKind::Aio, a[0])?;
-            }
-            Sys::IoSubmit => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
-                op.count = a[1] as u32;
-            }
+            Sys::IoDestroy => self.close_ring(RingKind::Aio, a[0])?,
+            Sys::IoSubmit => op.count = a[1] as u32,
             Sys::IoGetevents | Sys::IoPgetevents => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
                 op.size = a[1];
                 op.count = a[2] as u32;
             }
-            Sys::Execve | Sys::Execveat => {
-                op.kind = Kind::Other(self.name_id(call.name)?);
-            }
+            _ => {}
         }
-        self.ops += 1;
-        self.w.op(s.tid, op)
+        Ok(())
     }
 
     /// Write a ring's operations (those never completed as such) and forget it.
@@ -886,4 +936,27 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
 /// Every traced call's name (for the kernel table and messages).
 pub fn traced_names() -> Vec<&'static str> {
     CALLS.iter().map(|c| c.name).collect()
+}
+
+/// One system call's record, taken apart once for its handler.
+struct Got {
+    sys: Sys,
+    name: &'static str,
+    /// The calling thread's process.
+    tgid: u32,
+    ret: i64,
+    /// It returned, and not an error.
+    ok: bool,
+    a: [u64; 6],
+    /// openat2's open_how.flags, io_setup's context id.
+    extra: u64,
+    p1: String,
+    p2: String,
+}
+
+impl Got {
+    /// Argument `i` as a descriptor.
+    fn fd(&self, i: usize) -> i32 {
+        self.a[i] as i32
+    }
 }

@@ -172,29 +172,35 @@ mod live {
             .unwrap_or(0)
     }
 
-    /// Record until the traced tree has exited (or the stop flag, or the duration).
-    pub fn record<W: Write>(what: What, opts: &Options, out: W, stop: &AtomicBool) -> Result<Recorded<W>, EbpfError> {
-        use aya::maps::{Array, HashMap, PerCpuArray, RingBuf};
-        use aya::programs::BtfTracePoint;
-        use aya::{Btf, EbpfLoader};
+    fn map_err(e: aya::maps::MapError) -> EbpfError {
+        load_error(&e)
+    }
 
-        if let Some(e) = unavailable() {
-            return Err(e);
-        }
-        let btf = Btf::from_sys_fs().map_err(|e| load_error(&e))?;
-        // The kernel half wakes this thread only when a quarter of the ring waits; it drains
+    fn no_map(n: &str) -> EbpfError {
+        EbpfError::Unsupported(format!("the recorder's object has no map `{n}`"))
+    }
+
+    /// The kernel half's switches: the process that spawns the command (0: none), block
+    /// requests and system calls on or off.
+    fn set_config(bpf: &mut aya::Ebpf, opts: &Options, spawner: u32) -> Result<(), EbpfError> {
+        let mut cfg: aya::maps::Array<_, [u32; 4]> =
+            aya::maps::Array::try_from(bpf.map_mut("config").ok_or_else(|| no_map("config"))?).map_err(map_err)?;
+        cfg.set(0, [spawner, u32::from(!opts.block.is_empty()), u32::from(opts.syscalls), 0], 0).map_err(map_err)
+    }
+
+    /// The kernel half loaded and told what to trace: the system calls (this architecture's
+    /// numbers), the devices, the level.
+    fn load(opts: &Options, btf: &aya::Btf) -> Result<aya::Ebpf, EbpfError> {
+        use aya::maps::{Array, HashMap};
+        // The kernel half wakes the reader only when a quarter of the ring waits; it drains
         // the ring every POLL otherwise.
         let wake_at = u64::from(opts.ring_bytes / 4);
-        let mut bpf = EbpfLoader::new()
-            .btf(Some(&btf))
+        let mut bpf = aya::EbpfLoader::new()
+            .btf(Some(btf))
             .map_max_entries("events", opts.ring_bytes)
             .override_global("wake_at", &wake_at, true)
             .load(OBJECT)
             .map_err(|e| load_error(&e))?;
-        let map_err = |e: aya::maps::MapError| load_error(&e);
-        let no_map = |n: &str| EbpfError::Unsupported(format!("the recorder's object has no map `{n}`"));
-
-        // What to trace: the system calls (this architecture's numbers), the devices, the level.
         {
             let mut si: Array<_, u32> =
                 Array::try_from(bpf.map_mut("sysinfo").ok_or_else(|| no_map("sysinfo"))?).map_err(map_err)?;
@@ -213,13 +219,14 @@ mod live {
                 dev.insert(d, 1, 0).map_err(map_err)?;
             }
         }
-        let set_config = |bpf: &mut aya::Ebpf, spawner: u32| -> Result<(), EbpfError> {
-            let mut cfg: Array<_, [u32; 4]> =
-                Array::try_from(bpf.map_mut("config").ok_or_else(|| no_map("config"))?).map_err(map_err)?;
-            cfg.set(0, [spawner, u32::from(!opts.block.is_empty()), u32::from(opts.syscalls), 0], 0).map_err(map_err)
-        };
-        set_config(&mut bpf, 0)?;
+        set_config(&mut bpf, opts, 0)?;
+        Ok(bpf)
+    }
 
+    /// The programs attached to their tracepoints; those not needed (io_uring's, on a kernel
+    /// without them) said in the notes returned.
+    fn attach(bpf: &mut aya::Ebpf, opts: &Options, btf: &aya::Btf) -> Result<Vec<String>, EbpfError> {
+        use aya::programs::BtfTracePoint;
         let mut progs: Vec<(&str, &str, bool)> = Vec::new();
         if opts.syscalls {
             progs.extend([
@@ -247,7 +254,7 @@ mod live {
                     .ok_or_else(|| EbpfError::Unsupported(format!("no program {name}")))?
                     .try_into()
                     .map_err(|e: aya::programs::ProgramError| load_error(&e))?;
-                p.load(tp, &btf).map_err(|e| load_error(&e))?;
+                p.load(tp, btf).map_err(|e| load_error(&e))?;
                 p.attach().map_err(|e| load_error(&e))?;
                 Ok(())
             })();
@@ -260,7 +267,89 @@ mod live {
         if notes.iter().any(|n| n.starts_with("io_uring")) {
             notes.push("io_uring operations are not in this trace (the kernel lacks its tracepoints)".into());
         }
+        Ok(notes)
+    }
 
+    /// The traced tree's root: the command spawned (its child handle too), or the process
+    /// attached to; none when watching the devices only.
+    fn start<W: Write>(
+        bpf: &mut aya::Ebpf,
+        what: &What,
+        opts: &Options,
+        b: &mut Builder<W>,
+    ) -> Result<(Option<std::process::Child>, Option<u32>), EbpfError> {
+        match what {
+            What::Spawn { argv, cwd } => {
+                let (prog, args) = argv
+                    .split_first()
+                    .ok_or_else(|| EbpfError::Spawn(String::new(), std::io::Error::other("no command given")))?;
+                // The recorder's own fork of the command is followed (the kernel adds the child
+                // at fork, before it runs); its calls before its execve are left out.
+                set_config(bpf, opts, std::process::id())?;
+                let spawned = std::process::Command::new(prog).args(args).current_dir(cwd).spawn();
+                set_config(bpf, opts, 0)?;
+                let c = spawned.map_err(|e| EbpfError::Spawn(prog.clone(), e))?;
+                b.add_process(c.id(), Some(cwd.to_string_lossy().into_owned()), true);
+                let id = c.id();
+                Ok((Some(c), Some(id)))
+            }
+            What::Attach(pid) => {
+                if opts.syscalls {
+                    let mut traced: aya::maps::HashMap<_, u32, u32> =
+                        aya::maps::HashMap::try_from(bpf.map_mut("traced").ok_or_else(|| no_map("traced"))?)
+                            .map_err(map_err)?;
+                    traced.insert(pid, 1, 0).map_err(map_err)?;
+                }
+                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok().map(|p| p.to_string_lossy().into_owned());
+                b.add_process(*pid, cwd, false);
+                Ok((None, Some(*pid)))
+            }
+            What::Watch => Ok((None, None)),
+        }
+    }
+
+    /// Every record the ring holds now, decoded into the trace (`bad`: those the decoder refused).
+    fn drain<W: Write>(
+        ring: &mut aya::maps::RingBuf<aya::maps::MapData>,
+        b: &mut Builder<W>,
+        bad: &mut u64,
+    ) -> Result<(), EbpfError> {
+        while let Some(item) = ring.next() {
+            match crate::wire::decode(&item) {
+                Ok(ev) => b.event(ev).map_err(EbpfError::Write)?,
+                Err(_) => *bad += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the recording is over: the command and its tree have exited, the attached
+    /// process is gone, or the duration is up.
+    fn over(what: &What, opts: &Options, status: bool, tree_alive: bool, started: Instant) -> bool {
+        let ended = match what {
+            What::Spawn { .. } => status && !tree_alive,
+            What::Attach(pid) => {
+                if opts.syscalls {
+                    !tree_alive
+                } else {
+                    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                }
+            }
+            What::Watch => false,
+        };
+        ended || opts.duration.is_some_and(|d| started.elapsed() >= d)
+    }
+
+    /// Record until the traced tree has exited (or the stop flag, or the duration).
+    pub fn record<W: Write>(what: What, opts: &Options, out: W, stop: &AtomicBool) -> Result<Recorded<W>, EbpfError> {
+        use aya::maps::{HashMap, PerCpuArray, RingBuf};
+
+        if let Some(e) = unavailable() {
+            return Err(e);
+        }
+        let btf = aya::Btf::from_sys_fs().map_err(|e| load_error(&e))?;
+        let mut bpf = load(opts, &btf)?;
+        let notes = attach(&mut bpf, opts, &btf)?;
         let mut ring = RingBuf::try_from(bpf.take_map("events").ok_or_else(|| no_map("events"))?).map_err(map_err)?;
         let t0 = now(rustix::time::ClockId::Monotonic);
         let epoch = now(rustix::time::ClockId::Realtime);
@@ -273,36 +362,7 @@ mod live {
         for (d, name) in &opts.block {
             b.add_device(*d, name).map_err(EbpfError::Write)?;
         }
-
-        let mut child = None;
-        let mut root = None;
-        match &what {
-            What::Spawn { argv, cwd } => {
-                let (prog, args) = argv
-                    .split_first()
-                    .ok_or_else(|| EbpfError::Spawn(String::new(), std::io::Error::other("no command given")))?;
-                // The recorder's own fork of the command is followed (the kernel adds the child
-                // at fork, before it runs); its calls before its execve are left out.
-                set_config(&mut bpf, std::process::id())?;
-                let spawned = std::process::Command::new(prog).args(args).current_dir(cwd).spawn();
-                set_config(&mut bpf, 0)?;
-                let c = spawned.map_err(|e| EbpfError::Spawn(prog.clone(), e))?;
-                b.add_process(c.id(), Some(cwd.to_string_lossy().into_owned()), true);
-                root = Some(c.id());
-                child = Some(c);
-            }
-            What::Attach(pid) => {
-                if opts.syscalls {
-                    let mut traced: HashMap<_, u32, u32> =
-                        HashMap::try_from(bpf.map_mut("traced").ok_or_else(|| no_map("traced"))?).map_err(map_err)?;
-                    traced.insert(pid, 1, 0).map_err(map_err)?;
-                }
-                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok().map(|p| p.to_string_lossy().into_owned());
-                b.add_process(*pid, cwd, false);
-                root = Some(*pid);
-            }
-            What::Watch => {}
-        }
+        let (mut child, root) = start(&mut bpf, &what, opts, &mut b)?;
 
         let cpu0 = thread_cpu_ns();
         let traced: HashMap<_, u32, u32> =
@@ -312,30 +372,14 @@ mod live {
         let mut bad = 0u64;
         let mut stopping: Option<Instant> = None;
         loop {
-            while let Some(item) = ring.next() {
-                match crate::wire::decode(&item) {
-                    Ok(ev) => b.event(ev).map_err(EbpfError::Write)?,
-                    Err(_) => bad += 1,
-                }
-            }
+            drain(&mut ring, &mut b, &mut bad)?;
             if let Some(c) = child.as_mut() {
                 if status.is_none() {
                     status = c.try_wait().ok().flatten();
                 }
             }
             let tree_alive = opts.syscalls && traced.keys().next().is_some();
-            let done = match &what {
-                What::Spawn { .. } => status.is_some() && !tree_alive,
-                What::Attach(pid) => {
-                    if opts.syscalls {
-                        !tree_alive
-                    } else {
-                        !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                    }
-                }
-                What::Watch => false,
-            } || opts.duration.is_some_and(|d| started.elapsed() >= d);
-            if done {
+            if over(&what, opts, status.is_some(), tree_alive, started) {
                 break;
             }
             if stop.load(Ordering::Relaxed) {
@@ -357,12 +401,7 @@ mod live {
             let _ = rustix::event::poll(&mut fds, Some(&timeout));
         }
         // What the kernel wrote before the end.
-        while let Some(item) = ring.next() {
-            match crate::wire::decode(&item) {
-                Ok(ev) => b.event(ev).map_err(EbpfError::Write)?,
-                Err(_) => bad += 1,
-            }
-        }
+        drain(&mut ring, &mut b, &mut bad)?;
         b.lost("records the decoder refused", bad);
         if let Some(m) = bpf.map("lost") {
             if let Ok(lost) = PerCpuArray::<_, u64>::try_from(m) {
