@@ -541,6 +541,40 @@ fn sizes(h: &BTreeMap<u64, u64>) -> String {
 }
 
 fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
+    print_origin(w, an)?;
+    let time_is = if an.via.as_deref() == Some("ebpf") {
+        "time is the calls' duration, and for asynchronous I/O the time from submission to completion"
+    } else {
+        "time is the calls' traced duration, -T"
+    };
+    writeln!(w, "\nAll threads ({time_is}):\n{}", op_table(&an.totals))?;
+    for t in &an.threads {
+        let who = if t.tid == 0 {
+            format!("{} more threads, summed", an.threads_summed)
+        } else {
+            format!("Thread {} (process {})", t.tid, t.tgid)
+        };
+        writeln!(
+            w,
+            "\n{who}: {} calls in {}; read {}, written {}, {} flushes; access {}; sizes (count per power-of-two bucket) {}\n{}",
+            fmt::count(t.ops.values().map(|s| s.ops).sum::<u64>() as f64),
+            fmt::secs(t.span_s),
+            iolab_spec::units::fmt_decimal(t.read_bytes as f64),
+            iolab_spec::units::fmt_decimal(t.written_bytes as f64),
+            t.syncs,
+            t.pattern,
+            sizes(&t.sizes),
+            op_table(&t.ops.iter().chain(&t.submitted).map(|(k, v)| (k.clone(), v.clone())).collect())
+        )?;
+    }
+    print_rings(w, an)?;
+    print_devices(w, an)?;
+    print_files(w, an)?;
+    print_model(w, an)
+}
+
+/// What the trace is: its source, calls and threads, how it was recorded, the tracer's cost taken off, what was lost.
+fn print_origin(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     writeln!(
         w,
         "{}: {} calls of {} threads in {}{}",
@@ -578,31 +612,11 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             writeln!(w, "Not kept while recording: {} events, {why}.", fmt::count(*n as f64))?;
         }
     }
-    let time_is = if an.via.as_deref() == Some("ebpf") {
-        "time is the calls' duration, and for asynchronous I/O the time from submission to completion"
-    } else {
-        "time is the calls' traced duration, -T"
-    };
-    writeln!(w, "\nAll threads ({time_is}):\n{}", op_table(&an.totals))?;
-    for t in &an.threads {
-        let who = if t.tid == 0 {
-            format!("{} more threads, summed", an.threads_summed)
-        } else {
-            format!("Thread {} (process {})", t.tid, t.tgid)
-        };
-        writeln!(
-            w,
-            "\n{who}: {} calls in {}; read {}, written {}, {} flushes; access {}; sizes (count per power-of-two bucket) {}\n{}",
-            fmt::count(t.ops.values().map(|s| s.ops).sum::<u64>() as f64),
-            fmt::secs(t.span_s),
-            iolab_spec::units::fmt_decimal(t.read_bytes as f64),
-            iolab_spec::units::fmt_decimal(t.written_bytes as f64),
-            t.syncs,
-            t.pattern,
-            sizes(&t.sizes),
-            op_table(&t.ops.iter().chain(&t.submitted).map(|(k, v)| (k.clone(), v.clone())).collect())
-        )?;
-    }
+    Ok(())
+}
+
+/// Each asynchronous ring (io_uring, libaio): its traffic, depth in flight and operations.
+fn print_rings(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     for r in &an.rings {
         writeln!(
             w,
@@ -648,6 +662,11 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             op_table(&r.ops)
         )?;
     }
+    Ok(())
+}
+
+/// Each block device of a block-level trace: its traffic, queue and device times, depth.
+fn print_devices(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     for d in &an.devices {
         writeln!(
             w,
@@ -669,6 +688,11 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             op_table(&d.ops)
         )?;
     }
+    Ok(())
+}
+
+/// The files table.
+fn print_files(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     let mut ft = Table::new();
     ft.load_preset(UTF8_BORDERS_ONLY).set_header([
         "file",
@@ -695,6 +719,11 @@ fn print_analysis(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
         ]);
     }
     writeln!(w, "\nFiles (sizes: count per power-of-two bucket):\n{ft}")?;
+    Ok(())
+}
+
+/// The time model: what the trace would take at the device's rate and latency, beside what it took.
+fn print_model(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     if let Some(m) = &an.model {
         writeln!(
             w,
