@@ -419,57 +419,7 @@ impl ReplayPlan {
                 threads.len()
             ));
         }
-        let mut adjusted: BTreeMap<String, u64> = BTreeMap::new();
-        let mut buffers = 0u64;
-        // Linux moves at most 0x7ffff000 bytes in one read or write.
-        let max_buffer = limits.max_buffer.0.min(0x7fff_f000);
-        for th in &mut threads {
-            th.tgid = b.tgids.get(&th.tid).copied().unwrap_or(th.tid);
-            let mut max = 0u64;
-            for (i, s) in th.steps.iter_mut().enumerate() {
-                let op = &s.op;
-                if !(op.kind.reads() || op.kind.writes()) {
-                    continue;
-                }
-                let moved = op.result.max(0) as u64;
-                if op.size > max_buffer {
-                    // A call asking for more than it moved (a read at the end of a file, a
-                    // count past Linux's cap) asks for the buffer's size when what it moved fits.
-                    if moved <= max_buffer {
-                        s.flags |= CUT;
-                        *adjusted
-                            .entry(format!(
-                                "calls asking for more than --max-buffer ({}) that moved no more ask for that",
-                                iolab_spec::Bytes(max_buffer)
-                            ))
-                            .or_default() += 1;
-                        max = max.max(max_buffer);
-                        continue;
-                    }
-                    return Err(said!(
-                        "traced thread {} {} {} bytes in one call (its call {}); a replay buffer is at most --max-buffer ({}): pass --max-buffer {} to replay it",
-                        th.tid,
-                        if op.kind.reads() { "read" } else { "wrote" },
-                        moved,
-                        i + 1,
-                        iolab_spec::Bytes(max_buffer),
-                        size_arg(moved)
-                    ));
-                }
-                max = max.max(op.size);
-            }
-            th.buffer_len = max.max(4096).div_ceil(4096).saturating_mul(4096) as usize;
-            buffers = buffers.saturating_add(th.buffer_len as u64);
-            th.tracer_gap_ns = if tracer_free {
-                0
-            } else {
-                th.steps
-                    .windows(2)
-                    .map(|w| w[1].op.start_ns.saturating_sub(w[0].op.start_ns.saturating_add(w[0].op.dur_ns)))
-                    .min()
-                    .unwrap_or(0)
-            };
-        }
+        let (adjusted, buffers) = size_buffers(&mut threads, &b.tgids, limits, tracer_free)?;
         let memory = b.check_memory(buffers)?;
         let origin_ns = threads.iter().filter_map(|t| t.steps.first()).map(|s| s.op.start_ns).min().unwrap_or(0);
         let end = threads
@@ -685,6 +635,69 @@ fn share_openings(threads: &mut [ThreadPlan], files: &HashMap<u32, ReplayFile>) 
         }
     }
     takers
+}
+
+/// Each thread's buffer (the largest call it replays, at most --max-buffer: a call asking for
+/// more that moved no more asks for that, said in `adjusted`), its process, and the tracer's
+/// gap to take off its waits. Returns what was adjusted and the buffers' bytes.
+fn size_buffers(
+    threads: &mut [ThreadPlan],
+    tgids: &HashMap<u32, u32>,
+    limits: ReplayLimits,
+    tracer_free: bool,
+) -> Result<(BTreeMap<String, u64>, u64), SourceError> {
+    let mut adjusted: BTreeMap<String, u64> = BTreeMap::new();
+    let mut buffers = 0u64;
+    // Linux moves at most 0x7ffff000 bytes in one read or write.
+    let max_buffer = limits.max_buffer.0.min(0x7fff_f000);
+    for th in threads.iter_mut() {
+        th.tgid = tgids.get(&th.tid).copied().unwrap_or(th.tid);
+        let mut max = 0u64;
+        for (i, s) in th.steps.iter_mut().enumerate() {
+            let op = &s.op;
+            if !(op.kind.reads() || op.kind.writes()) {
+                continue;
+            }
+            let moved = op.result.max(0) as u64;
+            if op.size > max_buffer {
+                // A call asking for more than it moved (a read at the end of a file, a
+                // count past Linux's cap) asks for the buffer's size when what it moved fits.
+                if moved <= max_buffer {
+                    s.flags |= CUT;
+                    *adjusted
+                        .entry(format!(
+                            "calls asking for more than --max-buffer ({}) that moved no more ask for that",
+                            iolab_spec::Bytes(max_buffer)
+                        ))
+                        .or_default() += 1;
+                    max = max.max(max_buffer);
+                    continue;
+                }
+                return Err(said!(
+                    "traced thread {} {} {} bytes in one call (its call {}); a replay buffer is at most --max-buffer ({}): pass --max-buffer {} to replay it",
+                    th.tid,
+                    if op.kind.reads() { "read" } else { "wrote" },
+                    moved,
+                    i + 1,
+                    iolab_spec::Bytes(max_buffer),
+                    size_arg(moved)
+                ));
+            }
+            max = max.max(op.size);
+        }
+        th.buffer_len = max.max(4096).div_ceil(4096).saturating_mul(4096) as usize;
+        buffers = buffers.saturating_add(th.buffer_len as u64);
+        th.tracer_gap_ns = if tracer_free {
+            0
+        } else {
+            th.steps
+                .windows(2)
+                .map(|w| w[1].op.start_ns.saturating_sub(w[0].op.start_ns.saturating_add(w[0].op.dur_ns)))
+                .min()
+                .unwrap_or(0)
+        };
+    }
+    Ok((adjusted, buffers))
 }
 
 #[cfg(test)]
