@@ -39,7 +39,7 @@ type Labels = Vec<(String, String)>;
 enum Value {
     Counter(u64),
     Gauge(f64),
-    Histogram(Folded),
+    Histogram(Box<Folded>),
     Info,
 }
 
@@ -116,7 +116,7 @@ impl Collector for View {
             if fam.series.is_empty() {
                 continue;
             }
-            let mut me = encoder.encode_descriptor(fam.name, fam.help, fam.unit.as_ref(), fam.kind.clone())?;
+            let mut me = encoder.encode_descriptor(fam.name, fam.help, fam.unit.as_ref(), fam.kind)?;
             for (labels, v) in &fam.series {
                 match v {
                     Value::Info => me.encode_info(labels)?,
@@ -230,7 +230,7 @@ fn node_series(run: &RunFigures, node: &str, n: &NodeFigures, out: &mut Out) {
             if class.moves_data() {
                 out.add("iolab", l(), Value::Counter(x.bytes));
             }
-            out.add("iolab_operation_latency", l(), Value::Histogram(x.latency.clone()));
+            out.add("iolab_operation_latency", l(), Value::Histogram(Box::new(x.latency.clone())));
         }
         for (job, errors) in &by.errors {
             let l = labels(&[("node", node), ("run_id", id), ("phase", phase), ("job", job)], run);
