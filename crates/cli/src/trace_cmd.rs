@@ -57,7 +57,27 @@ fn find_program(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(name)).find(|p| ok(p))
 }
 
+/// An output path that is one of the inputs (by device and inode, whatever the spelling) is
+/// refused before anything is opened for writing: creating it would truncate what is to be read.
+fn refuse_input_as_output(inputs: &[PathBuf], out: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(o) = std::fs::metadata(out) else { return Ok(()) };
+    for i in inputs {
+        if let Ok(m) = std::fs::metadata(i) {
+            if (m.dev(), m.ino()) == (o.dev(), o.ino()) {
+                bail!(
+                    "-o {} is the input {}: writing the trace there would destroy what it is made from; give another -o",
+                    out.display(),
+                    i.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn convert(files: &[PathBuf], name: Option<&str>, out: &Path) -> Result<Summary> {
+    refuse_input_as_output(files, out)?;
     let f = File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let (w, sum) = iolab_trace::import_named(files, name, BufWriter::new(f))?;
     w.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;

@@ -260,6 +260,57 @@ fn paths_of(v: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String
 }
 
 #[test]
+fn record_attached_ends_on_sigint_and_sigterm_keeping_the_trace() {
+    // Issue 25: `trace record -p PID` ran on for minutes after SIGINT or SIGTERM (until the
+    // traced process ended); it must end at once, strace detached and the trace kept.
+    if !have("strace") {
+        return skip("strace is missing");
+    }
+    let d = tempfile::tempdir().unwrap();
+    for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
+        let mut prog = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let trace = d.path().join(format!("{sig:?}.trace"));
+        let mut rec = iolab()
+            .args(["trace", "record", "--via", "strace", "-o"])
+            .arg(&trace)
+            .args(["-p", &prog.id().to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let pid = rustix::process::Pid::from_raw(rec.id() as i32).unwrap();
+        rustix::process::kill_process(pid, sig).unwrap();
+        let t = std::time::Instant::now();
+        let status = loop {
+            if let Some(st) = rec.try_wait().unwrap() {
+                break Some(st);
+            }
+            if t.elapsed() > std::time::Duration::from_secs(10) {
+                let _ = rec.kill();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let _ = prog.kill();
+        let _ = prog.wait();
+        let status = status.unwrap_or_else(|| panic!("trace record -p still running 10 s after SIG{sig:?}"));
+        let mut err = String::new();
+        std::io::Read::read_to_string(rec.stderr.as_mut().unwrap(), &mut err).unwrap();
+        if err.contains("Operation not permitted") {
+            return skip("ptrace may not attach here (kernel.yama.ptrace_scope, a container)");
+        }
+        let _ = status;
+        let out = iolab().args(["trace", "show"]).arg(&trace).output().unwrap();
+        assert!(
+            out.status.success(),
+            "the trace was not kept after SIG{sig:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn record_attaches_to_a_running_process() {
     if !have("strace") || !have("cc") {
         return skip("strace or cc is missing");
@@ -354,6 +405,14 @@ fn clear_errors_for_missing_commands_and_bad_input() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 lines not understood"), "{text}");
     assert!(text.contains("bad.strace:2:") && text.contains("bad.strace:3:"), "{text}");
+    // The output named as an input (spelled another way) is refused, the input untouched
+    // (issue 25: it was truncated to 61 bytes, exit 0).
+    let before = std::fs::read(&s).unwrap();
+    let same = d.path().join(".").join("bad.strace");
+    let out = iolab().args(["trace", "import", "-o"]).arg(&same).arg(&s).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is the input"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&s).unwrap(), before);
     let out = iolab().args(["trace", "show"]).arg(&s).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an iolab trace"));
