@@ -270,7 +270,7 @@ fn record_attached_ends_on_sigint_and_sigterm_keeping_the_trace() {
     for sig in [rustix::process::Signal::INT, rustix::process::Signal::TERM] {
         let mut prog = std::process::Command::new("sleep").arg("60").spawn().unwrap();
         let trace = d.path().join(format!("{sig:?}.trace"));
-        let mut rec = iolab()
+        let mut rec = iolab_process()
             .args(["trace", "record", "--via", "strace", "-o"])
             .arg(&trace)
             .args(["-p", &prog.id().to_string()])
