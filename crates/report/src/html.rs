@@ -3,7 +3,9 @@
 //! the runs compare, and how each phase went second by second. It prints as it reads.
 
 use crate::charts::{self, Dash, LatSet, Series};
-use crate::compare::{compare, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS};
+use crate::compare::{
+    compare, verdict_words, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS,
+};
 pub use crate::markup::escape;
 use crate::markup::figure;
 use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
@@ -18,6 +20,9 @@ pub struct ReportOptions {
     pub baseline: Option<usize>,
     /// Group runs by this label's value in the comparison.
     pub by: Option<String>,
+    /// Without `by`: the label selectors given, each with its runs (see
+    /// [`CompareOptions::sets`]).
+    pub sets: Vec<(String, Vec<i64>)>,
     /// The comparison's noise threshold as a fraction (`None`: compare's default, 2%).
     pub noise: Option<f64>,
     /// A survey's locking check (`iolab survey --node`), a run of its own: its checks and
@@ -104,6 +109,7 @@ table.facts td { max-width: 420px; overflow-wrap: anywhere; }
 .v-improved { color: var(--good); }
 .v-regressed { color: var(--bad); }
 .v-noise { color: var(--muted); font-weight: normal; }
+.flag { color: var(--bad); font-weight: 700; }
 td.base { background: #fafbfc; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px 18px; }
 figure.chart { margin: 0; border: 1px solid var(--rule); padding: 6px; break-inside: avoid; page-break-inside: avoid; }
@@ -163,7 +169,13 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     if runs.len() >= 2 {
         let c = compare(
             runs,
-            &CompareOptions { by: opts.by.clone(), baseline: opts.baseline, noise: opts.noise(), ..Default::default() },
+            &CompareOptions {
+                by: opts.by.clone(),
+                sets: opts.sets.clone(),
+                baseline: opts.baseline,
+                noise: opts.noise(),
+                ..Default::default()
+            },
         );
         comparison_section(&mut h, &c, opts);
     }
@@ -437,30 +449,74 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
 }
 
-/// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
-/// the report says what stands out too. A survey's are in its profile, folded, and not repeated.
+/// What the terminal prints under each phase (`system::findings`, the fidelity rule's findings,
+/// reads in kept holes, the limit line), so the report says what stands out too. A finding
+/// of one kind repeated over runs (the same phase, the same device, the same limit) is said
+/// once with the runs named. A survey's are in its profile, folded, and not repeated.
 fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
-    let mut items = Vec::new();
+    // (phase, kind) -> the runs that had it, each with its sentence.
+    let mut found: Vec<((String, String), Vec<(String, String)>)> = Vec::new();
+    let mut add = |phase: &str, kind: String, run: String, text: String| {
+        let key = (phase.to_string(), kind);
+        match found.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push((run, text)),
+            None => found.push((key, vec![(run, text)])),
+        }
+    };
     for r in
         runs.iter().filter(|r| !(r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases)))
     {
+        let label = run_label(r, opts.by.as_deref());
         for p in &r.result.phases {
             let plan = r.result.plan.phases.iter().find(|ph| ph.name == p.name);
-            let mut found: Vec<String> = p.system.iter().flat_map(crate::system::findings).map(|f| f.text()).collect();
-            found.extend(crate::summary::cached_writes(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])));
-            for f in found {
-                items.push(format!(
-                    "<li>{}, phase {}: {}</li>",
-                    escape(&run_label(r, opts.by.as_deref())),
-                    escape(&p.name),
-                    escape(&f)
-                ));
+            for f in p.system.iter().flat_map(crate::system::findings) {
+                let kind = match &f {
+                    crate::system::Finding::Saturated { device, .. } => format!("busy {device}"),
+                    crate::system::Finding::IoWait(_) => "iowait".to_string(),
+                    crate::system::Finding::LinkNear(t) => format!("link {}", t.split(' ').next().unwrap_or("")),
+                };
+                add(&p.name, kind, label.clone(), f.text());
+            }
+            for f in crate::system::fidelity(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])) {
+                let kind = format!("fidelity {} {} {}", f.kind.as_str(), f.direction.as_str(), f.node.as_deref().unwrap_or(""));
+                add(&p.name, kind, label.clone(), f.said());
+            }
+            if let Some(line) = crate::system::holes_line(p) {
+                add(&p.name, "holes".into(), label.clone(), line);
+            }
+            let bounds: Vec<(Option<&str>, &iolab_model::Bound)> = if p.nodes.is_empty() {
+                p.limit.iter().map(|b| (None, b)).collect()
+            } else {
+                p.nodes.iter().filter_map(|n| n.limit.as_ref().map(|b| (Some(n.name.as_str()), b))).collect()
+            };
+            for (node, b) in bounds {
+                let kind = format!("limit {} {} {}", b.by.as_str(), b.subject.as_deref().unwrap_or(""), node.unwrap_or(""));
+                add(&p.name, kind, label.clone(), b.line(node));
             }
         }
     }
-    if !items.is_empty() {
-        let _ = writeln!(h, "<h3>Findings</h3>\n<ul class=\"findings\">\n{}\n</ul>", items.join("\n"));
+    if found.is_empty() {
+        return;
     }
+    h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
+    for ((phase, _), v) in found {
+        let (first_run, first_text) = &v[0];
+        if v.len() == 1 {
+            let _ = writeln!(h, "<li>{}, phase {}: {}</li>", escape(first_run), escape(&phase), escape(first_text));
+        } else {
+            let names: Vec<&str> = v.iter().map(|(r, _)| r.as_str()).collect();
+            let _ = writeln!(
+                h,
+                "<li>phase {}, in {} runs ({}): {} <span class=\"muted\">(the figures of {}; the others alike)</span></li>",
+                escape(&phase),
+                v.len(),
+                escape(&names.join(", ")),
+                escape(first_text),
+                escape(first_run)
+            );
+        }
+    }
+    h.push_str("</ul>\n");
 }
 
 /// Operations other than reads, writes and flushes (creates, renames, ...), when any run has them.
@@ -503,14 +559,17 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
         "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b> (of the values as printed). A verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs \
          on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
          <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
-         confidence interval lies wholly beyond &plusmn;{}%; otherwise it is \
-         <span class=\"verdict v-noise\">within noise</span>.</p>",
-        match &opts.by {
-            Some(b) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
-            None => String::new(),
+         confidence interval lies wholly beyond &plusmn;{n}%; <span class=\"verdict v-noise\">no change</span> when the \
+         interval lies wholly inside &plusmn;{n}%; otherwise it is <span class=\"verdict v-noise\">inconclusive</span>, \
+         with the interval and about how many more runs of each configuration would decide it. A cell marked \
+         <span class=\"flag\">*</span> had a finding: its figure is not (all) what the storage saw (listed below).</p>",
+        match (&opts.by, opts.sets.is_empty()) {
+            (Some(b), _) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
+            (None, false) => " (runs grouped by the selectors given)".to_string(),
+            (None, true) => String::new(),
         },
         c.groups.get(c.baseline).map(|g| escape(&g.key)).unwrap_or_default(),
-        (opts.noise() * 1000.0).round() / 10.0
+        n = (opts.noise() * 1000.0).round() / 10.0
     );
     if c.rows.is_empty() {
         h.push_str("<p class=\"note\">The baseline has nothing to compare.</p>\n</section>\n");
@@ -547,10 +606,13 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
                     let cls = match v {
                         Verdict::Improved => "v-improved",
                         Verdict::Regressed => "v-regressed",
-                        Verdict::WithinNoise => "v-noise",
+                        Verdict::NoChange | Verdict::Inconclusive => "v-noise",
                     };
-                    let _ = write!(h, " <span class=\"verdict {cls}\">{}</span>", v.word());
+                    let _ = write!(h, " <span class=\"verdict {cls}\">{}</span>", escape(&verdict_words(cell, v)));
                 }
+            }
+            if !cell.findings.is_empty() {
+                let _ = write!(h, " <span class=\"flag\" title=\"{}\">*</span>", escape(&cell.findings.join("; ")));
             }
             h.push_str("</td>");
         }
@@ -558,6 +620,14 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     }
     let regressions = c.regressions();
     h.push_str("</table></div>\n");
+    let notes = c.finding_notes();
+    if !notes.is_empty() {
+        h.push_str("<p class=\"note\"><span class=\"flag\">*</span> Not (all) what the storage saw:</p>\n<ul class=\"findings\">\n");
+        for n in notes {
+            let _ = writeln!(h, "<li>{}</li>", escape(&n));
+        }
+        h.push_str("</ul>\n");
+    }
     if c.too_few_runs() {
         let _ = writeln!(
             h,

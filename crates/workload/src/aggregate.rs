@@ -7,7 +7,7 @@
 
 use crate::layout::Target;
 use iolab_model::figures::{self, Combine, Figures};
-use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
+use iolab_model::{new_histogram, Acc, CpuTime, HoleReads, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -32,6 +32,8 @@ pub(crate) enum Msg {
         error: Option<String>,
         /// The source's own figures (see [`crate::source::Source::figures`]).
         figures: Vec<(&'static str, f64)>,
+        /// Its reads of kept holes (see [`crate::source::Source::hole_reads`]).
+        holes: Option<(u64, u64)>,
     },
 }
 
@@ -61,6 +63,8 @@ pub(crate) struct Aggregator {
     job_err: Vec<Option<String>>,
     /// Each job's threads' workload figures, as their sources said them.
     job_figures: Vec<Vec<Figures>>,
+    /// Each job's reads of kept holes, from its threads.
+    job_holes: Vec<Option<HoleReads>>,
     workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
@@ -89,6 +93,7 @@ impl Aggregator {
             job_end: vec![None; threads.len()],
             job_err: vec![None; threads.len()],
             job_figures: vec![Vec::new(); threads.len()],
+            job_holes: vec![None; threads.len()],
             workers,
             worker_sec: vec![i64::MIN; n],
             worker_done: vec![false; n],
@@ -146,8 +151,13 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes } => {
                 self.merge(job, worker, sec, &acc);
+                if let Some((reads, in_holes)) = holes {
+                    let h = self.job_holes[job].get_or_insert_with(HoleReads::default);
+                    h.reads += reads;
+                    h.in_holes += in_holes;
+                }
                 if !figures.is_empty() {
                     self.job_figures[job].push(figures.iter().map(|(k, v)| (k.to_string(), *v)).collect());
                 }
@@ -254,6 +264,16 @@ impl Aggregator {
                 per_thread,
                 workload,
                 replay: None,
+                holes: self.job_holes[i].map(|mut h| {
+                    // What a uniform read of the region would find: its bytes in holes.
+                    let (empty, region): (u64, u64) = targets[i]
+                        .iter()
+                        .filter(|t| !t.kept_holes().is_empty())
+                        .map(|t| (t.empty_bytes(), t.size.min(t.existing).saturating_sub(job.workload.block().map_or(0, |b| b.offset()))))
+                        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                    h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
+                    h
+                }),
             });
         }
         let mut r = PhaseResult {
@@ -266,6 +286,9 @@ impl Aggregator {
             ..PhaseResult::new(phase.name.clone())
         };
         r.roll_up_workload();
+        for h in r.jobs.iter().filter_map(|j| j.holes) {
+            r.holes.get_or_insert_with(HoleReads::default).add(&h);
+        }
         r
     }
 }
@@ -351,6 +374,7 @@ mod tests {
             end: t0 + Duration::from_secs(2),
             error: None,
             figures: Vec::new(),
+            holes: None,
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
@@ -366,6 +390,7 @@ mod tests {
             end: t0 + Duration::from_secs(5),
             error: Some("EIO".into()),
             figures: Vec::new(),
+            holes: None,
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;
