@@ -31,8 +31,10 @@ pub const SHALLOW_DEPTH: u32 = 4;
 /// Where a target has no device figures (a network or FUSE filesystem whose device is
 /// elsewhere), CPU I/O wait this high says the storage is saturated.
 pub const IOWAIT_HIGH_PCT: f64 = 30.0;
-/// iolab's threads are CPU-bound when their CPU time is this share of the cores they could
-/// use (one per worker thread, at most the machine's CPUs) or more.
+/// iolab's worker threads are CPU-bound when they were runnable (on a CPU, or waiting in the
+/// run queue for one: schedstat) this share of the phase or more; where schedstats are not
+/// kept, when the process's CPU time is this share of the cores they could use (one per
+/// worker, at most the machine's CPUs).
 pub const CPU_FULL: f64 = 0.85;
 /// The queue depth is the limit when the operations in flight (IOPS × mean latency, Little's
 /// law) are this share of the depth given or more: every slot was busy all along.
@@ -173,7 +175,8 @@ pub fn device_use(s: &SystemResult) -> Option<DeviceUse> {
 
 /// Whether a device is saturated: busy [`DEVICE_BUSY_PCT`] or more with a queue of
 /// [`DEEP_QUEUE`] or more, or given more than [`SHALLOW_DEPTH`] operations at once by iolab
-/// (`depth`; `None` when the depth is not known, and busy alone decides).
+/// (`depth`; `None` when the depth is not known or not iolab's, as with buffered writes, and
+/// busy alone decides).
 pub fn device_saturated(d: &DeviceUse, depth: Option<u32>) -> bool {
     d.util_pct >= DEVICE_BUSY_PCT && (depth.is_none_or(|q| q > SHALLOW_DEPTH) || d.aqu >= DEEP_QUEUE)
 }
@@ -211,8 +214,24 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     let flight = in_flight(&o);
     let cpu_s = o.cpu.user_s + o.cpu.system_s;
     let cores = (workers.max(1) as usize).min(c.cpus.max(1)) as f64;
-    let cpu_share = if o.elapsed_s > 0.0 { cpu_s / (o.elapsed_s * cores) } else { 0.0 };
+    // The workers' own account (schedstat): on a CPU or waiting for one, over the window they
+    // ran (the ramp included, as the account is).
+    let ramp = c.jobs.iter().map(|j| j.ramp.as_secs_f64()).fold(0.0, f64::max);
+    let window = (o.elapsed_s + ramp) * workers.max(1) as f64;
+    let (on, waiting) = (o.cpu.workers_on_cpu_s, o.cpu.workers_waiting_s);
+    let sched = on > 0.0 && window > 0.0;
+    let cpu_share = if sched {
+        (on + waiting) / window
+    } else if o.elapsed_s > 0.0 {
+        cpu_s / (o.elapsed_s * cores)
+    } else {
+        0.0
+    };
     fig.insert("cpu_pct".to_string(), cpu_share * 100.0);
+    if sched {
+        fig.insert("on_cpu_pct".to_string(), 100.0 * on / window);
+        fig.insert("waiting_cpu_pct".to_string(), 100.0 * waiting / window);
+    }
     fig.insert("cpus".to_string(), c.cpus as f64);
     fig.insert("in_flight".to_string(), flight);
     if depth > 0 {
@@ -284,8 +303,10 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
             fig,
         );
     }
-    // 3. A device busy with a deep queue.
-    let depth_known = (!c.jobs.is_empty()).then_some(depth.max(1));
+    // 3. A device busy with a deep queue. Buffered writes reach the device through the
+    // kernel's writeback, not at iolab's depth: busy alone decides then.
+    let buffered_writes = c.jobs.iter().any(|j| j.workload.writes() && !j.direct);
+    let depth_known = (!c.jobs.is_empty() && !buffered_writes).then_some(depth.max(1));
     if let Some(d) = device.as_ref().filter(|d| device_saturated(d, depth_known)) {
         return bound(
             By::Device,
@@ -307,17 +328,26 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     }
     // 4. iolab's own threads on CPU.
     if cpu_share >= CPU_FULL && workers > 0 {
-        return bound(
-            By::Cpu,
-            None,
+        let text = if sched {
+            let held = if waiting / window >= 0.2 {
+                format!("; waiting for a CPU {:.0}% of it: other work on the machine's {} CPU(s) held them", 100.0 * waiting / window, c.cpus)
+            } else {
+                String::new()
+            };
+            format!(
+                "iolab's own threads on CPU: {workers} worker thread(s) were runnable {:.0}% of the phase (on a CPU {:.0}%){held}",
+                cpu_share * 100.0,
+                100.0 * on / window
+            )
+        } else {
             format!(
                 "iolab's own threads on CPU: {workers} worker thread(s) used {:.2} s of CPU per second, {:.0}% of the {} CPU(s) they could use",
                 if o.elapsed_s > 0.0 { cpu_s / o.elapsed_s } else { 0.0 },
                 cpu_share * 100.0,
                 cores as usize
-            ),
-            fig,
-        );
+            )
+        };
+        return bound(By::Cpu, None, text, fig);
     }
     // 5. The queue depth given (Little's law).
     if depth > 0 && flight >= DEPTH_FULL * depth as f64 {
@@ -343,7 +373,7 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     if let Some(l) = &link {
         parts.push(format!("{} {:.0}% of its link", l.iface.as_deref().unwrap_or("the link"), l.share * 100.0));
     }
-    parts.push(format!("iolab's threads {:.0}% of their CPU(s)", cpu_share * 100.0));
+    parts.push(format!("iolab's threads runnable {:.0}% of the time", cpu_share * 100.0));
     if depth > 0 {
         parts.push(format!("{flight:.2} of {depth} in flight"));
     }
@@ -426,7 +456,7 @@ mod tests {
     }
 
     fn obs<'a>(t: &'a Totals, s: Option<&'a SystemResult>, cpu_s: f64) -> Observed<'a> {
-        Observed { total: t, elapsed_s: 1.0, cpu: CpuTime { user_s: 0.0, system_s: cpu_s }, system: s, holes: None }
+        Observed { total: t, elapsed_s: 1.0, cpu: CpuTime { system_s: cpu_s, ..Default::default() }, system: s, holes: None }
     }
 
     #[test]
@@ -457,6 +487,14 @@ mod tests {
         let b = judge(obs(&t, None, 0.97), &Context { jobs: &jobs, cpus: 2, link_mbps: None });
         assert_eq!(b.by, By::Cpu, "{}", b.text);
         assert!(b.text.contains("97% of the 1 CPU(s)"), "{}", b.text);
+        // With the workers' own account: runnable all along, half of it waiting for a CPU.
+        let o = Observed {
+            cpu: CpuTime { workers_on_cpu_s: 0.5, workers_waiting_s: 0.48, ..Default::default() },
+            ..obs(&t, None, 0.5)
+        };
+        let b = judge(o, &Context { jobs: &jobs, cpus: 2, link_mbps: None });
+        assert_eq!(b.by, By::Cpu, "{}", b.text);
+        assert!(b.text.contains("runnable 98% of the phase (on a CPU 50%); waiting for a CPU 48%"), "{}", b.text);
         // A rate met.
         let jobs = job(|p| p.rate = Some(Bytes(1000)));
         let b = judge(obs(&totals(1, 10_000, 1.0), None, 0.0), &Context { jobs: &jobs, cpus: 2, link_mbps: None });
@@ -484,7 +522,7 @@ mod tests {
         let s = disk(40.0, 0.5);
         let b = judge(obs(&t, Some(&s), 0.1), &Context { jobs: &jobs, cpus: 2, link_mbps: None });
         assert_eq!(b.by, By::NotClear);
-        assert!(b.text.starts_with("not clear: loop0 40% busy, queue 0.5, iolab's threads 10%"), "{}", b.text);
+        assert!(b.text.starts_with("not clear: loop0 40% busy, queue 0.5, iolab's threads runnable 10%"), "{}", b.text);
         let v = serde_json::to_value(&b).unwrap();
         assert_eq!(v["by"], "not_clear");
         assert_eq!(v["figures"]["util_pct"], 40.0);

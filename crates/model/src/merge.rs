@@ -87,6 +87,8 @@ pub fn merge_phase(name: &str, parts: &[NodePhase]) -> PhaseResult {
         }
         out.cpu.user_s += ph.cpu.user_s;
         out.cpu.system_s += ph.cpu.system_s;
+        out.cpu.workers_on_cpu_s += ph.cpu.workers_on_cpu_s;
+        out.cpu.workers_waiting_s += ph.cpu.workers_waiting_s;
         let shift = start.round() as u64;
         for pt in &ph.timeline {
             let sec = (pt.t_s.ceil() as u64).max(1).saturating_add(shift);

@@ -204,16 +204,32 @@ impl<'de> Deserialize<'de> for Totals {
     }
 }
 
-/// iolab's own CPU time over a phase (all its threads).
+/// iolab's own CPU time over a phase (all its threads), and its worker threads' time on a CPU
+/// and waiting in the run queue for one (schedstat), added over the workers.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct CpuTime {
     pub user_s: f64,
     pub system_s: f64,
+    /// The worker threads' time on a CPU, seconds added over them (0 where not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workers_on_cpu_s: f64,
+    /// The worker threads' time runnable but waiting for a CPU (others' work held it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workers_waiting_s: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl CpuTime {
     pub fn since(self, before: CpuTime) -> CpuTime {
-        CpuTime { user_s: (self.user_s - before.user_s).max(0.0), system_s: (self.system_s - before.system_s).max(0.0) }
+        CpuTime {
+            user_s: (self.user_s - before.user_s).max(0.0),
+            system_s: (self.system_s - before.system_s).max(0.0),
+            workers_on_cpu_s: (self.workers_on_cpu_s - before.workers_on_cpu_s).max(0.0),
+            workers_waiting_s: (self.workers_waiting_s - before.workers_waiting_s).max(0.0),
+        }
     }
 }
 

@@ -34,6 +34,8 @@ pub(crate) enum Msg {
         figures: Vec<(&'static str, f64)>,
         /// Its reads of kept holes (see [`crate::source::Source::hole_reads`]).
         holes: Option<(u64, u64)>,
+        /// Its time on a CPU and waiting for one over its run, ns ([`crate::cpu::thread_sched`]).
+        sched: (u64, u64),
     },
 }
 
@@ -65,6 +67,8 @@ pub(crate) struct Aggregator {
     job_figures: Vec<Vec<Figures>>,
     /// Each job's reads of kept holes, from its threads.
     job_holes: Vec<Option<HoleReads>>,
+    /// The workers' time on a CPU and waiting for one, ns, over those done.
+    sched: (u64, u64),
     workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
@@ -94,6 +98,7 @@ impl Aggregator {
             job_err: vec![None; threads.len()],
             job_figures: vec![Vec::new(); threads.len()],
             job_holes: vec![None; threads.len()],
+            sched: (0, 0),
             workers,
             worker_sec: vec![i64::MIN; n],
             worker_done: vec![false; n],
@@ -151,8 +156,10 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures, holes } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched } => {
                 self.merge(job, worker, sec, &acc);
+                self.sched.0 += sched.0;
+                self.sched.1 += sched.1;
                 if let Some((reads, in_holes)) = holes {
                     let h = self.job_holes[job].get_or_insert_with(HoleReads::default);
                     h.reads += reads;
@@ -282,7 +289,11 @@ impl Aggregator {
             interrupted,
             total: Totals::from_acc(&total, elapsed),
             jobs,
-            cpu,
+            cpu: CpuTime {
+                workers_on_cpu_s: self.sched.0 as f64 / 1e9,
+                workers_waiting_s: self.sched.1 as f64 / 1e9,
+                ..cpu
+            },
             ..PhaseResult::new(phase.name.clone())
         };
         r.roll_up_workload();
@@ -375,6 +386,7 @@ mod tests {
             error: None,
             figures: Vec::new(),
             holes: None,
+            sched: (0, 0),
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
@@ -391,6 +403,7 @@ mod tests {
             error: Some("EIO".into()),
             figures: Vec::new(),
             holes: None,
+            sched: (0, 0),
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;

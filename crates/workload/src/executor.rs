@@ -674,6 +674,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     };
     shared.ready.wait();
     shared.go.wait();
+    let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     let clk = TscClock::new();
     let (sec, acc, end, error) = match (setup, source.as_mut()) {
@@ -697,9 +698,11 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let holes = source.as_ref().and_then(|s| s.hole_reads());
+    let sched1 = crate::cpu::thread_sched();
+    let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
 }
 
 /// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per

@@ -95,7 +95,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
             interrupted: false,
             error: None,
             total: t,
-            cpu: CpuTime { user_s: 0.05, system_s: 0.4 },
+            cpu: CpuTime { user_s: 0.05, system_s: 0.4, ..Default::default() },
             system: Some(system(1.0, 4.0 + s.mb_s / 10.0, 30.0, net)),
             verify: None,
         });
@@ -125,7 +125,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         total,
         jobs,
         timeline,
-        cpu: CpuTime { user_s: 0.1, system_s: 0.8 },
+        cpu: CpuTime { user_s: 0.1, system_s: 0.8, ..Default::default() },
         system: None,
         nodes,
         started_unix_s: None,
