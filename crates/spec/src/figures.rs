@@ -30,6 +30,8 @@ pub enum Kind {
 pub struct FigureTable {
     pub workload: &'static str,
     pub figures: &'static [(&'static str, Kind)],
+    /// Figures in words, for people.
+    pub words: &'static [(&'static str, &'static str)],
     pub derive: fn(&mut Figures),
 }
 
@@ -39,6 +41,27 @@ impl FigureTable {
     pub fn kind(&self, name: &str) -> Kind {
         self.figures.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).unwrap_or_else(|| guess(name))
     }
+}
+
+/// A figure in words for people: the words its personality gives it (in `tables`, the
+/// personality running `workload` first), else its name read plainly (`_per_s` "per second",
+/// `_per_min` "per minute", `_s` "seconds", underscores as spaces).
+pub fn words(tables: &[FigureTable], workload: Option<&str>, name: &str) -> String {
+    let own = tables.iter().filter(|t| Some(t.workload) == workload);
+    let others = tables.iter().filter(|t| Some(t.workload) != workload);
+    if let Some((_, w)) = own.chain(others).flat_map(|t| t.words.iter()).find(|(n, _)| *n == name) {
+        return (*w).to_string();
+    }
+    let (stem, tail) = if let Some(s) = name.strip_suffix("_per_s") {
+        (s, " per second")
+    } else if let Some(s) = name.strip_suffix("_per_min") {
+        (s, " per minute")
+    } else if let Some(s) = name.strip_suffix("_s") {
+        (s, ", seconds")
+    } else {
+        (name, "")
+    };
+    format!("{}{tail}", stem.replace('_', " "))
 }
 
 /// The kind of a figure no table names: seconds when it ends in `_s`, else a count.
