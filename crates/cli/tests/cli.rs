@@ -457,6 +457,9 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
         cpu: p.cpu,
         system: p.system.clone(),
         verify: p.verify.clone(),
+        findings: p.findings.clone(),
+        limit: p.limit.clone(),
+        holes: p.holes,
     };
     for n in ["a", "b"] {
         store.add_phase(id, 0, n, &p).unwrap();

@@ -22,7 +22,10 @@ fn limit(v: &Value) -> (&str, &str) {
 }
 
 fn findings(v: &Value) -> Vec<String> {
-    phase0(v)["findings"].as_array().map(|a| a.iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect()).unwrap_or_default()
+    phase0(v)["findings"]
+        .as_array()
+        .map(|a| a.iter().map(|f| f["kind"].as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
 }
 
 /// Bytes of `path` in holes or unwritten extents (iolab's own mapping, SEEK_DATA and FIEMAP).
@@ -53,7 +56,16 @@ fn a_sparse_file_read_with_overwrite_is_filled_first_and_reads_reach_the_device(
     let f = d.path().join("sparse");
     Command::new("truncate").args(["-s", "64M"]).arg(&f).status().unwrap();
     let v = run_json(&[
-        "run", "--target", f.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--runtime", "1s", "--overwrite",
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+        "--overwrite",
     ]);
     let p = phase0(&v);
     assert_eq!(p["layout"]["holes_filled"], 64 << 20, "{:#}", p["layout"]);
@@ -125,13 +137,34 @@ fn a_fallocated_file_is_filled_where_iolab_may_write_it() {
     }
     assert_eq!(empty_bytes(&f), 32 << 20, "unwritten extents read as no data");
     // Read as it is (a foreign file, holes kept): every read falls in an unwritten extent.
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--runtime", "1s", "--direct"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+        "--direct",
+    ]);
     let h = &phase0(&v)["holes"];
     assert_eq!(u(&h["reads"]), u(&h["in_holes"]), "{h:#}");
     assert!(findings(&v).contains(&"reads_in_holes".to_string()), "{:#}", phase0(&v)["findings"]);
     // With --overwrite: filled before the window, and then read from the device.
     let v = run_json(&[
-        "run", "--target", f.to_str().unwrap(), "--rw", "randread", "--bs", "4k", "--runtime", "1s", "--direct", "--overwrite",
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+        "--direct",
+        "--overwrite",
     ]);
     assert_eq!(phase0(&v)["layout"]["holes_filled"], 32 << 20);
     assert_eq!(empty_bytes(&f), 0);
@@ -174,7 +207,9 @@ impl Drop for Loop {
 
 #[test]
 fn on_a_loop_disk_a_direct_read_is_quiet_qd1_is_the_depth_and_qd32_the_device() {
-    let Some(lp) = Loop::new(512) else { return skip("losetup, mkfs.ext4 or mount unavailable (needs root and loop devices)") };
+    let Some(lp) = Loop::new(512) else {
+        return skip("losetup, mkfs.ext4 or mount unavailable (needs root and loop devices)");
+    };
     let f = lp.mnt.join("f");
     let dd = Command::new("dd")
         .args(["if=/dev/urandom", &format!("of={}", f.display()), "bs=1M", "count=256", "oflag=direct", "status=none"])
@@ -194,8 +229,20 @@ fn on_a_loop_disk_a_direct_read_is_quiet_qd1_is_the_depth_and_qd32_the_device() 
     }
     let qd = |depth: &str| {
         run_json(&[
-            "run", "--target", target, "--rw", "randread", "--bs", "1M", "--direct", "--runtime", "3s", "--engine",
-            "io_uring", "--iodepth", depth,
+            "run",
+            "--target",
+            target,
+            "--rw",
+            "randread",
+            "--bs",
+            "1M",
+            "--direct",
+            "--runtime",
+            "3s",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            depth,
         ])
     };
     let (one, deep) = (qd("1"), qd("32"));
@@ -209,12 +256,28 @@ fn on_a_loop_disk_a_direct_read_is_quiet_qd1_is_the_depth_and_qd32_the_device() 
     let chain: Vec<&str> =
         phase0(&deep)["system"]["target"]["devices"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect();
     assert!(chain.contains(&subject.as_str()), "{subject} is one of the target's devices {chain:?}");
-    assert!(by == "queue_depth" || by == "cpu", "a 4 KiB QD1 read is bounded by its depth (or this machine's CPUs): {text}");
+    assert!(
+        by == "queue_depth" || by == "cpu",
+        "a 4 KiB QD1 read is bounded by its depth (or this machine's CPUs): {text}"
+    );
 }
 
 #[test]
 fn a_cpu_bound_dev_null_job_names_the_cpu() {
-    let v = run_json(&["run", "--target", "/dev/null", "--device", "--size", "1G", "--rw", "write", "--bs", "4k", "--runtime", "1s"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        "/dev/null",
+        "--device",
+        "--size",
+        "1G",
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--runtime",
+        "1s",
+    ]);
     let (by, text) = limit(&v);
     assert_eq!(by, "cpu", "{text}");
     assert!(text.contains("iolab's own threads on CPU"), "{text}");
@@ -225,19 +288,48 @@ fn a_rate_with_a_runtime_ends_on_time_at_the_rate_asked() {
     let d = disk_tempdir();
     let f = d.path().join("paced");
     let t = std::time::Instant::now();
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "write", "--rate", "1k", "--runtime", "1s", "--bs", "4k"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "1M",
+        "--rw",
+        "write",
+        "--rate",
+        "1k",
+        "--runtime",
+        "1s",
+        "--bs",
+        "4k",
+    ]);
     let wall = t.elapsed().as_secs_f64();
     let p = phase0(&v);
     let elapsed = p["elapsed_s"].as_f64().unwrap();
     let w = &p["total"]["write"];
-    println!("--rate 1k --runtime 1s: {} bytes over {elapsed:.3} s, {} B/s, wall {wall:.2} s", w["bytes"], w["bw_bytes"]);
+    println!(
+        "--rate 1k --runtime 1s: {} bytes over {elapsed:.3} s, {} B/s, wall {wall:.2} s",
+        w["bytes"], w["bw_bytes"]
+    );
     assert!((0.95..=1.05).contains(&elapsed), "the phase took {elapsed} s, not the second asked");
     assert!(wall < 3.0, "iolab took {wall:.2} s of wall time");
     assert!(u(&w["bytes"]) <= 4096, "at most one 4 KiB write in a second at 1 kB/s: {w:#}");
     assert!(w["bw_bytes"].as_f64().unwrap() < 10_000.0, "kB/s, never MB/s: {w:#}");
     assert_eq!(limit(&v).0, "rate", "{}", limit(&v).1);
     // An IOPS rate over two seconds: the runtime within 5%, the rate within 5% of the asked.
-    let v = run_json(&["run", "--target", f.to_str().unwrap(), "--rw", "write", "--rate-iops", "200", "--runtime", "2s", "--bs", "4k"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--rw",
+        "write",
+        "--rate-iops",
+        "200",
+        "--runtime",
+        "2s",
+        "--bs",
+        "4k",
+    ]);
     let p = phase0(&v);
     let elapsed = p["elapsed_s"].as_f64().unwrap();
     let iops = p["total"]["write"]["iops"].as_f64().unwrap();
@@ -246,7 +338,19 @@ fn a_rate_with_a_runtime_ends_on_time_at_the_rate_asked() {
     assert!(limit(&v).1.starts_with("the rate asked (--rate-iops): 200 IOPS asked"), "{}", limit(&v).1);
     // Without a runtime, a paced job's time is its schedule: 16 KiB at 8 KiB/s is two seconds.
     let g = d.path().join("short");
-    let v = run_json(&["run", "--target", g.to_str().unwrap(), "--size", "16k", "--rw", "write", "--rate", "8k", "--bs", "4k"]);
+    let v = run_json(&[
+        "run",
+        "--target",
+        g.to_str().unwrap(),
+        "--size",
+        "16k",
+        "--rw",
+        "write",
+        "--rate",
+        "8k",
+        "--bs",
+        "4k",
+    ]);
     let elapsed = phase0(&v)["elapsed_s"].as_f64().unwrap();
     assert!((1.9..=2.2).contains(&elapsed), "four 4 KiB writes at 8 KiB/s took {elapsed} s");
 }
@@ -265,7 +369,21 @@ fn the_limit_line_names_the_shaped_link_and_every_link_a_replica_crosses() {
             .exec(
                 "n1",
                 bin.to_str().unwrap(),
-                &["run", "--target", target.to_str().unwrap(), "--size", "24M", "--bs", "1M", "--rw", "write", "--end-fsync", "--output", "json", "--no-store"],
+                &[
+                    "run",
+                    "--target",
+                    target.to_str().unwrap(),
+                    "--size",
+                    "24M",
+                    "--bs",
+                    "1M",
+                    "--rw",
+                    "write",
+                    "--end-fsync",
+                    "--output",
+                    "json",
+                    "--no-store",
+                ],
             )
             .env("IOLAB_DB", db.path().join("r.db"))
             .output()

@@ -176,7 +176,10 @@ mod tests {
             let e = empty_ranges(&f, 0, 8 * mib).unwrap();
             assert_eq!(e, vec![(0, mib), (2 * mib, 8 * mib)], "unwritten extents count as empty");
             let u = unwritten(&f, 0, 8 * mib).unwrap();
-            assert!(u.is_empty() || u == vec![(4 * mib, 6 * mib)], "FIEMAP (where supported) sees the preallocation: {u:?}");
+            assert!(
+                u.is_empty() || u == vec![(4 * mib, 6 * mib)],
+                "FIEMAP (where supported) sees the preallocation: {u:?}"
+            );
         }
         assert_eq!(empty_ranges(&f, 5, 5).unwrap(), vec![]);
     }

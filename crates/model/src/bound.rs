@@ -149,7 +149,9 @@ pub fn link_use(s: Option<&SystemResult>, given_mbps: Option<f64>, io_bytes_s: f
             Some(LinkUse { iface: Some(n.clone()), bytes_s, mbps, share: bytes_s * 8.0 / (mbps * 1e6) })
         }
         Some((_, _, None)) => None,
-        None => given.map(|mbps| LinkUse { iface: None, bytes_s: io_bytes_s, mbps, share: io_bytes_s * 8.0 / (mbps * 1e6) }),
+        None => {
+            given.map(|mbps| LinkUse { iface: None, bytes_s: io_bytes_s, mbps, share: io_bytes_s * 8.0 / (mbps * 1e6) })
+        }
     }
 }
 
@@ -311,7 +313,10 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
         return bound(
             By::Device,
             Some(d.name.clone()),
-            format!("the device: {} busy {:.0}% of the time with {:.1} requests queued on average", d.name, d.util_pct, d.aqu),
+            format!(
+                "the device: {} busy {:.0}% of the time with {:.1} requests queued on average",
+                d.name, d.util_pct, d.aqu
+            ),
             fig,
         );
     }
@@ -330,7 +335,11 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     if cpu_share >= CPU_FULL && workers > 0 {
         let text = if sched {
             let held = if waiting / window >= 0.2 {
-                format!("; waiting for a CPU {:.0}% of it: other work on the machine's {} CPU(s) held them", 100.0 * waiting / window, c.cpus)
+                format!(
+                    "; waiting for a CPU {:.0}% of it: other work on the machine's {} CPU(s) held them",
+                    100.0 * waiting / window,
+                    c.cpus
+                )
             } else {
                 String::new()
             };
@@ -456,7 +465,13 @@ mod tests {
     }
 
     fn obs<'a>(t: &'a Totals, s: Option<&'a SystemResult>, cpu_s: f64) -> Observed<'a> {
-        Observed { total: t, elapsed_s: 1.0, cpu: CpuTime { system_s: cpu_s, ..Default::default() }, system: s, holes: None }
+        Observed {
+            total: t,
+            elapsed_s: 1.0,
+            cpu: CpuTime { system_s: cpu_s, ..Default::default() },
+            system: s,
+            holes: None,
+        }
     }
 
     #[test]

@@ -189,7 +189,9 @@ pub fn moved(s: &SystemResult, dir: Direction) -> Option<Moved> {
     let disks: Vec<(&String, f64)> = target
         .devices
         .iter()
-        .filter_map(|n| s.mean.disks.get(n).map(|d| (n, if dir == Direction::Read { d.rkb_s } else { d.wkb_s } * 1024.0)))
+        .filter_map(|n| {
+            s.mean.disks.get(n).map(|d| (n, if dir == Direction::Read { d.rkb_s } else { d.wkb_s } * 1024.0))
+        })
         .collect();
     if !disks.is_empty() {
         let lo = disks.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
@@ -225,9 +227,7 @@ struct Jobs {
 fn jobs_of(jobs: &[Job]) -> Jobs {
     let reads = |j: &&Job| j.workload.block().is_none_or(|b| b.rw.reads());
     let writes = |j: &&Job| j.workload.writes();
-    let buffered = |j: &&Job| {
-        !j.direct && j.workload.block().is_none_or(|b| b.sync == SyncMode::None && !b.end_fsync)
-    };
+    let buffered = |j: &&Job| !j.direct && j.workload.block().is_none_or(|b| b.sync == SyncMode::None && !b.end_fsync);
     Jobs {
         direct_reads: jobs.iter().filter(reads).any(|j| j.direct),
         buffered_writes: jobs.iter().filter(writes).count() > 0 && jobs.iter().filter(writes).all(|j| buffered(&j)),
@@ -261,12 +261,7 @@ pub fn findings(o: Observed, jobs: &[Job], node: Option<&str>) -> Vec<Finding> {
         };
         let share = 100.0 * m.high / issued;
         let figures = |verb: &str, on: &str, seen: f64, pct: f64| {
-            format!(
-                "iolab {verb} {}/s, {on} {}/s ({}%)",
-                fmt_decimal(issued),
-                fmt_decimal(seen),
-                pct_words(pct)
-            )
+            format!("iolab {verb} {}/s, {on} {}/s ({}%)", fmt_decimal(issued), fmt_decimal(seen), pct_words(pct))
         };
         if issued >= MIN_ISSUED_BYTES_S && m.high < LOW_SHARE * issued {
             match dir {
@@ -312,7 +307,8 @@ pub fn findings(o: Observed, jobs: &[Job], node: Option<&str>) -> Vec<Finding> {
                 }
             }
             out.push(f);
-        } else if issued >= MIN_ISSUED_FOR_MORE && m.low >= HIGH_RATIO * issued && m.low - issued >= MIN_EXCESS_BYTES_S {
+        } else if issued >= MIN_ISSUED_FOR_MORE && m.low >= HIGH_RATIO * issued && m.low - issued >= MIN_EXCESS_BYTES_S
+        {
             f.seen_bytes_s = m.low;
             f.seen_on = m.low_on.clone();
             let what = match dir {
@@ -341,10 +337,15 @@ pub const CACHED_ADVICE: &str = "add --end-fsync (dd's conv=fsync) to count the 
 
 /// The findings of a phase run on several nodes: each node's, with its node named.
 pub fn of_nodes(p: &PhaseResult) -> Vec<Finding> {
-    p.nodes.iter().flat_map(|n| n.findings.iter().cloned().map(|mut f| {
-        f.node.get_or_insert_with(|| n.name.clone());
-        f
-    })).collect()
+    p.nodes
+        .iter()
+        .flat_map(|n| {
+            n.findings.iter().cloned().map(|mut f| {
+                f.node.get_or_insert_with(|| n.name.clone());
+                f
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -363,11 +364,20 @@ mod tests {
         let mut s = SystemResult::default();
         let mut t = TargetInfo::default();
         for (n, r, w) in devices {
-            s.mean.disks.insert((*n).into(), DiskRates { rkb_s: r * 1e6 / 1024.0, wkb_s: w * 1e6 / 1024.0, ..Default::default() });
+            s.mean.disks.insert(
+                (*n).into(),
+                DiskRates { rkb_s: r * 1e6 / 1024.0, wkb_s: w * 1e6 / 1024.0, ..Default::default() },
+            );
             t.devices.push((*n).into());
         }
         s.target = Some(t);
-        PhaseResult { elapsed_s: 1.0, total: Totals::from_acc(&a, 1.0), system: Some(s), holes, ..PhaseResult::new("p") }
+        PhaseResult {
+            elapsed_s: 1.0,
+            total: Totals::from_acc(&a, 1.0),
+            system: Some(s),
+            holes,
+            ..PhaseResult::new("p")
+        }
     }
 
     fn job(f: impl FnOnce(&mut JobPatch)) -> Vec<Job> {
@@ -389,8 +399,19 @@ mod tests {
         let f = findings(p.observed(), &job(|p| p.direct = Some(true)), None);
         assert_eq!(f.len(), 1);
         assert_eq!((f[0].kind, f[0].holes_share), (Seen::ReadsInHoles, Some(1.0)));
-        assert!(f[0].text.starts_with("100% of reads fell in holes") && f[0].text.contains("--overwrite"), "{}", f[0].text);
-        let kept = findings(p.observed(), &job(|p| { p.direct = Some(true); p.keep_holes = Some(true) }), Some("n1"));
+        assert!(
+            f[0].text.starts_with("100% of reads fell in holes") && f[0].text.contains("--overwrite"),
+            "{}",
+            f[0].text
+        );
+        let kept = findings(
+            p.observed(),
+            &job(|p| {
+                p.direct = Some(true);
+                p.keep_holes = Some(true)
+            }),
+            Some("n1"),
+        );
         assert!(kept[0].text.contains("kept with --keep-holes") && kept[0].said().starts_with("n1: "));
         let p = phase(OpClass::Read, 3000.0, &[("vda", 1.0, 0.0)], None);
         assert_eq!(findings(p.observed(), &job(|_| {}), None)[0].kind, Seen::ReadsFromCache);
@@ -407,7 +428,15 @@ mod tests {
         let f = findings(p.observed(), &job(w), None);
         assert_eq!(f[0].kind, Seen::WritesInCache);
         assert!(f[0].text.contains("iolab wrote 500.0 MB/s, the device 70.0 kB/s (0.0140%)"), "{}", f[0].text);
-        assert!(findings(p.observed(), &job(|f| { w(f); f.direct = Some(true) }), None).is_empty());
+        assert!(findings(
+            p.observed(),
+            &job(|f| {
+                w(f);
+                f.direct = Some(true)
+            }),
+            None
+        )
+        .is_empty());
         // A loop device over a shared disk: the loop device's own figure decides "more".
         let p = phase(OpClass::Write, 20.0, &[("loop0", 0.0, 60.0), ("vda", 0.0, 300.0)], None);
         let f = findings(p.observed(), &job(w), None);

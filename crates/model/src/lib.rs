@@ -30,15 +30,15 @@ pub mod words;
 
 pub use bound::Bound;
 pub use class::{ClassCounts, OpClass};
-pub use fidelity::Finding;
 pub use clock::now_unix_s;
 pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
+pub use fidelity::Finding;
 pub use kind::RunKind;
 pub use recorder::Recorder;
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
-    ClassTotals, CpuTime, HoleReads, JobResult, LatNs, LayoutDone, Limit, NodeInfo, NodeResult, PhaseResult, RunResult, Status, ThreadResult,
-    TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
+    ClassTotals, CpuTime, HoleReads, JobResult, LatNs, LayoutDone, Limit, NodeInfo, NodeResult, PhaseResult, RunResult,
+    Status, ThreadResult, TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
 pub use verify::{BlockError, ErrorClass, ErrorCounts, HandedMap, VerifyResult};

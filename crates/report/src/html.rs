@@ -154,10 +154,21 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         h.push_str("<p class=\"note\">No runs to report.</p>\n</body>\n</html>\n");
         return h;
     }
-    // A survey opens with the profile and findings the terminal showed.
-    if let [r] = runs {
-        if r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
+    // A survey opens with a picture of its profile, then the profile and findings the terminal
+    // showed; two or more surveys side by side in one picture, then each one's profile.
+    let is_survey =
+        |r: &StoredRun| r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases);
+    if runs.iter().all(is_survey) {
+        if let [r] = runs {
+            profile_section(&mut h, runs, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
+        } else {
+            h.push_str("<section id=\"profiles\">\n<h2>Profiles</h2>\n");
+            profile_picture(&mut h, runs, opts);
+            for r in runs {
+                let _ = writeln!(h, "<h3>{}</h3>", escape(&run_label(r, opts.by.as_deref())));
+                profile_table(&mut h, &r.result.phases, &r.result.plan.phases);
+            }
+            h.push_str("</section>\n");
         }
     }
     runs_section(&mut h, runs);
@@ -189,13 +200,44 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     h
 }
 
-/// The survey's one-page profile (step, result, system), its findings and its locking check,
-/// as the terminal prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase], locking: Option<&StoredRun>) {
-    h.push_str(
-        "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
-         <tr><th>step</th><th>result</th><th>system</th></tr>\n",
-    );
+/// The surveys' profile as one picture (`crate::profile_chart`): each step's figure with its
+/// p99, a bar per survey.
+fn profile_picture(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let steps: Vec<Vec<(String, Option<crate::survey::Figure>)>> =
+        runs.iter().map(|r| crate::survey::figures(&r.result.phases)).collect();
+    let surveys: Vec<crate::profile_chart::Survey> = runs
+        .iter()
+        .zip(&steps)
+        .map(|(r, s)| crate::profile_chart::Survey { name: run_label(r, opts.by.as_deref()), steps: s })
+        .collect();
+    let svg = crate::profile_chart::svg(&surveys);
+    let caption = if runs.len() > 1 {
+        "Each step's figure (throughput, IOPS, commits, transactions or messages) with its p99 latency, a bar per survey; each row to its own scale, the longest bar the row's best."
+    } else {
+        "Each step's figure (throughput, IOPS, commits, transactions or messages) with its p99 latency."
+    };
+    figure(h, "profile", Some(Ok(svg)), caption, "");
+}
+
+/// The survey's one-page profile (a picture of its steps, then step, result, system), its
+/// findings and its locking check, as the terminal prints them.
+fn profile_section(
+    h: &mut String,
+    runs: &[StoredRun],
+    phases: &[PhaseResult],
+    plan: &[iolab_spec::Phase],
+    locking: Option<&StoredRun>,
+) {
+    h.push_str("<section id=\"profile\">\n<h2>Profile</h2>\n");
+    profile_picture(h, runs, &ReportOptions::default());
+    profile_table(h, phases, plan);
+    profile_locking(h, locking);
+    h.push_str("</section>\n");
+}
+
+/// A survey's table of steps and its findings.
+fn profile_table(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
+    h.push_str("<div class=\"wide\"><table class=\"summary\">\n<tr><th>step</th><th>result</th><th>system</th></tr>\n");
     for [step, result, system] in crate::survey::rows(phases) {
         let _ =
             writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
@@ -209,6 +251,10 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         }
         h.push_str("</ul>\n");
     }
+}
+
+/// The locking check a survey with `--node` ran, beside its profile.
+fn profile_locking(h: &mut String, locking: Option<&StoredRun>) {
     if let Some(l) = locking {
         let _ = writeln!(
             h,
@@ -226,21 +272,14 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         }
         h.push_str("</ul>\n");
     }
-    h.push_str("</section>\n");
 }
 
+/// The runs' facts: with several runs, what they all share once (host, kernel, device...),
+/// then a column per run with only what differs between them.
 fn runs_section(h: &mut String, runs: &[StoredRun]) {
-    h.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n<div class=\"wide\"><table class=\"facts\">\n<tr><th></th>");
-    for r in runs {
-        let _ = write!(h, "<th>run #{}</th>", r.id);
-    }
-    h.push_str("</tr>\n");
-    let row = |h: &mut String, name: &str, cell: &dyn Fn(&StoredRun) -> String| {
-        let _ = write!(h, "<tr><th>{name}</th>");
-        for r in runs {
-            let _ = write!(h, "<td>{}</td>", cell(r));
-        }
-        h.push_str("</tr>\n");
+    let mut rows: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut row = |_: &mut String, name: &'static str, cell: &dyn Fn(&StoredRun) -> String| {
+        rows.push((name, runs.iter().map(cell).collect()));
     };
     let text = |s: &str| if s.is_empty() { "<span class=\"muted\">-</span>".to_string() } else { escape(s) };
     row(h, "name", &|r| text(&r.name));
@@ -305,6 +344,28 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     });
     row(h, "rotational", &|r| text(&r.host.rotational_text()));
     row(h, "scheduler", &|r| text(&r.host.scheduler));
+    h.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n");
+    let shared = |cells: &Vec<String>| runs.len() > 1 && cells.iter().all(|c| c == &cells[0]);
+    if runs.len() > 1 && rows.iter().any(|(_, c)| shared(c)) {
+        let _ = writeln!(h, "<p class=\"note\">What all {} runs share:</p>", runs.len());
+        h.push_str("<div class=\"wide\"><table class=\"facts shared\">\n");
+        for (name, cells) in rows.iter().filter(|(_, c)| shared(c)) {
+            let _ = writeln!(h, "<tr><th>{name}</th><td>{}</td></tr>", cells[0]);
+        }
+        h.push_str("</table></div>\n<p class=\"note\">What differs from run to run:</p>\n");
+    }
+    h.push_str("<div class=\"wide\"><table class=\"facts\">\n<tr><th></th>");
+    for r in runs {
+        let _ = write!(h, "<th>run #{}</th>", r.id);
+    }
+    h.push_str("</tr>\n");
+    for (name, cells) in rows.iter().filter(|(_, c)| !shared(c)) {
+        let _ = write!(h, "<tr><th>{name}</th>");
+        for c in cells {
+            let _ = write!(h, "<td>{c}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
     h.push_str("</table></div>\n</section>\n");
 }
 
@@ -478,7 +539,12 @@ fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 add(&p.name, kind, label.clone(), f.text());
             }
             for f in crate::system::fidelity(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])) {
-                let kind = format!("fidelity {} {} {}", f.kind.as_str(), f.direction.as_str(), f.node.as_deref().unwrap_or(""));
+                let kind = format!(
+                    "fidelity {} {} {}",
+                    f.kind.as_str(),
+                    f.direction.as_str(),
+                    f.node.as_deref().unwrap_or("")
+                );
                 add(&p.name, kind, label.clone(), f.said());
             }
             if let Some(line) = crate::system::holes_line(p) {
@@ -490,7 +556,8 @@ fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
                 p.nodes.iter().filter_map(|n| n.limit.as_ref().map(|b| (Some(n.name.as_str()), b))).collect()
             };
             for (node, b) in bounds {
-                let kind = format!("limit {} {} {}", b.by.as_str(), b.subject.as_deref().unwrap_or(""), node.unwrap_or(""));
+                let kind =
+                    format!("limit {} {} {}", b.by.as_str(), b.subject.as_deref().unwrap_or(""), node.unwrap_or(""));
                 add(&p.name, kind, label.clone(), b.line(node));
             }
         }

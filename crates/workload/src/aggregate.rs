@@ -7,7 +7,9 @@
 
 use crate::layout::Target;
 use iolab_model::figures::{self, Combine, Figures};
-use iolab_model::{new_histogram, Acc, CpuTime, HoleReads, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
+use iolab_model::{
+    new_histogram, Acc, CpuTime, HoleReads, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals,
+};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -276,7 +278,12 @@ impl Aggregator {
                     let (empty, region): (u64, u64) = targets[i]
                         .iter()
                         .filter(|t| !t.kept_holes().is_empty())
-                        .map(|t| (t.empty_bytes(), t.size.min(t.existing).saturating_sub(job.workload.block().map_or(0, |b| b.offset()))))
+                        .map(|t| {
+                            (
+                                t.empty_bytes(),
+                                t.size.min(t.existing).saturating_sub(job.workload.block().map_or(0, |b| b.offset())),
+                            )
+                        })
                         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                     h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
                     h

@@ -85,6 +85,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 per_thread: Vec::new(),
                 workload: Default::default(),
                 replay: None,
+                holes: None,
             });
         }
         let net = s.mb_s * 1.04;
@@ -98,6 +99,9 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
             cpu: CpuTime { user_s: 0.05, system_s: 0.4, ..Default::default() },
             system: Some(system(1.0, 4.0 + s.mb_s / 10.0, 30.0, net)),
             verify: None,
+            findings: Vec::new(),
+            limit: None,
+            holes: None,
         });
     }
     let m = total.get_mut(OpClass::Write);
@@ -131,6 +135,10 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         started_unix_s: None,
         first_done_s: Some(first),
         last_done_s: Some(elapsed),
+        findings: Vec::new(),
+        limit: None,
+        holes: None,
+        layout: None,
     }
 }
 
