@@ -486,8 +486,18 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
             let _ = write!(h, "<th>{}</th>", escape(&run_label(r, opts.by.as_deref())));
         }
         h.push_str("</tr>\n");
+        // In words (`files created per second, mixed phase`), the figure's JSON name beside
+        // them as the cell's title, for those who script against it.
+        let workload = cols.first().and_then(|(r, _)| {
+            let ph = r.result.plan.phases.iter().find(|x| x.name == name)?;
+            ph.jobs.iter().find_map(|j| j.workload.kind().map(|k| k.as_str()))
+        });
         for k in rows {
-            let _ = write!(h, "<tr><td>{}</td>", escape(k));
+            let said = match k.split_once(": ") {
+                Some((job, fig)) => format!("{job}: {}", figure_words(workload, fig)),
+                None => figure_words(workload, k),
+            };
+            let _ = write!(h, "<tr><td title=\"{}\">{}</td>", escape(k), escape(&said));
             for v in &values {
                 match v.iter().find(|(n, _)| n == k) {
                     Some((_, x)) if x.fract() == 0.0 && x.abs() < 1e15 => {
@@ -508,6 +518,12 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
             }
         }
     }
+}
+
+/// A personality's figure in words (its own, else the plain rule of
+/// [`iolab_spec::figures::words`]).
+fn figure_words(workload: Option<&str>, name: &str) -> String {
+    iolab_spec::figures::words(iolab_model::figures::PERSONALITIES, workload, name)
 }
 
 /// What the terminal prints under each phase (`system::findings`, the fidelity rule's findings,

@@ -86,3 +86,21 @@ pub fn per(n: f64, s: f64) -> f64 {
         0.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_said_in_words_their_personality_first() {
+        let t = crate::FIGURE_TABLES;
+        assert_eq!(words(t, Some("postmark"), "created_mixed_per_s"), "files created per second, mixed phase");
+        // The same name in two personalities: the one running says it.
+        assert_eq!(words(t, Some("maildir"), "bytes_read"), "bytes read by the readers");
+        assert_eq!(words(t, Some("postmark"), "bytes_read"), "bytes read");
+        // A figure no personality words is read plainly.
+        assert_eq!(words(t, None, "put_block_per_s"), "put block per second");
+        assert_eq!(words(t, None, "flush_s"), "flush, seconds");
+        assert_eq!(words(t, None, "ops"), "ops");
+    }
+}
