@@ -37,22 +37,24 @@ pub fn render(r: &RunResult) -> String {
     s
 }
 
-/// A personality's own figures under the original's names, a few a line: the phase's
-/// (phases[].workload), or each job's when the phase mixes personalities; then the notes.
+/// A personality's own figures in words (`files created per second, mixed phase 1,234`; the
+/// JSON keeps the original's names), a few a line: the phase's (phases[].workload), or each
+/// job's when the phase mixes personalities; then the notes.
 fn workload_lines(s: &mut String, p: &PhaseResult) {
     let lines = |s: &mut String, head: &str, f: &iolab_model::figures::Figures| {
         let items: Vec<String> = f
             .iter()
             .map(|(k, v)| {
-                if v.fract() == 0.0 && v.abs() < 1e15 {
-                    format!("{k} {v:.0}")
+                let said = iolab_spec::figures::words(iolab_model::figures::PERSONALITIES, None, k);
+                if v.fract() == 0.0 && (0.0..1e15).contains(v) {
+                    format!("{said} {}", crate::fmt::count(*v))
                 } else {
-                    format!("{k} {}", crate::fmt::num(*v))
+                    format!("{said} {}", crate::fmt::num(*v))
                 }
             })
             .collect();
-        for chunk in items.chunks(5) {
-            let _ = writeln!(s, "  {head}{}", chunk.join(", "));
+        for chunk in items.chunks(3) {
+            let _ = writeln!(s, "  {head}{}", chunk.join("; "));
         }
     };
     if !p.workload.is_empty() {
@@ -211,6 +213,17 @@ mod tests {
     use iolab_model::{Acc, OpClass};
     use iolab_spec::{JobPatch, Rw};
     use iolab_sysstat::{DiskRates, SystemResult, TargetInfo};
+
+    #[test]
+    fn a_personalitys_figures_are_said_in_words() {
+        let mut p = PhaseResult::new("pm");
+        p.workload.insert("transactions".into(), 5000.0);
+        p.workload.insert("created_mixed_per_s".into(), 12.5);
+        let s = phase(&p);
+        assert!(s.contains("files created per second, mixed phase 12.50"), "{s}");
+        assert!(s.contains("transactions 5,000"), "{s}");
+        assert!(!s.contains("created_mixed_per_s"), "{s}");
+    }
 
     /// A phase that wrote `mbs` MB/s for 1 s while the target disk wrote `disk_mbs`.
     fn phase_of(mbs: f64, disk_mbs: f64) -> PhaseResult {
