@@ -208,7 +208,14 @@ fn profile_picture(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     let surveys: Vec<crate::profile_chart::Survey> = runs
         .iter()
         .zip(&steps)
-        .map(|(r, s)| crate::profile_chart::Survey { name: run_label(r, opts.by.as_deref()), steps: s })
+        .map(|(r, s)| {
+            // Without labels a survey is told apart by where it ran (its name is its directory).
+            let mut name = run_label(r, opts.by.as_deref());
+            if r.labels.is_empty() && !r.name.is_empty() {
+                name = format!("{name} {}", r.name);
+            }
+            crate::profile_chart::Survey { name, steps: s }
+        })
         .collect();
     let svg = crate::profile_chart::svg(&surveys);
     let caption = if runs.len() > 1 {

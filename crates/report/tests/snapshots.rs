@@ -307,3 +307,29 @@ fn compare_by_node() {
     assert_eq!(by_label.groups.len(), 1);
     assert_eq!(by_label.groups[0].run_ids, [21, 22, 23]);
 }
+
+/// Two surveys (storage A against B, as seed 003's author drew NFS against OCFS2) open the
+/// report with one picture of their profiles side by side, before the runs and the charts.
+#[test]
+fn two_surveys_are_drawn_side_by_side_in_one_profile_picture() {
+    let survey = |id: i64, dir: &str, speed: f64| {
+        let mut r = run(id, "x", speed);
+        r.kind = iolab_model::RunKind::Survey;
+        r.name = dir.into();
+        r.labels.clear();
+        r.result.phases[0].name = "append-fsync".into();
+        r.result.phases[1].name = "seq-read".into();
+        r
+    };
+    let runs = vec![survey(1, "/mnt/nfs", 1.0), survey(2, "/mnt/ocfs2", 0.5)];
+    let html = iolab_report::html::render(&runs, &Default::default());
+    let (picture, runs_at) = (html.find("<svg class=\"plot profile\""), html.find("<section id=\"runs\">"));
+    assert!(picture.is_some() && picture < runs_at, "the picture opens the report");
+    let svg = &html[picture.unwrap()..];
+    let svg = &svg[..svg.find("</svg>").unwrap()];
+    assert!(svg.contains("#1 /mnt/nfs") && svg.contains("#2 /mnt/ocfs2"), "each survey named: {svg}");
+    assert!(svg.contains("append 4 KiB + fsync") && svg.contains("sequential read 1 MiB"), "{svg}");
+    // A bar per survey per step: 250 commits/s against 125, each with its p99.
+    assert!(svg.contains("250 commits/s · p99 4.00 ms") && svg.contains("125 commits/s · p99 8.00 ms"), "{svg}");
+    assert_eq!(svg.matches("<rect").count(), 2 + 4, "two legend marks and four bars");
+}
