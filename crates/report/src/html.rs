@@ -539,7 +539,8 @@ fn figure_words(workload: Option<&str>, name: &str) -> String {
 /// once with the runs named. A survey's are in its profile, folded, and not repeated.
 fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     // (phase, kind) -> the runs that had it, each with its sentence.
-    let mut found: Vec<((String, String), Vec<(String, String)>)> = Vec::new();
+    type Said = ((String, String), Vec<(String, String)>);
+    let mut found: Vec<Said> = Vec::new();
     let mut add = |phase: &str, kind: String, run: String, text: String| {
         let key = (phase.to_string(), kind);
         match found.iter_mut().find(|(k, _)| *k == key) {

@@ -46,7 +46,7 @@ fn bw_fig(p: &PhaseResult) -> Option<Figure> {
 
 fn iops_fig(p: &PhaseResult) -> Option<Figure> {
     let d = main_dir(p);
-    (d.ops > 0).then(|| Figure { value: d.iops, unit: "IOPS", p99_ns: d.lat_ns.p99 })
+    (d.ops > 0).then_some(Figure { value: d.iops, unit: "IOPS", p99_ns: d.lat_ns.p99 })
 }
 
 fn commits_fig(p: &PhaseResult) -> Option<Figure> {
