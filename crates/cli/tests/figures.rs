@@ -110,6 +110,7 @@ fn holes_kept_on_purpose_or_in_a_foreign_file_are_counted_and_said() {
         println!("{extra:?}: {in_holes} of {reads} reads in holes ({share:.3}), region {}", h["hole_share"]);
         assert!(reads > 1000 && (0.93..0.99).contains(&share), "31/32 of the file is a hole: {h:#}");
         assert!((h["hole_share"].as_f64().unwrap() - 31.0 / 32.0).abs() < 0.001, "{h:#}");
+        assert_eq!(&phase0(&v)["jobs"][0]["holes"], h, "one job: the job's count is the phase's");
         assert_eq!(empty_bytes(&f), before, "{extra:?}: the holes are still there");
         let found = &phase0(&v)["findings"];
         let said = found.as_array().and_then(|a| a.first()).map(|f| f["text"].as_str().unwrap().to_string());
