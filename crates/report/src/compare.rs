@@ -794,6 +794,35 @@ mod tests {
         }
     }
 
+    /// `compare config=a config=b` without `--by`: each selector's runs are one group (n=3 a
+    /// side, so a verdict), and a cell whose run had a finding is marked and the finding named.
+    #[test]
+    fn label_selectors_group_and_a_finding_marks_its_cell() {
+        use iolab_model::fidelity::{Direction, Finding, Seen};
+        let mut runs: Vec<StoredRun> = (1..=3)
+            .map(|i| stored(i, "a", "w", None, 100.0 + i as f64))
+            .chain((4..=6).map(|i| stored(i, "b", "w", None, 50.0 + i as f64)))
+            .collect();
+        runs[4].result.phases[0].findings.push(Finding {
+            kind: Seen::WritesInCache,
+            direction: Direction::Write,
+            issued_bytes_s: 55e6,
+            seen_bytes_s: 1e6,
+            seen_on: "vda".into(),
+            holes_share: None,
+            node: None,
+            text: "writes stayed in the page cache".into(),
+        });
+        let sets = vec![("config=a".to_string(), vec![1, 2, 3]), ("config=b".to_string(), vec![4, 5, 6])];
+        let c = compare(&runs, &CompareOptions { sets, metrics: vec![Metric::WriteMbS], ..Default::default() });
+        assert_eq!(c.groups.len(), 2, "two groups, not six runs");
+        let cell = c.rows[0].cells[1].as_ref().unwrap();
+        assert_eq!((cell.n, cell.verdict), (3, Some(Verdict::Regressed)));
+        assert_eq!(cell.findings, vec!["#5: writes stayed in the page cache".to_string()]);
+        let table = render_table(&c);
+        assert!(table.contains("regressed *") && table.contains("#5: writes stayed in the page cache"), "{table}");
+    }
+
     /// `compare config=a config=b --metric sync-p99` where only b flushed: the row is there in
     /// either order, absent on a's side.
     #[test]
