@@ -184,6 +184,19 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The label selectors among `selectors` (`config=a`, `config=a,proto=C`), each with the runs it
+/// names: the configurations `compare` and `report` group by when no `--by` is given.
+fn selector_sets(store: &Store, selectors: &[String]) -> Result<Vec<(String, Vec<i64>)>> {
+    let mut sets: Vec<(String, Vec<i64>)> = Vec::new();
+    for sel in selectors.iter().filter(|s| s.contains('=')) {
+        if sets.iter().any(|(name, _)| name == sel) {
+            continue;
+        }
+        sets.push((sel.clone(), store.resolve(sel)?));
+    }
+    Ok(sets)
+}
+
 /// The position in `runs` of the first run the baseline selector names.
 fn baseline_index(store: &Store, runs: &[StoredRun], sel: Option<&str>) -> Result<Option<usize>> {
     let Some(sel) = sel else { return Ok(None) };
@@ -207,6 +220,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     }
     let opts = CompareOptions {
         by: a.by.clone(),
+        sets: if a.by.is_none() { selector_sets(&store, &selectors)? } else { Vec::new() },
         baseline: baseline_index(&store, &runs, a.baseline.as_deref())?,
         metrics,
         noise: a.noise / 100.0,
@@ -216,7 +230,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     print(a.output, Options::default(), &Input::Comparison(&c))?;
     if a.output == Format::Human && c.too_few_runs() {
         println!(
-            "(repeat each configuration's runs under one --label and compare with --by CONFIG-KEY to get verdicts)"
+            "(repeat each configuration's runs under one --label and name each configuration's label (config=a config=b), or compare with --by CONFIG-KEY, to get verdicts)"
         );
     }
     if a.fail_on_regression && c.regressions() > 0 {
@@ -244,6 +258,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     let opts = ReportOptions {
         title: a.title.unwrap_or_default(),
         baseline: baseline_index(&store, &runs, a.baseline.as_deref())?,
+        sets: if a.by.is_none() { selector_sets(&store, &selectors)? } else { Vec::new() },
         by: a.by,
         noise: Some(a.noise / 100.0),
         survey_locking,

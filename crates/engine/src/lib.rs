@@ -11,11 +11,13 @@
 //! preadv/pwritev, readv/writev at the position, lseek with any whence, fsync, fdatasync,
 //! sync_file_range, ftruncate and fallocate with its mode, on files opened with the caller's
 //! flags ([`open_target`], or beneath a directory with [`beneath::Beneath`]) and placed in the
-//! engine's file table by index.
+//! engine's file table by index. [`extents`] says where a file holds no data (holes, and
+//! extents allocated but never written).
 
 pub mod beneath;
 pub mod buffer;
 mod calls;
+pub mod extents;
 pub mod mmap;
 pub mod null;
 pub mod open;

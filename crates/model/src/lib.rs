@@ -6,13 +6,17 @@
 //! `--output json` prints ([`results`], the contract of docs/json.md, with its constructors),
 //! data validation's findings ([`verify`]), the kind of a stored run ([`kind`]), the wall
 //! clock as results keep it ([`clock`]), what happens during a run as one stream of events
-//! ([`events`]), and the one rule that merges several nodes' phases into one ([`merge`]).
+//! ([`events`]), the one rule that merges several nodes' phases into one ([`merge`]), the one
+//! rule that sets a figure beside what the storage saw ([`fidelity`]) and the one that names
+//! what bounded it ([`bound`]).
 
 #![forbid(unsafe_code)]
 
+pub mod bound;
 pub mod class;
 pub mod clock;
 pub mod events;
+pub mod fidelity;
 pub mod figures;
 pub mod hist;
 pub mod kind;
@@ -24,15 +28,17 @@ pub mod stats;
 pub mod verify;
 pub mod words;
 
+pub use bound::Bound;
 pub use class::{ClassCounts, OpClass};
 pub use clock::now_unix_s;
 pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
+pub use fidelity::Finding;
 pub use kind::RunKind;
 pub use recorder::Recorder;
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
-    ClassTotals, CpuTime, JobResult, LatNs, Limit, NodeInfo, NodeResult, PhaseResult, RunResult, Status, ThreadResult,
-    TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
+    ClassTotals, CpuTime, HoleReads, JobResult, LatNs, LayoutDone, Limit, NodeInfo, NodeResult, PhaseResult, RunResult,
+    Status, ThreadResult, TimelinePoint, Totals, Verdict, SCHEMA_VERSION,
 };
 pub use stats::{new_histogram, Acc, ClassAcc, LAT_MAX_NS};
 pub use verify::{BlockError, ErrorClass, ErrorCounts, HandedMap, VerifyResult};

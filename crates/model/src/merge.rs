@@ -14,6 +14,9 @@
 //!   `ceil(t)` + (its start − the first start, in whole seconds). Counts add up; the
 //!   percentiles of a second are the worst node's; its mean latencies are the nodes' means
 //!   weighted by their operations, so fio's latency log of a merged run reads true.
+//! - Each node keeps its findings and its limit line (`nodes[].findings`, `nodes[].limit`);
+//!   the aggregate's `findings` are every node's, named, and it has no limit line of its own;
+//!   reads in holes add up.
 //! - Jobs keep their node's name (`jobs[].node`); each node's share is in `nodes[]`;
 //!   validation's findings merge over the nodes (at most [`MERGED_ERRORS`] located); CPU time
 //!   adds up; a personality's figures roll up by [`crate::figures`]' rule.
@@ -84,6 +87,8 @@ pub fn merge_phase(name: &str, parts: &[NodePhase]) -> PhaseResult {
         }
         out.cpu.user_s += ph.cpu.user_s;
         out.cpu.system_s += ph.cpu.system_s;
+        out.cpu.workers_on_cpu_s += ph.cpu.workers_on_cpu_s;
+        out.cpu.workers_waiting_s += ph.cpu.workers_waiting_s;
         let shift = start.round() as u64;
         for pt in &ph.timeline {
             let sec = (pt.t_s.ceil() as u64).max(1).saturating_add(shift);
@@ -100,8 +105,15 @@ pub fn merge_phase(name: &str, parts: &[NodePhase]) -> PhaseResult {
             cpu: ph.cpu,
             system: ph.system.clone(),
             verify: ph.verify.clone(),
+            findings: ph.findings.clone(),
+            limit: ph.limit.clone(),
+            holes: ph.holes,
         });
+        if let Some(h) = &ph.holes {
+            out.holes.get_or_insert_with(Default::default).add(h);
+        }
     }
+    out.findings = crate::fidelity::of_nodes(&out);
     out.total = merge_totals(parts.iter().map(|p| &p.phase.total), window_s);
     out.elapsed_s = window_s;
     out.timeline = timeline.into_values().collect();

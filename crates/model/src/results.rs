@@ -204,16 +204,32 @@ impl<'de> Deserialize<'de> for Totals {
     }
 }
 
-/// iolab's own CPU time over a phase (all its threads).
+/// iolab's own CPU time over a phase (all its threads), and its worker threads' time on a CPU
+/// and waiting in the run queue for one (schedstat), added over the workers.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct CpuTime {
     pub user_s: f64,
     pub system_s: f64,
+    /// The worker threads' time on a CPU, seconds added over them (0 where not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workers_on_cpu_s: f64,
+    /// The worker threads' time runnable but waiting for a CPU (others' work held it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub workers_waiting_s: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl CpuTime {
     pub fn since(self, before: CpuTime) -> CpuTime {
-        CpuTime { user_s: (self.user_s - before.user_s).max(0.0), system_s: (self.system_s - before.system_s).max(0.0) }
+        CpuTime {
+            user_s: (self.user_s - before.user_s).max(0.0),
+            system_s: (self.system_s - before.system_s).max(0.0),
+            workers_on_cpu_s: (self.workers_on_cpu_s - before.workers_on_cpu_s).max(0.0),
+            workers_waiting_s: (self.workers_waiting_s - before.workers_waiting_s).max(0.0),
+        }
     }
 }
 
@@ -316,6 +332,57 @@ pub struct JobResult {
     /// A replay job's fidelity: recorded against replayed (absent for other workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::replay::ReplayFidelity>,
+    /// Reads that fell in holes of the job's files (absent when its files had none where it
+    /// read: [`HoleReads`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holes: Option<HoleReads>,
+}
+
+/// Reads that fell where a file holds no data: a hole, or an extent allocated but never
+/// written (fallocate's unwritten extents). The filesystem answers those with zeros and no
+/// device I/O, so their speed is not the storage's. Counted only on files whose holes were
+/// kept: a file iolab may write has its holes filled before the measured window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HoleReads {
+    /// Reads of the files that have holes.
+    pub reads: u64,
+    /// Those that fell in a hole.
+    pub in_holes: u64,
+    /// Bytes of the files' read region in holes, over the region (what a uniform read would
+    /// find), 0..1.
+    pub hole_share: f64,
+}
+
+impl HoleReads {
+    /// The share of reads that fell in holes, 0..1 (0 without reads).
+    pub fn share(&self) -> f64 {
+        if self.reads == 0 {
+            0.0
+        } else {
+            self.in_holes as f64 / self.reads as f64
+        }
+    }
+    /// Both counts added; the hole share the larger (a phase over several files).
+    pub fn add(&mut self, o: &HoleReads) {
+        self.reads += o.reads;
+        self.in_holes += o.in_holes;
+        self.hole_share = self.hole_share.max(o.hole_share);
+    }
+}
+
+/// Files laid out before a phase's measured window (written where they had no data: past
+/// their end, in their holes and unwritten extents), with the time it took. Not part of the
+/// phase's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LayoutDone {
+    /// The files laid out.
+    pub files: Vec<String>,
+    /// Bytes written to lay them out.
+    pub bytes: u64,
+    /// Of those, bytes written into holes and unwritten extents inside the files.
+    pub holes_filled: u64,
+    /// Seconds the layout took (its writes and the flush after them).
+    pub elapsed_s: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -364,6 +431,21 @@ pub struct PhaseResult {
     /// errors located. Absent when no job of the phase validated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyResult>,
+    /// Where the bytes iolab issued and the bytes the target's devices (or links) moved over
+    /// the window differ by far ([`crate::fidelity`]); on several nodes, every node's, each
+    /// with its node. Empty on a healthy run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::fidelity::Finding>,
+    /// What bounded the phase's figure ([`crate::bound`]); on several nodes each node has its
+    /// own (`nodes[].limit`) and the aggregate none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::bound::Bound>,
+    /// Reads that fell in holes of files whose holes were kept ([`HoleReads`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holes: Option<HoleReads>,
+    /// The layout before the measured window, when files were laid out for the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutDone>,
 }
 
 impl PhaseResult {
@@ -399,6 +481,15 @@ pub struct NodeResult {
     /// The node's data validation in this phase (`--verify`), as its `phases[].verify`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyResult>,
+    /// The node's findings (its `phases[].findings`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::fidelity::Finding>,
+    /// What bounded the node's figure (its `phases[].limit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::bound::Bound>,
+    /// The node's reads in holes (its `phases[].holes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holes: Option<HoleReads>,
 }
 
 /// A node of a run of several: where it was reached and how its clock stood.

@@ -1,7 +1,13 @@
 //! Comparing runs: each metric of each phase, per configuration, absolute and as a percentage
-//! of the baseline, as seed 001 tabulates DRBD against native ext4. With two or more runs per
-//! configuration each change gets a verdict in criterion's two gates: Welch's t-test must find
-//! it significant, and its 95% confidence interval must lie wholly beyond the noise threshold.
+//! of the baseline, as seed 001 tabulates DRBD against native ext4. With three or more runs per
+//! configuration each change gets one of three answers, as criterion gives them: a change
+//! (improved or regressed: Welch's t-test finds it significant and its 95% confidence interval
+//! lies wholly beyond the noise threshold), no change (the interval lies wholly inside the
+//! noise band), or inconclusive, with the interval and about how many more runs of each
+//! configuration would decide it. Configurations are a label's values (`--by`), the label
+//! selectors given (`config=a config=b`: each selector's runs), or each run. A cell whose runs
+//! had a finding of the fidelity rule in that phase (the figure is not what the storage saw)
+//! is marked, with the findings named.
 
 use iolab_model::{OpClass, PhaseResult, Totals};
 use iolab_store::StoredRun;
@@ -190,7 +196,11 @@ impl Metric {
 pub enum Verdict {
     Improved,
     Regressed,
-    WithinNoise,
+    /// The change's interval lies wholly inside the noise band.
+    NoChange,
+    /// Neither: the interval is too wide to tell (`Cell::runs_needed` says about how many
+    /// more runs would).
+    Inconclusive,
 }
 
 impl Verdict {
@@ -198,15 +208,22 @@ impl Verdict {
         match self {
             Verdict::Improved => "improved",
             Verdict::Regressed => "regressed",
-            Verdict::WithinNoise => "within noise",
+            Verdict::NoChange => "no change",
+            Verdict::Inconclusive => "inconclusive",
         }
     }
 }
 
+/// More runs of each configuration than this are "more than" it.
+pub const MAX_RUNS_NEEDED: usize = 100;
+
 #[derive(Debug, Clone)]
 pub struct CompareOptions {
-    /// Group runs by this label's value; without it, each run is its own group.
+    /// Group runs by this label's value; without it, by `sets`, else each run is its own group.
     pub by: Option<String>,
+    /// Named sets of runs (the label selectors given, `config=a`, each with the runs it named):
+    /// without `by`, a run belongs to the first set naming it; a run in none is its own group.
+    pub sets: Vec<(String, Vec<i64>)>,
     /// Index (in the runs given) of a run whose group is the baseline; default the first group.
     pub baseline: Option<usize>,
     /// Metrics to show; empty means every metric the baseline has.
@@ -219,7 +236,7 @@ pub struct CompareOptions {
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions { by: None, baseline: None, metrics: Vec::new(), noise: 0.02, alpha: 0.05 }
+        CompareOptions { by: None, sets: Vec::new(), baseline: None, metrics: Vec::new(), noise: 0.02, alpha: 0.05 }
     }
 }
 
@@ -242,10 +259,19 @@ pub struct Cell {
     pub change_ci: Option<(f64, f64)>,
     pub p_value: Option<f64>,
     pub verdict: Option<Verdict>,
+    /// An inconclusive change: about how many more runs of each configuration would decide it
+    /// (at most [`MAX_RUNS_NEEDED`] + 1, meaning more than that).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_needed: Option<usize>,
     /// Why a change against the baseline has no interval and no verdict
     /// ([`TOO_FEW_RUNS`]), when it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval_note: Option<String>,
+    /// The fidelity rule's findings in this phase for the group's runs that bear on the
+    /// metric (`#ID: text`): the figure is not (all) what the storage saw. The table marks
+    /// the cell.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -327,6 +353,46 @@ fn change_interval(b: &[f64], g: &[f64], alpha: f64) -> Option<(f64, f64)> {
     Some(((log_ratio - half).exp() - 1.0, (log_ratio + half).exp() - 1.0))
 }
 
+/// About how many more runs of each side would decide an inconclusive change: the interval's
+/// half-width shrinks as one over the square root of the runs (Welch's degrees of freedom
+/// growing with them), until it fits between its centre and the noise band's edge (wholly
+/// beyond it, or wholly inside). `None` when the centre sits on the edge (no number of runs
+/// decides it); capped at [`MAX_RUNS_NEEDED`] + 1.
+pub fn runs_needed(b: &[f64], g: &[f64], alpha: f64, noise: f64) -> Option<usize> {
+    let ((mb, vb), (mg, vg)) = (mean_var(b), mean_var(g));
+    if mb <= 0.0 || mg <= 0.0 || noise <= 0.0 {
+        return None;
+    }
+    let (nb, ng) = (b.len() as f64, g.len() as f64);
+    let se2 = vb / (nb * mb * mb) + vg / (ng * mg * mg);
+    if se2 <= 0.0 {
+        return None;
+    }
+    let c = (mg / mb).ln();
+    let (lo, hi) = ((1.0 - noise).ln(), (1.0 + noise).ln());
+    // How far the centre is from the edge it must clear.
+    let room = if c > hi {
+        c - hi
+    } else if c < lo {
+        lo - c
+    } else {
+        (c - lo).min(hi - c)
+    };
+    if room <= 1e-12 {
+        return None;
+    }
+    let n = nb.min(ng);
+    // se at n' runs a side: se × sqrt(n / n'); find the least n' whose half-width fits.
+    for more in 1..=MAX_RUNS_NEEDED {
+        let n2 = n + more as f64;
+        let Ok(t) = StudentsT::new(0.0, 1.0, (2.0 * n2 - 2.0).max(1.0)) else { return None };
+        if t.inverse_cdf(1.0 - alpha / 2.0) * (se2 * n / n2).sqrt() < room {
+            return Some(more);
+        }
+    }
+    Some(MAX_RUNS_NEEDED + 1)
+}
+
 /// `--by node` (the value of [`BY_NODE`]) on runs of several nodes: each node is a
 /// configuration. On runs of one machine it is the label `node`, as any other.
 pub const BY_NODE: &str = "node";
@@ -360,6 +426,27 @@ impl Member<'_> {
             None => Some(&p.total),
             Some(n) => p.nodes.iter().find(|x| &x.name == n).map(|x| &x.total),
         }
+    }
+
+    /// The fidelity rule's findings of the member in a phase that bear on metric `m` (reads'
+    /// on read metrics, writes' on write metrics, any on the others), as `#ID: text`.
+    fn findings(&self, ph: &str, m: Metric) -> Vec<String> {
+        let Some(p) = phase(self.run, ph) else { return Vec::new() };
+        let jobs = self.run.result.plan.phases.iter().find(|x| x.name == ph).map(|x| x.jobs.as_slice()).unwrap_or(&[]);
+        let found = match &self.node {
+            None => crate::system::fidelity(p, jobs),
+            Some(n) => p.nodes.iter().find(|x| &x.name == n).map(|x| x.findings.clone()).unwrap_or_default(),
+        };
+        use iolab_model::fidelity::Direction;
+        found
+            .into_iter()
+            .filter(|f| match (m.figure, m.class) {
+                (None, OpClass::Read) => f.direction == Direction::Read,
+                (None, OpClass::Write) => f.direction == Direction::Write,
+                _ => true,
+            })
+            .map(|f| format!("#{}: {}", self.run.id, f.said()))
+            .collect()
     }
 
     /// The member's value of a metric in a phase. A workload figure is the run's (a node's share
@@ -401,7 +488,10 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
         } else {
             let k = match &opts.by {
                 Some(l) => r.labels.get(l).cloned().unwrap_or_else(|| format!("({l} unset)")),
-                None => format!("#{}", r.id),
+                None => match opts.sets.iter().find(|(_, ids)| ids.contains(&r.id)) {
+                    Some((name, _)) => name.clone(),
+                    None => format!("#{}", r.id),
+                },
             };
             vec![(k, None)]
         };
@@ -469,7 +559,9 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
                         change_ci: None,
                         p_value: None,
                         verdict: None,
+                        runs_needed: None,
                         interval_note: None,
+                        findings: members[i].iter().flat_map(|x| x.findings(ph, m)).collect(),
                     };
                     if i == baseline || bvals.is_empty() {
                         return Some(cell);
@@ -485,6 +577,7 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
                         return Some(cell);
                     };
                     let beyond = ci.0 > opts.noise || ci.1 < -opts.noise;
+                    let inside = ci.0 >= -opts.noise && ci.1 <= opts.noise;
                     cell.verdict = Some(if p < opts.alpha && beyond {
                         let up = ci.0 > 0.0;
                         if up == m.higher_is_better() {
@@ -492,8 +585,11 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
                         } else {
                             Verdict::Regressed
                         }
+                    } else if inside {
+                        Verdict::NoChange
                     } else {
-                        Verdict::WithinNoise
+                        cell.runs_needed = runs_needed(&bvals, &vals, opts.alpha, opts.noise);
+                        Verdict::Inconclusive
                     });
                     cell.change_ci = Some(ci);
                     Some(cell)
@@ -507,7 +603,39 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
     Comparison { groups, baseline, rows }
 }
 
+/// A verdict in words, with an inconclusive change's interval and the runs it would take:
+/// `inconclusive (-20.1%..+5.3%; about 6 more runs of each)`.
+pub fn verdict_words(cell: &Cell, v: Verdict) -> String {
+    match (v, cell.change_ci) {
+        (Verdict::Inconclusive, Some((lo, hi))) => {
+            let more = match cell.runs_needed {
+                Some(n) if n > MAX_RUNS_NEEDED => format!("more than {MAX_RUNS_NEEDED} more runs of each"),
+                Some(1) => "about 1 more run of each".to_string(),
+                Some(n) => format!("about {n} more runs of each"),
+                None => "no number of runs decides it: the change sits on the noise band's edge".to_string(),
+            };
+            format!("inconclusive ({:+.1}%..{:+.1}%; {more})", lo * 100.0, hi * 100.0)
+        }
+        _ => v.word().to_string(),
+    }
+}
+
 impl Comparison {
+    /// Every finding a marked cell carries, once each, in table order: `phase metric: #ID:
+    /// text`, a finding that repeats for several metrics said once.
+    pub fn finding_notes(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in &self.rows {
+            for f in r.cells.iter().flatten().flat_map(|c| &c.findings) {
+                let line = format!("phase {}: {f}", r.phase);
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+        out
+    }
+
     /// Whether any change lacks an interval because a side has too few runs.
     pub fn too_few_runs(&self) -> bool {
         self.rows.iter().flat_map(|r| &r.cells).flatten().any(|c| c.interval_note.as_deref() == Some(TOO_FEW_RUNS))
@@ -535,12 +663,16 @@ pub fn render_table(c: &Comparison) -> String {
                 None => ABSENT.into(),
                 Some(cell) => {
                     let v = crate::fmt::num(cell.mean);
-                    match (i == c.baseline, cell.pct_of_baseline, cell.verdict) {
+                    let mut text = match (i == c.baseline, cell.pct_of_baseline, cell.verdict) {
                         (true, _, _) => v,
-                        (false, Some(p), Some(vd)) => format!("{v} ({p:.1}%) {}", vd.word()),
+                        (false, Some(p), Some(vd)) => format!("{v} ({p:.1}%) {}", verdict_words(cell, vd)),
                         (false, Some(p), None) => format!("{v} ({p:.1}%)"),
                         (false, None, _) => v,
+                    };
+                    if !cell.findings.is_empty() {
+                        text.push_str(" *");
                     }
+                    text
                 }
             });
         }
@@ -552,6 +684,13 @@ pub fn render_table(c: &Comparison) -> String {
         }
     }
     let mut out = t.to_string();
+    let notes = c.finding_notes();
+    if !notes.is_empty() {
+        out.push_str("\n* not (all) what the storage saw:");
+        for n in notes {
+            out.push_str(&format!("\n  {n}"));
+        }
+    }
     if c.too_few_runs() {
         out.push_str(&format!(
             "\n({TOO_FEW_RUNS}: a verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs of each configuration)"
@@ -654,6 +793,35 @@ mod tests {
                 ..iolab_model::RunResult::new(iolab_spec::Plan { phases: Vec::new() }, "n", 0.0)
             },
         }
+    }
+
+    /// `compare config=a config=b` without `--by`: each selector's runs are one group (n=3 a
+    /// side, so a verdict), and a cell whose run had a finding is marked and the finding named.
+    #[test]
+    fn label_selectors_group_and_a_finding_marks_its_cell() {
+        use iolab_model::fidelity::{Direction, Finding, Seen};
+        let mut runs: Vec<StoredRun> = (1..=3)
+            .map(|i| stored(i, "a", "w", None, 100.0 + i as f64))
+            .chain((4..=6).map(|i| stored(i, "b", "w", None, 50.0 + i as f64)))
+            .collect();
+        runs[4].result.phases[0].findings.push(Finding {
+            kind: Seen::WritesInCache,
+            direction: Direction::Write,
+            issued_bytes_s: 55e6,
+            seen_bytes_s: 1e6,
+            seen_on: "vda".into(),
+            holes_share: None,
+            node: None,
+            text: "writes stayed in the page cache".into(),
+        });
+        let sets = vec![("config=a".to_string(), vec![1, 2, 3]), ("config=b".to_string(), vec![4, 5, 6])];
+        let c = compare(&runs, &CompareOptions { sets, metrics: vec![Metric::WriteMbS], ..Default::default() });
+        assert_eq!(c.groups.len(), 2, "two groups, not six runs");
+        let cell = c.rows[0].cells[1].as_ref().unwrap();
+        assert_eq!((cell.n, cell.verdict), (3, Some(Verdict::Regressed)));
+        assert_eq!(cell.findings, vec!["#5: writes stayed in the page cache".to_string()]);
+        let table = render_table(&c);
+        assert!(table.contains("regressed *") && table.contains("#5: writes stayed in the page cache"), "{table}");
     }
 
     /// `compare config=a config=b --metric sync-p99` where only b flushed: the row is there in

@@ -293,6 +293,7 @@ mod tests {
             per_thread: Vec::new(),
             workload: Default::default(),
             replay: None,
+            holes: None,
         };
         let phase = PhaseResult { elapsed_s: 1.0, total, jobs: vec![job], ..PhaseResult::new("write") };
         RunResult {

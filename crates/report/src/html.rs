@@ -3,7 +3,9 @@
 //! the runs compare, and how each phase went second by second. It prints as it reads.
 
 use crate::charts::{self, Dash, LatSet, Series};
-use crate::compare::{compare, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS};
+use crate::compare::{
+    compare, verdict_words, CompareOptions, Comparison, Verdict, ABSENT, MIN_RUNS_FOR_INTERVAL, TOO_FEW_RUNS,
+};
 pub use crate::markup::escape;
 use crate::markup::figure;
 use iolab_model::{ClassTotals, OpClass, PhaseResult, TimelinePoint};
@@ -18,6 +20,9 @@ pub struct ReportOptions {
     pub baseline: Option<usize>,
     /// Group runs by this label's value in the comparison.
     pub by: Option<String>,
+    /// Without `by`: the label selectors given, each with its runs (see
+    /// [`CompareOptions::sets`]).
+    pub sets: Vec<(String, Vec<i64>)>,
     /// The comparison's noise threshold as a fraction (`None`: compare's default, 2%).
     pub noise: Option<f64>,
     /// A survey's locking check (`iolab survey --node`), a run of its own: its checks and
@@ -104,6 +109,7 @@ table.facts td { max-width: 420px; overflow-wrap: anywhere; }
 .v-improved { color: var(--good); }
 .v-regressed { color: var(--bad); }
 .v-noise { color: var(--muted); font-weight: normal; }
+.flag { color: var(--bad); font-weight: 700; }
 td.base { background: #fafbfc; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 14px 18px; }
 figure.chart { margin: 0; border: 1px solid var(--rule); padding: 6px; break-inside: avoid; page-break-inside: avoid; }
@@ -148,10 +154,21 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
         h.push_str("<p class=\"note\">No runs to report.</p>\n</body>\n</html>\n");
         return h;
     }
-    // A survey opens with the profile and findings the terminal showed.
-    if let [r] = runs {
-        if r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases) {
-            profile_section(&mut h, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
+    // A survey opens with a picture of its profile, then the profile and findings the terminal
+    // showed; two or more surveys side by side in one picture, then each one's profile.
+    let is_survey =
+        |r: &StoredRun| r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases);
+    if runs.iter().all(is_survey) {
+        if let [r] = runs {
+            profile_section(&mut h, runs, &r.result.phases, &r.result.plan.phases, opts.survey_locking.as_ref());
+        } else {
+            h.push_str("<section id=\"profiles\">\n<h2>Profiles</h2>\n");
+            profile_picture(&mut h, runs, opts);
+            for r in runs {
+                let _ = writeln!(h, "<h3>{}</h3>", escape(&run_label(r, opts.by.as_deref())));
+                profile_table(&mut h, &r.result.phases, &r.result.plan.phases);
+            }
+            h.push_str("</section>\n");
         }
     }
     runs_section(&mut h, runs);
@@ -163,7 +180,13 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     if runs.len() >= 2 {
         let c = compare(
             runs,
-            &CompareOptions { by: opts.by.clone(), baseline: opts.baseline, noise: opts.noise(), ..Default::default() },
+            &CompareOptions {
+                by: opts.by.clone(),
+                sets: opts.sets.clone(),
+                baseline: opts.baseline,
+                noise: opts.noise(),
+                ..Default::default()
+            },
         );
         comparison_section(&mut h, &c, opts);
     }
@@ -177,13 +200,51 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     h
 }
 
-/// The survey's one-page profile (step, result, system), its findings and its locking check,
-/// as the terminal prints them.
-fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase], locking: Option<&StoredRun>) {
-    h.push_str(
-        "<section id=\"profile\">\n<h2>Profile</h2>\n<div class=\"wide\"><table class=\"summary\">\n\
-         <tr><th>step</th><th>result</th><th>system</th></tr>\n",
-    );
+/// The surveys' profile as one picture (`crate::profile_chart`): each step's figure with its
+/// p99, a bar per survey.
+fn profile_picture(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
+    let steps: Vec<Vec<(String, Option<crate::survey::Figure>)>> =
+        runs.iter().map(|r| crate::survey::figures(&r.result.phases)).collect();
+    let surveys: Vec<crate::profile_chart::Survey> = runs
+        .iter()
+        .zip(&steps)
+        .map(|(r, s)| {
+            // Without labels a survey is told apart by where it ran (its name is its directory).
+            let mut name = run_label(r, opts.by.as_deref());
+            if r.labels.is_empty() && !r.name.is_empty() {
+                name = format!("{name} {}", r.name);
+            }
+            crate::profile_chart::Survey { name, steps: s }
+        })
+        .collect();
+    let svg = crate::profile_chart::svg(&surveys);
+    let caption = if runs.len() > 1 {
+        "Each step's figure (throughput, IOPS, commits, transactions or messages) with its p99 latency, a bar per survey; each row to its own scale, the longest bar the row's best."
+    } else {
+        "Each step's figure (throughput, IOPS, commits, transactions or messages) with its p99 latency."
+    };
+    figure(h, "profile", Some(Ok(svg)), caption, "");
+}
+
+/// The survey's one-page profile (a picture of its steps, then step, result, system), its
+/// findings and its locking check, as the terminal prints them.
+fn profile_section(
+    h: &mut String,
+    runs: &[StoredRun],
+    phases: &[PhaseResult],
+    plan: &[iolab_spec::Phase],
+    locking: Option<&StoredRun>,
+) {
+    h.push_str("<section id=\"profile\">\n<h2>Profile</h2>\n");
+    profile_picture(h, runs, &ReportOptions::default());
+    profile_table(h, phases, plan);
+    profile_locking(h, locking);
+    h.push_str("</section>\n");
+}
+
+/// A survey's table of steps and its findings.
+fn profile_table(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::Phase]) {
+    h.push_str("<div class=\"wide\"><table class=\"summary\">\n<tr><th>step</th><th>result</th><th>system</th></tr>\n");
     for [step, result, system] in crate::survey::rows(phases) {
         let _ =
             writeln!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", escape(&step), escape(&result), escape(&system));
@@ -197,6 +258,10 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         }
         h.push_str("</ul>\n");
     }
+}
+
+/// The locking check a survey with `--node` ran, beside its profile.
+fn profile_locking(h: &mut String, locking: Option<&StoredRun>) {
     if let Some(l) = locking {
         let _ = writeln!(
             h,
@@ -214,21 +279,14 @@ fn profile_section(h: &mut String, phases: &[PhaseResult], plan: &[iolab_spec::P
         }
         h.push_str("</ul>\n");
     }
-    h.push_str("</section>\n");
 }
 
+/// The runs' facts: with several runs, what they all share once (host, kernel, device...),
+/// then a column per run with only what differs between them.
 fn runs_section(h: &mut String, runs: &[StoredRun]) {
-    h.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n<div class=\"wide\"><table class=\"facts\">\n<tr><th></th>");
-    for r in runs {
-        let _ = write!(h, "<th>run #{}</th>", r.id);
-    }
-    h.push_str("</tr>\n");
-    let row = |h: &mut String, name: &str, cell: &dyn Fn(&StoredRun) -> String| {
-        let _ = write!(h, "<tr><th>{name}</th>");
-        for r in runs {
-            let _ = write!(h, "<td>{}</td>", cell(r));
-        }
-        h.push_str("</tr>\n");
+    let mut rows: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut row = |_: &mut String, name: &'static str, cell: &dyn Fn(&StoredRun) -> String| {
+        rows.push((name, runs.iter().map(cell).collect()));
     };
     let text = |s: &str| if s.is_empty() { "<span class=\"muted\">-</span>".to_string() } else { escape(s) };
     row(h, "name", &|r| text(&r.name));
@@ -293,6 +351,28 @@ fn runs_section(h: &mut String, runs: &[StoredRun]) {
     });
     row(h, "rotational", &|r| text(&r.host.rotational_text()));
     row(h, "scheduler", &|r| text(&r.host.scheduler));
+    h.push_str("<section id=\"runs\">\n<h2>Runs</h2>\n");
+    let shared = |cells: &Vec<String>| runs.len() > 1 && cells.iter().all(|c| c == &cells[0]);
+    if runs.len() > 1 && rows.iter().any(|(_, c)| shared(c)) {
+        let _ = writeln!(h, "<p class=\"note\">What all {} runs share:</p>", runs.len());
+        h.push_str("<div class=\"wide\"><table class=\"facts shared\">\n");
+        for (name, cells) in rows.iter().filter(|(_, c)| shared(c)) {
+            let _ = writeln!(h, "<tr><th>{name}</th><td>{}</td></tr>", cells[0]);
+        }
+        h.push_str("</table></div>\n<p class=\"note\">What differs from run to run:</p>\n");
+    }
+    h.push_str("<div class=\"wide\"><table class=\"facts\">\n<tr><th></th>");
+    for r in runs {
+        let _ = write!(h, "<th>run #{}</th>", r.id);
+    }
+    h.push_str("</tr>\n");
+    for (name, cells) in rows.iter().filter(|(_, c)| !shared(c)) {
+        let _ = write!(h, "<tr><th>{name}</th>");
+        for c in cells {
+            let _ = write!(h, "<td>{c}</td>");
+        }
+        h.push_str("</tr>\n");
+    }
     h.push_str("</table></div>\n</section>\n");
 }
 
@@ -413,8 +493,18 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
             let _ = write!(h, "<th>{}</th>", escape(&run_label(r, opts.by.as_deref())));
         }
         h.push_str("</tr>\n");
+        // In words (`files created per second, mixed phase`), the figure's JSON name beside
+        // them as the cell's title, for those who script against it.
+        let workload = cols.first().and_then(|(r, _)| {
+            let ph = r.result.plan.phases.iter().find(|x| x.name == name)?;
+            ph.jobs.iter().find_map(|j| j.workload.kind().map(|k| k.as_str()))
+        });
         for k in rows {
-            let _ = write!(h, "<tr><td>{}</td>", escape(k));
+            let said = match k.split_once(": ") {
+                Some((job, fig)) => format!("{job}: {}", figure_words(workload, fig)),
+                None => figure_words(workload, k),
+            };
+            let _ = write!(h, "<tr><td title=\"{}\">{}</td>", escape(k), escape(&said));
             for v in &values {
                 match v.iter().find(|(n, _)| n == k) {
                     Some((_, x)) if x.fract() == 0.0 && x.abs() < 1e15 => {
@@ -437,30 +527,87 @@ fn workload_figures(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
     }
 }
 
-/// What the terminal prints under each phase (`system::findings`, `summary::cached_writes`), so
-/// the report says what stands out too. A survey's are in its profile, folded, and not repeated.
+/// A personality's figure in words (its own, else the plain rule of
+/// [`iolab_spec::figures::words`]).
+fn figure_words(workload: Option<&str>, name: &str) -> String {
+    iolab_spec::figures::words(iolab_model::figures::PERSONALITIES, workload, name)
+}
+
+/// What the terminal prints under each phase (`system::findings`, the fidelity rule's findings,
+/// reads in kept holes, the limit line), so the report says what stands out too. A finding
+/// of one kind repeated over runs (the same phase, the same device, the same limit) is said
+/// once with the runs named. A survey's are in its profile, folded, and not repeated.
 fn findings_list(h: &mut String, runs: &[StoredRun], opts: &ReportOptions) {
-    let mut items = Vec::new();
+    // (phase, kind) -> the runs that had it, each with its sentence.
+    type Said = ((String, String), Vec<(String, String)>);
+    let mut found: Vec<Said> = Vec::new();
+    let mut add = |phase: &str, kind: String, run: String, text: String| {
+        let key = (phase.to_string(), kind);
+        match found.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push((run, text)),
+            None => found.push((key, vec![(run, text)])),
+        }
+    };
     for r in
         runs.iter().filter(|r| !(r.kind == iolab_model::RunKind::Survey || crate::survey::is_survey(&r.result.phases)))
     {
+        let label = run_label(r, opts.by.as_deref());
         for p in &r.result.phases {
             let plan = r.result.plan.phases.iter().find(|ph| ph.name == p.name);
-            let mut found: Vec<String> = p.system.iter().flat_map(crate::system::findings).map(|f| f.text()).collect();
-            found.extend(crate::summary::cached_writes(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])));
-            for f in found {
-                items.push(format!(
-                    "<li>{}, phase {}: {}</li>",
-                    escape(&run_label(r, opts.by.as_deref())),
-                    escape(&p.name),
-                    escape(&f)
-                ));
+            for f in p.system.iter().flat_map(crate::system::findings) {
+                let kind = match &f {
+                    crate::system::Finding::Saturated { device, .. } => format!("busy {device}"),
+                    crate::system::Finding::IoWait(_) => "iowait".to_string(),
+                    crate::system::Finding::LinkNear(t) => format!("link {}", t.split(' ').next().unwrap_or("")),
+                };
+                add(&p.name, kind, label.clone(), f.text());
+            }
+            for f in crate::system::fidelity(p, plan.map(|ph| ph.jobs.as_slice()).unwrap_or(&[])) {
+                let kind = format!(
+                    "fidelity {} {} {}",
+                    f.kind.as_str(),
+                    f.direction.as_str(),
+                    f.node.as_deref().unwrap_or("")
+                );
+                add(&p.name, kind, label.clone(), f.said());
+            }
+            if let Some(line) = crate::system::holes_line(p) {
+                add(&p.name, "holes".into(), label.clone(), line);
+            }
+            let bounds: Vec<(Option<&str>, &iolab_model::Bound)> = if p.nodes.is_empty() {
+                p.limit.iter().map(|b| (None, b)).collect()
+            } else {
+                p.nodes.iter().filter_map(|n| n.limit.as_ref().map(|b| (Some(n.name.as_str()), b))).collect()
+            };
+            for (node, b) in bounds {
+                let kind =
+                    format!("limit {} {} {}", b.by.as_str(), b.subject.as_deref().unwrap_or(""), node.unwrap_or(""));
+                add(&p.name, kind, label.clone(), b.line(node));
             }
         }
     }
-    if !items.is_empty() {
-        let _ = writeln!(h, "<h3>Findings</h3>\n<ul class=\"findings\">\n{}\n</ul>", items.join("\n"));
+    if found.is_empty() {
+        return;
     }
+    h.push_str("<h3>Findings</h3>\n<ul class=\"findings\">\n");
+    for ((phase, _), v) in found {
+        let (first_run, first_text) = &v[0];
+        if v.len() == 1 {
+            let _ = writeln!(h, "<li>{}, phase {}: {}</li>", escape(first_run), escape(&phase), escape(first_text));
+        } else {
+            let names: Vec<&str> = v.iter().map(|(r, _)| r.as_str()).collect();
+            let _ = writeln!(
+                h,
+                "<li>phase {}, in {} runs ({}): {} <span class=\"muted\">(the figures of {}; the others alike)</span></li>",
+                escape(&phase),
+                v.len(),
+                escape(&names.join(", ")),
+                escape(first_text),
+                escape(first_run)
+            );
+        }
+    }
+    h.push_str("</ul>\n");
 }
 
 /// Operations other than reads, writes and flushes (creates, renames, ...), when any run has them.
@@ -503,14 +650,17 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
         "<p class=\"note\">Each group's mean{}, as a percentage of the baseline <b>{}</b> (of the values as printed). A verdict needs {MIN_RUNS_FOR_INTERVAL} or more runs \
          on each side: a change is <span class=\"verdict v-improved\">improved</span> or \
          <span class=\"verdict v-regressed\">regressed</span> when Welch's t-test finds it significant and its 95% \
-         confidence interval lies wholly beyond &plusmn;{}%; otherwise it is \
-         <span class=\"verdict v-noise\">within noise</span>.</p>",
-        match &opts.by {
-            Some(b) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
-            None => String::new(),
+         confidence interval lies wholly beyond &plusmn;{n}%; <span class=\"verdict v-noise\">no change</span> when the \
+         interval lies wholly inside &plusmn;{n}%; otherwise it is <span class=\"verdict v-noise\">inconclusive</span>, \
+         with the interval and about how many more runs of each configuration would decide it. A cell marked \
+         <span class=\"flag\">*</span> had a finding: its figure is not (all) what the storage saw (listed below).</p>",
+        match (&opts.by, opts.sets.is_empty()) {
+            (Some(b), _) => format!(" (runs grouped by <code>{}</code>)", escape(b)),
+            (None, false) => " (runs grouped by the selectors given)".to_string(),
+            (None, true) => String::new(),
         },
         c.groups.get(c.baseline).map(|g| escape(&g.key)).unwrap_or_default(),
-        (opts.noise() * 1000.0).round() / 10.0
+        n = (opts.noise() * 1000.0).round() / 10.0
     );
     if c.rows.is_empty() {
         h.push_str("<p class=\"note\">The baseline has nothing to compare.</p>\n</section>\n");
@@ -547,10 +697,13 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
                     let cls = match v {
                         Verdict::Improved => "v-improved",
                         Verdict::Regressed => "v-regressed",
-                        Verdict::WithinNoise => "v-noise",
+                        Verdict::NoChange | Verdict::Inconclusive => "v-noise",
                     };
-                    let _ = write!(h, " <span class=\"verdict {cls}\">{}</span>", v.word());
+                    let _ = write!(h, " <span class=\"verdict {cls}\">{}</span>", escape(&verdict_words(cell, v)));
                 }
+            }
+            if !cell.findings.is_empty() {
+                let _ = write!(h, " <span class=\"flag\" title=\"{}\">*</span>", escape(&cell.findings.join("; ")));
             }
             h.push_str("</td>");
         }
@@ -558,6 +711,14 @@ fn comparison_section(h: &mut String, c: &Comparison, opts: &ReportOptions) {
     }
     let regressions = c.regressions();
     h.push_str("</table></div>\n");
+    let notes = c.finding_notes();
+    if !notes.is_empty() {
+        h.push_str("<p class=\"note\"><span class=\"flag\">*</span> Not (all) what the storage saw:</p>\n<ul class=\"findings\">\n");
+        for n in notes {
+            let _ = writeln!(h, "<li>{}</li>", escape(&n));
+        }
+        h.push_str("</ul>\n");
+    }
     if c.too_few_runs() {
         let _ = writeln!(
             h,

@@ -22,6 +22,7 @@ pub mod html;
 mod html_nodes;
 mod markup;
 pub mod nodes;
+mod profile_chart;
 pub mod scenario;
 pub mod summary;
 pub mod survey;

@@ -11,8 +11,11 @@ pub fn render(r: &RunResult) -> String {
     for p in &r.phases {
         s.push_str(&phase(p));
         let jobs = r.plan.phases.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);
-        if let Some(f) = cached_writes(p, jobs) {
-            let _ = writeln!(s, "  - {f}");
+        for f in crate::system::fidelity(p, jobs) {
+            let _ = writeln!(s, "  - {}", f.said());
+        }
+        for line in crate::system::limit_lines(p) {
+            let _ = writeln!(s, "  {line}");
         }
     }
     if let Some(v) = &r.verdict {
@@ -34,22 +37,24 @@ pub fn render(r: &RunResult) -> String {
     s
 }
 
-/// A personality's own figures under the original's names, a few a line: the phase's
-/// (phases[].workload), or each job's when the phase mixes personalities; then the notes.
+/// A personality's own figures in words (`files created per second, mixed phase 1,234`; the
+/// JSON keeps the original's names), a few a line: the phase's (phases[].workload), or each
+/// job's when the phase mixes personalities; then the notes.
 fn workload_lines(s: &mut String, p: &PhaseResult) {
     let lines = |s: &mut String, head: &str, f: &iolab_model::figures::Figures| {
         let items: Vec<String> = f
             .iter()
             .map(|(k, v)| {
-                if v.fract() == 0.0 && v.abs() < 1e15 {
-                    format!("{k} {v:.0}")
+                let said = iolab_spec::figures::words(iolab_model::figures::PERSONALITIES, None, k);
+                if v.fract() == 0.0 && (0.0..1e15).contains(v) {
+                    format!("{said} {}", crate::fmt::count(*v))
                 } else {
-                    format!("{k} {}", crate::fmt::num(*v))
+                    format!("{said} {}", crate::fmt::num(*v))
                 }
             })
             .collect();
-        for chunk in items.chunks(5) {
-            let _ = writeln!(s, "  {head}{}", chunk.join(", "));
+        for chunk in items.chunks(3) {
+            let _ = writeln!(s, "  {head}{}", chunk.join("; "));
         }
     };
     if !p.workload.is_empty() {
@@ -107,11 +112,17 @@ pub fn phase(p: &PhaseResult) -> String {
         let _ = writeln!(s, "  {line}");
     }
     s.push_str(&crate::threads::lines(p));
+    if let Some(l) = crate::system::layout_line(p) {
+        let _ = writeln!(s, "  {l}");
+    }
     if let Some(sys) = &p.system {
         let _ = writeln!(s, "  system: {}", crate::system::line(sys));
         for f in crate::system::findings(sys) {
             let _ = writeln!(s, "  - {}", f.text());
         }
+    }
+    if let Some(h) = crate::system::holes_line(p) {
+        let _ = writeln!(s, "  {h}");
     }
     if let Some(v) = &p.verify {
         s.push_str(&crate::verify::terminal(v));
@@ -123,46 +134,34 @@ pub fn phase(p: &PhaseResult) -> String {
 }
 
 /// iolab must write at least this fast (MB/s) for [`cached_writes`] to speak: below it a
-/// device keeping up is no surprise.
-pub const CACHED_MIN_MBS: f64 = 50.0;
+/// device keeping up is no surprise (the fidelity rule's [`iolab_model::fidelity::MIN_ISSUED_BYTES_S`]).
+pub const CACHED_MIN_MBS: f64 = iolab_model::fidelity::MIN_ISSUED_BYTES_S / 1e6;
 /// ...and the target's devices must have written less than this share of it.
-pub const CACHED_SHARE: f64 = 0.2;
+pub const CACHED_SHARE: f64 = iolab_model::fidelity::LOW_SHARE;
 
 /// Buffered writes that stayed in the page cache: iolab reports what the page cache took, the
-/// device wrote a fraction of it. Speaks when every job of the phase that writes is buffered
-/// (no `--direct`, no `--sync`/`--fsync-every`, no `--end-fsync`), iolab wrote at least
-/// [`CACHED_MIN_MBS`], and the target's devices wrote less than [`CACHED_SHARE`] of it.
+/// device wrote a fraction of it. The page-cache case of the fidelity rule
+/// ([`iolab_model::fidelity`]): it speaks when every job of the phase that writes is buffered
+/// (no `--direct`, no `--sync`/`--fsync-every`, no `--end-fsync`) and flushed nothing, iolab
+/// wrote at least [`CACHED_MIN_MBS`], and the target's devices wrote less than
+/// [`CACHED_SHARE`] of it.
 pub fn cached_writes(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<String> {
-    let (ours, device) = cached_write_rates(p, jobs)?;
-    Some(format!(
-        "writes stayed in the page cache: iolab wrote {}/s, the device {}/s ({}%); {CACHED_ADVICE}",
-        fmt_decimal(ours),
-        fmt_decimal(device),
-        num(100.0 * device / ours)
-    ))
+    cached(p, jobs).map(|f| f.text)
 }
 
 /// What [`cached_writes`] suggests.
-pub const CACHED_ADVICE: &str = "add --end-fsync (dd's conv=fsync) to count the flush, or --direct to bypass the cache";
+pub const CACHED_ADVICE: &str = iolab_model::fidelity::CACHED_ADVICE;
 
 /// The figures behind [`cached_writes`] when it speaks: (iolab's write bytes/s, the target's
 /// devices' write bytes/s).
 pub fn cached_write_rates(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<(f64, f64)> {
-    use iolab_spec::SyncMode;
-    let writers: Vec<&iolab_spec::Job> =
-        jobs.iter().filter(|j| j.workload.block().is_some_and(|b| b.rw.writes())).collect();
-    let buffered = |j: &&iolab_spec::Job| {
-        !j.direct && j.workload.block().is_some_and(|b| b.sync == SyncMode::None && !b.end_fsync)
-    };
-    if writers.is_empty() || !writers.iter().all(buffered) {
-        return None;
-    }
-    let ours = p.total.write().bw_bytes;
-    let device = crate::system::target_write_bytes_s(p.system.as_ref()?)?;
-    if ours / 1e6 < CACHED_MIN_MBS || device >= CACHED_SHARE * ours {
-        return None;
-    }
-    Some((ours, device))
+    cached(p, jobs).map(|f| (f.issued_bytes_s, f.seen_bytes_s))
+}
+
+fn cached(p: &PhaseResult, jobs: &[iolab_spec::Job]) -> Option<iolab_model::Finding> {
+    iolab_model::fidelity::findings(p.observed(), jobs, None)
+        .into_iter()
+        .find(|f| f.kind == iolab_model::fidelity::Seen::WritesInCache)
 }
 
 fn row(job: &str, dir: &str, d: &ClassTotals) -> Vec<Cell> {
@@ -214,6 +213,17 @@ mod tests {
     use iolab_model::{Acc, OpClass};
     use iolab_spec::{JobPatch, Rw};
     use iolab_sysstat::{DiskRates, SystemResult, TargetInfo};
+
+    #[test]
+    fn a_personalitys_figures_are_said_in_words() {
+        let mut p = PhaseResult::new("pm");
+        p.workload.insert("transactions".into(), 5000.0);
+        p.workload.insert("created_mixed_per_s".into(), 12.5);
+        let s = phase(&p);
+        assert!(s.contains("files created per second, mixed phase 12.50"), "{s}");
+        assert!(s.contains("transactions 5,000"), "{s}");
+        assert!(!s.contains("created_mixed_per_s"), "{s}");
+    }
 
     /// A phase that wrote `mbs` MB/s for 1 s while the target disk wrote `disk_mbs`.
     fn phase_of(mbs: f64, disk_mbs: f64) -> PhaseResult {

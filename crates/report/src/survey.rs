@@ -6,16 +6,77 @@
 
 use crate::fmt::{count, fmt_decimal, ms, rate};
 use crate::system::{self, Finding};
+use iolab_model::fidelity::{Direction, Seen};
 use iolab_model::{PhaseResult, RunResult};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 
-/// How one step reads: its name in the table and its result in a line.
+/// How one step reads: its name in the table, its result in a line, and its one figure for
+/// the profile's picture.
 pub struct Reading {
     /// The phase name the survey gives the step.
     pub key: &'static str,
     pub title: &'static str,
     read: fn(&PhaseResult) -> String,
+    figure: fn(&PhaseResult) -> Option<Figure>,
+}
+
+/// A step's one figure: its value in its unit (MB/s, IOPS, commits/s...) and the p99 latency
+/// of the operation that bounds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub value: f64,
+    pub unit: &'static str,
+    pub p99_ns: u64,
+}
+
+fn main_dir(p: &PhaseResult) -> &iolab_model::ClassTotals {
+    let t = &p.total;
+    if t.write().ops > 0 {
+        t.write()
+    } else {
+        t.read()
+    }
+}
+
+fn bw_fig(p: &PhaseResult) -> Option<Figure> {
+    let d = main_dir(p);
+    (d.ops > 0).then(|| Figure { value: d.bw_bytes / 1e6, unit: "MB/s", p99_ns: d.lat_ns.p99 })
+}
+
+fn iops_fig(p: &PhaseResult) -> Option<Figure> {
+    let d = main_dir(p);
+    (d.ops > 0).then_some(Figure { value: d.iops, unit: "IOPS", p99_ns: d.lat_ns.p99 })
+}
+
+fn commits_fig(p: &PhaseResult) -> Option<Figure> {
+    let s = p.total.sync();
+    (s.ops > 0).then(|| Figure { value: s.ops as f64 / p.elapsed_s.max(1e-9), unit: "commits/s", p99_ns: s.lat_ns.p99 })
+}
+
+fn small_files_fig(p: &PhaseResult) -> Option<Figure> {
+    let v = p.workload.get("transactions_per_s").copied()?;
+    Some(Figure { value: v, unit: "transactions/s", p99_ns: p.total.get(iolab_model::OpClass::Create).lat_ns.p99 })
+}
+
+fn mail_fig(p: &PhaseResult) -> Option<Figure> {
+    let v = p.workload.get("messages_per_min").copied()?;
+    Some(Figure { value: v, unit: "messages/min", p99_ns: p.total.sync().lat_ns.p99 })
+}
+
+fn verified_fig(p: &PhaseResult) -> Option<Figure> {
+    let t = &p.total;
+    let iops = t.write().iops + t.read().iops;
+    (iops > 0.0).then(|| Figure { value: iops, unit: "IOPS", p99_ns: t.write().lat_ns.p99.max(t.read().lat_ns.p99) })
+}
+
+/// Each step of a survey's phases with its one figure, in the survey's order: (step's title,
+/// its figure), for the profile's picture.
+pub fn figures(phases: &[PhaseResult]) -> Vec<(String, Option<Figure>)> {
+    readings()
+        .into_iter()
+        .filter_map(|r| phases.iter().find(|p| p.name == r.key).map(|p| (r.title.to_string(), (r.figure)(p))))
+        .collect()
 }
 
 fn bw_line(p: &PhaseResult) -> String {
@@ -83,20 +144,20 @@ fn verified_line(p: &PhaseResult) -> String {
 
 /// The survey's steps as they read, in order.
 pub fn readings() -> Vec<Reading> {
-    let r = |key, title, read| Reading { key, title, read };
+    let r = |key, title, read, figure| Reading { key, title, read, figure };
     vec![
-        r("seq-write", "sequential write 1 MiB", bw_line),
-        r("seq-read", "sequential read 1 MiB", bw_line),
-        r("rand-read-qd1", "random read 4 KiB, QD1", iops_line),
-        r("rand-read-qd32", "random read 4 KiB, QD32", iops_line),
-        r("rand-write-qd1", "random write 4 KiB, QD1", iops_line),
-        r("rand-write-qd32", "random write 4 KiB, QD32", iops_line),
-        r("append-fsync", "append 4 KiB + fsync", commits_line),
-        r("one-writer", "one writer, 1 MiB", bw_line),
-        r("two-writers", "two concurrent writers", writers_line),
-        r("small-files", "small files (PostMark)", small_files_line),
-        r("mail-delivery", "mail delivery (maildir, 4 threads)", mail_line),
-        r("verified-rw", "validated random read/write 4 KiB (--verify)", verified_line),
+        r("seq-write", "sequential write 1 MiB", bw_line, bw_fig),
+        r("seq-read", "sequential read 1 MiB", bw_line, bw_fig),
+        r("rand-read-qd1", "random read 4 KiB, QD1", iops_line, iops_fig),
+        r("rand-read-qd32", "random read 4 KiB, QD32", iops_line, iops_fig),
+        r("rand-write-qd1", "random write 4 KiB, QD1", iops_line, iops_fig),
+        r("rand-write-qd32", "random write 4 KiB, QD32", iops_line, iops_fig),
+        r("append-fsync", "append 4 KiB + fsync", commits_line, commits_fig),
+        r("one-writer", "one writer, 1 MiB", bw_line, bw_fig),
+        r("two-writers", "two concurrent writers", writers_line, bw_fig),
+        r("small-files", "small files (PostMark)", small_files_line, small_files_fig),
+        r("mail-delivery", "mail delivery (maildir, 4 threads)", mail_line, mail_fig),
+        r("verified-rw", "validated random read/write 4 KiB (--verify)", verified_line, verified_fig),
     ]
 }
 
@@ -145,21 +206,44 @@ pub fn findings(phases: &[PhaseResult], plan: &[Phase]) -> Vec<String> {
             ));
         }
     }
-    // Buffered writes that stayed in the page cache, by step (`summary::cached_write_rates`).
-    let cached: Vec<String> = phases
-        .iter()
-        .filter_map(|p| {
-            let jobs = plan.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);
-            let (ours, device) = crate::summary::cached_write_rates(p, jobs)?;
-            Some(format!("{} (iolab {}/s, the device {}/s)", title_of(&p.name), fmt_decimal(ours), fmt_decimal(device)))
-        })
-        .collect();
-    if !cached.is_empty() {
-        out.push(format!(
-            "writes stayed in the page cache during: {}; {}",
-            cached.join(", "),
-            crate::summary::CACHED_ADVICE
-        ));
+    // The fidelity rule's findings (the figure against what the storage saw), one line per
+    // kind naming its steps: buffered writes that stayed in the page cache, reads from the
+    // page cache or from holes, a device that moved much more than asked.
+    let mut by_kind: Vec<(Seen, Direction, Vec<String>)> = Vec::new();
+    for p in phases {
+        let jobs = plan.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);
+        for f in system::fidelity(p, jobs) {
+            let on = if f.kind == Seen::WritesInCache { "the device".to_string() } else { f.seen_on.clone() };
+            let node = f.node.as_deref().map(|n| format!("{n}: ")).unwrap_or_default();
+            let step = format!(
+                "{node}{} (iolab {}/s, {on} {}/s)",
+                title_of(&p.name),
+                fmt_decimal(f.issued_bytes_s),
+                fmt_decimal(f.seen_bytes_s)
+            );
+            match by_kind.iter_mut().find(|(k, d, _)| *k == f.kind && *d == f.direction) {
+                Some((_, _, steps)) => steps.push(step),
+                None => by_kind.push((f.kind, f.direction, vec![step])),
+            }
+        }
+    }
+    for (kind, dir, steps) in by_kind {
+        let steps = steps.join(", ");
+        out.push(match kind {
+            Seen::WritesInCache => {
+                format!("writes stayed in the page cache during: {steps}; {}", crate::summary::CACHED_ADVICE)
+            }
+            Seen::ReadsFromCache => format!(
+                "reads were served from the page cache during: {steps}; the figures are memory's, not the storage's"
+            ),
+            Seen::ReadsInHoles | Seen::ReadsUnseen => format!(
+                "reads the device did not see (holes or unwritten extents) during: {steps}; the figures are not the storage's"
+            ),
+            Seen::MovedMore => format!(
+                "the storage moved much more than iolab {} during: {steps} (read-ahead, write amplification, replication, or other I/O on it)",
+                if dir == Direction::Read { "read" } else { "wrote" }
+            ),
+        });
     }
     // Busy devices, by device: each step with its %util, queue and await (the await the
     // table shows, `system::await_ms`).

@@ -1,8 +1,12 @@
 //! The system beside a phase, for people: one compact line (CPU, the target's devices, its
 //! network) and, in words, what stands out: a saturated device, high I/O wait, a link near
-//! its speed.
+//! its speed; then the fidelity rule's findings (the figure against what the storage saw),
+//! the reads that fell in kept holes, the layout before the window, and the limit line
+//! (`iolab_model::fidelity`, `iolab_model::bound`), as the summary and the report print them.
 
-use crate::fmt::fmt_decimal;
+use crate::fmt::{count, fmt_decimal, num};
+use iolab_model::PhaseResult;
+use iolab_spec::Job;
 use iolab_sysstat::{DiskRates, SystemResult};
 use std::fmt::Write;
 
@@ -160,7 +164,7 @@ impl Finding {
 pub fn findings(s: &SystemResult) -> Vec<Finding> {
     let mut out = Vec::new();
     for (name, d) in devices(s) {
-        if d.util_pct >= 90.0 {
+        if d.util_pct >= iolab_model::bound::DEVICE_BUSY_PCT {
             out.push(Finding::Saturated {
                 device: name.clone(),
                 util_pct: d.util_pct,
@@ -176,7 +180,7 @@ pub fn findings(s: &SystemResult) -> Vec<Finding> {
     for (name, rx, tx, speed) in interfaces(s) {
         if let Some(mbps) = speed {
             let used = rx.max(tx) * 8.0 / (mbps as f64 * 1e6) * 100.0;
-            if used >= 80.0 {
+            if used >= iolab_model::bound::LINK_FULL * 100.0 {
                 out.push(Finding::LinkNear(format!(
                     "{name} carried {}/s, {used:.0}% of its {mbps} Mb/s link: the network is the limit",
                     fmt_decimal(rx.max(tx))
@@ -185,6 +189,55 @@ pub fn findings(s: &SystemResult) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The fidelity rule's findings of a phase: those it keeps (judged on each node as it ended,
+/// every node's on several), or, for a phase stored before the rule (no limit line either),
+/// judged now from its figures and `jobs`.
+pub fn fidelity(p: &PhaseResult, jobs: &[Job]) -> Vec<iolab_model::Finding> {
+    if !p.findings.is_empty() || !p.nodes.is_empty() || p.limit.is_some() {
+        return p.findings.clone();
+    }
+    iolab_model::fidelity::findings(p.observed(), jobs, None)
+}
+
+/// The limit line of a phase (`limit: ...`), or on several nodes each node's
+/// (`limit on n1: ...`); none for a phase stored before the rule.
+pub fn limit_lines(p: &PhaseResult) -> Vec<String> {
+    if p.nodes.is_empty() {
+        p.limit.iter().map(|b| b.line(None)).collect()
+    } else {
+        p.nodes.iter().filter_map(|n| n.limit.as_ref().map(|b| b.line(Some(&n.name)))).collect()
+    }
+}
+
+/// `holes: 62.5% of reads (6,250 of 10,000) fell in holes or unwritten extents, where 62.5%
+/// of the region read holds no data`, when a file's holes were kept and read.
+pub fn holes_line(p: &PhaseResult) -> Option<String> {
+    let h = p.holes.filter(|h| h.reads > 0)?;
+    Some(format!(
+        "holes: {}% of reads ({} of {}) fell in holes or unwritten extents, where {}% of the region read holds no data: those reads never reached the device",
+        num(100.0 * h.share()),
+        count(h.in_holes as f64),
+        count(h.reads as f64),
+        num(100.0 * h.hole_share)
+    ))
+}
+
+/// `layout: 268.4 MB written before the measured window (268.4 MB of it into holes and
+/// unwritten extents) in 1.92 s, not counted in the figures`.
+pub fn layout_line(p: &PhaseResult) -> Option<String> {
+    let l = p.layout.as_ref().filter(|l| l.bytes > 0)?;
+    let holes = if l.holes_filled > 0 {
+        format!(" ({} of it into holes and unwritten extents)", fmt_decimal(l.holes_filled as f64))
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "layout: {} written before the measured window{holes} in {}, not counted in the figures",
+        fmt_decimal(l.bytes as f64),
+        crate::fmt::secs(l.elapsed_s)
+    ))
 }
 
 #[cfg(test)]

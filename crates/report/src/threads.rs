@@ -122,6 +122,7 @@ mod tests {
                 .collect(),
             workload: Default::default(),
             replay: None,
+            holes: None,
         }
     }
 

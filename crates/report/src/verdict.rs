@@ -1,26 +1,32 @@
 //! What scenarios' verdicts read (`crate::scenario`'s `locking` and `scaling`): each phase's
 //! and each node's figures (throughput as dd prints it, what its busiest interface carried
-//! against its link, its busiest disk, its CPU), the thresholds that say "saturated", and the
-//! words they are said in. Reads a finished (or stored) `RunResult`; runs nothing.
+//! against its link, its busiest disk, its CPU) and the words they are said in. Whether a link
+//! is full or a disk saturated is the limit rule's say ([`iolab_model::bound`]: its network and
+//! device cases, with its thresholds), the rule every phase's limit line comes from; a verdict
+//! only adds what it sees across steps. Reads a finished (or stored) `RunResult`; runs nothing.
 
 use iolab_model::{NodeResult, PhaseResult, RunResult, Totals};
 use iolab_spec::scenario::base_step_name;
 use iolab_spec::units::fmt_decimal;
 use iolab_sysstat::SystemResult;
 
-/// A link carrying this share of its speed or more is the limit (a 100 Mbit/s link gives
-/// about 11–12 MB/s of payload: 90–95%).
-pub const LINK_FULL: f64 = 0.80;
-/// A device busy this share of the time or more is saturated.
-pub const DISK_BUSY_PCT: f64 = 90.0;
-/// CPU I/O wait (the mean over CPUs) this high or more says the storage is saturated.
-pub const IOWAIT_HIGH_PCT: f64 = 30.0;
+/// A link carrying this share of its speed or more is the limit: the limit rule's
+/// ([`iolab_model::bound`]), whose cases the verdicts read.
+pub use iolab_model::bound::LINK_FULL;
+/// A device busy this share of the time or more is saturated (the limit rule's).
+pub const DISK_BUSY_PCT: f64 = iolab_model::bound::DEVICE_BUSY_PCT;
+/// CPU I/O wait this high or more says the storage is saturated where no device is sampled
+/// (the limit rule's).
+pub const IOWAIT_HIGH_PCT: f64 = iolab_model::bound::IOWAIT_HIGH_PCT;
 /// Checks 1 and 2 agree when they differ by at most this share.
 pub const BASELINE_AGREE: f64 = 0.10;
 /// Check 4 "well below" check 3: under this share of it.
 pub const WELL_BELOW: f64 = 0.75;
 /// A count "still scales" when it adds at least this share over the one before.
 pub const STILL_GROWS: f64 = 0.10;
+/// Scaling that still grows but reaches under this share of linear at the last count has
+/// something holding it back, which the verdict names.
+pub const SUBLINEAR: f64 = 0.90;
 
 /// MB/s as dd prints it: `11.9 MB/s`.
 pub(crate) fn mbs(bytes_per_s: f64) -> String {
@@ -44,6 +50,8 @@ pub(crate) struct NodeFig {
     pub link_mbps: Option<f64>,
     /// The busiest device under the target and its %util.
     pub disk: Option<(String, f64)>,
+    /// Whether the limit rule's device case holds (busy, or I/O wait with no device sampled).
+    pub storage_saturated: bool,
     pub iowait: Option<f64>,
     pub sys: Option<f64>,
     pub user: Option<f64>,
@@ -61,42 +69,41 @@ impl NodeFig {
     }
 
     pub fn fill_system(&mut self, s: &SystemResult, link_given: Option<f64>) {
+        use iolab_model::bound;
         self.iowait = Some(s.mean.cpu.all.iowait_pct);
         (self.user, self.sys) = (Some(s.mean.cpu.all.us()), Some(s.mean.cpu.all.sy()));
-        let target = s.target.as_ref();
-        // The interfaces that carry the target's I/O; without any named, every one sampled
-        // except loopback.
-        let wanted = |name: &str| match target.filter(|t| !t.interfaces.is_empty()) {
-            Some(t) => t.interfaces.iter().any(|i| i.name == name),
-            None => name != "lo",
-        };
-        if let Some((name, r)) = s
-            .mean
-            .net
-            .iter()
-            .filter(|(n, _)| wanted(n))
-            .map(|(n, r)| (n, r.rx_bytes_s.max(r.tx_bytes_s)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .filter(|(_, r)| *r > 0.0)
-        {
-            self.wire_bps = Some(r);
-            self.wire_iface = Some(name.clone());
-            let reported = target
-                .and_then(|t| t.interfaces.iter().find(|i| &i.name == name))
-                .and_then(|i| i.speed_mbps)
-                .map(|m| m as f64);
-            self.link_mbps = link_given.or(reported);
+        // The rule's network case: the busiest link the target crosses, with its speed.
+        if let Some(l) = bound::link_use(Some(s), link_given, self.bps).filter(|l| l.iface.is_some()) {
+            self.wire_bps = Some(l.bytes_s);
+            self.wire_iface = l.iface;
+            self.link_mbps = Some(l.mbps);
         } else {
+            // No speed known: the busiest of the target's interfaces (every one but loopback
+            // when the target names none), for the words.
+            let target = s.target.as_ref();
+            let wanted = |name: &str| match target.filter(|t| !t.interfaces.is_empty()) {
+                Some(t) => t.interfaces.iter().any(|i| i.name == name),
+                None => name != "lo",
+            };
+            if let Some((name, r)) = s
+                .mean
+                .net
+                .iter()
+                .filter(|(n, _)| wanted(n))
+                .map(|(n, r)| (n, r.rx_bytes_s.max(r.tx_bytes_s)))
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .filter(|(_, r)| *r > 0.0)
+            {
+                self.wire_bps = Some(r);
+                self.wire_iface = Some(name.clone());
+            }
             self.link_mbps = link_given;
         }
-        let devices: Vec<&String> = target.map(|t| t.devices.iter().collect()).unwrap_or_default();
-        self.disk = s
-            .mean
-            .disks
-            .iter()
-            .filter(|(n, _)| devices.is_empty() || devices.contains(n))
-            .map(|(n, d)| (n.clone(), d.util_pct))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
+        // The rule's device case (the depth iolab gave is not the verdict's to know).
+        let busiest = bound::device_use(s);
+        self.disk = busiest.as_ref().map(|d| (d.name.clone(), d.util_pct));
+        self.storage_saturated =
+            busiest.is_some_and(|d| bound::device_saturated(&d, None)) || bound::iowait_saturated(s);
     }
 
     /// What the node put on the wire: the interface's figure, else its own I/O rate.
@@ -109,8 +116,9 @@ impl NodeFig {
         self.link_mbps.filter(|m| *m > 0.0).map(|m| self.wire() * 8.0 / (m * 1e6))
     }
 
+    /// The limit rule's device case.
     pub fn disk_saturated(&self) -> bool {
-        self.disk.as_ref().is_some_and(|d| d.1 >= DISK_BUSY_PCT) || self.iowait.is_some_and(|w| w >= IOWAIT_HIGH_PCT)
+        self.storage_saturated
     }
 
     /// `a: sda 95% busy, CPU us 0% sy 9% wa 45%`, or nothing when not sampled.

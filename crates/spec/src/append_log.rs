@@ -48,6 +48,14 @@ impl Personality for AppendLogJob {
     type Options = AppendLogOptions;
     const SHARED_KEYS: &'static [&'static str] = &["fsync_every"];
     const DIRS: OwnDirs = OwnDirs::PerThread;
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[
+        ("records", "records appended"),
+        ("bytes_appended", "bytes appended"),
+        ("fsyncs", "fsyncs"),
+        ("elapsed_s", "seconds in all"),
+        ("records_per_s", "records appended per second"),
+        ("fsyncs_per_s", "fsyncs per second"),
+    ];
     const FIGURES: &'static [(&'static str, Kind)] = &[
         ("records", Count),
         ("bytes_appended", Count),

@@ -40,6 +40,10 @@ pub struct BlockJob {
     /// this option read as off).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub invalidate: bool,
+    /// Leave the target's holes and unwritten extents as they are and count the reads that
+    /// fall in them (`--keep-holes`), instead of filling them before the window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub keep_holes: bool,
 }
 
 impl BlockJob {
@@ -71,6 +75,7 @@ impl BlockJob {
             compressibility: p.compressibility.unwrap_or(0),
             refill_buffers: p.refill_buffers.unwrap_or(false),
             invalidate: p.invalidate.unwrap_or(false),
+            keep_holes: p.keep_holes.unwrap_or(false),
         })
     }
 

@@ -30,6 +30,8 @@ pub enum Kind {
 pub struct FigureTable {
     pub workload: &'static str,
     pub figures: &'static [(&'static str, Kind)],
+    /// Figures in words, for people.
+    pub words: &'static [(&'static str, &'static str)],
     pub derive: fn(&mut Figures),
 }
 
@@ -39,6 +41,27 @@ impl FigureTable {
     pub fn kind(&self, name: &str) -> Kind {
         self.figures.iter().find(|(n, _)| *n == name).map(|(_, k)| *k).unwrap_or_else(|| guess(name))
     }
+}
+
+/// A figure in words for people: the words its personality gives it (in `tables`, the
+/// personality running `workload` first), else its name read plainly (`_per_s` "per second",
+/// `_per_min` "per minute", `_s` "seconds", underscores as spaces).
+pub fn words(tables: &[FigureTable], workload: Option<&str>, name: &str) -> String {
+    let own = tables.iter().filter(|t| Some(t.workload) == workload);
+    let others = tables.iter().filter(|t| Some(t.workload) != workload);
+    if let Some((_, w)) = own.chain(others).flat_map(|t| t.words.iter()).find(|(n, _)| *n == name) {
+        return (*w).to_string();
+    }
+    let (stem, tail) = if let Some(s) = name.strip_suffix("_per_s") {
+        (s, " per second")
+    } else if let Some(s) = name.strip_suffix("_per_min") {
+        (s, " per minute")
+    } else if let Some(s) = name.strip_suffix("_s") {
+        (s, ", seconds")
+    } else {
+        (name, "")
+    };
+    format!("{}{tail}", stem.replace('_', " "))
 }
 
 /// The kind of a figure no table names: seconds when it ends in `_s`, else a count.
@@ -61,5 +84,23 @@ pub fn per(n: f64, s: f64) -> f64 {
         n / s
     } else {
         0.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_said_in_words_their_personality_first() {
+        let t = crate::FIGURE_TABLES;
+        assert_eq!(words(t, Some("postmark"), "created_mixed_per_s"), "files created per second, mixed phase");
+        // The same name in two personalities: the one running says it.
+        assert_eq!(words(t, Some("maildir"), "bytes_read"), "bytes read by the readers");
+        assert_eq!(words(t, Some("postmark"), "bytes_read"), "bytes read");
+        // A figure no personality words is read plainly.
+        assert_eq!(words(t, None, "put_block_per_s"), "put block per second");
+        assert_eq!(words(t, None, "flush_s"), "flush, seconds");
+        assert_eq!(words(t, None, "ops"), "ops");
     }
 }

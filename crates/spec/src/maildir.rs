@@ -83,6 +83,18 @@ impl Personality for MaildirJob {
     const ABOUT: &'static str = "mail delivery: tmp/, fsync, rename into new/";
     type Options = MaildirOptions;
     const DIRS: OwnDirs = OwnDirs::PerJob;
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[
+        ("messages", "messages delivered"),
+        ("messages_after_discard", "messages delivered after the discarded start"),
+        ("bytes_delivered", "bytes delivered"),
+        ("discard_s", "seconds discarded at the start"),
+        ("elapsed_s", "seconds in all"),
+        ("measured_s", "seconds measured"),
+        ("messages_read", "messages read (POP/IMAP readers)"),
+        ("bytes_read", "bytes read by the readers"),
+        ("messages_per_min", "messages delivered per minute"),
+        ("messages_per_s", "messages delivered per second"),
+    ];
     const FIGURES: &'static [(&'static str, Kind)] = &[
         ("messages", Count),
         ("messages_after_discard", Count),

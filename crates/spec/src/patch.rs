@@ -137,6 +137,12 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overwrite: Option<bool>,
+    /// Read a sparse file as it is: leave its holes and unwritten (fallocated) extents unfilled,
+    /// and count the reads that fall in them. By default a file iolab may write (its own, or
+    /// any with --overwrite) has them filled before the measured window, as fio lays out a file.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_holes: Option<bool>,
     /// Allow a block or character device as target (its data will be overwritten by writes).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -333,6 +339,7 @@ const BLOCK: &[&str] = &[
     "refill_buffers",
     "invalidate",
     "overwrite",
+    "keep_holes",
     "device",
 ];
 

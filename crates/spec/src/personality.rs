@@ -68,6 +68,9 @@ pub trait Personality:
     const DIRS: OwnDirs;
     /// Its figures, under the original tool's names, with their kinds.
     const FIGURES: &'static [(&'static str, Kind)] = &[];
+    /// Its figures in words, for people (`created_mixed_per_s`: "files created per second,
+    /// mixed phase"); a figure not here is said by [`crate::figures::words`]' plain rule.
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[];
     /// Its rates from its other figures (see [`crate::figures`]).
     fn derive(_figures: &mut Figures) {}
 
@@ -327,6 +330,7 @@ macro_rules! personalities {
             $crate::figures::FigureTable {
                 workload: <$ty as $crate::Personality>::NAME,
                 figures: <$ty as $crate::Personality>::FIGURES,
+                words: <$ty as $crate::Personality>::FIGURE_WORDS,
                 derive: <$ty as $crate::Personality>::derive,
             },
         )+];

@@ -157,6 +157,34 @@ impl Personality for PostmarkJob {
     const ABOUT: &'static str = "PostMark's small-file transactions";
     type Options = PostmarkOptions;
     const DIRS: OwnDirs = OwnDirs::PerThread;
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[
+        ("transactions", "transactions"),
+        ("created", "files created"),
+        ("created_alone", "files created alone (creation phase)"),
+        ("created_mixed", "files created, mixed phase"),
+        ("read", "files read"),
+        ("appended", "files appended to"),
+        ("deleted", "files deleted"),
+        ("deleted_alone", "files deleted alone (deletion phase)"),
+        ("deleted_mixed", "files deleted, mixed phase"),
+        ("bytes_read", "bytes read"),
+        ("bytes_written", "bytes written"),
+        ("elapsed_s", "seconds in all"),
+        ("creation_s", "seconds creating the file pool"),
+        ("transactions_s", "seconds of transactions"),
+        ("deletion_s", "seconds deleting the pool"),
+        ("transactions_per_s", "transactions per second"),
+        ("created_per_s", "files created per second"),
+        ("created_alone_per_s", "files created per second, creation phase"),
+        ("created_mixed_per_s", "files created per second, mixed phase"),
+        ("read_per_s", "files read per second"),
+        ("appended_per_s", "files appended to per second"),
+        ("deleted_per_s", "files deleted per second"),
+        ("deleted_alone_per_s", "files deleted per second, deletion phase"),
+        ("deleted_mixed_per_s", "files deleted per second, mixed phase"),
+        ("bytes_read_per_s", "bytes read per second"),
+        ("bytes_written_per_s", "bytes written per second"),
+    ];
     const FIGURES: &'static [(&'static str, Kind)] = &[
         ("transactions", Count),
         ("created", Count),

@@ -47,6 +47,19 @@ impl Personality for RedologJob {
     type Options = RedologOptions;
     const SHARED_KEYS: &'static [&'static str] = &["size", "bs", "stride"];
     const DIRS: OwnDirs = OwnDirs::PerThread;
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[
+        ("files", "redo log files"),
+        ("sparse_s", "seconds to create them sparse (as ndbd did)"),
+        ("sparse_bytes", "bytes written creating them sparse"),
+        ("sparse_fsyncs", "fsyncs creating them sparse"),
+        ("full_s", "seconds to create them written in full"),
+        ("full_bytes", "bytes written creating them in full"),
+        ("full_fsyncs", "fsyncs creating them in full"),
+        ("sparse_bytes_per_s", "bytes per second, sparse creation"),
+        ("sparse_expected_s", "seconds the sparse creation's bytes would take at the full creation's rate"),
+        ("full_bytes_per_s", "bytes per second, full creation"),
+        ("full_speedup", "times faster written in full than sparse"),
+    ];
     const FIGURES: &'static [(&'static str, Kind)] = &[
         ("files", Count),
         ("sparse_s", Seconds),

@@ -62,6 +62,13 @@ impl Personality for VarmailJob {
     const ABOUT: &'static str = "filebench's";
     type Options = VarmailOptions;
     const DIRS: OwnDirs = OwnDirs::PerJob;
+    const FIGURE_WORDS: &'static [(&'static str, &'static str)] = &[
+        ("flowops", "flow operations (filebench's flowops)"),
+        ("loops", "passes through the flow"),
+        ("elapsed_s", "seconds in all"),
+        ("flowops_per_s", "flow operations per second"),
+        ("loops_per_s", "passes through the flow per second"),
+    ];
     const FIGURES: &'static [(&'static str, Kind)] = &[
         ("flowops", Count),
         ("loops", Count),

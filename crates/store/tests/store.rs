@@ -686,6 +686,9 @@ fn node_result(name: &str, p: &iolab_model::PhaseResult, skew: i64) -> iolab_mod
         cpu: p.cpu,
         system: p.system.clone(),
         verify: p.verify.clone(),
+        findings: p.findings.clone(),
+        limit: p.limit.clone(),
+        holes: p.holes,
     }
 }
 
@@ -737,6 +740,10 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict(b: Backen
         started_unix_s: None,
         first_done_s: Some(pa.elapsed_s.min(pb.elapsed_s)),
         last_done_s: Some(elapsed),
+        findings: Vec::new(),
+        limit: None,
+        holes: None,
+        layout: None,
     };
     store.add_second(id, 0, AGGREGATE, &seconds, &[], None).unwrap();
     store.add_phase(id, 0, AGGREGATE, &aggregate).unwrap();

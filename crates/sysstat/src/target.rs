@@ -166,8 +166,76 @@ pub fn describe(path: &Path, roots: &SysRoots) -> TargetInfo {
     info.network = NETWORK_FS.contains(&info.fstype.as_str());
     if info.network {
         info.interfaces = interfaces_for(&info.mount_source, &info.fstype, roots);
+        // A FUSE client may talk to more servers than its source names (a GlusterFS replica
+        // writes to every brick's server): the links to all its peers carry the target's I/O.
+        if info.fstype.starts_with("fuse.") && roots.proc == Path::new("/proc") {
+            for peer in fuse_peers(&info.mount_point, &roots.proc) {
+                let named = if peer.is_loopback() { Some("lo".to_string()) } else { route_v4(peer, roots) };
+                if let Some(n) = named.filter(|n| !info.interfaces.iter().any(|i| &i.name == n)) {
+                    info.interfaces.push(interface(n, roots));
+                }
+            }
+        }
     }
     info
+}
+
+/// The IPv4 peers of the TCP connections (established) held by the processes that serve a
+/// FUSE mount: those whose command line names the mount point, and their children (sshfs's
+/// ssh). A GlusterFS client holds one to every brick's server. Processes this user may not
+/// look into are left out.
+fn fuse_peers(mount_point: &str, proc: &Path) -> Vec<Ipv4Addr> {
+    let Ok(rd) = std::fs::read_dir(proc) else { return Vec::new() };
+    let pids: Vec<u32> = rd.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+    let names_mount = |pid: u32| {
+        std::fs::read(proc.join(format!("{pid}/cmdline")))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == mount_point.as_bytes()))
+    };
+    let parent = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(proc.join(format!("{pid}/stat"))).ok()?;
+        stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
+    };
+    let servers: Vec<u32> = pids.iter().copied().filter(|p| names_mount(*p)).collect();
+    let mut serving: Vec<u32> = servers.clone();
+    serving.extend(pids.iter().copied().filter(|p| parent(*p).is_some_and(|pp| servers.contains(&pp))));
+    let mut out: Vec<Ipv4Addr> = Vec::new();
+    for pid in serving {
+        let Ok(fds) = std::fs::read_dir(proc.join(format!("{pid}/fd"))) else { continue };
+        let inodes: Vec<String> = fds
+            .flatten()
+            .filter_map(|f| std::fs::read_link(f.path()).ok())
+            .filter_map(|l| {
+                let l = l.to_string_lossy().to_string();
+                l.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')).map(str::to_string)
+            })
+            .collect();
+        if inodes.is_empty() {
+            continue;
+        }
+        let tcp = std::fs::read_to_string(proc.join(format!("{pid}/net/tcp"))).unwrap_or_default();
+        for peer in tcp_peers(&tcp, &inodes) {
+            if !out.contains(&peer) {
+                out.push(peer);
+            }
+        }
+    }
+    out
+}
+
+/// The remote addresses of the established connections (state 01) in /proc/net/tcp whose
+/// socket inode is one of `inodes`.
+fn tcp_peers(text: &str, inodes: &[String]) -> Vec<Ipv4Addr> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.get(3) != Some(&"01") || !inodes.iter().any(|i| Some(&i.as_str()) == f.get(9)) {
+                return None;
+            }
+            let (addr, _) = f.get(2)?.split_once(':')?;
+            Some(Ipv4Addr::from(u32::from_str_radix(addr, 16).ok()?.to_le_bytes()))
+        })
+        .collect()
 }
 
 /// Walk from a device number to the devices under it.
@@ -264,19 +332,21 @@ fn route_v4(addr: Ipv4Addr, roots: &SysRoots) -> Option<String> {
         .map(|(_, n)| n)
 }
 
-fn interfaces_for(source: &str, _fstype: &str, roots: &SysRoots) -> Vec<Interface> {
-    // A shaped link runs at its tbf rate; `tc` sees this machine's interfaces only, so not
-    // for another root (tests).
+/// An interface with its speed: a shaped link runs at its tbf rate (`tc` sees this machine's
+/// interfaces only, so not for another root: tests), else the driver's.
+fn interface(n: String, roots: &SysRoots) -> Interface {
     let real = roots.sys == std::path::Path::new("/sys");
-    let to_iface = |n: String| {
-        let driver = speed(&n, roots);
-        let shaped = if real { crate::qdisc::shaped_mbps(&n) } else { None };
-        let speed_mbps = match (shaped, driver) {
-            (Some(s), Some(d)) => Some(s.min(d)),
-            (s, d) => s.or(d),
-        };
-        Interface { speed_mbps, name: n }
+    let driver = speed(&n, roots);
+    let shaped = if real { crate::qdisc::shaped_mbps(&n) } else { None };
+    let speed_mbps = match (shaped, driver) {
+        (Some(s), Some(d)) => Some(s.min(d)),
+        (s, d) => s.or(d),
     };
+    Interface { speed_mbps, name: n }
+}
+
+fn interfaces_for(source: &str, _fstype: &str, roots: &SysRoots) -> Vec<Interface> {
+    let to_iface = |n: String| interface(n, roots);
     if let Some(host) = server_of(source) {
         if let Some(ip) = (host.as_str(), 0).to_socket_addrs().ok().and_then(|mut a| a.next()).map(|a| a.ip()) {
             if ip.is_loopback() {
@@ -390,6 +460,21 @@ mod tests {
         let mut out = Vec::new();
         block_chain(1, 99, &roots, &mut out, 0);
         assert!(out.is_empty(), "an unknown device maps to nothing, without error");
+    }
+
+    #[test]
+    fn established_tcp_peers_of_given_sockets() {
+        // A GlusterFS client's table: two bricks' connections, a listener, a closing one.
+        let tcp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0164B50A:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 867056 1 0 100 0 0 10 0
+   1: 010BB50A:BFFD 01C9B50A:D7F3 01 00000000:00000000 02:0000044F 00000000     0        0 868164 2 0 20 4 0 42 -1
+   2: 0115B50A:BFFF 01CAB50A:E819 01 00000000:00000000 02:0000044F 00000000     0        0 868166 2 0 20 4 0 43 -1
+   4: 0115B50A:BFFD 01CAB50A:5DC7 06 00000000:00000000 03:000013EF 00000000     0        0 0 3 0
+   5: 010BB50A:BFFE 0100007F:5DC7 01 00000000:00000000 03:000013EE 00000000     0        0 999 3 0
+";
+        let inodes = vec!["868164".to_string(), "868166".to_string(), "867056".to_string()];
+        assert_eq!(tcp_peers(tcp, &inodes), [Ipv4Addr::new(10, 181, 201, 1), Ipv4Addr::new(10, 181, 202, 1)]);
+        assert!(tcp_peers("garbage\n1: x y z", &inodes).is_empty());
     }
 
     #[test]

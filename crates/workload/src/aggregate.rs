@@ -7,7 +7,9 @@
 
 use crate::layout::Target;
 use iolab_model::figures::{self, Combine, Figures};
-use iolab_model::{new_histogram, Acc, CpuTime, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals};
+use iolab_model::{
+    new_histogram, Acc, CpuTime, HoleReads, JobResult, OpClass, PhaseResult, ThreadResult, TimelinePoint, Totals,
+};
 use iolab_spec::Phase;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -32,6 +34,10 @@ pub(crate) enum Msg {
         error: Option<String>,
         /// The source's own figures (see [`crate::source::Source::figures`]).
         figures: Vec<(&'static str, f64)>,
+        /// Its reads of kept holes (see [`crate::source::Source::hole_reads`]).
+        holes: Option<(u64, u64)>,
+        /// Its time on a CPU and waiting for one over its run, ns ([`crate::cpu::thread_sched`]).
+        sched: (u64, u64),
     },
 }
 
@@ -61,6 +67,10 @@ pub(crate) struct Aggregator {
     job_err: Vec<Option<String>>,
     /// Each job's threads' workload figures, as their sources said them.
     job_figures: Vec<Vec<Figures>>,
+    /// Each job's reads of kept holes, from its threads.
+    job_holes: Vec<Option<HoleReads>>,
+    /// The workers' time on a CPU and waiting for one, ns, over those done.
+    sched: (u64, u64),
     workers: Vec<WorkerTally>,
     worker_sec: Vec<i64>,
     worker_done: Vec<bool>,
@@ -89,6 +99,8 @@ impl Aggregator {
             job_end: vec![None; threads.len()],
             job_err: vec![None; threads.len()],
             job_figures: vec![Vec::new(); threads.len()],
+            job_holes: vec![None; threads.len()],
+            sched: (0, 0),
             workers,
             worker_sec: vec![i64::MIN; n],
             worker_done: vec![false; n],
@@ -146,8 +158,15 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched } => {
                 self.merge(job, worker, sec, &acc);
+                self.sched.0 += sched.0;
+                self.sched.1 += sched.1;
+                if let Some((reads, in_holes)) = holes {
+                    let h = self.job_holes[job].get_or_insert_with(HoleReads::default);
+                    h.reads += reads;
+                    h.in_holes += in_holes;
+                }
                 if !figures.is_empty() {
                     self.job_figures[job].push(figures.iter().map(|(k, v)| (k.to_string(), *v)).collect());
                 }
@@ -254,6 +273,21 @@ impl Aggregator {
                 per_thread,
                 workload,
                 replay: None,
+                holes: self.job_holes[i].map(|mut h| {
+                    // What a uniform read of the region would find: its bytes in holes.
+                    let (empty, region): (u64, u64) = targets[i]
+                        .iter()
+                        .filter(|t| !t.kept_holes().is_empty())
+                        .map(|t| {
+                            (
+                                t.empty_bytes(),
+                                t.size.min(t.existing).saturating_sub(job.workload.block().map_or(0, |b| b.offset())),
+                            )
+                        })
+                        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                    h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
+                    h
+                }),
             });
         }
         let mut r = PhaseResult {
@@ -262,10 +296,17 @@ impl Aggregator {
             interrupted,
             total: Totals::from_acc(&total, elapsed),
             jobs,
-            cpu,
+            cpu: CpuTime {
+                workers_on_cpu_s: self.sched.0 as f64 / 1e9,
+                workers_waiting_s: self.sched.1 as f64 / 1e9,
+                ..cpu
+            },
             ..PhaseResult::new(phase.name.clone())
         };
         r.roll_up_workload();
+        for h in r.jobs.iter().filter_map(|j| j.holes) {
+            r.holes.get_or_insert_with(HoleReads::default).add(&h);
+        }
         r
     }
 }
@@ -351,6 +392,8 @@ mod tests {
             end: t0 + Duration::from_secs(2),
             error: None,
             figures: Vec::new(),
+            holes: None,
+            sched: (0, 0),
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
@@ -366,6 +409,8 @@ mod tests {
             end: t0 + Duration::from_secs(5),
             error: Some("EIO".into()),
             figures: Vec::new(),
+            holes: None,
+            sched: (0, 0),
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;

@@ -82,9 +82,9 @@ pub enum RunError {
 type Replays = Vec<Vec<Option<Arc<Checked>>>>;
 /// Per phase, per job: its targets.
 type Targets = Vec<Vec<Vec<Target>>>;
-/// A phase made ready: each job's prepared replay (None for other workloads), and the files
-/// created for it now.
-type Prepared = (Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>);
+/// A phase made ready: each job's prepared replay (None for other workloads), the files
+/// created for it now, and what its layout wrote (and how long it took), if anything.
+type Prepared = (Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>, Option<LayoutDone>);
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
@@ -157,7 +157,7 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
             result.status = Status::Interrupted;
             break;
         }
-        let (runs, created) = match prepare_phase(phase, &replays, ctl, sink) {
+        let (runs, created, laid_out) = match prepare_phase(phase, &replays, ctl, sink) {
             Ok(r) => r,
             Err(e) => {
                 if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
@@ -191,6 +191,8 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
         };
         validation::finish(phase, &validated, &mut pr);
         validation::finish_files(phase, &file_sets, &mut pr);
+        pr.layout = laid_out;
+        judge(&mut pr, phase);
         let maps = validation::handed_out(phase, &validated);
         if !maps.is_empty() {
             sink.key_maps(i, &maps);
@@ -266,6 +268,8 @@ fn prepare_phase(
     }
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
+    let mut laid_out: Option<LayoutDone> = None;
+    let began = Instant::now();
     for (job, ts) in &fresh {
         for t in ts {
             if !seen.insert(t.path.clone()) {
@@ -277,9 +281,42 @@ fn prepare_phase(
             }
             layout::create_target_in_run(t, run)?;
             if t.layout {
-                sink.message(&format!("laying out {} ({} bytes)", t.path.display(), t.size - t.existing));
+                let holes = if t.fill_holes { t.empty_bytes() } else { 0 };
+                let tail = t.size.saturating_sub(t.existing);
+                let what = match (holes, tail) {
+                    (0, n) => format!("{n} bytes"),
+                    (h, 0) => format!("filling {h} bytes of holes and unwritten extents"),
+                    (h, n) => format!("{n} bytes past its end, and {h} bytes of holes and unwritten extents"),
+                };
+                sink.message(&format!("laying out {} ({what}), before the measured window", t.path.display()));
                 let compressibility = job.workload.block().map_or(0, |b| b.compressibility);
-                layout::lay_out(t, job.seed, compressibility, stop, created_now)?;
+                let t0 = Instant::now();
+                let mut said = Instant::now();
+                let mut progress = |done: u64, total: u64| {
+                    if said.elapsed() >= LAYOUT_PROGRESS && done < total {
+                        said = Instant::now();
+                        sink.message(&format!(
+                            "laying out {}: {:.0}% ({} of {} bytes, {:.1} s)",
+                            t.path.display(),
+                            100.0 * done as f64 / total.max(1) as f64,
+                            done,
+                            total,
+                            t0.elapsed().as_secs_f64()
+                        ));
+                    }
+                };
+                let w = layout::lay_out(t, job.seed, compressibility, stop, created_now, &mut progress)?;
+                let took = t0.elapsed().as_secs_f64();
+                sink.message(&format!(
+                    "laid out {}: {} bytes in {took:.2} s ({}/s), not counted in the figures",
+                    t.path.display(),
+                    w.bytes,
+                    iolab_spec::units::fmt_decimal(if took > 0.0 { w.bytes as f64 / took } else { 0.0 })
+                ));
+                let l = laid_out.get_or_insert_with(LayoutDone::default);
+                l.files.push(t.path.display().to_string());
+                l.bytes += w.bytes;
+                l.holes_filled += w.holes_filled;
             } else if job.engine.caps().maps_files()
                 && t.kind == TargetKind::File
                 && t.existing < t.size
@@ -293,6 +330,9 @@ fn prepare_phase(
             }
         }
     }
+    if let Some(l) = &mut laid_out {
+        l.elapsed_s = began.elapsed().as_secs_f64();
+    }
     // fio's invalidate: the phase's reads start from the storage, not from what layout or an
     // earlier phase left in memory.
     for (job, ts) in &fresh {
@@ -303,7 +343,19 @@ fn prepare_phase(
             }
         }
     }
-    Ok((runs, created))
+    Ok((runs, created, laid_out))
+}
+
+/// How often a long layout says how far it got.
+const LAYOUT_PROGRESS: Duration = Duration::from_secs(2);
+
+/// A phase's figure beside what the storage saw ([`iolab_model::fidelity`]) and what bounded
+/// it ([`iolab_model::bound`]), judged on this node as the phase ends.
+fn judge(pr: &mut PhaseResult, phase: &Phase) {
+    pr.findings = iolab_model::fidelity::findings(pr.observed(), &phase.jobs, None);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ctx = iolab_model::bound::Context { jobs: &phase.jobs, cpus, link_mbps: None };
+    pr.limit = Some(iolab_model::bound::judge(pr.observed(), &ctx));
 }
 
 struct Shared {
@@ -622,6 +674,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     };
     shared.ready.wait();
     shared.go.wait();
+    let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     let clk = TscClock::new();
     let (sec, acc, end, error) = match (setup, source.as_mut()) {
@@ -644,9 +697,12 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
+    let holes = source.as_ref().and_then(|s| s.hole_reads());
+    let sched1 = crate::cpu::thread_sched();
+    let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
 }
 
 /// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per

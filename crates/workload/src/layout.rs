@@ -1,7 +1,10 @@
 //! Targets and their safety: which files a job uses, whether iolab may write them, whether
 //! they fit, and laying them out before the measured window. iolab marks every file it
 //! creates (an xattr, or a manifest where xattrs are unsupported) and writes only to marked
-//! files unless told otherwise; refusals happen before any byte is written.
+//! files unless told otherwise; refusals happen before any byte is written. A file a job reads
+//! is looked at for holes and unwritten extents ([`iolab_engine::extents`]): where iolab may
+//! write it, they are filled as fio lays out a file; where it may not (or `--keep-holes`),
+//! they are kept, and the reads that fall in them are counted.
 
 use iolab_engine::fill_pattern;
 use iolab_spec::Job;
@@ -54,6 +57,27 @@ pub struct Target {
     pub exists: bool,
     /// Bytes to write before the measured window so reads find data.
     pub layout: bool,
+    /// The ranges of the job's region that hold no data (holes, unwritten extents), as file
+    /// offsets, sorted: filled by the layout when `fill_holes`, else kept (reads in them are
+    /// counted).
+    pub empty: Vec<(u64, u64)>,
+    /// Whether the layout fills `empty` (a file iolab may write, holes not kept on purpose).
+    pub fill_holes: bool,
+}
+
+impl Target {
+    /// The holes kept in the job's region (none when the layout fills them).
+    pub fn kept_holes(&self) -> &[(u64, u64)] {
+        if self.fill_holes {
+            &[]
+        } else {
+            &self.empty
+        }
+    }
+    /// Bytes of `empty`.
+    pub fn empty_bytes(&self) -> u64 {
+        self.empty.iter().map(|(a, b)| b - a).sum()
+    }
 }
 
 /// The files of one job: one per thread for a directory target, else the one target shared.
@@ -161,7 +185,16 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
             }
             // `exists`: nothing for the layout step to create; the source makes the directory.
             let size = if i == 0 { space } else { 0 };
-            Ok(Target { path, kind: TargetKind::File, size, existing: 0, exists: true, layout: false })
+            Ok(Target {
+                path,
+                kind: TargetKind::File,
+                size,
+                existing: 0,
+                exists: true,
+                layout: false,
+                empty: Vec::new(),
+                fill_holes: false,
+            })
         })
         .collect()
 }
@@ -253,6 +286,8 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
                 existing: 0,
                 exists: false,
                 layout: needs_data,
+                empty: Vec::new(),
+                fill_holes: false,
             })
         }
         Err(e) => Err(io_err("reading metadata of", path)(e)),
@@ -283,6 +318,8 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
                     existing: dev_len,
                     exists: true,
                     layout: false,
+                    empty: Vec::new(),
+                    fill_holes: false,
                 });
             }
             if ft.is_dir() {
@@ -299,23 +336,37 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
             let size = past_offset(size)?;
             let grows = size > existing;
             let writes = job.workload.writes() || (needs_data && grows);
-            if writes
-                && !job.overwrite
-                && !run.is_some_and(|r| made_by_run(path, r))
-                && !is_owned(path).map_err(io_err("checking the iolab mark of", path))?
-            {
+            let may_write = || -> Result<bool, LayoutError> {
+                Ok(job.overwrite
+                    || run.is_some_and(|r| made_by_run(path, r))
+                    || is_owned(path).map_err(io_err("checking the iolab mark of", path))?)
+            };
+            if writes && !may_write()? {
                 return Err(refuse(path, format!(
                     "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
                     if job.workload.writes() { "write to" } else { "extend" }
                 )));
             }
+            // What the job will read that holds no data (the part the layout writes anyway
+            // aside): filled where iolab may write, unless kept on purpose.
+            let empty = if needs_data && off < existing.min(size) {
+                let f = File::open(path).map_err(io_err("opening to map the data of", path))?;
+                iolab_engine::extents::empty_ranges(&f, off, existing.min(size))
+                    .map_err(io_err("mapping the holes of", path))?
+            } else {
+                Vec::new()
+            };
+            let keep = job.workload.block().is_some_and(|b| b.keep_holes);
+            let fill_holes = !empty.is_empty() && !keep && may_write()?;
             Ok(Target {
                 path: path.to_path_buf(),
                 kind: TargetKind::File,
                 size,
                 existing,
                 exists: true,
-                layout: needs_data && grows,
+                layout: needs_data && (grows || fill_holes),
+                empty,
+                fill_holes,
             })
         }
     }
@@ -405,7 +456,10 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
 pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), LayoutError> {
     let mut by_dev: std::collections::HashMap<u64, (PathBuf, u64)> = Default::default();
     for t in targets.iter().filter(|t| t.kind == TargetKind::File) {
-        let grows = if t.layout || writes_growth { t.size.saturating_sub(t.existing) } else { 0 };
+        let mut grows = if t.layout || writes_growth { t.size.saturating_sub(t.existing) } else { 0 };
+        if t.fill_holes {
+            grows = grows.saturating_add(t.empty_bytes());
+        }
         if grows == 0 {
             continue;
         }
@@ -423,37 +477,59 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
     Ok(())
 }
 
+/// What a layout wrote: bytes in all, and of them the bytes written into holes and unwritten
+/// extents inside the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LaidOut {
+    pub bytes: u64,
+    pub holes_filled: u64,
+}
+
 /// Write the target's missing bytes with seeded data, then flush them, so reads in the
-/// measured window find real blocks and the layout's writeback does not leak into it.
+/// measured window find real blocks and the layout's writeback does not leak into it: past
+/// its end, and (with `fill_holes`) in its holes and unwritten extents. `progress(done, total)`
+/// is told after each chunk.
 pub fn lay_out(
     t: &Target,
     seed: u64,
     compressibility: u8,
     stop: &AtomicBool,
     created_now: bool,
-) -> Result<(), LayoutError> {
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<LaidOut, LayoutError> {
     let f = fs::OpenOptions::new().write(true).open(&t.path).map_err(io_err("opening for layout", &t.path))?;
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     fill_pattern(&mut buf, seed, compressibility);
-    let mut pos = t.existing;
-    while pos < t.size {
-        if stop.load(Ordering::Relaxed) {
-            let fate = if created_now {
-                drop(f);
-                let _ = remove_owned(&t.path);
-                "the partial file, created by this run, was removed".to_string()
-            } else {
-                "the file is kept as it is; the next run completes its layout".to_string()
-            };
-            return Err(LayoutError::Interrupted { path: t.path.clone(), done: pos, size: t.size, fate });
+    let mut ranges: Vec<(u64, u64)> = if t.fill_holes { t.empty.clone() } else { Vec::new() };
+    let holes: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    if t.size > t.existing {
+        ranges.push((t.existing, t.size));
+    }
+    let total: u64 = ranges.iter().map(|(a, b)| b - a).sum();
+    let mut done = 0u64;
+    for (start, end) in ranges {
+        let mut pos = start;
+        while pos < end {
+            if stop.load(Ordering::Relaxed) {
+                let fate = if created_now {
+                    drop(f);
+                    let _ = remove_owned(&t.path);
+                    "the partial file, created by this run, was removed".to_string()
+                } else {
+                    "the file is kept as it is; the next run completes its layout".to_string()
+                };
+                return Err(LayoutError::Interrupted { path: t.path.clone(), done, size: total, fate });
+            }
+            let n = ((end - pos) as usize).min(LAYOUT_CHUNK);
+            buf[..8].copy_from_slice(&pos.to_le_bytes());
+            f.write_all_at(&buf[..n], pos).map_err(io_err("laying out", &t.path))?;
+            pos += n as u64;
+            done += n as u64;
+            progress(done, total);
         }
-        let n = ((t.size - pos) as usize).min(LAYOUT_CHUNK);
-        buf[..8].copy_from_slice(&pos.to_le_bytes());
-        f.write_all_at(&buf[..n], pos).map_err(io_err("laying out", &t.path))?;
-        pos += n as u64;
     }
     f.sync_all().map_err(io_err("flushing the layout of", &t.path))?;
-    Ok(())
+    Ok(LaidOut { bytes: total, holes_filled: holes })
 }
 
 /// Drop the target's pages from the page cache, as fio's `invalidate=1` does before a job: its
@@ -538,7 +614,7 @@ mod tests {
         assert!(t.layout && !t.exists);
         create_target(&t).unwrap();
         assert!(is_owned(&p).unwrap());
-        lay_out(&t, 1, 0, &AtomicBool::new(false), true).unwrap();
+        lay_out(&t, 1, 0, &AtomicBool::new(false), true, &mut |_, _| {}).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().len(), 65536);
         let again = check_job(&job(&p, Rw::Write)).unwrap();
         assert!(again[0].exists && !again[0].layout);
@@ -610,7 +686,7 @@ mod tests {
         let p = d.path().join("half");
         let t = check_job(&job(&p, Rw::Read)).unwrap().remove(0);
         create_target(&t).unwrap();
-        let e = lay_out(&t, 1, 0, &AtomicBool::new(true), true).unwrap_err().to_string();
+        let e = lay_out(&t, 1, 0, &AtomicBool::new(true), true, &mut |_, _| {}).unwrap_err().to_string();
         assert!(e.contains("removed"), "{e}");
         assert!(!p.exists());
     }

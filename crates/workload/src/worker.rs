@@ -315,12 +315,18 @@ where
             }
             Next::WaitUntil(due) if self.inflight > 0 => Err(Flow::Wait(due)),
             Next::WaitUntil(due) => {
-                // Nothing in flight: sleep until due, waking to check for a stop.
+                // Nothing in flight: sleep until due, waking to check for a stop, and never
+                // past the deadline (a paced job's next slot may lie beyond it: the source is
+                // then told its time is up).
+                let due = self.deadline.map_or(due, |d| due.min(d));
                 let mut t = t;
                 while t < due && !self.stop.load(Ordering::Relaxed) {
                     self.clk.sleep((due - t).min(Duration::from_millis(50)));
                     t = self.clk.now();
                 }
+                // The loop's time is now, so a job that ends here ends now, not at its last call.
+                self.now = t;
+                self.at_boundary();
                 Err(Flow::Next)
             }
         }

@@ -84,6 +84,7 @@ mod tests {
             per_thread: Vec::new(),
             workload: Default::default(),
             replay: None,
+            holes: None,
         };
         let p = PhaseResult { name: "p".into(), elapsed_s: 2.0, total, jobs: vec![job], ..Default::default() };
         let back = unpack(&pack(&p)).unwrap();

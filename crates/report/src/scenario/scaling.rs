@@ -5,7 +5,7 @@
 //! gets.
 
 use super::Scenario;
-use crate::verdict::{link_words, mbs, pct, PhaseFig, LINK_FULL, STILL_GROWS};
+use crate::verdict::{link_words, mbs, pct, PhaseFig, LINK_FULL, STILL_GROWS, SUBLINEAR};
 use iolab_model::{Limit, RunResult, Verdict};
 use iolab_spec::scenario::{base_dir, dd_like, repeated, resolve_one};
 use iolab_spec::{BuiltinOptions, JobPatch, Part, SpecError, Step, StepPlan};
@@ -111,14 +111,30 @@ pub fn verdict(result: &RunResult, link_speed_mbps: Option<f64>) -> Option<Verdi
         prev = Some((*n, f.agg_bps));
     }
     let (last_n, last) = counts.last()?;
+    let last_eff = if base > 0.0 { last.agg_bps / (base * *last_n as f64) } else { 0.0 };
     let mut limit = Limit::None;
-    match stop {
-        None if counts.len() == 1 => reasons.push("one client count only: nothing to compare".into()),
-        None => reasons.push(format!(
-            "it scales to {last_n} clients: they move {:.1}× what {} moves",
-            if one.agg_bps > 0.0 { last.agg_bps / one.agg_bps } else { 0.0 },
-            step_name(*n1)
-        )),
+    // Where it stops scaling, or where it scales but well below linear: what is full there.
+    let judged_at = match stop {
+        None if counts.len() == 1 => {
+            reasons.push("one client count only: nothing to compare".into());
+            None
+        }
+        None if last_eff < SUBLINEAR => {
+            figures.insert("sublinear_at_clients".into(), *last_n as f64);
+            reasons.push(format!(
+                "it still scales to {last_n} clients, but at {} of linear: something holds the clients back",
+                pct(last_eff)
+            ));
+            Some(*last_n)
+        }
+        None => {
+            reasons.push(format!(
+                "it scales to {last_n} clients: they move {:.1}× what {} moves",
+                if one.agg_bps > 0.0 { last.agg_bps / one.agg_bps } else { 0.0 },
+                step_name(*n1)
+            ));
+            None
+        }
         Some((from, at, gain)) => {
             figures.insert("stops_at_clients".into(), at as f64);
             reasons.push(format!(
@@ -126,39 +142,43 @@ pub fn verdict(result: &RunResult, link_speed_mbps: Option<f64>) -> Option<Verdi
                 if gain >= 0.0 { "+" } else { "" },
                 pct(gain)
             ));
-            // Where it stopped: what is full.
-            let at_fig = counts.iter().find(|(n, _)| *n == at).map(|(_, f)| f).unwrap_or(last);
-            let slowest_link = at_fig.nodes.iter().filter_map(|x| x.link_mbps).fold(f64::INFINITY, f64::min);
-            if let Some((node, s)) = at_fig.full_link() {
-                limit = Limit::Network;
-                reasons.push(format!(
-                    "{} moves {}, {} of its {} link: the clients' links are full",
-                    node.name,
-                    mbs(node.wire()),
-                    pct(s),
-                    link_words(node.link_mbps.unwrap_or(0.0))
-                ));
-            } else if slowest_link.is_finite() && at_fig.agg_bps * 8.0 / (slowest_link * 1e6) >= LINK_FULL {
-                limit = Limit::Network;
-                reasons.push(format!(
-                    "together the clients move {}, {} of one {} link: a link they all share (the server's) is the limit",
-                    mbs(at_fig.agg_bps),
-                    pct(at_fig.agg_bps * 8.0 / (slowest_link * 1e6)),
-                    link_words(slowest_link)
-                ));
-            } else if let Some(node) = at_fig.saturated_node() {
-                limit = Limit::Disk;
-                reasons.push(format!(
-                    "{}: the storage is saturated",
-                    node.system_words().unwrap_or_else(|| node.name.clone())
-                ));
-            } else {
-                limit = Limit::ClusterFs;
-                reasons.push(
-                    "with no link or disk seen saturated, the shared filesystem itself (its locking or its server) holds it back"
-                        .into(),
-                );
-            }
+            Some(at)
+        }
+    };
+    if let Some(at) = judged_at {
+        // What is full there, by the limit rule's cases (every link the target crosses).
+        let at_fig = counts.iter().find(|(n, _)| *n == at).map(|(_, f)| f).unwrap_or(last);
+        let slowest_link = at_fig.nodes.iter().filter_map(|x| x.link_mbps).fold(f64::INFINITY, f64::min);
+        if let Some((node, s)) = at_fig.full_link() {
+            limit = Limit::Network;
+            reasons.push(format!(
+                "{} moves {}{}, {} of its {} link: the clients' links are full",
+                node.name,
+                mbs(node.wire()),
+                node.wire_iface.as_ref().map(|i| format!(" on {i}")).unwrap_or_default(),
+                pct(s),
+                link_words(node.link_mbps.unwrap_or(0.0))
+            ));
+        } else if slowest_link.is_finite() && at_fig.agg_bps * 8.0 / (slowest_link * 1e6) >= LINK_FULL {
+            limit = Limit::Network;
+            reasons.push(format!(
+                "together the clients move {}, {} of one {} link: a link they all share (the server's) is the limit",
+                mbs(at_fig.agg_bps),
+                pct(at_fig.agg_bps * 8.0 / (slowest_link * 1e6)),
+                link_words(slowest_link)
+            ));
+        } else if let Some(node) = at_fig.saturated_node() {
+            limit = Limit::Disk;
+            reasons.push(format!(
+                "{}: the storage is saturated",
+                node.system_words().unwrap_or_else(|| node.name.clone())
+            ));
+        } else {
+            limit = Limit::ClusterFs;
+            reasons.push(
+                "with no link or disk seen saturated, the shared filesystem itself (its locking or its server) holds it back"
+                    .into(),
+            );
         }
     }
     reasons.push(format!("limit: {}", limit.as_str()));

@@ -85,6 +85,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 per_thread: Vec::new(),
                 workload: Default::default(),
                 replay: None,
+                holes: None,
             });
         }
         let net = s.mb_s * 1.04;
@@ -95,9 +96,12 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
             interrupted: false,
             error: None,
             total: t,
-            cpu: CpuTime { user_s: 0.05, system_s: 0.4 },
+            cpu: CpuTime { user_s: 0.05, system_s: 0.4, ..Default::default() },
             system: Some(system(1.0, 4.0 + s.mb_s / 10.0, 30.0, net)),
             verify: None,
+            findings: Vec::new(),
+            limit: None,
+            holes: None,
         });
     }
     let m = total.get_mut(OpClass::Write);
@@ -125,12 +129,16 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         total,
         jobs,
         timeline,
-        cpu: CpuTime { user_s: 0.1, system_s: 0.8 },
+        cpu: CpuTime { user_s: 0.1, system_s: 0.8, ..Default::default() },
         system: None,
         nodes,
         started_unix_s: None,
         first_done_s: Some(first),
         last_done_s: Some(elapsed),
+        findings: Vec::new(),
+        limit: None,
+        holes: None,
+        layout: None,
     }
 }
 

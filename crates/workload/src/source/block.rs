@@ -2,7 +2,9 @@
 //! (sequential, strided, uniform, zipf; weighted sizes; a read/write mix), a flush every N
 //! writes as a barrier, open-loop pacing under `--rate`/`--rate-iops`, each written block
 //! stamped with its offset (and given new data with `--refill-buffers`), and a final fsync with
-//! `--end-fsync`.
+//! `--end-fsync`. A paced job's time runs to the end of its last operation's slot (the rate
+//! is over the schedule, never over a near-zero window), and never past the deadline. Reads
+//! of a file whose holes were kept are counted, with those that fell in a hole.
 
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
@@ -33,6 +35,13 @@ pub struct BlockSource<'a> {
     refills: u64,
     /// Where the job's region starts in the file (`--offset`).
     base: u64,
+    /// The target's kept holes (empty when it has none, or they were filled).
+    holes: &'a [(u64, u64)],
+    /// Reads of a file with kept holes, and those wholly in one.
+    hole_reads: u64,
+    in_holes: u64,
+    /// A paced job whose pattern ended has waited out its last slot.
+    schedule_done: bool,
 }
 
 impl<'a> BlockSource<'a> {
@@ -69,6 +78,20 @@ impl<'a> BlockSource<'a> {
             end_fsync_done: false,
             refills: 0,
             base,
+            holes: target.map_or(&[][..], |t| t.kept_holes()),
+            hole_reads: 0,
+            in_holes: 0,
+            schedule_done: false,
+        }
+    }
+
+    /// Count a read of a file with kept holes: in a hole when it lies wholly in one.
+    #[inline(never)]
+    fn count_hole_read(&mut self, offset: u64, len: u32) {
+        self.hole_reads += 1;
+        let i = self.holes.partition_point(|(a, _)| *a <= offset);
+        if i > 0 && offset + len as u64 <= self.holes[i - 1].1 {
+            self.in_holes += 1;
         }
     }
 
@@ -76,8 +99,14 @@ impl<'a> BlockSource<'a> {
         Next::Issue(Issue::now(Call::Data { kind, file: 0, offset: 0, len: 0 }))
     }
 
-    /// The pattern is done or the time is up: the final fsync, then done.
+    /// The pattern is done or the time is up: a paced job waits out its last operation's slot
+    /// (so its rate is over its schedule; never past the deadline), then the final fsync, then
+    /// done.
     fn finish(&mut self, ctx: &Ctx) -> Next {
+        if !self.schedule_done && !ctx.ending && self.rate_interval.is_some() && ctx.now < self.next_due {
+            return Next::WaitUntil(self.next_due);
+        }
+        self.schedule_done = true;
         if self.b.end_fsync && !self.end_fsync_done {
             if ctx.inflight > 0 {
                 return Next::Drain;
@@ -92,6 +121,10 @@ impl<'a> BlockSource<'a> {
 impl Source for BlockSource<'_> {
     fn buffer_len(&self) -> usize {
         self.b.bs.max().0 as usize
+    }
+
+    fn hole_reads(&self) -> Option<(u64, u64)> {
+        self.holes_counted()
     }
 
     fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
@@ -189,9 +222,12 @@ impl Source for BlockSource<'_> {
 
     #[inline(always)]
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        let Call::Data { kind, len, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, len, offset, .. } = *call else { return Ok(()) };
         if kind.is_sync() {
             self.flushing = false;
+        }
+        if !self.holes.is_empty() && kind == OpKind::Read {
+            self.count_hole_read(offset, len);
         }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
@@ -210,6 +246,11 @@ fn splitmix64(mut z: u64) -> u64 {
 }
 
 impl BlockSource<'_> {
+    /// Its reads of kept holes (see [`Source::hole_reads`]), when its file has any.
+    pub fn holes_counted(&self) -> Option<(u64, u64)> {
+        (!self.holes.is_empty()).then_some((self.hole_reads, self.in_holes))
+    }
+
     /// A call that failed or came up short, in words.
     #[cold]
     fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), SourceError> {

@@ -334,6 +334,11 @@ pub trait Source: Send {
     fn figures(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+    /// Reads of files whose holes were kept, and how many of them fell in a hole: `(reads,
+    /// in_holes)`, when the source counts them (the block workload on a sparse file).
+    fn hole_reads(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// A failed or short operation, as job errors say it: what, where, why (its errno kept).

@@ -377,6 +377,10 @@ impl<S: Source> Source for Validating<S> {
         self.inner.figures()
     }
 
+    fn hole_reads(&self) -> Option<(u64, u64)> {
+        self.inner.hole_reads()
+    }
+
     fn times_itself(&self) -> bool {
         self.journal.is_some()
     }

@@ -420,6 +420,10 @@ impl<S: Source> Source for FilesValidating<S> {
         self.inner.figures()
     }
 
+    fn hole_reads(&self) -> Option<(u64, u64)> {
+        self.inner.hole_reads()
+    }
+
     fn times_itself(&self) -> bool {
         self.inner.times_itself()
     }
