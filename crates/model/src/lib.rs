@@ -28,7 +28,7 @@ pub use class::{ClassCounts, OpClass};
 pub use clock::now_unix_s;
 pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
 pub use kind::RunKind;
-pub use recorder::Recorder;
+pub use recorder::{Recorder, CLASS_BYTES};
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
     ClassTotals, CpuTime, JobResult, LatNs, Limit, NodeInfo, NodeResult, PhaseResult, RunResult, Status, ThreadResult,
