@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod multi;
+mod open;
 pub mod schema;
 mod select;
 
@@ -31,8 +32,14 @@ pub enum StoreError {
     Missing(PathBuf),
     #[error("{path} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab")]
     Newer { path: PathBuf, found: u32, known: u32 },
-    #[error("{path} is not a readable iolab database ({source}); it was left as it is")]
+    #[error("{path} is not a readable iolab database ({source}); it was left as it is: restore it from a copy, or move it aside and iolab starts a new one")]
     Corrupt { path: PathBuf, source: NotIolab },
+    #[error("the results database {path} is {kind}, not a file; point --db or IOLAB_DB at a file (a new one is made where none exists)")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("cannot read the results database {path}: {source}")]
+    Unreadable { path: PathBuf, source: std::io::Error },
+    #[error("{path} was written by an older iolab: reading it without changing it takes a copy in memory, and it is {} MiB (at most {} MiB); run a writing command on it once (iolab run --db {path} ...), which upgrades it", bytes >> 20, cap >> 20)]
+    OldSchemaTooLarge { path: PathBuf, bytes: u64, cap: u64 },
     #[error("cannot make {dir} for the results database: {source}")]
     CreateDir { dir: PathBuf, source: std::io::Error },
     /// No run matches (the message names the selector and the database).
@@ -57,6 +64,12 @@ pub enum NotIolab {
     NoRunsTable(u32),
     #[error("an SQLite database of something else")]
     Foreign,
+    #[error("it is empty: no run was ever stored in it")]
+    Empty,
+    /// SQLite found the file damaged (or no database); `quick_check` is its own check's first
+    /// lines when it could run.
+    #[error("SQLite: {sqlite}{}", quick_check.as_ref().map(|c| format!("; SQLite's quick_check: {c}")).unwrap_or_default())]
+    Damaged { sqlite: rusqlite::Error, quick_check: Option<String> },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -104,6 +117,8 @@ pub struct ListFilter {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// What the user should know of how it was opened (a WAL a read-only directory hid).
+    note: Option<String>,
 }
 
 /// `$IOLAB_DB` is handled by the CLI; this is the default beneath it.
@@ -129,18 +144,57 @@ fn kind_of(run: i64, s: &str) -> Result<RunKind> {
 impl Store {
     /// Open (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
+        open::check_path(path, false)?;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir { dir: dir.into(), source })?;
         }
         Self::connect(path)
     }
 
-    /// Open a database that must already exist (for commands that only read or delete).
+    /// Open a database that must already exist, to change it (`iolab rm`).
     pub fn open_existing(path: &Path) -> Result<Store> {
-        if !path.exists() {
-            return Err(StoreError::Missing(path.into()));
-        }
+        open::check_path(path, true)?;
         Self::connect(path)
+    }
+
+    /// Open a database that must already exist, to read it: read-only (`mode=ro`, or
+    /// `immutable=1` where its directory cannot be written), never migrated (an older schema
+    /// is read from a migrated copy in memory), nothing in or beside the file changed.
+    pub fn open_read(path: &Path) -> Result<Store> {
+        let ro = open::open_read_only(path)?;
+        Self::refuse(path, &ro.found)?;
+        if ro.found.version == 0 {
+            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::Empty });
+        }
+        let store = if ro.found.version < schema::VERSION {
+            let mem = open::copy_in_memory(path, &ro.conn)?;
+            let mut s = Store { conn: mem, path: path.into(), note: ro.note };
+            s.migrate()?;
+            s
+        } else {
+            Store { conn: ro.conn, path: path.into(), note: ro.note }
+        };
+        store.conn.pragma_update(None, "query_only", true).map_err(store.err("opening read-only"))?;
+        Ok(store)
+    }
+
+    /// What the user should know of how the database was opened (said on stderr), if anything.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
+    }
+
+    /// Refuse what this iolab must not touch: a newer schema, a file that is no iolab database.
+    fn refuse(path: &Path, f: &open::Found) -> Result<()> {
+        if f.version > schema::VERSION {
+            return Err(StoreError::Newer { path: path.into(), found: f.version, known: schema::VERSION });
+        }
+        if f.version > 0 && !f.has_runs {
+            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::NoRunsTable(f.version) });
+        }
+        if f.version == 0 && f.tables > 0 {
+            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::Foreign });
+        }
+        Ok(())
     }
 
     fn connect(path: &Path) -> Result<Store> {
@@ -150,25 +204,9 @@ impl Store {
         // Read before writing anything: a corrupt or newer file must be left untouched. The
         // version and the tables are read in one transaction, so a database another process is
         // creating right now is seen either empty or complete, never half made.
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: path.into(), source: e.into() };
-        let (version, tables, has_runs) = {
-            let tx = conn.unchecked_transaction().map_err(corrupt)?;
-            let version: u32 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(corrupt)?;
-            let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(corrupt)?;
-            let has_runs: i64 = tx
-                .query_row("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='runs'", [], |r| r.get(0))
-                .map_err(corrupt)?;
-            (version, tables, has_runs == 1)
-        };
-        if version > schema::VERSION {
-            return Err(StoreError::Newer { path: path.into(), found: version, known: schema::VERSION });
-        }
-        if version > 0 && !has_runs {
-            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::NoRunsTable(version) });
-        }
-        if version == 0 && tables > 0 {
-            return Err(StoreError::Corrupt { path: path.into(), source: NotIolab::Foreign });
-        }
+        let found = open::inspect(&conn).map_err(|e| open::damaged(path, &conn, e))?;
+        Self::refuse(path, &found)?;
+        let version = found.version;
         // Another process creating the same database may hold the lock that switching to WAL
         // needs; SQLite does not always wait for it, so wait here.
         let mode: String =
@@ -177,7 +215,7 @@ impl Store {
             retry_busy(|| conn.pragma_update(None, "journal_mode", "WAL")).map_err(sql("switching to WAL"))?;
         }
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql("enabling foreign keys"))?;
-        let mut store = Store { conn, path: path.into() };
+        let mut store = Store { conn, path: path.into(), note: None };
         if version < schema::VERSION {
             store.migrate()?;
         }
@@ -223,8 +261,15 @@ impl Store {
         self.conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap_or(0)
     }
 
+    /// A failed statement's error; SQLite's word that the file is damaged becomes iolab's own
+    /// message with SQLite's quick_check.
     fn err(&self, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sql { path: self.path.clone(), what, source }
+        move |source| {
+            if open::is_damage(&source) {
+                return open::damaged(&self.path, &self.conn, source);
+            }
+            StoreError::Sql { path: self.path.clone(), what, source }
+        }
     }
 
     /// Record a run as it starts (status `running`); returns its id.
@@ -338,12 +383,19 @@ impl Store {
 
     /// The run's end: its status and, if it failed, why.
     pub fn finish_run(&self, run: i64, status: Status, error: Option<&str>, ended_unix_s: f64) -> Result<()> {
-        self.conn
+        let n = self
+            .conn
             .execute(
                 "UPDATE runs SET status = ?2, error = ?3, ended_unix_s = ?4 WHERE id = ?1",
                 params![run, status.as_str(), error, ended_unix_s],
             )
             .map_err(self.err("saving the run's status"))?;
+        if n == 0 {
+            return Err(StoreError::NotFound(format!(
+                "run {run} is no longer in {} (deleted while it ran: `iolab rm --force`?); what it measured is printed but not kept",
+                self.path.display()
+            )));
+        }
         Ok(())
     }
 
@@ -369,9 +421,17 @@ impl Store {
         Ok(())
     }
 
-    /// Run ids a selector names: `42`, `last`, `last~2`, or `key=value[,key=value]`.
+    /// Run ids a selector names: `42`, `last`, `last~2`, `all`, `3..7`, `last~4..`, or
+    /// `key=value[,key=value]`.
     pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {
-        let ids = match parse_selector(selector)? {
+        let sel = parse_selector(selector)?;
+        let ids = match sel {
+            select::Selector::All | select::Selector::Range(..) => {
+                let mut st = self.conn.prepare("SELECT id FROM runs ORDER BY id").map_err(self.err("finding runs"))?;
+                let all: Vec<i64> =
+                    st.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).map_err(self.err("finding runs"))?;
+                sel.pick(&all).unwrap_or_default()
+            }
             select::Selector::Id(id) => {
                 let found: Option<i64> = self
                     .conn
@@ -397,9 +457,8 @@ impl Store {
                         .map_err(self.err("finding runs"))?;
                     let these: Vec<i64> = st
                         .query_map(params![k, v], |r| r.get(0))
-                        .map_err(self.err("finding runs"))?
-                        .flatten()
-                        .collect();
+                        .and_then(|rows| rows.collect())
+                        .map_err(self.err("finding runs"))?;
                     ids = Some(match ids {
                         None => these,
                         Some(prev) => prev.into_iter().filter(|i| these.contains(i)).collect(),
@@ -433,8 +492,9 @@ impl Store {
     fn labels(&self, id: i64) -> Result<BTreeMap<String, String>> {
         let mut st =
             self.conn.prepare("SELECT key, value FROM labels WHERE run_id = ?1").map_err(self.err("reading labels"))?;
-        let rows = st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?))).map_err(self.err("reading labels"))?;
-        Ok(rows.flatten().collect())
+        st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(self.err("reading labels"))
     }
 
     pub fn list(&self, f: &ListFilter) -> Result<Vec<RunSummary>> {
@@ -443,13 +503,13 @@ impl Store {
             .prepare("SELECT r.id, r.kind, r.name, r.status, r.started_unix_s, r.node, r.pid, (SELECT count(DISTINCT p.idx) FROM phases p WHERE p.run_id = r.id) FROM runs r ORDER BY r.id")
             .map_err(self.err("listing runs"))?;
         type ListRow = (i64, String, String, String, f64, String, u32, u32);
+        // A row SQLite cannot read is an error, never a run left out of the list.
         let rows: Vec<ListRow> = st
             .query_map([], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
             })
-            .map_err(self.err("listing runs"))?
-            .flatten()
-            .collect();
+            .and_then(|rows| rows.collect())
+            .map_err(self.err("listing runs"))?;
         let mut out = Vec::new();
         for (id, kind, name, status, started, node, pid, phases) in rows {
             let kind = kind_of(id, &kind)?;
