@@ -137,6 +137,13 @@ impl Recorder {
     }
 
     pub fn where_(&self) -> String {
+        if self.broken {
+            return format!(
+                "run {} in {} is not saved in full (see the warning above)",
+                self.run,
+                self.store.path().display()
+            );
+        }
         format!("saved as run {} in {}", self.run, self.store.path().display())
     }
 }
