@@ -20,16 +20,18 @@ pub const TOKEN_FILE_MAX: u64 = 64 << 10;
 /// Why a file named for reading cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
-    #[error("cannot open the {what} {}: {source}", path.display())]
-    Open { what: &'static str, path: PathBuf, source: io::Error },
+    // `err`, not `source`: the reason is said once, in this message (anyhow's chain would
+    // repeat a `source`).
+    #[error("reading {what} {}: {err}", path.display())]
+    Open { what: &'static str, path: PathBuf, err: io::Error },
     #[error("the {what} {} is {kind}, not a regular file; name the file itself", path.display())]
     NotRegular { what: &'static str, path: PathBuf, kind: &'static str },
     #[error("the {what} {} is larger than {} (the most iolab reads as one); is it the right file?", path.display(), size_words(*cap))]
     TooLarge { what: &'static str, path: PathBuf, cap: u64 },
     #[error("the {what} {} is not text (UTF-8): byte {at} is not; is it the right file?", path.display())]
     NotText { what: &'static str, path: PathBuf, at: usize },
-    #[error("reading the {what} {}: {source}", path.display())]
-    Read { what: &'static str, path: PathBuf, source: io::Error },
+    #[error("reading {what} {}: {err}", path.display())]
+    Read { what: &'static str, path: PathBuf, err: io::Error },
 }
 
 fn size_words(n: u64) -> String {
@@ -65,12 +67,16 @@ pub fn not_regular(t: &std::fs::FileType) -> Option<&'static str> {
 /// does not block (O_NONBLOCK: a FIFO with no writer, a terminal), and the type is checked on
 /// the descriptor opened, not on the name.
 pub fn open_regular(path: &Path, what: &'static str) -> Result<File, InputError> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|source| InputError::Open { what, path: path.into(), source })?;
-    let meta = f.metadata().map_err(|source| InputError::Read { what, path: path.into(), source })?;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(
+        |err| {
+            // A socket cannot be opened at all (ENXIO): name what it is rather than the errno.
+            match std::fs::metadata(path).ok().and_then(|m| not_regular(&m.file_type())) {
+                Some(kind) => InputError::NotRegular { what, path: path.into(), kind },
+                None => InputError::Open { what, path: path.into(), err },
+            }
+        },
+    )?;
+    let meta = f.metadata().map_err(|err| InputError::Read { what, path: path.into(), err })?;
     if let Some(kind) = not_regular(&meta.file_type()) {
         return Err(InputError::NotRegular { what, path: path.into(), kind });
     }
@@ -87,7 +93,7 @@ pub fn read_bytes(path: &Path, what: &'static str, cap: u64) -> Result<Vec<u8>, 
     }
     let mut buf = Vec::with_capacity(size as usize);
     // A file growing while read is held to the cap as well.
-    f.take(cap + 1).read_to_end(&mut buf).map_err(|source| InputError::Read { what, path: path.into(), source })?;
+    f.take(cap + 1).read_to_end(&mut buf).map_err(|err| InputError::Read { what, path: path.into(), err })?;
     if buf.len() as u64 > cap {
         return Err(InputError::TooLarge { what, path: path.into(), cap });
     }
@@ -150,8 +156,15 @@ mod tests {
             assert!(e.contains("a FIFO"), "{e}");
             assert!(t.elapsed() < std::time::Duration::from_secs(5));
         }
-        let e = read_text(&d.join("missing"), "job file", 10).unwrap_err().to_string();
-        assert!(e.starts_with("cannot open the job file"), "{e}");
+        let sock = d.join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let e = read_text(&sock, "job file", 10).unwrap_err().to_string();
+        assert!(e.contains("a socket"), "{e}");
+        let e = read_text(&d.join("missing"), "job file", 10).unwrap_err();
+        // The reason is said once: in the message, not again as a source (anyhow's chain).
+        assert!(std::error::Error::source(&e).is_none());
+        let e = e.to_string();
+        assert!(e.starts_with("reading job file") && e.contains("No such file"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -97,7 +97,7 @@ impl Env for System {
         // ever), at most one byte over the cap (the caller says the file is too large).
         use std::io::Read;
         let f = crate::input::open_regular(path, "fio job file").map_err(|e| match e {
-            crate::input::InputError::Open { source, .. } => source,
+            crate::input::InputError::Open { err, .. } => err,
             e => io::Error::other(e),
         })?;
         let mut text = String::new();

@@ -65,7 +65,7 @@ pub fn fingerprint(path: &Path) -> io::Result<(u64, u32)> {
 /// A trace file opened for reading, if it is a regular file.
 fn open_trace(path: &Path) -> io::Result<std::fs::File> {
     iolab_spec::input::open_regular(path, "trace").map_err(|e| match e {
-        iolab_spec::input::InputError::Open { source, .. } => source,
+        iolab_spec::input::InputError::Open { err, .. } => err,
         e => io::Error::other(e),
     })
 }
