@@ -1180,3 +1180,38 @@ mod input_tests {
         assert!(parse_label("a\nb=c").is_err());
     }
 }
+
+/// The command line as iolab reads it: clap's, with every subcommand taking a negative number
+/// as a value, so `--threads -1` is refused naming `--threads` (not taken for a flag `-1`).
+pub fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true).mut_subcommands(negatives)
+    }
+    negatives(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parse arguments (the program's name first) as the binary does.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut matches = command().try_get_matches_from(args)?;
+    <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+}
+
+#[cfg(test)]
+mod negative_tests {
+    #[test]
+    fn a_negative_number_is_a_value_refused_by_its_option() {
+        for (args, flag) in [
+            (&["iolab", "run", "--target", "/x", "--threads", "-1"][..], "--threads"),
+            (&["iolab", "run", "--target", "/x", "--iodepth", "-8"][..], "--iodepth"),
+            (&["iolab", "watch", ".", "--interval", "-1"][..], "--interval"),
+        ] {
+            let e = super::parse_from(args).err().unwrap().to_string();
+            assert!(e.contains(flag) && e.contains("invalid value '-"), "{args:?}: {e}");
+        }
+        assert!(super::parse_from(["iolab", "runs"]).is_ok());
+    }
+}

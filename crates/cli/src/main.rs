@@ -28,14 +28,14 @@ mod watch;
 use iolab_cli::{args, formats};
 
 use args::{Cli, Command};
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match args::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => return clap_error(e),
     };
