@@ -97,7 +97,7 @@ fn finish(result: anyhow::Result<ExitCode>, json: bool) -> ExitCode {
             ExitCode::from(2)
         }
         (Err(e), None) => {
-            let text = format!("{e:#}");
+            let text = message(&e);
             let _ = writeln!(std::io::stderr(), "Error: {}", iolab_report::text::safe_lines(&text));
             if json {
                 error_object(&text);
@@ -105,6 +105,20 @@ fn finish(result: anyhow::Result<ExitCode>, json: bool) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes, `: `-separated as anyhow's `{:#}` has them, but a cause is said once:
+/// one whose words its error's message already holds (a `{source}` in the message) is left out.
+fn message(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
 }
 
 /// `{"error": "..."}` on stdout, for a script that asked for JSON (docs/json.md).
@@ -141,4 +155,32 @@ fn clap_error(e: clap::Error) -> ExitCode {
 
 fn stop() -> Arc<AtomicBool> {
     signals::stop_on_signals()
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::message;
+
+    /// An error whose message already says its source, as `#[error("...: {source}")]` does.
+    #[derive(Debug)]
+    struct Says(std::io::Error);
+    impl std::fmt::Display for Says {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "reading job file j.toml: {}", self.0)
+        }
+    }
+    impl std::error::Error for Says {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let io = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = anyhow::Error::new(Says(io()));
+        assert_eq!(message(&e), format!("reading job file j.toml: {}", io()));
+        let e = anyhow::Error::new(io()).context("opening the results database");
+        assert_eq!(message(&e), format!("opening the results database: {}", io()));
+    }
 }

@@ -377,8 +377,12 @@ fn hostile_contents_get_one_clear_error() {
             let mut a = os(args);
             a.extend(os(&["--db", db]));
             let before = std::fs::read(s.p(db)).unwrap();
-            refused(&s, &a, &[db]);
+            let err = refused(&s, &a, &[db]);
             assert_eq!(std::fs::read(s.p(db)).unwrap(), before, "{db} left as it was");
+            if db != "empty.db" {
+                // SQLite's own check is said, once (not again as the error's cause).
+                assert_eq!(err.matches("quick_check").count(), 1, "{err}");
+            }
             n += 1;
         }
     }
