@@ -429,7 +429,7 @@ fn into_head(s: &Scratch, args: &[&str]) -> std::process::Output {
     drop(stdout);
     let t = Instant::now();
     loop {
-        if let Some(_) = child.try_wait().unwrap() {
+        if child.try_wait().unwrap().is_some() {
             break;
         }
         assert!(t.elapsed() < Duration::from_secs(60), "iolab {args:?} did not end after its reader went away");

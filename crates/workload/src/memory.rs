@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(n.slot, 1 << 20);
         let limits =
             MemoryLimits { available: Some(20 << 30), address_space: Some((4 << 30, 100 << 20)), cgroup: None };
-        let e = check_phase("write", &[n.clone()], &limits).unwrap_err().to_string();
+        let e = check_phase("write", std::slice::from_ref(&n), &limits).unwrap_err().to_string();
         assert!(e.contains("512 threads × --iodepth 512 × 1 MiB buffers (--bs) = 256 GiB"), "{e}");
         assert!(e.contains("RLIMIT_AS 4 GiB"), "{e}");
         assert!(e.contains("lower --threads, --iodepth or --bs of job `job1`"), "{e}");
@@ -252,7 +252,7 @@ mod tests {
             MemoryLimits { address_space: Some((1 << 30, 200 << 20)), ..Default::default() },
             MemoryLimits::default(),
         ] {
-            assert!(check_phase("p", &[n.clone()], &limits).is_ok(), "{limits:?}");
+            assert!(check_phase("p", std::slice::from_ref(&n), &limits).is_ok(), "{limits:?}");
         }
         let tight = MemoryLimits { cgroup: Some((1 << 30, 1 << 30)), ..Default::default() };
         let e = check_phase("p", &[n], &tight).unwrap_err().to_string();
