@@ -39,6 +39,7 @@ max_len() {
     journal) echo 8192 ;;
     bpf_events) echo 16384 ;;
     trace_file) echo 8192 ;;
+    cli_args) echo 512 ;;
     *) echo 4096 ;;
   esac
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 /// The token of a token file: its first line, which must not be empty.
 pub fn read_token(path: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading token file {}", path.display()))?;
+    let text = iolab_spec::input::read_text(path, "token file", iolab_spec::input::TOKEN_FILE_MAX)?;
     let token = text.lines().next().unwrap_or("").trim().to_string();
     if token.is_empty() {
         bail!(

@@ -191,9 +191,17 @@ pub struct LogArgs {
     pub log_avg_msec: u64,
 }
 
+impl LogArgs {
+    /// Whether any of fio's logs is asked for.
+    pub fn wanted(&self) -> bool {
+        self.write_bw_log.is_some() || self.write_iops_log.is_some() || self.write_lat_log.is_some()
+    }
+}
+
 const RUNS_EXAMPLES: &str = "\
 RUN selectors, wherever a command takes RUN: an id (42), last, last~N (the one before last is
-last~1), or labels such as config=ext4 or config=drbd,proto=C (every run carrying them).
+last~1), all, a range A..B of ids or last~N (3..7, last~4..last, last~4.. for the last five),
+or labels such as config=ext4 or config=drbd,proto=C (every run carrying them).
 
 Examples:
       iolab runs
@@ -268,11 +276,37 @@ pub struct SaveArgs {
     pub db: DbArgs,
 }
 
-fn parse_label(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("`{s}` is not a label; write KEY=VALUE, for example config=ext4")),
+/// The longest label key, in characters.
+pub const LABEL_KEY_MAX: usize = 64;
+/// The longest label value, in characters.
+pub const LABEL_VALUE_MAX: usize = 256;
+
+/// `KEY=VALUE`: the key 1 to 64 of A-Z a-z 0-9 _ . -, the value up to 256 characters and none
+/// of them a control character (labels are shown in tables, CSV cells and HTML).
+pub fn parse_label(s: &str) -> Result<(String, String), String> {
+    let Some((k, v)) = s.split_once('=').map(|(k, v)| (k.trim(), v)).filter(|(k, _)| !k.is_empty()) else {
+        return Err(format!(
+            "`{}` is not a label; write KEY=VALUE, for example config=ext4",
+            iolab_report::text::safe(&s.chars().take(80).collect::<String>())
+        ));
+    };
+    let key_chars = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+    if k.chars().count() > LABEL_KEY_MAX || !k.chars().all(key_chars) {
+        return Err(format!(
+            "label key `{}`: a key is 1 to {LABEL_KEY_MAX} characters of A-Z a-z 0-9 _ . - (config, fs.type, run-id)",
+            iolab_report::text::safe(&k.chars().take(80).collect::<String>())
+        ));
     }
+    if v.chars().count() > LABEL_VALUE_MAX {
+        return Err(format!("label `{k}`: the value is {} characters; at most {LABEL_VALUE_MAX}", v.chars().count()));
+    }
+    if v.chars().any(iolab_report::text::unsafe_char) {
+        return Err(format!(
+            "label `{k}`: the value `{}` holds a control character (shown escaped); a value is printable text",
+            iolab_report::text::safe(v)
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
 }
 
 #[derive(Args, Debug)]
@@ -326,12 +360,28 @@ pub struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(after_help = RM_EXAMPLES)]
 pub struct RmArgs {
+    /// Runs to delete (see `iolab runs --help` for selectors: all, 3..7, last~4.. among them).
     #[arg(required = true)]
     pub runs: Vec<String>,
+    /// Delete more than one run without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Delete a run even while the iolab process recording it still runs (it then saves
+    /// nothing more).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub db: DbArgs,
 }
+
+const RM_EXAMPLES: &str = "\
+Examples:
+      iolab rm last
+      iolab rm 3..7 --yes          # several runs: asks first unless --yes
+      iolab rm config=old -y
+A run still being recorded (its iolab process alive on this host) is refused unless --force.";
 
 #[derive(Args, Debug)]
 pub struct ExportArgs {
@@ -381,9 +431,13 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     #[arg(required = true)]
     pub runs: Vec<String>,
-    /// Where to write the report.
+    /// Where to write the report. An existing file is replaced only if iolab wrote it (a
+    /// report of an earlier `iolab report`), or with --overwrite.
     #[arg(long, short = 'o', default_value = "iolab-report.html")]
     pub out: PathBuf,
+    /// Replace the file at --out even if iolab did not write it.
+    #[arg(long)]
+    pub overwrite: bool,
     #[arg(long)]
     pub baseline: Option<String>,
     #[arg(long)]
@@ -1139,5 +1193,132 @@ mod scenario_args_tests {
         assert_eq!(r.nodes.node, ["a=ssh://a"]);
         assert_eq!(r.nodes.nodes_file, Some(PathBuf::from("n.toml")));
         assert!(!r.nodes.ignore_clock);
+    }
+}
+
+/// Whether a format is JSON: a failed command then prints an error object on stdout.
+fn is_json(f: Format) -> bool {
+    f == Format::Json || f.is_fio()
+}
+
+impl Command {
+    /// Whether JSON was asked for on stdout (`--output json`, `export --format json`, fio's
+    /// JSON): a command that fails then prints `{"error": ...}` there (docs/json.md).
+    pub fn json_asked(&self) -> bool {
+        match self {
+            Command::Run(a) => is_json(a.out.output),
+            Command::Survey(a) => is_json(a.out.output),
+            Command::Scenario(a) => is_json(a.out.output),
+            Command::Replay(a) => is_json(a.out.output),
+            Command::Watch(a) => is_json(a.output),
+            Command::Runs(a) => is_json(a.output),
+            Command::Show(a) => is_json(a.output),
+            Command::Compare(a) => is_json(a.output),
+            Command::Verify(a) => is_json(a.output),
+            Command::Export(a) => is_json(a.format),
+            Command::Trace(TraceCommand::Record(a)) => is_json(a.output),
+            Command::Trace(TraceCommand::Import(a)) => is_json(a.output),
+            Command::Trace(TraceCommand::Show(a)) => is_json(a.output),
+            _ => false,
+        }
+    }
+}
+
+/// Whether arguments clap refused ask for JSON output (`--output json`, `--output=json`,
+/// `-o json` where `-o` is the output format, `--format json` of `export`), so the refusal is
+/// printed as an error object on stdout too.
+pub fn json_in(args: &[String]) -> bool {
+    let command = args.iter().find(|a| !a.starts_with('-')).map(String::as_str).unwrap_or("");
+    // `report -o` and `trace ... -o` name a file, not a format.
+    let short_is_format = !matches!(command, "report" | "trace");
+    let jsonish = |v: &str| matches!(v, "json" | "fio-json" | "fio-json+");
+    args.iter().enumerate().any(|(i, a)| {
+        let next = args.get(i + 1).map(String::as_str).unwrap_or("");
+        match a.as_str() {
+            "--output" => jsonish(next),
+            "--format" => command == "export" && jsonish(next),
+            "-o" => short_is_format && jsonish(next),
+            "-f" => command == "export" && jsonish(next),
+            a => {
+                a.strip_prefix("--output=").is_some_and(jsonish)
+                    || (command == "export" && a.strip_prefix("--format=").is_some_and(jsonish))
+                    || (short_is_format && a.strip_prefix("-o").is_some_and(|v| jsonish(v.trim_start_matches('='))))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn json_is_found_where_it_is_the_output_format() {
+        assert!(json_in(&words("run --threads -1 --output json")));
+        assert!(json_in(&words("runs -o json --since x")));
+        assert!(json_in(&words("runs -ojson")));
+        assert!(json_in(&words("run --output=json")));
+        assert!(json_in(&words("export last --format json")));
+        assert!(json_in(&words("export last -f fio-json")));
+        assert!(!json_in(&words("report last -o json")), "report's -o is a file");
+        assert!(!json_in(&words("trace import -o json x.strace")), "trace's -o is a file");
+        assert!(!json_in(&words("run --target json")));
+        assert!(!json_in(&words("run --format json")), "run's --format is the job file's");
+    }
+
+    #[test]
+    fn labels_have_a_character_set_and_a_length() {
+        assert_eq!(parse_label("config=ext4 barrier=0"), Ok(("config".into(), "ext4 barrier=0".into())));
+        assert_eq!(parse_label(" fs.type =xfs"), Ok(("fs.type".into(), "xfs".into())));
+        assert_eq!(parse_label("k="), Ok(("k".into(), String::new())));
+        let e = parse_label("\u{1b}[31mred=x").unwrap_err();
+        assert!(e.contains("A-Z a-z 0-9 _ . -") && e.contains("\\e[31mred") && !e.contains('\u{1b}'), "{e}");
+        let e = parse_label("k=\u{1b}]0;title\u{7}").unwrap_err();
+        assert!(e.contains("control character") && !e.contains('\u{1b}'), "{e}");
+        let e = parse_label(&format!("k={}", "v".repeat(10_240))).unwrap_err();
+        assert!(e.contains("10240 characters; at most 256"), "{e}");
+        let e = parse_label(&format!("{}=v", "k".repeat(65))).unwrap_err();
+        assert!(e.contains("1 to 64"), "{e}");
+        assert!(parse_label("novalue").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_label("a\nb=c").is_err());
+    }
+}
+
+/// The command line as iolab reads it: clap's, with every subcommand taking a negative number
+/// as a value, so `--threads -1` is refused naming `--threads` (not taken for a flag `-1`).
+pub fn command() -> clap::Command {
+    fn negatives(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true).mut_subcommands(negatives)
+    }
+    negatives(<Cli as clap::CommandFactory>::command())
+}
+
+/// Parse arguments (the program's name first) as the binary does.
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut matches = command().try_get_matches_from(args)?;
+    <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+}
+
+#[cfg(test)]
+mod negative_tests {
+    #[test]
+    fn a_negative_number_is_a_value_refused_by_its_option() {
+        for (args, flag) in [
+            (&["iolab", "run", "--target", "/x", "--threads", "-1"][..], "--threads"),
+            (&["iolab", "run", "--target", "/x", "--iodepth", "-8"][..], "--iodepth"),
+            (&["iolab", "watch", ".", "--interval", "-1"][..], "--interval"),
+        ] {
+            let e = super::parse_from(args).err().unwrap().to_string();
+            assert!(e.contains(flag) && e.contains("invalid value '-"), "{args:?}: {e}");
+        }
+        assert!(super::parse_from(["iolab", "runs"]).is_ok());
     }
 }

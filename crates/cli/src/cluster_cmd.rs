@@ -30,7 +30,7 @@ use std::sync::Arc;
 fn specs(nodes: &NodeArgs) -> Result<Vec<NodeSpec>> {
     let mut specs = Vec::new();
     if let Some(path) = &nodes.nodes_file {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading nodes file {}", path.display()))?;
+        let text = iolab_spec::input::read_text(path, "nodes file", iolab_spec::input::NODES_FILE_MAX)?;
         specs.extend(NodeSpec::parse_file(path, &text)?);
     }
     for n in &nodes.node {
@@ -230,7 +230,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if args.cleanup {
         eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
-    emit(&run, &args.out)?;
+    crate::stdout::unless_closed(emit(&run, &args.out))?;
     live.linger(&stop, args.out.machine());
     Ok(exit_code(&run))
 }
@@ -271,8 +271,10 @@ pub fn run_each(
 /// `--repeat`), else a built-in.
 fn scenario_of(args: &ScenarioArgs) -> Result<Box<dyn Scenario>> {
     let path = std::path::Path::new(&args.scenario);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading scenario {}", path.display()))?;
+    // Anything at that path is read as a scenario file: a FIFO, a device or a directory is
+    // refused by name rather than taken for a built-in's name (or waited on).
+    if path.exists() {
+        let text = iolab_spec::input::read_text(path, "scenario file", iolab_spec::input::JOB_FILE_MAX)?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "scenario".into());
         let mut file = iolab_spec::parse_scenario_file(&text, &stem).with_context(|| format!("{}", path.display()))?;
         if let Some(r) = args.repeat {
@@ -293,7 +295,7 @@ pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let live = Live::start(&args.out.metrics, args.out.machine())?;
     let on = On { nodes: &args.nodes, out: &args.out, save: &args.save, live: &live };
     let overall = run_scenario(on, sc.as_ref(), &steps, args.link_speed, stop.clone())?;
-    emit(&overall, &args.out)?;
+    crate::stdout::unless_closed(emit(&overall, &args.out))?;
     live.linger(&stop, args.out.machine());
     Ok(exit_code(&overall))
 }

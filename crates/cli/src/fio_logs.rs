@@ -10,13 +10,6 @@ use iolab_workload::{PhaseResult, RunResult};
 use std::io::Write;
 use std::path::PathBuf;
 
-impl LogArgs {
-    /// Whether any of fio's logs is asked for.
-    pub fn wanted(&self) -> bool {
-        !wanted(self).is_empty()
-    }
-}
-
 fn wanted(a: &LogArgs) -> Vec<(LogKind, &str)> {
     [(LogKind::Bw, &a.write_bw_log), (LogKind::Iops, &a.write_iops_log), (LogKind::Lat, &a.write_lat_log)]
         .into_iter()

@@ -34,7 +34,7 @@ pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
 
 /// The plan of a job file under the command line's job flags.
 pub fn plan(path: &Path, format: JobFormat, lenient: bool, overrides: &JobPatch, quiet: bool) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading job file {}", path.display()))?;
+    let text = iolab_spec::input::read_text(path, "job file", iolab_spec::input::JOB_FILE_MAX)?;
     if is_fio(path, &text, format) {
         return Ok(read_fio(path, lenient, quiet)?.plan(overrides)?);
     }

@@ -52,12 +52,16 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             fidelity: &'a Option<ReplayFidelity>,
             run: &'a iolab_workload::RunResult,
         }
-        println!("{}", serde_json::to_string_pretty(&Out { fidelity: &fid, run: &result })?);
+        crate::stdout::unless_closed(
+            serde_json::to_string_pretty(&Out { fidelity: &fid, run: &result })
+                .map_err(Into::into)
+                .and_then(|text| Ok(outln!("{text}")?)),
+        )?;
     } else {
-        emit(&result, &a.out)?;
-        if let Some(f) = &fid {
-            print_fidelity(f);
-        }
+        crate::stdout::unless_closed(emit(&result, &a.out).and_then(|_| match &fid {
+            Some(f) => Ok(print_fidelity(f)?),
+            None => Ok(()),
+        }))?;
     }
     live.linger(&stop, a.out.machine());
     let code = exit_code(&result);
@@ -209,13 +213,19 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             fidelity_by_node: &'a BTreeMap<String, ReplayFidelity>,
             run: &'a iolab_workload::RunResult,
         }
-        println!("{}", serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })?);
+        crate::stdout::unless_closed(
+            serde_json::to_string_pretty(&Out { fidelity_by_node: &fids, run: &result })
+                .map_err(Into::into)
+                .and_then(|text| Ok(outln!("{text}")?)),
+        )?;
     } else {
-        emit(&result, &a.out)?;
-        for (n, f) in &fids {
-            println!("\nNode {n}:");
-            print_fidelity(f);
-        }
+        crate::stdout::unless_closed(emit(&result, &a.out).and_then(|_| {
+            for (n, f) in &fids {
+                outln!("\nNode {n}:")?;
+                print_fidelity(f)?;
+            }
+            Ok(())
+        }))?;
     }
     live.linger(&stop, a.out.machine());
     let code = exit_code(&result);
@@ -227,7 +237,7 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     Ok(code)
 }
 
-fn print_fidelity(f: &ReplayFidelity) {
+fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
     use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY).set_header([
@@ -254,11 +264,11 @@ fn print_fidelity(f: &ReplayFidelity) {
             format!("{:.3}", c.replayed_p99_ms),
         ]);
     }
-    println!(
+    outln!(
         "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
         f.threads
-    );
-    println!(
+    )?;
+    outln!(
         "Operation counts {}; results {}.",
         if f.counts_equal { "equal" } else { "DIFFER" },
         if f.results_equal {
@@ -266,25 +276,31 @@ fn print_fidelity(f: &ReplayFidelity) {
         } else {
             format!("DIFFER in {} calls (short/long reads or writes, other lseek positions)", f.mismatched)
         }
-    );
+    )?;
     for m in &f.mismatches {
-        println!(
+        outln!(
             "  thread {} call {} {} {}: recorded {}, replayed {}",
-            m.tid, m.call, m.name, m.path, m.recorded, m.replayed
-        );
+            m.tid,
+            m.call,
+            m.name,
+            m.path,
+            m.recorded,
+            m.replayed
+        )?;
     }
     if f.mismatched as usize > f.mismatches.len() {
-        println!("  ... and {} more", f.mismatched as usize - f.mismatches.len());
+        outln!("  ... and {} more", f.mismatched as usize - f.mismatches.len())?;
     }
-    println!(
+    outln!(
         "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
         f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
-    );
+    )?;
     for (why, calls) in &f.left_out {
         let s: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!("Not replayed, {why}: {}", s.join(", "));
+        outln!("Not replayed, {why}: {}", s.join(", "))?;
     }
     for (how, n) in &f.adjusted {
-        println!("Replayed differently: {how}: {n}");
+        outln!("Replayed differently: {how}: {n}")?;
     }
+    Ok(())
 }

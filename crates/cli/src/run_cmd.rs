@@ -70,7 +70,8 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     // `--csv` is bonnie++'s CSV with the progress and notes of the human output.
     let format = if args.csv { Format::BonnieCsv } else { args.out.output };
-    crate::output::print(format, args.out.options(), &Input::Run(&result))?;
+    // The run is measured and kept: a reader gone from stdout does not change its status.
+    crate::stdout::unless_closed(crate::output::print(format, args.out.options(), &Input::Run(&result)))?;
     live.linger(&stop, args.out.machine());
     Ok(exit_code(&result))
 }
@@ -155,6 +156,6 @@ pub fn convert(a: ConvertArgs) -> Result<ExitCode> {
     let f = crate::job_file::read_fio(&a.job_file, a.fio_lenient, false)?;
     // The file must make a plan as it stands (every rule checked), not only parse.
     f.plan(&Default::default()).with_context(|| format!("{}", a.job_file.display()))?;
-    print!("{}", f.to_toml());
+    out!("{}", f.to_toml())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 use crate::args::{CompareArgs, ExportArgs, ReportArgs, RmArgs, RunsArgs, ShowArgs};
 use crate::formats::Format;
+use crate::outpath::{database_files, OutPath};
 use crate::output::print;
 use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
@@ -12,6 +13,7 @@ use iolab_report::fmt::secs;
 use iolab_report::fmt::{days_from_civil, utc};
 use iolab_report::format::Options;
 use iolab_report::html::ReportOptions;
+use iolab_report::text::safe;
 use iolab_store::{ListFilter, Store, StoredRun};
 use iolab_workload::model::{now_unix_s, RunKind};
 use iolab_workload::Status;
@@ -54,8 +56,19 @@ pub fn list_filter(
     Ok(ListFilter { labels, name_contains: name, since_unix_s: since.map(parse_since).transpose()?, status })
 }
 
+/// Labels as shown: `k=v k=v`, control characters escaped.
 fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
-    l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    l.iter().map(|(k, v)| format!("{}={}", safe(k), safe(v))).collect::<Vec<_>>().join(" ")
+}
+
+/// The database, opened to read (read-only, never migrated); what the user should know of how
+/// it was opened goes to stderr.
+fn open_read(db: &crate::args::DbArgs) -> Result<Store> {
+    let store = Store::open_read(db.target())?;
+    if let Some(note) = store.note() {
+        eprintln!("iolab: note: {note}");
+    }
+    Ok(store)
 }
 
 fn load_all(store: &Store, selectors: &[String]) -> Result<Vec<StoredRun>> {
@@ -64,10 +77,10 @@ fn load_all(store: &Store, selectors: &[String]) -> Result<Vec<StoredRun>> {
 }
 
 pub fn runs(a: RunsArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(a.db.target())?;
+    let store = open_read(&a.db)?;
     let filter = list_filter(a.labels, a.name, a.since.as_deref(), a.status.as_deref())?;
     let list = store.list(&filter)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::out();
     if a.output == Format::Json {
         serde_json::to_writer_pretty(&mut out, &list)?;
         writeln!(out)?;
@@ -81,26 +94,26 @@ pub fn runs(a: RunsArgs) -> Result<ExitCode> {
             r.id.to_string(),
             utc(r.started_unix_s),
             r.kind.to_string(),
-            r.name.clone(),
+            safe(&r.name).into_owned(),
             r.status.to_string(),
             r.phases.to_string(),
-            r.node.clone(),
+            safe(&r.node).into_owned(),
             labels_text(&r.labels),
         ]);
     }
     writeln!(out, "{t}")?;
-    writeln!(out, "{} run(s) in {}", list.len(), store.location())?;
+    writeln!(out, "{} run(s) in {}", list.len(), safe(&store.location().to_string()))?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn show(a: ShowArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(a.db.target())?;
+    let store = open_read(&a.db)?;
     let runs = load_all(&store, &a.runs)?;
     if a.output != Format::Human {
         print(a.output, Options::default(), &Input::Stored(&runs))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::out();
     for r in &runs {
         let h = &r.host;
         writeln!(
@@ -108,7 +121,7 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
             "run {}: {} {} ({}), started {}",
             r.id,
             r.kind,
-            r.name,
+            safe(&r.name),
             r.result.status,
             utc(r.result.started_unix_s)
         )?;
@@ -156,19 +169,48 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `iolab rm RUN...`: a run still being recorded is refused unless `--force`; more than one
+/// run is deleted only once the user says yes (a terminal's answer, or `--yes`).
 pub fn rm(a: RmArgs) -> Result<ExitCode> {
     let store = Store::open_existing(a.db.target())?;
     let ids = store.resolve_all(&a.runs)?;
+    let listed = store.list(&ListFilter::default())?;
+    let running: Vec<&iolab_store::RunSummary> =
+        listed.iter().filter(|r| ids.contains(&r.id) && r.status == Status::Running).collect();
+    if !running.is_empty() && !a.force {
+        let which: Vec<String> = running.iter().map(|r| format!("{} (on {})", r.id, safe(&r.node))).collect();
+        bail!(
+            "run {} is still running: its iolab process is alive (or on another host, where iolab cannot tell), and deleting it would lose what it goes on saving; wait for it or stop it, or pass --force",
+            which.join(", ")
+        );
+    }
+    let list = ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    if ids.len() > 1 && !a.yes && !confirm(&format!("delete {} runs ({list}) from {}?", ids.len(), store.location()))? {
+        bail!("nothing deleted; pass --yes to delete {} runs without being asked", ids.len());
+    }
     let n = store.remove(&ids)?;
-    eprintln!("removed {n} run(s): {}", ids.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    eprintln!("removed {n} run(s): {list}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Ask on the terminal; `false` without one (a script gives --yes).
+fn confirm(question: &str) -> Result<bool> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        eprintln!("iolab: {question} (not asked: stdin is not a terminal)");
+        return Ok(false);
+    }
+    eprint!("iolab: {question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).context("reading the answer")?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
     if a.histograms && a.format != Format::Json {
         bail!("--histograms goes with --format json; {} has no place for them", a.format.name().to_uppercase());
     }
-    let store = Store::open_existing(a.db.target())?;
+    let store = open_read(&a.db)?;
     let runs = load_all(&store, &a.runs)?;
     let logs = a.logs.write_bw_log.is_some() || a.logs.write_iops_log.is_some() || a.logs.write_lat_log.is_some();
     if (a.format.is_fio() || logs) && runs.len() != 1 {
@@ -208,7 +250,7 @@ fn baseline_index(store: &Store, runs: &[StoredRun], sel: Option<&str>) -> Resul
 }
 
 pub fn compare(a: CompareArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(a.db.target())?;
+    let store = open_read(&a.db)?;
     let mut selectors = a.runs.clone();
     if let Some(b) = &a.baseline {
         selectors.insert(0, b.clone());
@@ -229,9 +271,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     let c = compare::compare(&runs, &opts);
     print(a.output, Options::default(), &Input::Comparison(&c))?;
     if a.output == Format::Human && c.too_few_runs() {
-        println!(
+        outln!(
             "(repeat each configuration's runs under one --label and name each configuration's label (config=a config=b), or compare with --by CONFIG-KEY, to get verdicts)"
-        );
+        )?;
     }
     if a.fail_on_regression && c.regressions() > 0 {
         eprintln!("iolab: {} metric(s) regressed", c.regressions());
@@ -241,7 +283,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
 }
 
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(a.db.target())?;
+    let store = open_read(&a.db)?;
     let mut selectors = a.runs.clone();
     if let Some(b) = &a.baseline {
         selectors.insert(0, b.clone());
@@ -263,8 +305,13 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         noise: Some(a.noise / 100.0),
         survey_locking,
     };
-    let path = write_report(&runs, &a.out, opts)?;
-    println!("report: {}", path.display());
+    if a.out.as_os_str() == "-" {
+        export::Html(opts).export(&Input::Stored(&runs), &mut crate::stdout::out())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out = OutPath { path: &a.out, flag: "-o", overwrite: a.overwrite, inputs: database_files(store.path()) };
+    let path = write_report(&runs, &out, opts)?;
+    outln!("report: {}", path.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -285,15 +332,14 @@ pub fn survey_locking(store: &Store, survey: &StoredRun) -> Option<StoredRun> {
         .find(|r| r.pid == survey.pid)
 }
 
-/// Render stored runs to a self-contained HTML file; returns its path.
-pub fn write_report(runs: &[StoredRun], out: &std::path::Path, opts: ReportOptions) -> Result<std::path::PathBuf> {
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
+/// Render stored runs to a self-contained HTML file, by the output rule (`crate::outpath`:
+/// a file iolab wrote, or `--overwrite`; never an input); returns its path.
+pub fn write_report(runs: &[StoredRun], out: &OutPath, opts: ReportOptions) -> Result<std::path::PathBuf> {
+    out.check()?;
     let mut html = Vec::new();
     export::Html(opts).export(&Input::Stored(runs), &mut html)?;
-    std::fs::write(out, html).with_context(|| format!("writing the report to {}", out.display()))?;
-    Ok(out.to_path_buf())
+    out.write(&html).with_context(|| format!("writing the report to {}", out.path.display()))?;
+    Ok(out.path.to_path_buf())
 }
 
 #[cfg(test)]

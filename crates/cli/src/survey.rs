@@ -259,13 +259,28 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     // check's for its profile.
     let report = match run {
         Some(id) => {
-            let store = iolab_store::Store::open_existing(a.save.db.target())?;
+            let db = a.save.db.target();
+            let store = iolab_store::Store::open_read(db.clone())?;
             let stored = store.load(id)?;
             let locking_run = locking.as_ref().and_then(|_| crate::stored::survey_locking(&store, &stored));
             let dir = a.save.db.local_dir().unwrap_or_else(|| Path::new(".").into());
             let out = dir.join("reports").join(format!("survey-{id}.html"));
             let opts = iolab_report::html::ReportOptions { survey_locking: locking_run, ..Default::default() };
-            Some(crate::stored::write_report(&[stored], &out, opts)?)
+            // The survey's own report, by the output rule: a file there that iolab did not
+            // write is left alone (the run is kept; `iolab report` writes it elsewhere).
+            let out = crate::outpath::OutPath {
+                path: &out,
+                flag: "the survey's report",
+                overwrite: false,
+                inputs: crate::outpath::database_files(db.file()),
+            };
+            match crate::stored::write_report(&[stored], &out, opts) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("iolab: warning: no report: {e:#}; `iolab report {id} -o FILE` writes one");
+                    None
+                }
+            }
         }
         None => None,
     };
@@ -273,13 +288,19 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         remove(&ctx, made);
     }
     // The profile (human), or the survey's JSON beside its locking check's.
-    crate::output::print(a.out.output, a.out.options(), &Input::Survey(&result, locking.as_ref()))?;
-    match (&report, json) {
-        (Some(r), true) => eprintln!("iolab: report: {}", r.display()),
-        (Some(r), false) => println!("report: {} (open it in a browser; `iolab report` makes others)", r.display()),
-        (None, true) => {}
-        (None, false) => println!("no report: the run was not saved (--no-store)"),
-    }
+    let printed = crate::output::print(a.out.output, a.out.options(), &Input::Survey(&result, locking.as_ref()))
+        .and_then(|_| {
+            match (&report, json, run) {
+                (Some(r), true, _) => eprintln!("iolab: report: {}", r.display()),
+                (Some(r), false, _) => {
+                    outln!("report: {} (open it in a browser; `iolab report` makes others)", r.display())?
+                }
+                (None, false, None) => outln!("no report: the run was not saved (--no-store)")?,
+                (None, _, _) => {}
+            }
+            Ok(())
+        });
+    crate::stdout::unless_closed(printed)?;
     live.linger(&stop, json);
     Ok(exit_code(&result))
 }

@@ -39,10 +39,17 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
             Err(e) => eprintln!("iolab: warning: the check is not saved: {e:#}"),
         }
     }
-    if json {
-        crate::output::print(a.output, Default::default(), &Input::Run(&result))?;
+    let code = if result.found_bad_blocks() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+    crate::stdout::unless_closed(print(&a, &files, &result))?;
+    Ok(code)
+}
+
+/// What was found, on stdout.
+fn print(a: &VerifyArgs, files: &[iolab_verify::Recovered], result: &RunResult) -> Result<()> {
+    if a.output == Format::Json {
+        crate::output::print(a.output, Default::default(), &Input::Run(result))?;
     } else {
-        for f in &files {
+        for f in files {
             let replay = if f.records + f.bad_records + f.torn_tail == 0 {
                 "journal closed cleanly".to_string()
             } else {
@@ -52,11 +59,11 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
                 )
             };
             let fold = if f.folded { "; map brought up to date" } else { "; map left as it is (not the writer)" };
-            println!("{} (written by {}): {replay}{fold}", f.file, f.writer);
+            outln!("{} (written by {}): {replay}{fold}", f.file, f.writer)?;
         }
-        print!("{}", iolab_report::summary::render(&result));
+        out!("{}", iolab_report::summary::render(result))?;
     }
-    Ok(if result.found_bad_blocks() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(())
 }
 
 fn save(a: &VerifyArgs, r: &RunResult) -> Result<String> {

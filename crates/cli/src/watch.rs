@@ -111,7 +111,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     };
     let live = Live::start(&a.metrics, json)?;
     let mut feed = live.feed(saver.as_ref().map(|s| s.run), RunKind::Watch, &a.labels, &watch_plan());
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::stdout::out();
     if !json {
         let devs = if target.devices.is_empty() { "no block device".to_string() } else { target.devices.join(" > ") };
         writeln!(
@@ -134,6 +134,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let start = Snapshot::read(&root);
     let mut prev = start.clone();
     let mut n = 0u64;
+    let mut failed = None;
     'watch: while lines.is_none_or(|c| n < c) {
         let due = start.at + interval * (n as u32 + 1);
         while Instant::now() < due {
@@ -147,14 +148,6 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         rates.disks.retain(|name, d| target.devices.contains(name) || !d.is_idle());
         rates.net.retain(|name, r| target.interfaces.iter().any(|i| &i.name == name) || !r.is_idle());
         let unix_s = now_unix_s();
-        if json {
-            serde_json::to_writer(&mut out, &Line { unix_s, rates: &rates, target: &target })?;
-            writeln!(out)?;
-        } else {
-            let view = SystemResult { mean: rates.clone(), target: Some(target.clone()), ..Default::default() };
-            writeln!(out, "{:>7.1}s  {}", view.mean.t_s, iolab_report::system::line(&view))?;
-        }
-        out.flush()?;
         if let Some(s) = &mut saver {
             s.sample(&rates);
         }
@@ -163,11 +156,24 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         prev = cur;
         n += 1;
+        let shown = if json {
+            serde_json::to_writer(&mut out, &Line { unix_s, rates: &rates, target: &target })
+                .map_err(std::io::Error::from)
+                .and_then(|_| writeln!(out))
+        } else {
+            let view = SystemResult { mean: rates.clone(), target: Some(target.clone()), ..Default::default() };
+            writeln!(out, "{:>7.1}s  {}", view.mean.t_s, iolab_report::system::line(&view))
+        };
+        // A reader gone from stdout ends the watch as Ctrl-C does: what was sampled is kept.
+        if let Err(e) = shown.and_then(|_| out.flush()) {
+            failed = Some(e);
+            break;
+        }
     }
     if let Some(mut s) = saver {
         // The window's mean runs from the first snapshot to the last sample taken.
         s.finish(SystemResult::summarise(&start, &prev, Vec::new(), interval, Some(target)));
-        if !json {
+        if !json && failed.is_none() {
             writeln!(out, "stored as run {} in {}", s.run, s.store.location())?;
         } else {
             eprintln!("iolab: stored as run {} in {}", s.run, s.store.location());
@@ -175,6 +181,9 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     }
     if let Some(f) = feed.as_mut() {
         f.finish(Status::Complete);
+    }
+    if let Some(e) = failed {
+        return Err(e.into());
     }
     live.linger(&stop, json);
     Ok(ExitCode::SUCCESS)

@@ -11,6 +11,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+fn have(cmd: &str) -> bool {
+    std::process::Command::new(cmd).arg("--version").output().is_ok()
+}
+
 fn bin() -> String {
     assert_cmd::cargo::cargo_bin("iolab").display().to_string()
 }
@@ -599,10 +603,55 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
 #[test]
 fn an_agent_whose_threads_cannot_start_fails_the_run_instead_of_hanging() {
     use std::os::unix::fs::PermissionsExt;
+    // The agent as `nobody` with at most 64 processes (RLIMIT_NPROC binds no root): 1024
+    // threads' memory fits (the memory plan lets the run start), their threads do not.
+    if !have("setpriv") || !have("prlimit") {
+        skip("needs setpriv and prlimit (util-linux)");
+        return;
+    }
     let d = tempfile::tempdir().unwrap();
     let a = d.path().join("a");
     std::fs::create_dir_all(&a).unwrap();
-    // The agent under a 1.5 GB address-space limit: 4096 threads' stacks do not fit in it.
+    for p in [d.path(), a.as_path()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let wrapper = d.path().join("agent.sh");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nexport HOME={}\nexec prlimit --nproc=64 setpriv --reuid=65534 --regid=65534 --clear-groups {} \"$@\"\n",
+            d.path().display(),
+            bin()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let t = Instant::now();
+    let out = iolab()
+        .args(["run", "--no-store", "-o", "json", "--sample-interval", "0", "--node"])
+        .arg(format!("a=exec://{},dir={}", wrapper.display(), a.display()))
+        .args(["--target", "f", "--engine", "null", "--rw", "read", "--size", "1M", "--threads", "1024"])
+        .args(["--runtime", "30s"])
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(r["status"], "failed");
+    let err = r["error"].as_str().unwrap();
+    assert!(err.contains("could not start worker thread") && err.contains("ulimit"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+}
+
+/// An agent whose memory cannot hold the run refuses it before any I/O, the coordinator naming
+/// the node and the options to lower (the address space of 4096 threads under 1.5 GB).
+#[test]
+fn an_agent_without_the_memory_for_the_run_refuses_it_naming_the_node() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let a = d.path().join("a");
+    std::fs::create_dir_all(&a).unwrap();
     let wrapper = d.path().join("agent.sh");
     std::fs::write(
         &wrapper,
@@ -618,13 +667,14 @@ fn an_agent_whose_threads_cannot_start_fails_the_run_instead_of_hanging() {
         .args(["--runtime", "30s"])
         .output()
         .unwrap();
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr));
-    });
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(r["status"], "failed");
-    let err = r["error"].as_str().unwrap();
-    assert!(err.contains("could not start worker thread") && err.contains("ulimit"), "{err}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("memory allocation"), "{stderr}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no JSON ({e}): {stderr}"));
+    let err = r["error"].as_str().unwrap_or_else(|| panic!("no error: {r}"));
+    assert!(err.contains("node `a` refused the run") && err.contains("RLIMIT_AS"), "{err}");
+    assert!(err.contains("lower --threads"), "{err}");
+    assert_eq!(std::fs::read_dir(&a).unwrap().count(), 0, "nothing laid out: {err}");
     assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
 }
 

@@ -20,15 +20,36 @@ pub struct BufferPool {
 // SAFETY: the pool is plain owned memory; access goes through &mut self.
 unsafe impl Send for BufferPool {}
 
+/// A pool the allocator could not give (or whose size overflows): an error, never an abort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("cannot allocate {slots} I/O buffers of {slot_len} bytes ({} MiB in all); lower the queue depth or the block size", (*slots as u128 * *slot_len as u128) >> 20)]
+pub struct NoMemory {
+    pub slots: usize,
+    pub slot_len: usize,
+}
+
 impl BufferPool {
+    /// A pool of small, fixed size (the caller's own, never a user's figures).
     pub fn new(slots: usize, len: usize) -> Self {
-        let slot_len = len.max(1).div_ceil(ALIGN) * ALIGN;
-        let total = (slot_len * slots.max(1)).max(ALIGN);
-        let layout = Layout::from_size_align(total, ALIGN).expect("buffer layout within isize");
+        match Self::try_new(slots, len) {
+            Ok(p) => p,
+            Err(_) => std::alloc::handle_alloc_error(Layout::new::<[u8; ALIGN]>()),
+        }
+    }
+
+    /// `slots` buffers of `len` bytes (each rounded up to 4 KiB), allocated fallibly: a size
+    /// that overflows or an allocator that refuses is an error the caller reports.
+    pub fn try_new(slots: usize, len: usize) -> Result<Self, NoMemory> {
+        let slots = slots.max(1);
+        let fail = NoMemory { slots, slot_len: len };
+        let slot_len = len.max(1).checked_next_multiple_of(ALIGN).ok_or(fail)?;
+        let fail = NoMemory { slots, slot_len };
+        let total = slot_len.checked_mul(slots).ok_or(fail)?.max(ALIGN);
+        let layout = Layout::from_size_align(total, ALIGN).map_err(|_| fail)?;
         // SAFETY: layout has non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
-        let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        BufferPool { ptr, layout, slot_len, slots: slots.max(1) }
+        let ptr = NonNull::new(raw).ok_or(fail)?;
+        Ok(BufferPool { ptr, layout, slot_len, slots })
     }
 
     pub fn slots(&self) -> usize {
@@ -120,6 +141,15 @@ mod tests {
         assert_eq!(a, orig, "XOR with the same key twice gives the original back");
         refill(&mut a, 42, 25);
         assert_ne!(a, once, "another key, other data");
+    }
+
+    #[test]
+    fn a_pool_too_large_is_an_error() {
+        let e = BufferPool::try_new(usize::MAX / 2, 1 << 20).err().unwrap();
+        assert!(e.to_string().contains("lower the queue depth"), "{e}");
+        assert!(BufferPool::try_new(2, usize::MAX).is_err());
+        // Larger than any address space: the allocator refuses, no abort.
+        assert!(BufferPool::try_new(1 << 20, 1 << 30).is_err());
     }
 
     #[test]

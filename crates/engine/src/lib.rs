@@ -223,6 +223,15 @@ pub enum EngineError {
     Unsupported { engine: &'static str, what: String },
     #[error("{engine}: submitting I/O: {source}")]
     Submit { engine: &'static str, source: io::Error },
+    #[error("{engine}: {source}")]
+    Memory { engine: &'static str, source: buffer::NoMemory },
+}
+
+impl EngineError {
+    /// An engine's buffers the allocator refused.
+    pub fn memory(kind: EngineKind, source: buffer::NoMemory) -> EngineError {
+        EngineError::Memory { engine: kind.as_str(), source }
+    }
 }
 
 /// An I/O engine. Each worker thread owns one; none is shared between threads.

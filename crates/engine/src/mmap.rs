@@ -23,7 +23,11 @@ pub struct Mmap {
 
 impl Mmap {
     pub fn new(setup: Setup) -> Result<Self, EngineError> {
-        Ok(Mmap { maps: FileTable::default(), pool: BufferPool::new(1, setup.buf_len), done: Vec::with_capacity(1) })
+        Ok(Mmap {
+            maps: FileTable::default(),
+            pool: BufferPool::try_new(1, setup.buf_len).map_err(|e| EngineError::memory(EngineKind::Mmap, e))?,
+            done: Vec::with_capacity(1),
+        })
     }
 
     fn perform(&mut self, op: Op) -> std::io::Result<usize> {

@@ -12,7 +12,11 @@ pub struct Null {
 
 impl Null {
     pub fn new(setup: Setup) -> Result<Self, EngineError> {
-        Ok(Null { pool: BufferPool::new(1, setup.buf_len), files: FileTable::default(), done: Vec::with_capacity(1) })
+        Ok(Null {
+            pool: BufferPool::try_new(1, setup.buf_len).map_err(|e| EngineError::memory(EngineKind::Null, e))?,
+            files: FileTable::default(),
+            done: Vec::with_capacity(1),
+        })
     }
 }
 

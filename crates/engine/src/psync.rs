@@ -12,7 +12,11 @@ pub struct Psync {
 
 impl Psync {
     pub fn new(setup: Setup) -> Result<Self, EngineError> {
-        Ok(Psync { files: FileTable::default(), pool: BufferPool::new(1, setup.buf_len), done: Vec::with_capacity(1) })
+        Ok(Psync {
+            files: FileTable::default(),
+            pool: BufferPool::try_new(1, setup.buf_len).map_err(|e| EngineError::memory(EngineKind::Psync, e))?,
+            done: Vec::with_capacity(1),
+        })
     }
 }
 

@@ -111,7 +111,7 @@ impl Uring {
             .or_else(|_| IoUring::new(entries))
             .map_err(|e| setup("creating the ring", e))?;
         let fixed = ring.submitter().register_files_sparse(FIXED).is_ok();
-        let mut pool = BufferPool::new(depth, buf_len);
+        let mut pool = BufferPool::try_new(depth, buf_len).map_err(|e| EngineError::memory(EngineKind::IoUring, e))?;
         let whole = pool.as_iovec();
         // SAFETY: the iovec covers the pool's one allocation, which lives as long as the ring:
         // both are fields of this engine, and `ring` is declared (so dropped, unregistering

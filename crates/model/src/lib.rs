@@ -34,7 +34,7 @@ pub use clock::now_unix_s;
 pub use events::{Emit, Event, Expect, Named, NoSink, Shifted, Sink};
 pub use fidelity::Finding;
 pub use kind::RunKind;
-pub use recorder::Recorder;
+pub use recorder::{Recorder, CLASS_BYTES};
 pub use replay::{ClassFidelity, Mismatch, ReplayFidelity};
 pub use results::{
     ClassTotals, CpuTime, HoleReads, JobResult, LatNs, LayoutDone, Limit, NodeInfo, NodeResult, PhaseResult, RunResult,

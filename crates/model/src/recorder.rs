@@ -18,6 +18,11 @@ const LZ_BASE: u32 = 64 - (SUB_HALF_MAG + 1);
 pub const FLAT_MAX_NS: u64 = (1 << 31) - 1;
 /// Number of flat counts: the index of [`FLAT_MAX_NS`] plus one.
 const FLAT_LEN: usize = index_of(FLAT_MAX_NS) + 1;
+/// Bytes of an HDR histogram grown to [`LAT_MAX_NS`]'s range (33 half-buckets of 1,024 u64s).
+pub const HDR_MAX_BYTES: u64 = 33 * 1024 * 8;
+/// Bytes a worker holds per operation class it uses, at most: its flat counts and the second
+/// settled from them into HDR on its way to the aggregator. What a run's memory plan counts.
+pub const CLASS_BYTES: u64 = (FLAT_LEN * 4) as u64 + HDR_MAX_BYTES;
 
 /// The HDR index of a value (HDR's `index_for`, for lowest value 1 and 3 digits).
 #[inline]
@@ -155,5 +160,13 @@ mod tests {
         let again = r.take();
         assert_eq!(again.get(OpClass::Sync).ops, 1);
         assert!(again.get(OpClass::Read).is_empty());
+    }
+
+    #[test]
+    fn the_memory_a_class_takes_is_what_hdr_grows_to() {
+        let mut h = new_histogram();
+        let _ = h.record(LAT_MAX_NS);
+        assert_eq!(h.distinct_values() as u64 * 8, HDR_MAX_BYTES);
+        const { assert!(CLASS_BYTES > HDR_MAX_BYTES && CLASS_BYTES < 400 << 10) };
     }
 }

@@ -3,18 +3,21 @@
 //! phase's total is the job named `*`. The `node` column names the node: the run's own on one
 //! machine; on several, each node's rows (its total as job `*`, then its jobs) and the
 //! aggregate over all nodes as node `*`. Fields holding commas or quotes are quoted as RFC 4180
-//! says.
+//! says; control characters in names and labels are escaped (`\e`, `\n`), never written raw.
 
 use iolab_model::Totals;
 use iolab_store::StoredRun;
 
 const HEADER: &str = "run_id,kind,started_unix_s,labels,phase,node,job,dir,ops,bytes,elapsed_s,iops,bw_bytes,mb_s,mib_s,lat_min_ns,lat_mean_ns,lat_p50_ns,lat_p90_ns,lat_p99_ns,lat_p999_ns,lat_max_ns";
 
+/// A cell: control characters escaped (`crate::text::safe`: a name's newline reads `\n`, an
+/// ESC `\e`), quoted when it holds a comma or a quote.
 fn quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+    let s = crate::text::safe(s);
+    if s.contains([',', '"']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s.into_owned()
     }
 }
 

@@ -197,6 +197,11 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
          latencies are per operation, from HDR histograms.</footer>\n</body>\n</html>\n",
         escape(env!("CARGO_PKG_VERSION"))
     );
+    // Whatever a section or a chart's SVG took from names and labels, the page carries no
+    // control character (each section escapes its text; this holds it for all).
+    if h.chars().any(|c| crate::text::html_safe(c) != c) {
+        return h.chars().map(crate::text::html_safe).collect();
+    }
     h
 }
 

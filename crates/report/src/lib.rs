@@ -27,6 +27,7 @@ pub mod scenario;
 pub mod summary;
 pub mod survey;
 pub mod system;
+pub mod text;
 pub mod threads;
 pub mod verdict;
 pub mod verify;

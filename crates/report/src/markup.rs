@@ -4,10 +4,11 @@
 use crate::charts::ChartError;
 use std::fmt::Write;
 
-/// Escape text for HTML element content and attribute values.
+/// Escape text for HTML element content and attribute values; control characters (ESC among
+/// them) become U+FFFD (`crate::text`).
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
+    for c in s.chars().map(crate::text::html_safe) {
         match c {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),

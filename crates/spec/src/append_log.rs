@@ -105,6 +105,9 @@ impl Personality for AppendLogJob {
         self.records.map_or(0, |n| n.saturating_mul(self.record_size.0))
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.record_size.0
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.record_size.0 == 0 || self.record_size.0 > 64 << 20 {

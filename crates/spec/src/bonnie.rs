@@ -358,6 +358,9 @@ impl Personality for BonnieJob {
         self.file_size.0 + self.files() * self.max_size
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.chunk_size.0
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if job.threads != self.seekers {

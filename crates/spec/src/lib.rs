@@ -9,6 +9,7 @@ pub mod engine;
 pub mod figures;
 pub mod file;
 pub mod fio;
+pub mod input;
 pub mod job;
 pub mod patch;
 #[macro_use]

@@ -78,6 +78,9 @@ pub struct MaildirJob {
     pub discard_asked: Option<Duration>,
 }
 
+/// The largest write: a message goes out in writes of at most this.
+pub const CHUNK: u64 = 64 * 1024;
+
 impl Personality for MaildirJob {
     const NAME: &'static str = "maildir";
     const ABOUT: &'static str = "mail delivery: tmp/, fsync, rename into new/";
@@ -175,6 +178,9 @@ impl Personality for MaildirJob {
         )]
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.max_size.0.clamp(1, CHUNK)
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.mailboxes == 0 || self.mailboxes > 1_000_000 {

@@ -96,6 +96,9 @@ pub trait Personality:
     fn space(&self) -> u64 {
         0
     }
+    /// Bytes of a thread's I/O buffer, per slot (the engine has one slot per queue depth): what
+    /// the source's `buffer_len` is, and what the memory planned before a run counts.
+    fn buffer_len(&self) -> u64;
     /// What a reader of the results should know that the figures do not say.
     fn notes(&self, _job: &Job) -> Vec<String> {
         Vec::new()
@@ -113,6 +116,7 @@ pub trait App {
     fn describe(&self, job: &Job, words: &mut Vec<String>);
     fn threads_in_words(&self) -> bool;
     fn space(&self) -> u64;
+    fn buffer_len(&self) -> u64;
     fn notes(&self, job: &Job) -> Vec<String>;
 }
 
@@ -140,6 +144,9 @@ impl<P: Personality> App for P {
     }
     fn space(&self) -> u64 {
         Personality::space(self)
+    }
+    fn buffer_len(&self) -> u64 {
+        Personality::buffer_len(self)
     }
     fn notes(&self, job: &Job) -> Vec<String> {
         Personality::notes(self, job)

@@ -306,6 +306,9 @@ impl Personality for PostmarkJob {
         }
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.chunk() as u64
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.size_low == 0 || self.size_high < self.size_low || self.size_high > 1 << 30 {
@@ -549,7 +552,8 @@ fn config_or_path<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Postm
 /// Read and parse a configuration file, the error naming the file and line; where each
 /// setting came from names the file too.
 pub fn read_config(path: &std::path::Path) -> Result<PostmarkConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("PostMark configuration {}: {e}", path.display()))?;
+    let text = crate::input::read_text(path, "PostMark configuration", crate::input::JOB_FILE_MAX)
+        .map_err(|e| e.to_string())?;
     let mut c = parse_config(&text).map_err(|e| format!("PostMark configuration {}, {e}", path.display()))?;
     for v in c.from.values_mut() {
         *v = format!("{} {v}", path.display());

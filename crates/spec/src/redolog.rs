@@ -104,6 +104,9 @@ impl Personality for RedologJob {
         self.files as u64 * self.file_size.0
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.block.0.max(self.full_block.0)
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.files == 0 || self.files > 100_000 {

@@ -107,6 +107,9 @@ impl Personality for VarmailJob {
         words.push(format!("{} files of {} mean", self.nfiles, self.filesize));
     }
 
+    fn buffer_len(&self) -> u64 {
+        self.iosize.0.max(self.meanappendsize.0)
+    }
     fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.nfiles == 0 || self.nfiles > 10_000_000 {

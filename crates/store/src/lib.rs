@@ -83,6 +83,12 @@ pub enum NotIolab {
     NoRunsTable(u32),
     #[error("a database of something else: it has tables, and no iolab schema")]
     Foreign,
+    #[error("it is empty: no run was ever stored in it")]
+    Empty,
+    /// SQLite found the file damaged (or no database); `quick_check` is its own check's first
+    /// lines when it could run.
+    #[error("SQLite: {sqlite}{}", quick_check.as_ref().map(|c| format!("; SQLite's quick_check: {c}")).unwrap_or_default())]
+    Damaged { sqlite: rusqlite::Error, quick_check: Option<String> },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -174,6 +180,17 @@ impl Store {
     /// SQLite file that is there, or a server's database that holds iolab's tables.
     pub fn open_existing(at: impl Into<Target>) -> Result<Store> {
         Self::connect(at.into(), Access::Existing)
+    }
+
+    /// Open a database that must already exist, to read it (`runs`, `show`, `compare`,
+    /// `report`, `export`).
+    pub fn open_read(at: impl Into<Target>) -> Result<Store> {
+        Self::connect(at.into(), Access::Existing)
+    }
+
+    /// What the user should know of how the database was opened, if anything.
+    pub fn note(&self) -> Option<&str> {
+        None
     }
 
     /// Where the store is, printable (a URL's password shows as `***`).
@@ -288,11 +305,17 @@ impl Store {
 
     /// The run's end: its status and, if it failed, why.
     pub fn finish_run(&self, run: i64, status: Status, error: Option<&str>, ended_unix_s: f64) -> Result<()> {
-        self.exec(
+        let n = self.exec(
             "saving the run's status",
             "UPDATE runs SET status = ?2, error = ?3, ended_unix_s = ?4 WHERE id = ?1",
             vals![run, status.as_str(), error, ended_unix_s],
         )?;
+        if n == 0 {
+            return Err(StoreError::NotFound(format!(
+                "run {run} is no longer in {} (deleted while it ran: `iolab rm --force`?); what it measured is printed but not kept",
+                self.at
+            )));
+        }
         Ok(())
     }
 
@@ -316,10 +339,16 @@ impl Store {
         Ok(())
     }
 
-    /// Run ids a selector names: `42`, `last`, `last~2`, or `key=value[,key=value]`.
+    /// Run ids a selector names: `42`, `last`, `last~2`, `all`, `3..7`, `last~4..`, or
+    /// `key=value[,key=value]`.
     pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {
         let id = |r: &Row| r.get::<i64>(0);
-        let ids = match parse_selector(selector)? {
+        let sel = parse_selector(selector)?;
+        let ids = match sel {
+            select::Selector::All | select::Selector::Range(..) => {
+                let all = self.rows("finding runs", "SELECT id FROM runs ORDER BY id", &[], id)?;
+                sel.pick(&all).unwrap_or_default()
+            }
             select::Selector::Id(n) => {
                 self.row("finding a run", "SELECT id FROM runs WHERE id = ?1", vals![n], id)?.into_iter().collect()
             }

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod host;
+pub mod memlimit;
 pub mod names;
 pub mod procfs;
 pub mod qdisc;

@@ -73,6 +73,9 @@ pub enum RunError {
     Replay { job: String, source: SourceError },
     #[error(transparent)]
     Validation(#[from] validation::ValidationError),
+    /// The plan needs more memory than this process may take (checked before any I/O).
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
     /// A phase's worker thread could not be started (none of its workers did any I/O).
     #[error("could not start worker thread {worker} of {workers} (job `{job}`, {threads} threads): {source}; ask for fewer threads or raise the system's limits (ulimit -u, ulimit -v)")]
     Spawn { worker: usize, workers: usize, job: String, threads: u32, source: std::io::Error },
@@ -100,9 +103,10 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
     plan.validate()?;
     let mut out = Vec::new();
     let mut replays = Vec::new();
+    let limits = iolab_sysstat::memlimit::MemoryLimits::read();
     for p in &plan.phases {
         let mut jobs = Vec::new();
-        let mut rs = Vec::new();
+        let mut rs: Vec<Option<Arc<Checked>>> = Vec::new();
         for j in &p.jobs {
             if let Workload::Replay(r) = &j.workload {
                 // A replay names its own files, under the job's directory: the trace is read,
@@ -133,6 +137,17 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                 jobs.push(layout::check_job_in_run(j, run)?);
             }
         }
+        // The phase's jobs run at once: their memory is added up before anything is written.
+        let needs: Vec<crate::memory::JobNeed> = p
+            .jobs
+            .iter()
+            .zip(&jobs)
+            .zip(&rs)
+            .map(|((j, t), r): ((&iolab_spec::Job, &Vec<Target>), &Option<Arc<Checked>>)| {
+                crate::memory::need(j, t, r.as_ref().map(|c| c.plan.memory))
+            })
+            .collect();
+        crate::memory::check_phase(&p.name, &needs, &limits)?;
         out.push(jobs);
         replays.push(rs);
     }

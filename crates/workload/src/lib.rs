@@ -16,6 +16,7 @@ pub mod cpu;
 pub mod executor;
 mod keep;
 pub mod layout;
+pub mod memory;
 pub mod names;
 pub mod ns;
 pub mod owned;

@@ -42,11 +42,18 @@ impl<R: Unpin, W: AsyncWrite + Unpin> AsyncWrite for Duplex<R, W> {
     }
 }
 
-/// A stream that tells `closed` when its reading side ends (end of file or an error): the
-/// server of a one-connection transport stops then.
+/// A stream that tells `closed` when its reading side ends (end of file or an error), or when
+/// the server lets go of it (the connection ended: malformed input the HTTP/2 server gave up
+/// on): the server of a one-connection transport stops then.
 pub struct Watched<S> {
     pub inner: S,
     pub closed: Arc<Notify>,
+}
+
+impl<S> Drop for Watched<S> {
+    fn drop(&mut self) {
+        self.closed.notify_one();
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
@@ -97,10 +104,57 @@ where
         .await
 }
 
+/// How serving over stdin/stdout ended badly.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    #[error(transparent)]
+    Transport(#[from] tonic::transport::Error),
+    #[error("stdin ended before a coordinator said anything; `iolab agent --stdio` is started by `iolab run --node NAME=ssh://HOST,dir=DIR` (or exec://PATH), not by hand")]
+    Silent,
+    #[error("stdin is not a coordinator's HTTP/2 stream (it began with {0}); `iolab agent --stdio` is started by `iolab run --node NAME=ssh://HOST,dir=DIR` (or exec://PATH)")]
+    Malformed(String),
+}
+
+/// HTTP/2's client connection preface: what a coordinator sends first.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A reading half that keeps the first bytes read, to tell a coordinator from anything else.
+struct Opening<R> {
+    inner: R,
+    seen: Arc<Mutex<Vec<u8>>>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Opening<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.len() < PREFACE.len() {
+                let new = &buf.filled()[before..];
+                let take = new.len().min(PREFACE.len() - seen.len());
+                seen.extend_from_slice(&new[..take]);
+            }
+        }
+        r
+    }
+}
+
 /// The agent's side: serve exactly one connection over stdin/stdout, until the coordinator
-/// closes it.
-pub async fn serve_stdio<A: Agent>(server: AgentServer<A>) -> Result<(), tonic::transport::Error> {
-    serve_one(Duplex { read: tokio::io::stdin(), write: tokio::io::stdout() }, Routes::new(server)).await
+/// closes it. Input that is no coordinator's (garbage, a JSON line, nothing at all) ends it at
+/// once with an error, never a wait.
+pub async fn serve_stdio<A: Agent>(server: AgentServer<A>) -> Result<(), StdioError> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let read = Opening { inner: tokio::io::stdin(), seen: seen.clone() };
+    serve_one(Duplex { read, write: tokio::io::stdout() }, Routes::new(server)).await?;
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    if seen.is_empty() {
+        return Err(StdioError::Silent);
+    }
+    if !PREFACE.starts_with(&seen) || seen.len() < PREFACE.len() {
+        let shown: String = seen.escape_ascii().to_string().chars().take(60).collect();
+        return Err(StdioError::Malformed(format!("`{shown}`")));
+    }
+    Ok(())
 }
 
 /// The coordinator's side: a gRPC channel over a child's stdin/stdout; the child dies with the

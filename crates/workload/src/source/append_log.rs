@@ -74,7 +74,7 @@ impl PersonalitySource for AppendLogJob {
 
 impl Source for AppendLog {
     fn buffer_len(&self) -> usize {
-        self.log.record_size.0 as usize
+        iolab_spec::Personality::buffer_len(&self.log) as usize
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {

@@ -582,7 +582,7 @@ impl Bonnie {
 
 impl Source for Bonnie {
     fn buffer_len(&self) -> usize {
-        self.b.chunk_size.0 as usize
+        iolab_spec::Personality::buffer_len(&self.b) as usize
     }
 
     fn prime(&mut self, _slot: u32, buf: &mut [u8]) {

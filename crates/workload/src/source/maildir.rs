@@ -24,8 +24,6 @@ use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 const FILE: u32 = 0;
-/// The largest write: a message goes out in writes of at most this.
-const CHUNK: u32 = 64 * 1024;
 const SUBDIRS: [&str; 3] = ["tmp", "new", "cur"];
 
 /// The pool of mailboxes the job's threads share, and how its messages are named.
@@ -225,7 +223,7 @@ fn names(listing: &[u8]) -> impl Iterator<Item = &str> {
 
 impl Source for Maildir {
     fn buffer_len(&self) -> usize {
-        (self.m.max_size.0.clamp(1, CHUNK as u64)) as usize
+        iolab_spec::Personality::buffer_len(&self.m) as usize
     }
 
     /// The first deliverer makes the pool before the start (untimed).
@@ -449,7 +447,7 @@ impl MaildirReader {
 
 impl Source for MaildirReader {
     fn buffer_len(&self) -> usize {
-        (self.m.max_size.0.clamp(1, CHUNK as u64)) as usize
+        iolab_spec::Personality::buffer_len(&self.m) as usize
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {

@@ -452,7 +452,7 @@ impl Postmark {
 
 impl Source for Postmark {
     fn buffer_len(&self) -> usize {
-        self.p.chunk() as usize
+        iolab_spec::Personality::buffer_len(&self.p) as usize
     }
 
     fn prime(&mut self, _slot: u32, buf: &mut [u8]) {

@@ -115,7 +115,7 @@ impl Redolog {
 
 impl Source for Redolog {
     fn buffer_len(&self) -> usize {
-        self.r.block.0.max(self.r.full_block.0) as usize
+        iolab_spec::Personality::buffer_len(&self.r) as usize
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {

@@ -239,7 +239,7 @@ impl Varmail {
 
 impl Source for Varmail {
     fn buffer_len(&self) -> usize {
-        self.v.iosize.0.max(self.v.meanappendsize.0) as usize
+        iolab_spec::Personality::buffer_len(&self.v) as usize
     }
 
     /// The first thread lays out the set before the start (untimed, flushed), as filebench

@@ -46,9 +46,10 @@ pub fn open_flags(bits: u32) -> super::OpenFlags {
 }
 
 /// CRC-32 and length of a file: what a plan records and a job checks.
+/// A trace must be a regular file: a FIFO or a device is refused, never read for ever.
 pub fn fingerprint(path: &Path) -> io::Result<(u64, u32)> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = open_trace(path)?;
     let mut crc = flate2::Crc::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -61,11 +62,19 @@ pub fn fingerprint(path: &Path) -> io::Result<(u64, u32)> {
     Ok((crc.amount() as u64, crc.sum()))
 }
 
+/// A trace file opened for reading, if it is a regular file.
+fn open_trace(path: &Path) -> io::Result<std::fs::File> {
+    iolab_spec::input::open_regular(path, "trace").map_err(|e| match e {
+        iolab_spec::input::InputError::Open { err, .. } => err,
+        e => io::Error::other(e),
+    })
+}
+
 /// The records of a trace file, one at a time.
 pub fn records(
     path: &Path,
 ) -> Result<impl Iterator<Item = Result<iolab_trace::Record, iolab_trace::format::FormatError>>, SourceError> {
-    let f = std::fs::File::open(path).map_err(io_error("cannot open", path, ""))?;
+    let f = open_trace(path).map_err(io_error("cannot open", path, ""))?;
     let mut r =
         Reader::new(io::BufReader::new(f)).map_err(|source| SourceError::Trace { path: path.to_path_buf(), source })?;
     Ok(std::iter::from_fn(move || r.next_record().transpose()))
