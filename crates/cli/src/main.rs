@@ -57,10 +57,27 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", said_once(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes in one line, each cause said once: a cause whose text its error
+/// already carries (a library error that prints its source, as many do) is not repeated.
+fn said_once(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// First Ctrl-C (or SIGTERM): stop issuing, finish in-flight I/O, report. Second: quit now.
@@ -74,4 +91,32 @@ fn stop_on_ctrl_c() -> Arc<AtomicBool> {
         eprintln!("\niolab: stopping; finishing the I/O in flight (Ctrl-C again to quit at once)");
     });
     stop
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that prints its source, and gives it as its source too.
+    #[derive(Debug)]
+    struct Repeats(std::io::Error);
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "TLS setup: {}", self.0)
+        }
+    }
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let inner = std::io::Error::other("keys may not be consistent: KeyMismatch");
+        let e = anyhow::Error::new(Repeats(inner)).context("starting the agent");
+        assert_eq!(said_once(&e), "starting the agent: TLS setup: keys may not be consistent: KeyMismatch");
+        let e = anyhow::anyhow!("a").context("b");
+        assert_eq!(said_once(&e), "b: a");
+    }
 }
