@@ -12,7 +12,6 @@ use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::place::{Place, Roots};
-use iolab_engine::beneath::Beneath;
 use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
@@ -21,6 +20,7 @@ use crate::source::verify_files::{FileSet, FilesValidating};
 use crate::source::{self, JobShared, Names, NoSource, Run as _, Source, SourceError};
 use crate::validation;
 use crate::worker::{self, Window};
+use iolab_engine::beneath::Beneath;
 use iolab_model::*;
 use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
@@ -115,11 +115,7 @@ pub fn check_plan_at(plan: &Plan, run: Option<&layout::RunMark>, roots: &Roots) 
     check_all(plan, run, &mut Place::new(roots.clone())).map(|(targets, _)| targets)
 }
 
-fn check_all(
-    plan: &Plan,
-    run: Option<&layout::RunMark>,
-    place: &mut Place,
-) -> Result<(Targets, Replays), RunError> {
+fn check_all(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
     let mut replays = Vec::new();
@@ -133,7 +129,10 @@ fn check_all(
                 // job runs.
                 let dir = match place.dir(&j.target) {
                     Ok(d) => d,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotADirectory || e.kind() == std::io::ErrorKind::NotFound => {
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotADirectory
+                            || e.kind() == std::io::ErrorKind::NotFound =>
+                    {
                         return Err(iolab_spec::SpecError::field(
                             &j.name,
                             "target",
@@ -145,8 +144,7 @@ fn check_all(
                         return Err(LayoutError::Refused { path: j.target.clone(), why: e.to_string() }.into());
                     }
                 };
-                let c = replay::check(j, r, &dir)
-                    .map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
+                let c = replay::check(j, r, &dir).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
                 rs.push(Some(c));
                 jobs.push(Vec::new());
                 continue;
@@ -264,7 +262,10 @@ fn prepare_phase(
     let run = ctl.run_mark.as_ref();
     let halt = layout::Halt { stop: &ctl.stop, lease: ctl.lease.as_deref() };
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
-    let refused = |path: &std::path::Path, e: std::io::Error| LayoutError::Refused { path: path.to_path_buf(), why: e.to_string() };
+    let refused = |path: &std::path::Path, e: std::io::Error| LayoutError::Refused {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    };
     // Replays make their target what the trace expects (re-checked: an earlier phase may have
     // changed it), in the directory opened when the run was checked.
     let mut runs = Vec::new();
@@ -306,7 +307,8 @@ fn prepare_phase(
         let dir = match place.dir(&job.target) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let parent = job.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+                let parent =
+                    job.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
                 let Some(name) = job.target.file_name() else {
                     return Err(refused(&job.target, std::io::Error::other("it names no directory")));
                 };
@@ -739,7 +741,17 @@ struct Loop<'a, S: ?Sized> {
 impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
     type Out = worker::WorkerEnd;
     fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
-        worker::run_leased(self.source, e, self.names, self.clk, self.w, self.stop, self.lease, self.barrier, self.report)
+        worker::run_leased(
+            self.source,
+            e,
+            self.names,
+            self.clk,
+            self.w,
+            self.stop,
+            self.lease,
+            self.barrier,
+            self.report,
+        )
     }
 }
 

@@ -440,7 +440,10 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
     let meta = rustix::fs::fstat(&held).map_err(|e| io_err("reading metadata of", path)(os(e)))?;
     let ft = FileType::from_raw_mode(meta.st_mode);
     if ft == FileType::Symlink {
-        return Err(refuse(path, "it is a symbolic link, and an agent follows none beneath its --allow directories".into()));
+        return Err(refuse(
+            path,
+            "it is a symbolic link, and an agent follows none beneath its --allow directories".into(),
+        ));
     }
     if ft == FileType::BlockDevice || ft == FileType::CharacterDevice {
         let block = ft == FileType::BlockDevice;
@@ -511,7 +514,15 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
             )));
         }
     }
-    Ok(Target { path: path.to_path_buf(), kind: TargetKind::File, size, existing, exists: true, layout: needs_data && grows, at })
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        size,
+        existing,
+        exists: true,
+        layout: needs_data && grows,
+        at,
+    })
 }
 
 /// Is the file `spot` holds marked as created by iolab (its xattr, or a manifest line naming
@@ -635,7 +646,8 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
 /// measured window find real blocks and the layout's writeback does not leak into it. A full
 /// filesystem names the partial file this run created and the way to remove it.
 pub fn lay_out(t: &Target, seed: u64, compressibility: u8, halt: &Halt, created_now: bool) -> Result<(), LayoutError> {
-    let f = t.at.open(OpenOptions { write: true, ..Default::default() }).map_err(io_err("opening for layout", &t.path))?;
+    let f =
+        t.at.open(OpenOptions { write: true, ..Default::default() }).map_err(io_err("opening for layout", &t.path))?;
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     fill_pattern(&mut buf, seed, compressibility);
     let mut pos = t.existing;
@@ -677,10 +689,9 @@ pub fn set_len(t: &Target) -> Result<(), LayoutError> {
 /// DONTNEED over the whole file or device. Reads that follow come from the storage. On tmpfs,
 /// whose pages are the storage, nothing is dropped.
 pub fn drop_cached(t: &Target) -> Result<(), LayoutError> {
-    let f = t
-        .at
-        .open(OpenOptions { read: true, ..Default::default() })
-        .map_err(io_err("opening to drop its cached pages", &t.path))?;
+    let f =
+        t.at.open(OpenOptions { read: true, ..Default::default() })
+            .map_err(io_err("opening to drop its cached pages", &t.path))?;
     f.sync_data().map_err(io_err("writing back before dropping the cached pages of", &t.path))?;
     rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| io_err("dropping the cached pages of", &t.path)(io::Error::from(e)))
@@ -789,8 +800,8 @@ fn forget_in_manifest(dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
     use iolab_spec::{Bytes, JobPatch, Rw};
+    use std::fs;
 
     fn job(target: &Path, rw: Rw) -> Job {
         JobPatch { target: Some(target.into()), rw: Some(rw), size: Some(Bytes::kib(64)), ..Default::default() }

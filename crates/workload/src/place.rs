@@ -85,7 +85,9 @@ impl Allowed {
             match at.mkdir(name) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io::Error::new(e.kind(), format!("making {}: {e}", at.root().join(name).display()))),
+                Err(e) => {
+                    return Err(io::Error::new(e.kind(), format!("making {}: {e}", at.root().join(name).display())))
+                }
             }
             at = at.subdir(name)?;
         }

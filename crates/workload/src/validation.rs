@@ -69,10 +69,9 @@ pub fn open(
             let carry = carried.get(&t.path).map(|c| &**c);
             let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
             // Read back and flushed through the target as the run opened it, not by its name.
-            let held = t
-                .at
-                .open(iolab_engine::OpenOptions { read: true, ..Default::default() })
-                .map_err(|e| iolab_verify::VerifyError::io(&t.path, e))?;
+            let held =
+                t.at.open(iolab_engine::OpenOptions { read: true, ..Default::default() })
+                    .map_err(|e| iolab_verify::VerifyError::io(&t.path, e))?;
             let tr = tr.hold(held);
             match handed.iter().find(|h| h.file_id == tr.file_id) {
                 Some(h) => tr.take_keys(h)?,

@@ -72,8 +72,11 @@ pub fn load_or_make(dir: &Path) -> Result<(CertificateDer<'static>, PrivateKeyDe
         .truncate(false)
         .open(&lock_path)
         .map_err(|source| TlsError::File { what: "opening", path: lock_path.clone(), source })?;
-    flock(&lock, FlockOperation::LockExclusive)
-        .map_err(|e| TlsError::File { what: "locking", path: lock_path, source: e.into() })?;
+    flock(&lock, FlockOperation::LockExclusive).map_err(|e| TlsError::File {
+        what: "locking",
+        path: lock_path,
+        source: e.into(),
+    })?;
     if !cert_path.exists() || !key_path.exists() {
         let made = rcgen::generate_simple_self_signed(vec![CERT_NAME.to_string()])
             .map_err(|e| TlsError::Make(e.to_string()))?;

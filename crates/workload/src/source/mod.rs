@@ -58,9 +58,9 @@ personality_sources! {
 }
 
 use crate::clock::Stamp;
-use iolab_engine::beneath::Beneath;
 pub use crate::error::{io_error, CallError, Cause, SourceError};
 pub use crate::names::{NameId, Names};
+use iolab_engine::beneath::Beneath;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
 use iolab_spec::Job;

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-
 /// The target as the trace found it, and what the replay does to it.
 #[derive(Debug, Default, Clone)]
 pub struct Expect {
@@ -387,8 +386,8 @@ pub fn finish(b: &Beneath, e: &Expect, before: &Before) -> Vec<String> {
 mod tests {
     use super::super::plan::tests::{job, records};
     use super::*;
-    use std::sync::atomic::AtomicBool;
     use iolab_spec::Timing;
+    use std::sync::atomic::AtomicBool;
 
     const TREE: &str = "\
 1  1.0 mkdir(\"/d/new\", 0755) = 0 <0.000001>
