@@ -267,6 +267,18 @@ where
         }
     }
 
+    /// Just before a call is made: whether the lease ran out meanwhile (the stamp the loop
+    /// checked may be older than a SIGSTOP), on the coarse clock; the loop then ends. Without a
+    /// lease, one branch.
+    #[inline(always)]
+    fn leased_out(&mut self) -> bool {
+        if self.lease.is_some_and(|l| l.lapsed_coarse()) {
+            self.done = true;
+            return true;
+        }
+        false
+    }
+
     /// Issue while there is room. `Some(due)`: nothing is due before then, with calls in flight.
     #[inline(always)]
     fn issue(&mut self) -> Option<Stamp> {
@@ -398,6 +410,9 @@ where
             }
             let t = self.issue_stamp(t);
             let begin = issue.due.unwrap_or(t);
+            if self.leased_out() {
+                return Flow::Stop;
+            }
             match self.engine.perform_now(op) {
                 Ok(c) => {
                     self.now = self.clk.now();
@@ -420,6 +435,10 @@ where
         let t = self.issue_stamp(t);
         self.issued_at[slot as usize] = issue.due.unwrap_or(t);
         self.meta[slot as usize] = (call, call.class());
+        if self.leased_out() {
+            self.free.push(slot);
+            return Flow::Stop;
+        }
         if let Err(e) = self.engine.queue(Op { slot, ..op }) {
             self.error = Some(e.into());
             self.free.push(slot);
@@ -440,6 +459,9 @@ where
         }
         let call = issue.call;
         let begin = issue.due.unwrap_or(t);
+        if self.leased_out() {
+            return Flow::Stop;
+        }
         let r = match call {
             Call::Readdir { name } => ns::readdir(self.names, name, &mut self.listing),
             _ => {
@@ -666,15 +688,24 @@ mod tests {
         let j = job(Rw::Write, |p| p.size = Some(iolab_spec::Bytes::gib(1)));
         let run_with = |lease: &Lease| {
             let clk = FakeClock::new(Duration::from_millis(1));
-            let mut e = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-                .unwrap();
+            let mut e =
+                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+                    .unwrap();
             let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
             let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
             let mut ops = 0;
             let w = window(&clk, None);
-            let end = run_leased(&mut src, &mut *e, &mut Names::default(), &clk, w, &stop, Some(lease), &barrier, &mut |_, a| {
-                ops += a.get(OpClass::Write).ops
-            });
+            let end = run_leased(
+                &mut src,
+                &mut *e,
+                &mut Names::default(),
+                &clk,
+                w,
+                &stop,
+                Some(lease),
+                &barrier,
+                &mut |_, a| ops += a.get(OpClass::Write).ops,
+            );
             ops + end.acc.get(OpClass::Write).ops
         };
         // A lease of 2 s on a clock that moves 1 ms a write: about 2000 writes, then none.
