@@ -98,11 +98,12 @@ impl On<'_> {
         if !self.out.machine() {
             for i in cluster.infos() {
                 eprintln!(
-                    "iolab: node {} ({}, {}): clock offset {:.2} ms, round trip {:.2} ms",
+                    "iolab: node {} ({}, {}): clock offset {:+.3} ± {:.3} ms, round trip {:.3} ms",
                     i.name,
                     i.address,
                     i.hostname,
                     i.clock_offset_ns as f64 / 1e6,
+                    i.clock_offset_uncertainty_ns as f64 / 1e6,
                     i.rtt_ns as f64 / 1e6
                 );
             }

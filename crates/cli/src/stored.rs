@@ -137,12 +137,13 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
             let dir = n.dir.as_deref().map(|d| format!(", dir {d}")).unwrap_or_default();
             writeln!(
                 out,
-                "  node {}: {} ({}, iolab {}), clock offset {} ms, rtt {} ms{dir}",
+                "  node {}: {} ({}, iolab {}), clock offset {} ± {} ms, rtt {} ms{dir}",
                 n.name,
                 n.address,
                 n.hostname,
                 n.iolab_version,
                 iolab_report::fmt::num(n.clock_offset_ns as f64 / 1e6),
+                iolab_report::fmt::num(n.clock_offset_uncertainty_ns as f64 / 1e6),
                 iolab_report::fmt::num(n.rtt_ns as f64 / 1e6)
             )?;
         }

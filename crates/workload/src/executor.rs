@@ -26,7 +26,7 @@ use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -363,6 +363,10 @@ fn prepare_phase(
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// When the first worker ran after the start (ns after it; `u64::MAX` until one has):
+    /// where the phase's I/O began, which a loaded node's scheduler may make later than the
+    /// start instant, and which the node reports as its start.
+    first_run: AtomicU64,
     /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
     /// the started ones leave without touching the barriers).
     spawned: (Mutex<Option<bool>>, Condvar),
@@ -429,6 +433,7 @@ fn run_phase(
     sink.phase_start(index, phase, expect);
     let shared = Shared {
         start: OnceLock::new(),
+        first_run: AtomicU64::new(u64::MAX),
         spawned: (Mutex::new(None), Condvar::new()),
         ready: Barrier::new(workers + 1),
         go: Barrier::new(workers + 1),
@@ -508,7 +513,16 @@ fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) ->
     let _ = shared.start.set(phase_start);
     shared.go.wait();
     drop(realtime);
-    sink.started(index, started_at);
+    // When the first worker ran, for the start skew (waited for a second at
+    // most: a worker runs at once unless the node is very loaded).
+    let waited = Instant::now();
+    let mut first = shared.first_run.load(Ordering::Acquire);
+    while first == u64::MAX && waited.elapsed() < Duration::from_secs(1) && !ctl.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_micros(100));
+        first = shared.first_run.load(Ordering::Acquire);
+    }
+    let ran = if first == u64::MAX { Duration::ZERO } else { Duration::from_nanos(first) };
+    sink.started(index, started_at, started_at + ran);
     phase_start
 }
 
@@ -692,10 +706,13 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
         }
         Err(e) => (None, Err(e)),
     };
+    // The clock before the start (its first making in a process calibrates it, which took
+    // milliseconds out of the first phase's start).
+    let clk = TscClock::new();
     shared.ready.wait();
     shared.go.wait();
     let start = *shared.start.get().expect("start set before the go barrier");
-    let clk = TscClock::new();
+    shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
     let (sec, acc, end, error) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             let w = Window {
