@@ -127,6 +127,11 @@ impl On<'_> {
         let json = self.out.machine();
         let mut cluster = self.connect(specs, steps)?;
         let mut rec = Recorder::begin(self.save, kind, name, &steps.plan())?;
+        // The nodes saved at once, not only at the end: a run whose coordinator is killed is
+        // then read back as a run of several nodes, each node's partial phases shown.
+        if let Some(r) = rec.as_mut() {
+            r.set_nodes(&cluster.infos(), None);
+        }
         let draw = !json && !self.out.no_progress && std::io::stderr().is_terminal();
         let ran = {
             let mut live = Live { rec: rec.as_mut(), draw, json, rates: Vec::new() };

@@ -547,3 +547,62 @@ fn clock_offsets_on_one_host_are_near_zero_and_the_true_start_spread_is_the_repo
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     check_clocks(&r, &[("rank0", first(pids[0])), ("rank1", first(pids[1]))]);
 }
+
+/// A run whose coordinator is killed (kill -9) mid-phase: the store keeps each node's partial
+/// rows, and `show`, `export` (JSON and CSV) and `report` show the phase with both nodes' shares.
+#[test]
+fn a_killed_coordinators_run_shows_each_nodes_partial_phase() {
+    use std::os::unix::process::CommandExt;
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("results.db");
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut run = iolab_process()
+        .process_group(0)
+        .env("IOLAB_DB", &db)
+        .args(["run", "-o", "json", "--node", &node("a", &a), "--node", &node("b", &b)])
+        .args(["--target", "f", "--rw", "write", "--size", "1M", "--bs", "4k", "--rate-iops", "200"])
+        .args(["--runtime", "30s", "--sample-interval", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("both files", Duration::from_secs(30), || a.join("f").exists() && b.join("f").exists());
+    // Some seconds saved by the coordinator for each node.
+    std::thread::sleep(Duration::from_millis(3500));
+    signal("-KILL", run.id());
+    let _ = run.wait();
+    // Its agents stop on their own (their stream ended).
+    std::thread::sleep(Duration::from_millis(500));
+    let with_db = |args: &[&str]| {
+        let out = iolab().env("IOLAB_DB", &db).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown: Value = serde_json::from_str(&with_db(&["show", "1", "-o", "json"])).unwrap();
+    let r = &shown[0]["result"];
+    let phases = r["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "the killed run's phase: {r}");
+    let p = &phases[0];
+    assert_eq!(p["interrupted"], true);
+    let names: Vec<&str> = p["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b"], "{p}");
+    for n in p["nodes"].as_array().unwrap() {
+        assert!(u(&n["total"]["write"]["ops"]) >= 200, "a second or more of each node: {n}");
+    }
+    assert!(u(&p["total"]["write"]["ops"]) >= 400, "{}", p["total"]);
+    // The nodes were saved when the run began: where each was reached.
+    assert_eq!(r["nodes"].as_array().unwrap().len(), 2, "{}", r["nodes"]);
+    let text = with_db(&["show", "1"]);
+    assert!(text.contains("node a") && text.contains("node b") && text.contains("write"), "{text}");
+    let exported: Value = serde_json::from_str(&with_db(&["export", "1"])).unwrap();
+    assert_eq!(exported[0]["result"]["phases"][0]["nodes"].as_array().map(|n| n.len()), Some(2), "{exported}");
+    let csv = with_db(&["export", "1", "-f", "csv"]);
+    assert!(csv.lines().count() >= 2 && csv.contains("write"), "{csv}");
+    let html = d.path().join("r.html");
+    let out = iolab().env("IOLAB_DB", &db).args(["report", "1", "-o"]).arg(&html).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(html.contains("write"), "the report shows the phase");
+}

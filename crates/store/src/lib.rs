@@ -506,7 +506,9 @@ impl Store {
             Some(j) => Some(serde_json::from_str(&j).map_err(damaged("verdict"))?),
             None => None,
         };
-        let phases = if !infos.is_empty() || self.has_aggregate(id)? {
+        // (A run of several nodes whose coordinator died before it saved its nodes has no
+        // aggregate either: its rows carry several nodes' names.)
+        let phases = if !infos.is_empty() || self.has_aggregate(id)? || self.nodes(id)?.len() > 1 {
             // A run of several nodes: the aggregate, each phase with its nodes' shares.
             self.aggregate_phases(id, &plan)?
         } else {

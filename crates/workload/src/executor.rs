@@ -181,6 +181,9 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
     let mut result = RunResult::begin(plan.clone());
     // Validated files of the phase before, whose key maps a later phase takes on.
     let mut carried = validation::Validated::new();
+    // The files this run created, in every phase so far: a disk that fills up leaves them
+    // partial, and the error names them.
+    let mut made: HashSet<PathBuf> = HashSet::new();
     for (i, (phase, replays)) in plan.phases.iter().zip(replays).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
@@ -209,6 +212,7 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 break;
             }
         };
+        made.extend(created.iter().cloned());
         let file_sets = validation::file_sets(phase, ctl.node.as_deref(), &dirs);
         let mut pr = match run_phase(i, phase, &targets, (&runs, &dirs), (&validated, &file_sets), ctl, sink) {
             Ok(pr) => pr,
@@ -238,7 +242,11 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
         result.phases.push(pr);
         if !errors.is_empty() {
             result.status = Status::Failed;
-            result.error = Some(errors.join("; "));
+            let mut said = errors.join("; ");
+            if let Some(left) = partial_files(&errors, &targets, &made) {
+                said.push_str(&left);
+            }
+            result.error = Some(said);
             break;
         }
         if interrupted {
@@ -490,6 +498,30 @@ fn run_phase(
         let phase_start = release(index, &shared, ctl, sink);
         Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
     })
+}
+
+/// When a job ended on a full filesystem: the files this run created among the phase's
+/// targets, left partial, named with the way to remove them.
+fn partial_files(errors: &[String], targets: &[Vec<Target>], made: &HashSet<PathBuf>) -> Option<String> {
+    if !errors.iter().any(|e| e.contains("the filesystem is full")) {
+        return None;
+    }
+    let mut left: Vec<&PathBuf> = targets.iter().flatten().map(|t| &t.path).filter(|p| made.contains(*p)).collect();
+    left.sort();
+    left.dedup();
+    if left.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{}'", n.replace('\'', "'\\''"))).collect();
+    Some(format!(
+        ". The partial file{} created by this run {} left: {}; remove {} with `rm {}` (or run again with less --size)",
+        if names.len() == 1 { "" } else { "s" },
+        if names.len() == 1 { "is" } else { "are" },
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+        quoted.join(" ")
+    ))
 }
 
 /// Once every worker is ready: ask the phase's start gate, wait for the agreed instant and
