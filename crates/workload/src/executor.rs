@@ -417,13 +417,16 @@ fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     }
 }
 
+/// A job's own directory, opened once (none for a job on a device).
+type JobDir = Option<Arc<Beneath>>;
+
 /// Run one phase. `Err` when its worker threads could not all be started (the system's limit
 /// on threads or memory): none of them did any I/O then.
 fn run_phase(
     index: usize,
     phase: &Phase,
     targets: &[Vec<Target>],
-    (runs, dirs): (&[Option<Arc<ReplayRun>>], &[Option<Arc<Beneath>>]),
+    (runs, dirs): (&[Option<Arc<ReplayRun>>], &[JobDir]),
     (validated, file_sets): (&validation::Validated, &[Option<Arc<FileSet>>]),
     ctl: &Control,
     sink: &mut dyn Sink,

@@ -273,7 +273,7 @@ fn manifest_add(dir: BorrowedFd, line: &[u8]) -> io::Result<()> {
 /// directory's manifest).
 fn made_by_run_at(dir: BorrowedFd, name: &OsStr, run: &RunMark) -> bool {
     let want = run.line(name);
-    manifest_lines_at(dir).iter().any(|l| *l == want)
+    manifest_lines_at(dir).contains(&want)
 }
 
 /// Whether this run created the file at `path` (see [`RunMark`]).
@@ -543,7 +543,7 @@ fn is_marked(fd: BorrowedFd, dir: BorrowedFd, name: &OsStr) -> io::Result<bool> 
     let ino = rustix::fs::fstat(fd).map_err(os)?.st_ino;
     let mut want = format!("{ino} ").into_bytes();
     want.extend_from_slice(name.as_bytes());
-    Ok(manifest_lines_at(dir).iter().any(|l| *l == want))
+    Ok(manifest_lines_at(dir).contains(&want))
 }
 
 /// Is this file marked as created by iolab? (Its directory opened as named, the file in it not
