@@ -507,8 +507,12 @@ impl Store {
             None => None,
         };
         // (A run of several nodes whose coordinator died before it saved its nodes has no
-        // aggregate either: its rows carry several nodes' names.)
-        let phases = if !infos.is_empty() || self.has_aggregate(id)? || self.nodes(id)?.len() > 1 {
+        // aggregate either: its rows carry several nodes' names, none of them its own.)
+        let several = || -> Result<bool> {
+            let nodes = self.nodes(id)?;
+            Ok(nodes.len() > 1 && !nodes.contains(&node))
+        };
+        let phases = if !infos.is_empty() || self.has_aggregate(id)? || several()? {
             // A run of several nodes: the aggregate, each phase with its nodes' shares.
             self.aggregate_phases(id, &plan)?
         } else {
