@@ -14,6 +14,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// These tests run one at a time: each starts many processes, and the start-skew test
+/// compares instants that other tests' load on two cores would move by milliseconds.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bin() -> String {
     assert_cmd::cargo::cargo_bin("iolab").display().to_string()
 }
@@ -71,6 +79,7 @@ fn gather(err: impl std::io::Read + Send + 'static) -> Arc<Mutex<String>> {
 /// not create is never written without `--overwrite`.
 #[test]
 fn link_directory_and_hard_link_swaps_under_allow_write_nothing_outside() {
+    let _serial = one_at_a_time();
     let d = tempfile::tempdir().unwrap();
     let (allow, outside) = (d.path().join("allow"), d.path().join("outside"));
     let sub = allow.join("sub");
@@ -223,6 +232,7 @@ impl Drop for Daemon {
 /// the agent's log says so in a few lines, not one a connection.
 #[test]
 fn silent_tls_clients_under_ulimit_64_do_not_lock_the_coordinator_out() {
+    let _serial = one_at_a_time();
     let d = tempfile::tempdir().unwrap();
     let token = d.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
@@ -280,6 +290,7 @@ fn mtime(p: &Path) -> std::time::SystemTime {
 /// speed until then).
 #[test]
 fn an_agent_resumed_after_its_lease_ran_out_issues_nothing() {
+    let _serial = one_at_a_time();
     let d = tempfile::tempdir().unwrap();
     let token = d.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
@@ -318,6 +329,7 @@ fn an_agent_resumed_after_its_lease_ran_out_issues_nothing() {
 /// starts, all with the one certificate.
 #[test]
 fn agents_sharing_a_fresh_state_directory_start_together() {
+    let _serial = one_at_a_time();
     let d = tempfile::tempdir().unwrap();
     let token = d.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
@@ -467,6 +479,7 @@ fn check_clocks(r: &Value, firsts: &[(&str, u64)]) {
 /// and the start spread seen in the kernel within 2 ms of iolab's.
 #[test]
 fn clock_offsets_on_one_host_are_near_zero_and_the_true_start_spread_is_the_reported_one() {
+    let _serial = one_at_a_time();
     let d = tempfile::tempdir().unwrap();
     let token = d.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
@@ -552,6 +565,7 @@ fn clock_offsets_on_one_host_are_near_zero_and_the_true_start_spread_is_the_repo
 /// rows, and `show`, `export` (JSON and CSV) and `report` show the phase with both nodes' shares.
 #[test]
 fn a_killed_coordinators_run_shows_each_nodes_partial_phase() {
+    let _serial = one_at_a_time();
     use std::os::unix::process::CommandExt;
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("results.db");
