@@ -101,11 +101,12 @@ impl On<'_> {
         if !self.out.machine() {
             for i in cluster.infos() {
                 eprintln!(
-                    "iolab: node {} ({}, {}): clock offset {:.2} ms, round trip {:.2} ms",
+                    "iolab: node {} ({}, {}): clock offset {:+.3} ± {:.3} ms, round trip {:.3} ms",
                     i.name,
                     i.address,
                     i.hostname,
                     i.clock_offset_ns as f64 / 1e6,
+                    i.clock_offset_uncertainty_ns as f64 / 1e6,
                     i.rtt_ns as f64 / 1e6
                 );
             }
@@ -130,6 +131,11 @@ impl On<'_> {
         let mut cluster = self.connect(specs, steps)?;
         let plan = steps.plan();
         let mut rec = Recorder::begin(self.save, kind, name, &plan)?;
+        // The nodes saved at once, not only at the end: a run whose coordinator is killed is
+        // then read back as a run of several nodes, each node's partial phases shown.
+        if let Some(r) = rec.as_mut() {
+            r.set_nodes(&cluster.infos(), None);
+        }
         let mut feed = self.live.feed(rec.as_ref().map(|r| r.run), kind, &self.save.labels, &plan);
         let mut steps_feed = feed.clone();
         let draw = !json && !self.out.no_progress && std::io::stderr().is_terminal();

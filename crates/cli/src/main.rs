@@ -187,3 +187,31 @@ mod message_tests {
         assert_eq!(message(&e), format!("opening the results database: {}", io()));
     }
 }
+
+#[cfg(test)]
+mod causes {
+    use super::*;
+
+    /// An error that prints its source, and gives it as its source too.
+    #[derive(Debug)]
+    struct Repeats(std::io::Error);
+    impl std::fmt::Display for Repeats {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "TLS setup: {}", self.0)
+        }
+    }
+    impl std::error::Error for Repeats {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let inner = std::io::Error::other("keys may not be consistent: KeyMismatch");
+        let e = anyhow::Error::new(Repeats(inner)).context("starting the agent");
+        assert_eq!(message(&e), "starting the agent: TLS setup: keys may not be consistent: KeyMismatch");
+        let e = anyhow::anyhow!("a").context("b");
+        assert_eq!(message(&e), "b: a");
+    }
+}

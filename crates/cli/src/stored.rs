@@ -153,9 +153,14 @@ pub fn show(a: ShowArgs) -> Result<ExitCode> {
         }
         for n in &r.result.nodes {
             let dir = n.dir.as_deref().map(|d| format!(", dir {d}")).unwrap_or_default();
+            // The offset's uncertainty (half the round trip), where the run kept it.
+            let within = match n.clock_offset_uncertainty_ns {
+                0 => String::new(),
+                u => format!(" (offset ± {} ms)", iolab_report::fmt::num(u as f64 / 1e6)),
+            };
             writeln!(
                 out,
-                "  node {}: {} ({}, iolab {}), clock offset {} ms, rtt {} ms{dir}",
+                "  node {}: {} ({}, iolab {}), clock offset {} ms, rtt {} ms{dir}{within}",
                 n.name,
                 n.address,
                 n.hostname,

@@ -500,6 +500,7 @@ fn json_of_a_run_of_several_nodes_matches_docs() {
         iolab_version: "0.1.0".into(),
         clock_offset_ns: 1000,
         rtt_ns: 50_000,
+        clock_offset_uncertainty_ns: 25000,
         dir: Some("/mnt/shared".into()),
     };
     store.set_nodes(id, &[node("a"), node("b")]).unwrap();

@@ -218,6 +218,8 @@ fn full_disk_ends_the_job_and_keeps_results() {
     assert_eq!(v["status"], "failed");
     let err = v["error"].as_str().unwrap();
     assert!(err.contains("No space left") && err.contains("full"), "{err}");
+    // The partial file the run created is named, with the way to remove it.
+    assert!(err.contains(&format!("rm '{}'", f.display())) && err.contains("partial file"), "{err}");
     let written = u(&v["phases"][0]["total"]["write"]["bytes"]);
     assert!(written > 0 && written < 12 << 20, "kept what was written before the disk filled: {written}");
     let thread = &v["phases"][0]["jobs"][0]["per_thread"][0];

@@ -28,6 +28,8 @@ pub struct Beneath {
     root: PathBuf,
     /// Resolve by the component walk even where openat2 exists (tests of the fallback).
     walk: bool,
+    /// Follow no symbolic link, not even one that stays beneath.
+    strict: bool,
 }
 
 /// The directory a name lives in, and the name.
@@ -85,12 +87,42 @@ impl Beneath {
     pub fn open(root: &Path) -> io::Result<Beneath> {
         let dir = rustix::fs::openat(CWD, root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| io::Error::new(os(e).kind(), format!("cannot open the directory {}: {e}", root.display())))?;
-        Ok(Beneath { dir, root: root.to_path_buf(), walk: false })
+        Ok(Beneath { dir, root: root.to_path_buf(), walk: false, strict: false })
     }
 
     /// The same, resolving by the `O_NOFOLLOW` walk whatever the kernel offers.
     pub fn open_walking(root: &Path) -> io::Result<Beneath> {
         Ok(Beneath { walk: true, ..Beneath::open(root)? })
+    }
+
+    /// A directory already open (`dir`, known as `root`) to resolve beneath; `strict`: follow
+    /// no symbolic link at all.
+    pub fn from_fd(dir: OwnedFd, root: PathBuf, strict: bool) -> Beneath {
+        Beneath { dir, root, walk: false, strict }
+    }
+
+    /// `root`, opened as named (its links followed: the directory the user named), resolving
+    /// strictly beneath it from then on.
+    pub fn open_strict(root: &Path) -> io::Result<Beneath> {
+        Ok(Beneath { strict: true, ..Beneath::open(root)? })
+    }
+
+    /// Whether no link at all is followed beneath.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+    }
+
+    /// The directory `rel` beneath, as a `Beneath` of its own (as strict as this one): opened
+    /// once, so what it names cannot change under the caller.
+    pub fn subdir(&self, rel: &Path) -> io::Result<Beneath> {
+        let fd = self.resolve(rel, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())?;
+        Ok(Beneath { dir: fd, root: self.root.join(rel), walk: self.walk, strict: self.strict })
+    }
+
+    /// Another handle on the same directory (a duplicate descriptor).
+    pub fn try_clone(&self) -> io::Result<Beneath> {
+        let dir = rustix::io::fcntl_dupfd_cloexec(&self.dir, 0).map_err(os)?;
+        Ok(Beneath { dir, root: self.root.clone(), walk: self.walk, strict: self.strict })
     }
 
     pub fn root(&self) -> &Path {
@@ -142,11 +174,17 @@ impl Beneath {
         let mode = if flags.contains(OFlags::CREATE) { mode } else { Mode::empty() };
         if !self.walk && !NO_OPENAT2.load(Ordering::Relaxed) {
             let path: &Path = if parts.is_empty() { Path::new(".") } else { rel };
-            match rustix::fs::openat2(&self.dir, path, flags, mode, ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS)
-            {
+            let how = if self.strict {
+                ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+            } else {
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS
+            };
+            match rustix::fs::openat2(&self.dir, path, flags, mode, how) {
                 Ok(fd) => return Ok(fd),
                 Err(rustix::io::Errno::NOSYS) => NO_OPENAT2.store(true, Ordering::Relaxed),
                 Err(rustix::io::Errno::XDEV) => return Err(self.escape(rel)),
+                // RESOLVE_NO_SYMLINKS met a link: said as the walk says it.
+                Err(rustix::io::Errno::LOOP) if self.strict => return self.walk_to(rel, &parts, flags, mode),
                 Err(rustix::io::Errno::AGAIN) => {
                     // A concurrent rename made the kernel give up on a safe lookup: walk.
                 }
@@ -183,6 +221,17 @@ impl Beneath {
             && rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW)
                 .is_ok_and(|s| rustix::fs::FileType::from_raw_mode(s.st_mode) == rustix::fs::FileType::Symlink)
         {
+            if self.strict {
+                return io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} is or passes through a symbolic link ({}); beneath {} iolab follows no link",
+                        self.root.join(rel).display(),
+                        Path::new(name).display(),
+                        self.root.display()
+                    ),
+                );
+            }
             return self.escape(rel);
         }
         os(e)
@@ -277,6 +326,33 @@ impl Beneath {
     pub fn fsync_dir(&self, rel: &Path) -> io::Result<()> {
         self.open_dir(rel)?.sync_all()
     }
+}
+
+/// Open the file `fd` stands for again, with `o`'s flags (never creating, truncating or
+/// excluding: those belong to the first open): through `/proc/thread-self/fd`, the same inode
+/// whatever its name has become, nothing resolved by name. Where /proc is not mounted, `name`
+/// in `dir` is opened without following a link and must be that same inode, or the open is
+/// refused.
+pub fn reopen(fd: BorrowedFd, o: OpenOptions, dir: BorrowedFd, name: &OsStr) -> io::Result<File> {
+    let o = OpenOptions { create: false, exclusive: false, truncate: false, ..o };
+    let flags = oflags(o) | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let want = rustix::fs::fstat(fd).map_err(os)?;
+    let via = format!("/proc/thread-self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    let opened = match rustix::fs::openat(CWD, via.as_str(), flags, Mode::empty()) {
+        Ok(f) => f,
+        Err(rustix::io::Errno::NOENT) if !Path::new("/proc/thread-self").exists() => {
+            rustix::fs::openat(dir, name, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(os)?
+        }
+        Err(e) => return Err(os(e)),
+    };
+    let got = rustix::fs::fstat(&opened).map_err(os)?;
+    if (got.st_dev, got.st_ino) != (want.st_dev, want.st_ino) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} is no longer the file iolab checked (its name now leads elsewhere)", Path::new(name).display()),
+        ));
+    }
+    Ok(File::from(opened))
 }
 
 #[cfg(test)]

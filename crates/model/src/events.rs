@@ -33,8 +33,9 @@ pub enum Event<'a> {
     /// A phase is about to be prepared (files laid out, workers started).
     PhaseStart { phase: usize, spec: &'a Phase, expect: Expect },
     /// The phase's clock began: its workers were released at `at` (after its start gate; a
-    /// ramp, if any, is part of the phase from here).
-    Started { phase: usize, at: SystemTime },
+    /// ramp, if any, is part of the phase from here); the first of them ran at `ran` (later
+    /// than `at` on a loaded machine: where its I/O truly began, what a start skew measures).
+    Started { phase: usize, at: SystemTime, ran: SystemTime },
     /// A finished second of the phase, and the bytes moved so far.
     Tick { phase: usize, point: &'a TimelinePoint, bytes_so_far: u64 },
     /// A second already ticked, changed by a worker's late report: it replaces the earlier one.
@@ -134,8 +135,8 @@ pub trait Emit: Sink {
     fn phase_start(&mut self, phase: usize, spec: &Phase, expect: Expect) {
         self.event(None, Event::PhaseStart { phase, spec, expect })
     }
-    fn started(&mut self, phase: usize, at: SystemTime) {
-        self.event(None, Event::Started { phase, at })
+    fn started(&mut self, phase: usize, at: SystemTime, ran: SystemTime) {
+        self.event(None, Event::Started { phase, at, ran })
     }
     fn tick(&mut self, phase: usize, point: &TimelinePoint, bytes_so_far: u64) {
         self.event(None, Event::Tick { phase, point, bytes_so_far })

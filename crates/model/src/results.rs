@@ -507,6 +507,11 @@ pub struct NodeInfo {
     pub clock_offset_ns: i64,
     /// The round trip of that measurement, in ns.
     pub rtt_ns: u64,
+    /// How far the true offset may be from `clock_offset_ns`, either way, in ns: half that
+    /// round trip (the node read its clock somewhere within it). 0 in runs stored before it
+    /// was kept.
+    #[serde(default)]
+    pub clock_offset_uncertainty_ns: u64,
     /// The directory the node's jobs ran under (`dir=`), when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dir: Option<String>,

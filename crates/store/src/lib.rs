@@ -478,7 +478,13 @@ impl Store {
             Some(j) => Some(serde_json::from_str(&j).map_err(damaged("verdict"))?),
             None => None,
         };
-        let phases = if !infos.is_empty() || self.has_aggregate(id)? {
+        // (A run of several nodes whose coordinator died before it saved its nodes has no
+        // aggregate either: its rows carry several nodes' names, none of them its own.)
+        let several = || -> Result<bool> {
+            let nodes = self.nodes(id)?;
+            Ok(nodes.len() > 1 && !nodes.contains(&node))
+        };
+        let phases = if !infos.is_empty() || self.has_aggregate(id)? || several()? {
             // A run of several nodes: the aggregate, each phase with its nodes' shares.
             self.aggregate_phases(id, &plan)?
         } else {

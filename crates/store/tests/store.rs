@@ -755,6 +755,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict(b: Backen
             iolab_version: "0.1.0".into(),
             clock_offset_ns: 1500,
             rtt_ns: 90_000,
+            clock_offset_uncertainty_ns: 45000,
             dir: Some("/mnt/shared".into()),
         },
         NodeInfo { name: "b".into(), address: "10.0.0.2:7070".into(), dir: None, ..Default::default() },

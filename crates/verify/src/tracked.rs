@@ -47,6 +47,9 @@ pub struct Tracked {
     /// The node that wrote the file, when it is another (see [`Options::peer`]).
     pub peer: Option<String>,
     dir: Option<PathBuf>,
+    /// The file as the run opened it (once): read back and flushed through it, not by its
+    /// name (see [`Tracked::hold`]).
+    file: Option<std::fs::File>,
     epoch: u64,
     tally: Tally,
 }
@@ -176,6 +179,7 @@ impl Tracked {
             node_id: node_id(&opts.node),
             peer: opts.peer.clone(),
             dir: opts.journal.clone(),
+            file: None,
             epoch,
             tally: Tally::new(&opts.node, opts.peer.as_deref(), key_block as u64, opts.max_errors),
         })
@@ -183,6 +187,22 @@ impl Tracked {
 
     pub fn blocks(&self) -> u64 {
         self.map.len()
+    }
+
+    /// Read the file back and flush it through `file` (the descriptor the run opened it by),
+    /// never by its name again.
+    pub fn hold(mut self, file: std::fs::File) -> Tracked {
+        self.file = Some(file);
+        self
+    }
+
+    /// The file to read back or flush: the one held, or (without one) the path opened now.
+    fn opened(&self, write: bool) -> Result<std::fs::File, VerifyError> {
+        match &self.file {
+            Some(f) => f.try_clone(),
+            None => std::fs::OpenOptions::new().read(!write).write(write).open(&self.path),
+        }
+        .map_err(|e| VerifyError::io(&self.path, e))
     }
 
     /// Take the keys the coordinator handed over for this file (its own from an earlier run of
@@ -242,7 +262,7 @@ impl Tracked {
 
     /// Read the whole file back and check every block the map knows (`--verify-after`).
     pub fn verify_after(&self) -> Result<(), VerifyError> {
-        let file = std::fs::File::open(&self.path).map_err(|e| VerifyError::io(&self.path, e))?;
+        let file = self.opened(false)?;
         let map = &self.map;
         let expect = |b: u64| match map.key(b) {
             UNKNOWN => None,
@@ -263,11 +283,7 @@ impl Tracked {
     /// journal, which no longer applies).
     pub fn finish(&self) -> Result<(), VerifyError> {
         let Some(dir) = &self.dir else { return Ok(()) };
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .and_then(|f| f.sync_data())
-            .map_err(|e| VerifyError::io(&self.path, e))?;
+        self.opened(true)?.sync_data().map_err(|e| VerifyError::io(&self.path, e))?;
         let epoch = self.epoch + 1;
         save_map(
             dir,

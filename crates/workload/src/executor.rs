@@ -11,6 +11,7 @@ use crate::aggregate::{Aggregator, Msg};
 use crate::clock::TscClock;
 use crate::cpu;
 use crate::layout::{self, LayoutError, Target, TargetKind};
+use crate::place::{Place, Roots};
 use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
@@ -19,12 +20,13 @@ use crate::source::verify_files::{FileSet, FilesValidating};
 use crate::source::{self, JobShared, Names, NoSource, Run as _, Source, SourceError};
 use crate::validation;
 use crate::worker::{self, Window};
+use iolab_engine::beneath::Beneath;
 use iolab_model::*;
 use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -54,6 +56,12 @@ pub struct Control {
     pub node: Option<String>,
     /// Key maps handed over by the coordinator for the files validated (`--verify-on other`).
     pub handed: Vec<iolab_verify::HandedMap>,
+    /// The run's lease (an agent's, renewed by its coordinator's heartbeats): once it has run
+    /// out, no worker issues anything more and no layout writes ([`crate::lease`]).
+    pub lease: Option<Arc<crate::lease::Lease>>,
+    /// How the run's paths are reached: as named, or beneath an agent's `--allow` directories
+    /// with no link followed ([`crate::place`]).
+    pub roots: Roots,
 }
 
 /// The run's events go to a [`Sink`] (iolab_model::events: the one stream of the executor,
@@ -86,20 +94,33 @@ type Replays = Vec<Vec<Option<Arc<Checked>>>>;
 /// Per phase, per job: its targets.
 type Targets = Vec<Vec<Vec<Target>>>;
 /// A phase made ready: each job's prepared replay (None for other workloads), the files
-/// created for it now, and what its layout wrote (and how long it took), if anything.
-type Prepared = (Vec<Option<Arc<ReplayRun>>>, HashSet<PathBuf>, Option<LayoutDone>);
+/// created for it now, each job's targets as they are now, and each job's own directory
+/// (a personality's or a replay's, opened once) where it has one, and what its layout did.
+struct Prepared {
+    runs: Vec<Option<Arc<ReplayRun>>>,
+    created: HashSet<PathBuf>,
+    targets: Vec<Vec<Target>>,
+    dirs: Vec<Option<Arc<Beneath>>>,
+    /// What its layout wrote (and how long it took), if anything.
+    laid_out: Option<LayoutDone>,
+}
 
 /// Check every phase's targets before anything is written; a refusal stops the whole plan.
 pub fn check_plan(plan: &Plan) -> Result<Targets, RunError> {
-    check_all(plan, None).map(|(targets, _)| targets)
+    check_all(plan, None, &mut Place::default()).map(|(targets, _)| targets)
 }
 
 /// [`check_plan`] within a run that has its own mark.
 pub fn check_plan_in_run(plan: &Plan, run: Option<&layout::RunMark>) -> Result<Targets, RunError> {
-    check_all(plan, run).map(|(targets, _)| targets)
+    check_all(plan, run, &mut Place::default()).map(|(targets, _)| targets)
 }
 
-fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Replays), RunError> {
+/// [`check_plan_in_run`], its paths reached through `roots` (beneath an agent's `--allow`).
+pub fn check_plan_at(plan: &Plan, run: Option<&layout::RunMark>, roots: &Roots) -> Result<Targets, RunError> {
+    check_all(plan, run, &mut Place::new(roots.clone())).map(|(targets, _)| targets)
+}
+
+fn check_all(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
     let mut out = Vec::new();
     let mut replays = Vec::new();
@@ -112,15 +133,24 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                 // A replay names its own files, under the job's directory: the trace is read,
                 // planned within its limits and checked against the target here, wherever the
                 // job runs.
-                if !j.target.is_dir() {
-                    return Err(iolab_spec::SpecError::field(
-                        &j.name,
-                        "target",
-                        format!("{} is not a directory; a replay runs in a directory", j.target.display()),
-                    )
-                    .into());
-                }
-                let c = replay::check(j, r).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
+                let dir = match place.dir(&j.target) {
+                    Ok(d) => d,
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotADirectory
+                            || e.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        return Err(iolab_spec::SpecError::field(
+                            &j.name,
+                            "target",
+                            format!("{} is not a directory; a replay runs in a directory", j.target.display()),
+                        )
+                        .into())
+                    }
+                    Err(e) => {
+                        return Err(LayoutError::Refused { path: j.target.clone(), why: e.to_string() }.into());
+                    }
+                };
+                let c = replay::check(j, r, &dir).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
                 rs.push(Some(c));
                 jobs.push(Vec::new());
                 continue;
@@ -134,7 +164,7 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>) -> Result<(Targets, Rep
                 }
                 jobs.push(Vec::new());
             } else {
-                jobs.push(layout::check_job_in_run(j, run)?);
+                jobs.push(layout::check_job_at(j, run, place)?);
             }
         }
         // The phase's jobs run at once: their memory is added up before anything is written.
@@ -163,27 +193,32 @@ pub fn run_plan(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRe
 }
 
 fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunResult, RunError> {
-    let (targets, replays) = check_all(plan, ctl.run_mark.as_ref())?;
+    let mut place = Place::new(ctl.roots.clone());
+    let (_, replays) = check_all(plan, ctl.run_mark.as_ref(), &mut place)?;
     let mut result = RunResult::begin(plan.clone());
     // Validated files of the phase before, whose key maps a later phase takes on.
     let mut carried = validation::Validated::new();
-    for (i, ((phase, targets), replays)) in plan.phases.iter().zip(targets).zip(replays).enumerate() {
+    // The files this run created, in every phase so far: a disk that fills up leaves them
+    // partial, and the error names them.
+    let mut made: HashSet<PathBuf> = HashSet::new();
+    for (i, (phase, replays)) in plan.phases.iter().zip(replays).enumerate() {
         if ctl.stop.load(Ordering::Relaxed) {
             result.status = Status::Interrupted;
             break;
         }
-        let (runs, created, laid_out) = match prepare_phase(phase, &replays, ctl, sink) {
-            Ok(r) => r,
-            Err(e) => {
-                if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
-                    return Err(e.into()); // nothing measured yet: a plain refusal
+        let Prepared { runs, created, targets, dirs, laid_out } =
+            match prepare_phase(phase, &replays, ctl, &mut place, sink) {
+                Ok(r) => r,
+                Err(e) => {
+                    if result.phases.is_empty() && !matches!(e, LayoutError::Interrupted { .. }) {
+                        return Err(e.into()); // nothing measured yet: a plain refusal
+                    }
+                    result.status =
+                        if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
+                    result.error = Some(e.to_string());
+                    break;
                 }
-                result.status =
-                    if matches!(e, LayoutError::Interrupted { .. }) { Status::Interrupted } else { Status::Failed };
-                result.error = Some(e.to_string());
-                break;
-            }
-        };
+            };
         let validated = match validation::open(phase, &targets, &created, &carried, ctl.node.as_deref(), &ctl.handed) {
             Ok(v) => v,
             Err(e) => {
@@ -195,8 +230,9 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 break;
             }
         };
-        let file_sets = validation::file_sets(phase, ctl.node.as_deref());
-        let mut pr = match run_phase(i, phase, &targets, &runs, (&validated, &file_sets), ctl, sink) {
+        made.extend(created.iter().cloned());
+        let file_sets = validation::file_sets(phase, ctl.node.as_deref(), &dirs);
+        let mut pr = match run_phase(i, phase, &targets, (&runs, &dirs), (&validated, &file_sets), ctl, sink) {
             Ok(pr) => pr,
             Err(e) => {
                 result.status = Status::Failed;
@@ -226,7 +262,11 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
         result.phases.push(pr);
         if !errors.is_empty() {
             result.status = Status::Failed;
-            result.error = Some(errors.join("; "));
+            let mut said = errors.join("; ");
+            if let Some(left) = partial_files(&errors, &targets, &made) {
+                said.push_str(&left);
+            }
+            result.error = Some(said);
             break;
         }
         if interrupted {
@@ -244,48 +284,82 @@ fn prepare_phase(
     phase: &Phase,
     replays: &[Option<Arc<Checked>>],
     ctl: &Control,
+    place: &mut Place,
     sink: &mut dyn Sink,
 ) -> Result<Prepared, LayoutError> {
-    let (stop, run) = (&*ctl.stop, ctl.run_mark.as_ref());
+    let run = ctl.run_mark.as_ref();
+    let halt = layout::Halt { stop: &ctl.stop, lease: ctl.lease.as_deref() };
     let seq_writes = phase.jobs.iter().any(|j| j.workload.writes());
+    let refused = |path: &std::path::Path, e: std::io::Error| LayoutError::Refused {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    };
     // Replays make their target what the trace expects (re-checked: an earlier phase may have
-    // changed it).
+    // changed it), in the directory opened when the run was checked.
     let mut runs = Vec::new();
+    let mut dirs: Vec<Option<Arc<Beneath>>> = Vec::new();
     for (job, checked) in phase.jobs.iter().zip(replays) {
         runs.push(match (&job.workload, checked) {
             (Workload::Replay(r), Some(c)) => {
                 if r.prepare {
                     sink.message(&format!("preparing {} for the replay", job.target.display()));
                 }
-                let replay = ReplayRun::prepare(c.clone(), job, r, stop)
+                let dir = place.dir(&job.target).map_err(|e| refused(&job.target, e))?;
+                let own = dir.try_clone().map_err(|e| refused(&job.target, e))?;
+                let replay = ReplayRun::prepare(c.clone(), job, r, own, &halt)
                     .map_err(|source| LayoutError::Source { path: job.target.clone(), source })?;
+                dirs.push(Some(dir));
                 Some(replay)
             }
-            _ => None,
+            _ => {
+                dirs.push(None);
+                None
+            }
         });
     }
-    // Re-check: an earlier phase may have created or grown these files since check_plan.
-    let fresh: Vec<(&Job, Vec<Target>)> = phase
-        .jobs
-        .iter()
-        .filter(|j| {
-            (j.engine.caps().opens_files() || j.workload.makes_own_files())
-                && !matches!(j.workload, Workload::Replay(_))
-        })
-        .map(|j| layout::check_job_in_run(j, run).map(|ts| (j, ts)))
-        .collect::<Result<_, _>>()?;
-    layout::check_space(&fresh.iter().flat_map(|(_, ts)| ts).collect::<Vec<_>>(), seq_writes)?;
-    // A personality's missing directory is made (and marked) as a block job's missing file is.
-    for (job, _) in fresh.iter().filter(|(j, _)| j.workload.makes_own_files()) {
-        if layout::create_dir_in_run(&job.target, run)? {
-            sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
+    // Re-check: an earlier phase may have created or grown these files since the run was
+    // checked (each reached through what was opened then).
+    let mut targets: Vec<Vec<Target>> = Vec::with_capacity(phase.jobs.len());
+    for j in &phase.jobs {
+        let files = (j.engine.caps().opens_files() || j.workload.makes_own_files())
+            && !matches!(j.workload, Workload::Replay(_));
+        targets.push(if files { layout::check_job_at(j, run, place)? } else { Vec::new() });
+    }
+    layout::check_space(&targets.iter().flatten().collect::<Vec<_>>(), seq_writes)?;
+    // A personality's directory: made (and marked) when missing, as a block job's missing file
+    // is, and opened once either way; its threads work beneath it.
+    for (ji, job) in phase.jobs.iter().enumerate() {
+        if !job.workload.makes_own_files() {
+            continue;
         }
+        let dir = match place.dir(&job.target) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent =
+                    job.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+                let Some(name) = job.target.file_name() else {
+                    return Err(refused(&job.target, std::io::Error::other("it names no directory")));
+                };
+                let pdir = place.dir(parent).map_err(|e| refused(&job.target, e))?;
+                let spot = layout::Spot::at(pdir, name);
+                let (made, b) = layout::create_dir_at(&spot, &job.target, run)?;
+                if made {
+                    sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
+                }
+                place.made_dir(&job.target, b)
+            }
+            Err(e) => return Err(refused(&job.target, e)),
+        };
+        dirs[ji] = Some(dir);
     }
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
     let mut laid_out: Option<LayoutDone> = None;
     let began = Instant::now();
-    for (job, ts) in &fresh {
+    for (job, ts) in phase.jobs.iter().zip(&targets) {
+        if job.workload.makes_own_files() {
+            continue;
+        }
         for t in ts {
             if !seen.insert(t.path.clone()) {
                 continue;
@@ -320,7 +394,7 @@ fn prepare_phase(
                         ));
                     }
                 };
-                let w = layout::lay_out(t, job.seed, compressibility, stop, created_now, &mut progress)?;
+                let w = layout::lay_out(t, job.seed, compressibility, &halt, created_now, &mut progress)?;
                 let took = t0.elapsed().as_secs_f64();
                 sink.message(&format!(
                     "laid out {}: {} bytes in {took:.2} s ({}/s), not counted in the figures",
@@ -332,16 +406,8 @@ fn prepare_phase(
                 l.files.push(t.path.display().to_string());
                 l.bytes += w.bytes;
                 l.holes_filled += w.holes_filled;
-            } else if job.engine.caps().maps_files()
-                && t.kind == TargetKind::File
-                && t.existing < t.size
-                && !job.workload.makes_own_files()
-            {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&t.path)
-                    .and_then(|f| f.set_len(t.size))
-                    .map_err(|source| LayoutError::Io { what: "sizing for mmap", path: t.path.clone(), source })?;
+            } else if job.engine.caps().maps_files() && t.kind == TargetKind::File && t.existing < t.size {
+                layout::set_len(t)?;
             }
         }
     }
@@ -350,7 +416,7 @@ fn prepare_phase(
     }
     // fio's invalidate: the phase's reads start from the storage, not from what layout or an
     // earlier phase left in memory.
-    for (job, ts) in &fresh {
+    for (job, ts) in phase.jobs.iter().zip(&targets) {
         if job.workload.block().is_some_and(|b| b.invalidate) && job.engine.caps().opens_files() {
             for t in ts {
                 sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
@@ -358,7 +424,7 @@ fn prepare_phase(
             }
         }
     }
-    Ok((runs, created, laid_out))
+    Ok(Prepared { runs, created, targets, dirs, laid_out })
 }
 
 /// How often a long layout says how far it got.
@@ -375,6 +441,10 @@ fn judge(pr: &mut PhaseResult, phase: &Phase) {
 
 struct Shared {
     start: OnceLock<Instant>,
+    /// When the first worker ran after the start (ns after it; `u64::MAX` until one has):
+    /// where the phase's I/O began, which a loaded node's scheduler may make later than the
+    /// start instant, and which the node reports as its start.
+    first_run: AtomicU64,
     /// Set once every worker thread is started (`true`) or one failed to start (`false`, and
     /// the started ones leave without touching the barriers).
     spawned: (Mutex<Option<bool>>, Condvar),
@@ -417,13 +487,16 @@ fn sleep_until(at: SystemTime, stop: &AtomicBool) {
     }
 }
 
+/// A job's own directory, opened once (none for a job on a device).
+type JobDir = Option<Arc<Beneath>>;
+
 /// Run one phase. `Err` when its worker threads could not all be started (the system's limit
 /// on threads or memory): none of them did any I/O then.
 fn run_phase(
     index: usize,
     phase: &Phase,
     targets: &[Vec<Target>],
-    runs: &[Option<Arc<ReplayRun>>],
+    (runs, dirs): (&[Option<Arc<ReplayRun>>], &[JobDir]),
     (validated, file_sets): (&validation::Validated, &[Option<Arc<FileSet>>]),
     ctl: &Control,
     sink: &mut dyn Sink,
@@ -441,6 +514,7 @@ fn run_phase(
     sink.phase_start(index, phase, expect);
     let shared = Shared {
         start: OnceLock::new(),
+        first_run: AtomicU64::new(u64::MAX),
         spawned: (Mutex::new(None), Condvar::new()),
         ready: Barrier::new(workers + 1),
         go: Barrier::new(workers + 1),
@@ -457,9 +531,11 @@ fn run_phase(
                 let tx = tx.clone();
                 let shared = &shared;
                 let stop = &*ctl.stop;
+                let lease = ctl.lease.as_deref();
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
                 let run = runs.get(ji).cloned().flatten();
+                let dir = dirs.get(ji).cloned().flatten();
                 let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let together = &per_job[ji];
                 let files = file_sets.get(ji).cloned().flatten();
@@ -472,12 +548,12 @@ fn run_phase(
                                 t,
                                 job,
                                 target,
-                                run,
+                                (run, dir),
                                 (tracked, files),
                                 max_ramp,
                                 shared,
                                 together,
-                                stop,
+                                (stop, lease),
                                 tx,
                             )
                         }
@@ -495,6 +571,30 @@ fn run_phase(
         let phase_start = release(index, &shared, ctl, sink);
         Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
     })
+}
+
+/// When a job ended on a full filesystem: the files this run created among the phase's
+/// targets, left partial, named with the way to remove them.
+fn partial_files(errors: &[String], targets: &[Vec<Target>], made: &HashSet<PathBuf>) -> Option<String> {
+    if !errors.iter().any(|e| e.contains("the filesystem is full")) {
+        return None;
+    }
+    let mut left: Vec<&PathBuf> = targets.iter().flatten().map(|t| &t.path).filter(|p| made.contains(*p)).collect();
+    left.sort();
+    left.dedup();
+    if left.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+    let quoted: Vec<String> = names.iter().map(|n| format!("'{}'", n.replace('\'', "'\\''"))).collect();
+    Some(format!(
+        ". The partial file{} created by this run {} left: {}; remove {} with `rm {}` (or run again with less --size)",
+        if names.len() == 1 { "" } else { "s" },
+        if names.len() == 1 { "is" } else { "are" },
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+        quoted.join(" ")
+    ))
 }
 
 /// Once every worker is ready: ask the phase's start gate, wait for the agreed instant and
@@ -518,7 +618,16 @@ fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) ->
     let _ = shared.start.set(phase_start);
     shared.go.wait();
     drop(realtime);
-    sink.started(index, started_at);
+    // When the first worker ran, for the start skew (waited for a second at
+    // most: a worker runs at once unless the node is very loaded).
+    let waited = Instant::now();
+    let mut first = shared.first_run.load(Ordering::Acquire);
+    while first == u64::MAX && waited.elapsed() < Duration::from_secs(1) && !ctl.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_micros(100));
+        first = shared.first_run.load(Ordering::Acquire);
+    }
+    let ran = if first == u64::MAX { Duration::ZERO } else { Duration::from_nanos(first) };
+    sink.started(index, started_at, started_at + ran);
     phase_start
 }
 
@@ -602,12 +711,12 @@ fn worker_main(
     thread: u32,
     job: &Job,
     target: Option<&Target>,
-    run: Option<Arc<ReplayRun>>,
+    (run, dir): (Option<Arc<ReplayRun>>, Option<Arc<Beneath>>),
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
     together: &(Rendezvous, Result<JobShared, SourceError>),
-    stop: &AtomicBool,
+    (stop, lease): (&AtomicBool, Option<&crate::lease::Lease>),
     tx: Sender<Msg>,
 ) {
     // A private descriptor table spares the kernel a file reference per I/O (see the engine).
@@ -617,9 +726,15 @@ fn worker_main(
     if run.is_none() {
         let _ = iolab_engine::private_fd_table();
     }
-    let root = target.and_then(|t| t.path.parent()).unwrap_or(&job.target).to_path_buf();
+    // The directory the worker's names are resolved beneath, opened when the run was checked:
+    // the job's own (a personality's, a replay's), or its target's.
+    let root = match (&dir, target) {
+        (Some(d), _) => Root { path: d.root().to_path_buf(), dir: Some(d.clone()) },
+        (None, Some(t)) => Root { path: t.at.dir().root().to_path_buf(), dir: Some(t.at.dir().clone()) },
+        (None, None) => Root { path: job.target.clone(), dir: None },
+    };
     let (barrier, pool) = together;
-    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx };
+    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, lease, tx };
     let pool = match pool {
         Ok(p) => p.clone(),
         Err(e) => return drive(Err::<NoSource, _>(SourceError::Said(e.to_string())), w),
@@ -639,8 +754,9 @@ fn worker_main(
             Files { files, thread, w }.run(source)
         }
         _ => {
-            let root = w.root.clone();
-            source::run_personality(job, thread, &root, &pool, Files { files, thread, w })
+            let root = w.root.path.clone();
+            let dir = w.root.dir.clone();
+            source::run_personality(job, thread, (&root, dir.as_ref()), &pool, Files { files, thread, w })
         }
     }
 }
@@ -663,23 +779,31 @@ impl source::Run for Files<'_> {
     }
 }
 
+/// Where a worker's names are resolved: its directory's path (for messages) and the directory,
+/// opened once (none for a job without files).
+struct Root {
+    path: std::path::PathBuf,
+    dir: Option<Arc<Beneath>>,
+}
+
 /// What a worker runs with, beside its source.
 struct Work<'a> {
     job_idx: usize,
     worker: usize,
     job: &'a Job,
-    root: std::path::PathBuf,
+    root: Root,
     ramp: Duration,
     shared: &'a Shared,
     /// Where the job's threads line up ([`crate::source::Next::Barrier`]).
     barrier: &'a Rendezvous,
     stop: &'a AtomicBool,
+    lease: Option<&'a crate::lease::Lease>,
     tx: Sender<Msg>,
 }
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, tx } = w;
+    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, lease, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
             let setup = set_up(job, &mut s);
@@ -687,11 +811,14 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
         }
         Err(e) => (None, Err(e)),
     };
+    // The clock before the start (its first making in a process calibrates it, which took
+    // milliseconds out of the first phase's start).
+    let clk = TscClock::new();
     shared.ready.wait();
     shared.go.wait();
     let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
-    let clk = TscClock::new();
+    shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
     let (sec, acc, end, error) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             let w = Window {
@@ -702,8 +829,12 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
             let mut report = |sec, acc| {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
             };
-            let mut names = Names::new(root);
-            let end = engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, barrier, report: &mut report });
+            let mut names = match root.dir {
+                Some(d) => Names::within(root.path, d),
+                None => Names::new(root.path),
+            };
+            let end =
+                engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, lease, barrier, report: &mut report });
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
@@ -728,6 +859,7 @@ struct Loop<'a, S: ?Sized> {
     clk: &'a TscClock,
     w: Window,
     stop: &'a AtomicBool,
+    lease: Option<&'a crate::lease::Lease>,
     barrier: &'a Rendezvous,
     report: &'a mut dyn FnMut(i64, Acc),
 }
@@ -735,7 +867,17 @@ struct Loop<'a, S: ?Sized> {
 impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
     type Out = worker::WorkerEnd;
     fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
-        worker::run(self.source, e, self.names, self.clk, self.w, self.stop, self.barrier, self.report)
+        worker::run_leased(
+            self.source,
+            e,
+            self.names,
+            self.clk,
+            self.w,
+            self.stop,
+            self.lease,
+            self.barrier,
+            self.report,
+        )
     }
 }
 

@@ -5,14 +5,28 @@
 //! is looked at for holes and unwritten extents ([`iolab_engine::extents`]): where iolab may
 //! write it, they are filled as fio lays out a file; where it may not (or `--keep-holes`),
 //! they are kept, and the reads that fall in them are counted.
+//!
+//! Every target is opened once: its directory through [`crate::place::Roots`] (as named in a
+//! local run, beneath `--allow` on an agent), then the target in it ([`Spot`]); what follows —
+//! its type and size, its ownership mark, its creation, its layout, the workers' opens, its
+//! validation, its removal — goes through those descriptors, never through its name again, so a
+//! link, a directory or a hard link swapped in meanwhile changes nothing iolab does.
 
-use iolab_engine::fill_pattern;
+use crate::lease::Lease;
+use crate::place::{self, Place};
+use iolab_engine::beneath::{reopen, Beneath};
+use iolab_engine::{fill_pattern, OpenOptions};
 use iolab_spec::Job;
-use std::fs::{self, File};
-use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 pub(crate) const XATTR: &str = "user.iolab";
 pub(crate) const MANIFEST: &str = ".iolab-owned";
@@ -31,10 +45,34 @@ pub enum LayoutError {
     Io { what: &'static str, path: PathBuf, source: io::Error },
     #[error("interrupted while laying out {path}: {done} of {size} bytes written; {fate}")]
     Interrupted { path: PathBuf, done: u64, size: u64, fate: String },
+    /// The filesystem filled up while laying out a file this run created: the partial file is
+    /// named with the way to remove it.
+    #[error("laying out {path}: {source}; {done} of {size} bytes were written. The partial file, created by this run, is left: remove it with `rm {path}` (or run again with less --size)")]
+    Full { path: PathBuf, done: u64, size: u64, source: io::Error },
 }
 
 fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> LayoutError + 'a {
     move |source| LayoutError::Io { what, path: path.to_path_buf(), source }
+}
+
+fn os(e: rustix::io::Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// What stops a layout: the stop flag, or a lease that ran out.
+#[derive(Clone, Copy)]
+pub struct Halt<'a> {
+    pub stop: &'a AtomicBool,
+    pub lease: Option<&'a Lease>,
+}
+
+impl<'a> Halt<'a> {
+    pub fn stop(stop: &'a AtomicBool) -> Halt<'a> {
+        Halt { stop, lease: None }
+    }
+    pub fn now(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.lease.is_some_and(Lease::lapsed)
+    }
 }
 
 /// What kind of thing a target is.
@@ -42,6 +80,44 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> L
 pub enum TargetKind {
     File,
     Device,
+}
+
+/// Where a target is: its directory and its name there, each opened once, and the target
+/// itself once it has been opened (checked) or created. Shared by the target's clones.
+#[derive(Debug)]
+pub struct Spot {
+    dir: Arc<Beneath>,
+    name: OsString,
+    file: OnceLock<OwnedFd>,
+}
+
+impl Spot {
+    fn new(dir: Arc<Beneath>, name: &OsStr) -> Arc<Spot> {
+        Arc::new(Spot::at(dir, name))
+    }
+    /// The entry `name` of `dir`, not opened yet.
+    pub fn at(dir: Arc<Beneath>, name: &OsStr) -> Spot {
+        Spot { dir, name: name.to_os_string(), file: OnceLock::new() }
+    }
+    /// The directory the target is in.
+    pub fn dir(&self) -> &Arc<Beneath> {
+        &self.dir
+    }
+    pub fn name(&self) -> &OsStr {
+        &self.name
+    }
+    /// The target as opened when it was checked or created, if it has been.
+    pub fn held(&self) -> Option<BorrowedFd<'_>> {
+        self.file.get().map(|f| f.as_fd())
+    }
+    /// The target opened again with `o`'s flags, through its descriptor: the inode checked or
+    /// created, whatever its name leads to now.
+    pub fn open(&self, o: OpenOptions) -> io::Result<File> {
+        let Some(fd) = self.held() else {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "the target was neither checked nor created"));
+        };
+        reopen(fd, o, self.dir.fd(), &self.name)
+    }
 }
 
 /// One file (or device) a job will use, checked and sized.
@@ -63,6 +139,8 @@ pub struct Target {
     pub empty: Vec<(u64, u64)>,
     /// Whether the layout fills `empty` (a file iolab may write, holes not kept on purpose).
     pub fill_holes: bool,
+    /// Where it is, opened once.
+    pub at: Arc<Spot>,
 }
 
 impl Target {
@@ -81,6 +159,7 @@ impl Target {
 }
 
 /// The files of one job: one per thread for a directory target, else the one target shared.
+/// (Names only: a run reaches them through [`check_job_at`]'s descriptors.)
 pub fn job_paths(job: &Job) -> Vec<PathBuf> {
     if job.target.is_dir() {
         (0..job.threads).map(|t| job.target.join(format!("iolab.{}.{t}", job.name))).collect()
@@ -91,21 +170,62 @@ pub fn job_paths(job: &Job) -> Vec<PathBuf> {
 
 /// Check a job's targets without writing anything: existence, ownership, devices, sizes.
 pub fn check_job(job: &Job) -> Result<Vec<Target>, LayoutError> {
-    check_job_in_run(job, None)
+    check_job_at(job, None, &mut Place::default())
 }
 
 /// [`check_job`] within a run that marks what it creates with `run` (a scenario's steps on
 /// several nodes): a file this run created counts as iolab's even where another node cannot
 /// see the file's own mark (see [`RunMark`]).
 pub fn check_job_in_run(job: &Job, run: Option<&RunMark>) -> Result<Vec<Target>, LayoutError> {
+    check_job_at(job, run, &mut Place::default())
+}
+
+/// [`check_job_in_run`] within a run's `place`: each directory and target opened the first time
+/// the run names it (beneath an agent's `--allow` when its roots say so), and reached through
+/// what was opened then every later time.
+pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Result<Vec<Target>, LayoutError> {
     if job.workload.makes_own_files() {
-        return check_own_dirs(job);
+        return check_own_dirs(job, place);
     }
-    let mut out = Vec::new();
-    for path in job_paths(job) {
-        out.push(check_target(job, &path, run)?);
+    // A target checked or created earlier in the run is what it was then.
+    if let Some(spot) = place.spot(&job.target) {
+        return Ok(vec![check_target(job, &job.target, spot, run)?]);
     }
-    Ok(out)
+    // A directory target: one file per thread in it, the directory opened once.
+    match place.dir(&job.target) {
+        Ok(dir) => {
+            let mut out = Vec::new();
+            for t in 0..job.threads {
+                let name = OsString::from(format!("iolab.{}.{t}", job.name));
+                let path = job.target.join(&name);
+                let spot = place.spot(&path).unwrap_or_else(|| Spot::new(dir.clone(), &name));
+                place.keep_spot(&path, &spot);
+                out.push(check_target(job, &path, spot, run)?);
+            }
+            return Ok(out);
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory || e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) if place.strict() => return Err(refuse(&job.target, e.to_string())),
+        Err(_) => {}
+    }
+    let spot = spot_of(&job.target, place)?;
+    place.keep_spot(&job.target, &spot);
+    Ok(vec![check_target(job, &job.target, spot, run)?])
+}
+
+/// The directory holding `path`, opened once, and `path`'s name in it.
+fn spot_of(path: &Path, place: &mut Place) -> Result<Arc<Spot>, LayoutError> {
+    let Some(name) = path.file_name() else {
+        return Err(refuse(path, "it names no file (it ends in `..` or `/`)".into()));
+    };
+    let parent = parent_of(path);
+    let dir = place.dir(parent).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => {
+            refuse(path, format!("its directory {} does not exist; create it first", parent.display()))
+        }
+        _ => refuse(path, e.to_string()),
+    })?;
+    Ok(Spot::new(dir, name))
 }
 
 /// One run's own mark, for runs of several steps on several nodes. A file is marked as iolab's
@@ -132,8 +252,10 @@ impl RunMark {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-    fn line(&self, name: &str) -> String {
-        format!("run:{} {name}", self.0)
+    fn line(&self, name: &OsStr) -> Vec<u8> {
+        let mut l = format!("run:{} ", self.0).into_bytes();
+        l.extend_from_slice(name.as_bytes());
+        l
     }
 }
 
@@ -143,11 +265,45 @@ impl Default for RunMark {
     }
 }
 
-/// Whether this run created the file (its `run:MARK NAME` line is in the directory's manifest).
-pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
-    let Some(name) = file_name(path) else { return false };
+/// The lines of the manifest in directory `dir` (read through the directory's descriptor, not
+/// following a link).
+fn manifest_lines_at(dir: BorrowedFd) -> Vec<Vec<u8>> {
+    let Ok(fd) = rustix::fs::openat(dir, MANIFEST, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+    else {
+        return Vec::new();
+    };
+    let mut text = Vec::new();
+    if File::from(fd).take(64 << 20).read_to_end(&mut text).is_err() {
+        return Vec::new();
+    }
+    text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
+/// Append a line to the manifest in `dir`.
+fn manifest_add(dir: BorrowedFd, line: &[u8]) -> io::Result<()> {
+    let m = rustix::fs::openat(
+        dir,
+        MANIFEST,
+        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(os)?;
+    let mut l = line.to_vec();
+    l.push(b'\n');
+    File::from(m).write_all(&l)
+}
+
+/// Whether this run created the entry `name` of `dir` (its `run:MARK NAME` line is in the
+/// directory's manifest).
+fn made_by_run_at(dir: BorrowedFd, name: &OsStr, run: &RunMark) -> bool {
     let want = run.line(name);
-    fs::read_to_string(manifest_path(path)).is_ok_and(|t| t.lines().any(|l| l == want))
+    manifest_lines_at(dir).contains(&want)
+}
+
+/// Whether this run created the file at `path` (see [`RunMark`]).
+pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
+    let (Some(name), Ok(dir)) = (path.file_name(), Beneath::open(parent_of(path))) else { return false };
+    made_by_run_at(dir.fd(), name, run)
 }
 
 /// A personality (PostMark, ...) works in directories of its own ([`Job::own_dirs`]:
@@ -156,22 +312,25 @@ pub fn made_by_run(path: &Path, run: &RunMark) -> bool {
 /// nothing it writes, renames or deletes can be a file it did not create. Here: the target
 /// must be a directory and those names must be free (a directory of that name with a user's
 /// file in it is refused before anything is written).
-fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
-    match fs::symlink_metadata(&job.target) {
-        Ok(m) if m.is_dir() => {}
-        // A missing directory is created (and marked) before the phase, as a block job's file
-        // is; its parent must exist, as a block job's file's directory must.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => check_parent(&job.target)?,
-        _ => {
-            return Err(refuse(
-                &job.target,
-                format!(
-                    "workload `{}` needs a directory to work in; give --target a directory (a missing one is created)",
-                    job.workload.label()
-                ),
-            ))
-        }
-    }
+fn check_own_dirs(job: &Job, place: &mut Place) -> Result<Vec<Target>, LayoutError> {
+    let needs_dir = || {
+        refuse(
+            &job.target,
+            format!(
+                "workload `{}` needs a directory to work in; give --target a directory (a missing one is created)",
+                job.workload.label()
+            ),
+        )
+    };
+    // The target directory, opened once; a missing one is made (and marked) before the phase,
+    // as a block job's missing file is: then its parent must exist, and it is there the
+    // space is asked for.
+    let (dir, exists) = match place.dir(&job.target) {
+        Ok(d) => (d, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (spot_of(&job.target, place)?.dir.clone(), false),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Err(needs_dir()),
+        Err(e) => return Err(refuse(&job.target, e.to_string())),
+    };
     // What the big files will take, so a run that cannot fit is refused before it starts
     // (bonnie++'s file, twice the RAM by default; the redo log's files).
     let space = job.workload.space();
@@ -179,11 +338,13 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
         .into_iter()
         .enumerate()
         .map(|(i, d)| {
-            let path = job.target.join(d);
-            if path.symlink_metadata().is_ok() {
+            let path = job.target.join(&d);
+            let name = OsString::from(&d);
+            if exists && found_at(dir.fd(), &name).map_err(io_err("looking at", &path))?.is_some() {
                 return Err(refuse(&path, "it exists already (left by an interrupted run?); this workload works only in a directory it creates: remove it or choose another job name".into()));
             }
             // `exists`: nothing for the layout step to create; the source makes the directory.
+            // (`at` is where its space is asked for: the target, or its parent while missing.)
             let size = if i == 0 { space } else { 0 };
             Ok(Target {
                 path,
@@ -194,18 +355,19 @@ fn check_own_dirs(job: &Job) -> Result<Vec<Target>, LayoutError> {
                 layout: false,
                 empty: Vec::new(),
                 fill_holes: false,
+                at: Spot::new(dir.clone(), &name),
             })
         })
         .collect()
 }
 
-/// A path to create: its directory must exist.
-fn check_parent(path: &Path) -> Result<(), LayoutError> {
-    let parent = parent_of(path);
-    if !parent.is_dir() {
-        return Err(refuse(path, format!("its directory {} does not exist; create it first", parent.display())));
+/// The entry `name` of `dir` as it is (a link not followed), if there is one.
+fn found_at(dir: BorrowedFd, name: &OsStr) -> io::Result<Option<rustix::fs::Stat>> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(s) => Ok(Some(s)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(os(e)),
     }
-    Ok(())
 }
 
 /// The directory holding `path` (`.` for a bare name).
@@ -213,53 +375,56 @@ fn parent_of(path: &Path) -> &Path {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
-/// The nearest directory at or above `dir` that exists: where a file in a directory still to
-/// be made will land.
-fn nearest_existing(dir: &Path) -> PathBuf {
-    dir.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new(".")).to_path_buf()
-}
-
 /// Create a missing directory to work in (its parent must exist) and mark it as iolab's, as a
 /// block job's missing file is created and marked; noted as the run's with `run`. `Ok(false)`
 /// when it was there already.
 pub fn create_dir_in_run(path: &Path, run: Option<&RunMark>) -> Result<bool, LayoutError> {
-    if path.is_dir() {
-        return Ok(false);
+    let spot = spot_of(path, &mut Place::default())?;
+    create_dir_at(&spot, path, run).map(|(made, _)| made)
+}
+
+/// Create the directory `spot` names (its parent is `spot`'s directory, already open), mark it
+/// and note it as the run's; `(false, dir)` when a directory was there already. Returns the
+/// directory, opened through its parent without following a link.
+pub fn create_dir_at(spot: &Spot, path: &Path, run: Option<&RunMark>) -> Result<(bool, Beneath), LayoutError> {
+    let parent = &spot.dir;
+    let made = match rustix::fs::mkdirat(parent.fd(), &spot.name, Mode::from_raw_mode(0o777)) {
+        Ok(()) => true,
+        Err(rustix::io::Errno::EXIST) => false,
+        Err(e) => return Err(io_err("creating the directory", path)(os(e))),
+    };
+    let fd = rustix::fs::openat(
+        parent.fd(),
+        &spot.name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => {
+            refuse(path, "it is not a directory (a symbolic link or a file was put there)".into())
+        }
+        e => io_err("opening the directory", path)(os(e)),
+    })?;
+    if made {
+        mark_fd(fd.as_fd(), parent.fd(), &spot.name).map_err(io_err("marking as iolab's", path))?;
+        if let Some(run) = run {
+            note_run_at(parent.fd(), &spot.name, run, path)?;
+        }
     }
-    check_parent(path)?;
-    fs::create_dir(path).map_err(io_err("creating the directory", path))?;
-    let d = File::open(path).map_err(io_err("opening the directory", path))?;
-    mark_owned(path, &d).map_err(io_err("marking as iolab's", path))?;
-    if let Some(run) = run {
-        note_run(path, run)?;
-    }
-    Ok(true)
+    Ok((made, Beneath::from_fd(fd, path.to_path_buf(), parent.is_strict())))
 }
 
 /// Remove a directory iolab created, if it is empty; returns whether it was removed.
 pub fn remove_owned_dir(path: &Path) -> io::Result<bool> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_dir() => {}
-        _ => return Ok(false),
-    }
-    if !is_owned(path)? {
-        return Ok(false);
-    }
-    let lines = manifest_lines(path);
-    match fs::remove_dir(path) {
-        Ok(()) => {}
-        Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => return Ok(false),
-        Err(e) => return Err(e),
-    }
-    forget_in_manifest(path, lines)?;
-    Ok(true)
+    let (Some(name), Ok(dir)) = (path.file_name(), Beneath::open(parent_of(path))) else { return Ok(false) };
+    remove_owned_at(dir.fd(), name, true, None)
 }
 
 fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
-fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target, LayoutError> {
+fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) -> Result<Target, LayoutError> {
     let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
     // The job's region starts `off` bytes in: the file must reach offset + size.
     let off = job.workload.block().map_or(0, |b| b.offset());
@@ -273,13 +438,19 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
             Ok(size)
         }
     };
-    match fs::metadata(path) {
+    let strict = at.dir.is_strict();
+    // Checked or created earlier in the run: looked at through what was opened then.
+    let looked = match at.held() {
+        Some(fd) => rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(os),
+        None => place::look(&at.dir, Path::new(&at.name)),
+    };
+    let held = match looked {
+        Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             let size = job.size.map(|s| s.0.saturating_add(off)).ok_or_else(|| {
                 refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
             })?;
-            check_parent(path)?;
-            Ok(Target {
+            return Ok(Target {
                 path: path.to_path_buf(),
                 kind: TargetKind::File,
                 size,
@@ -288,128 +459,163 @@ fn check_target(job: &Job, path: &Path, run: Option<&RunMark>) -> Result<Target,
                 layout: needs_data,
                 empty: Vec::new(),
                 fill_holes: false,
-            })
+                at,
+            });
         }
-        Err(e) => Err(io_err("reading metadata of", path)(e)),
-        Ok(meta) => {
-            let ft = meta.file_type();
-            if ft.is_block_device() || ft.is_char_device() {
-                if !job.device {
-                    return Err(refuse(path, format!(
-                        "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
-                        if ft.is_block_device() { "block" } else { "character" }
-                    )));
-                }
-                let dev_len = if ft.is_block_device() {
-                    File::open(path).and_then(|mut f| f.seek(SeekFrom::End(0))).map_err(io_err("sizing", path))?
-                } else {
-                    0
-                };
-                let size = match (job.size, dev_len) {
-                    (Some(s), 0) => s.0.saturating_add(off),
-                    (Some(s), n) => s.0.saturating_add(off).min(n),
-                    (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
-                    (None, n) => n,
-                };
-                return Ok(Target {
-                    path: path.to_path_buf(),
-                    kind: TargetKind::Device,
-                    size: past_offset(size)?,
-                    existing: dev_len,
-                    exists: true,
-                    layout: false,
-                    empty: Vec::new(),
-                    fill_holes: false,
-                });
-            }
-            if ft.is_dir() {
-                return Err(refuse(path, "it is a directory".into()));
-            }
-            if !ft.is_file() {
-                return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
-            }
-            let existing = meta.len();
-            let size = job.size.map(|s| s.0.saturating_add(off)).unwrap_or(existing);
-            if size == 0 {
-                return Err(refuse(path, "it is empty and no size was given; add --size".into()));
-            }
-            let size = past_offset(size)?;
-            let grows = size > existing;
-            let writes = job.workload.writes() || (needs_data && grows);
-            let may_write = || -> Result<bool, LayoutError> {
-                Ok(job.overwrite
-                    || run.is_some_and(|r| made_by_run(path, r))
-                    || is_owned(path).map_err(io_err("checking the iolab mark of", path))?)
-            };
-            if writes && !may_write()? {
-                return Err(refuse(path, format!(
-                    "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
-                    if job.workload.writes() { "write to" } else { "extend" }
-                )));
-            }
-            // What the job will read that holds no data (the part the layout writes anyway
-            // aside): filled where iolab may write, unless kept on purpose.
-            let empty = if needs_data && off < existing.min(size) {
-                let f = File::open(path).map_err(io_err("opening to map the data of", path))?;
-                iolab_engine::extents::empty_ranges(&f, off, existing.min(size))
-                    .map_err(io_err("mapping the holes of", path))?
-            } else {
-                Vec::new()
-            };
-            let keep = job.workload.block().is_some_and(|b| b.keep_holes);
-            let fill_holes = !empty.is_empty() && !keep && may_write()?;
-            Ok(Target {
-                path: path.to_path_buf(),
-                kind: TargetKind::File,
-                size,
-                existing,
-                exists: true,
-                layout: needs_data && (grows || fill_holes),
-                empty,
-                fill_holes,
-            })
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(refuse(path, e.to_string())),
+        Err(e) => return Err(io_err("opening", path)(e)),
+    };
+    let meta = rustix::fs::fstat(&held).map_err(|e| io_err("reading metadata of", path)(os(e)))?;
+    let ft = FileType::from_raw_mode(meta.st_mode);
+    if ft == FileType::Symlink {
+        return Err(refuse(
+            path,
+            "it is a symbolic link, and an agent follows none beneath its --allow directories".into(),
+        ));
+    }
+    if ft == FileType::BlockDevice || ft == FileType::CharacterDevice {
+        let block = ft == FileType::BlockDevice;
+        if !job.device {
+            return Err(refuse(path, format!(
+                "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
+                if block { "block" } else { "character" }
+            )));
+        }
+        let _ = at.file.set(held);
+        let dev_len = if block {
+            at.open(OpenOptions { read: true, ..Default::default() })
+                .and_then(|mut f| f.seek(SeekFrom::End(0)))
+                .map_err(io_err("sizing", path))?
+        } else {
+            0
+        };
+        let size = match (job.size, dev_len) {
+            (Some(s), 0) => s.0.saturating_add(off),
+            (Some(s), n) => s.0.saturating_add(off).min(n),
+            (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
+            (None, n) => n,
+        };
+        return Ok(Target {
+            path: path.to_path_buf(),
+            kind: TargetKind::Device,
+            size: past_offset(size)?,
+            existing: dev_len,
+            exists: true,
+            layout: false,
+            empty: Vec::new(),
+            fill_holes: false,
+            at,
+        });
+    }
+    if ft == FileType::Directory {
+        return Err(refuse(path, "it is a directory".into()));
+    }
+    if ft != FileType::RegularFile {
+        return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
+    }
+    let existing = meta.st_size as u64;
+    let size = job.size.map(|s| s.0.saturating_add(off)).unwrap_or(existing);
+    if size == 0 {
+        return Err(refuse(path, "it is empty and no size was given; add --size".into()));
+    }
+    let size = past_offset(size)?;
+    let grows = size > existing;
+    let writes = job.workload.writes() || (needs_data && grows);
+    let _ = at.file.set(held);
+    let owned = || -> Result<bool, LayoutError> {
+        if run.is_some_and(|r| made_by_run_at(at.dir.fd(), &at.name, r)) {
+            return Ok(true);
+        }
+        owned_spot(&at).map_err(io_err("checking the iolab mark of", path))
+    };
+    if writes {
+        // A file with another name may be reached from outside the allowed directories too:
+        // an agent writes none (iolab never makes a second name for a file).
+        if strict && meta.st_nlink > 1 {
+            return Err(refuse(path, format!(
+                "it has {} names (hard links), one of which may lie outside the agent's --allow directories; an agent writes no such file",
+                meta.st_nlink
+            )));
+        }
+        if !job.overwrite && !owned()? {
+            return Err(refuse(path, format!(
+                "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
+                if job.workload.writes() { "write to" } else { "extend" }
+            )));
         }
     }
+    // What the job will read that holds no data (the part the layout writes anyway aside):
+    // filled where iolab may write (an agent writes no file with a second name), unless kept
+    // on purpose.
+    let empty = if needs_data && off < existing.min(size) {
+        let f = at
+            .open(OpenOptions { read: true, ..Default::default() })
+            .map_err(io_err("opening to map the data of", path))?;
+        iolab_engine::extents::empty_ranges(&f, off, existing.min(size))
+            .map_err(io_err("mapping the holes of", path))?
+    } else {
+        Vec::new()
+    };
+    let keep = job.workload.block().is_some_and(|b| b.keep_holes);
+    let fill_holes = !empty.is_empty() && !keep && !(strict && meta.st_nlink > 1) && (job.overwrite || owned()?);
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        size,
+        existing,
+        exists: true,
+        layout: needs_data && (grows || fill_holes),
+        empty,
+        fill_holes,
+        at,
+    })
 }
 
-/// Is this file marked as created by iolab?
-pub fn is_owned(path: &Path) -> io::Result<bool> {
-    match rustix::fs::getxattr(path, XATTR, &mut [0u8; 8][..]) {
+/// Is the file `spot` holds marked as created by iolab (its xattr, or a manifest line naming
+/// its inode and name)?
+fn owned_spot(spot: &Spot) -> io::Result<bool> {
+    let Some(fd) = spot.held() else { return Ok(false) };
+    let f = reopen(fd, OpenOptions { read: true, ..Default::default() }, spot.dir.fd(), &spot.name)?;
+    is_marked(f.as_fd(), spot.dir.fd(), &spot.name)
+}
+
+/// Is the open file `fd`, the entry `name` of `dir`, marked as iolab's?
+fn is_marked(fd: BorrowedFd, dir: BorrowedFd, name: &OsStr) -> io::Result<bool> {
+    match rustix::fs::fgetxattr(fd, XATTR, &mut [0u8; 8][..]) {
         Ok(_) => return Ok(true),
-        Err(e) if e == rustix::io::Errno::NODATA => {}
+        Err(rustix::io::Errno::NODATA) => {}
         Err(_) => {} // xattrs unsupported here: fall back to the manifest
     }
-    let meta = fs::metadata(path)?;
-    Ok(manifest_entries(path).iter().any(|(ino, name)| *ino == meta.ino() && Some(name.as_str()) == file_name(path)))
+    let ino = rustix::fs::fstat(fd).map_err(os)?.st_ino;
+    let mut want = format!("{ino} ").into_bytes();
+    want.extend_from_slice(name.as_bytes());
+    Ok(manifest_lines_at(dir).contains(&want))
 }
 
-fn file_name(path: &Path) -> Option<&str> {
-    path.file_name().and_then(|n| n.to_str())
+/// Is this file marked as created by iolab? (Its directory opened as named, the file in it not
+/// followed.)
+pub fn is_owned(path: &Path) -> io::Result<bool> {
+    let Some(name) = path.file_name() else { return Ok(false) };
+    let dir = Beneath::open(parent_of(path))?;
+    let fd = rustix::fs::openat(
+        dir.fd(),
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )
+    .map_err(os)?;
+    is_marked(fd.as_fd(), dir.fd(), name)
 }
 
-fn manifest_path(path: &Path) -> PathBuf {
-    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).join(MANIFEST)
-}
-
-fn manifest_entries(path: &Path) -> Vec<(u64, String)> {
-    let Ok(text) = fs::read_to_string(manifest_path(path)) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| {
-            let (ino, name) = l.split_once(' ')?;
-            Some((ino.parse().ok()?, name.to_string()))
-        })
-        .collect()
-}
-
-/// Mark a file iolab just created.
-fn mark_owned(path: &Path, file: &File) -> io::Result<()> {
-    if rustix::fs::fsetxattr(file, XATTR, b"1", rustix::fs::XattrFlags::empty()).is_ok() {
+/// Mark a file or directory iolab just created (open as `fd`, the entry `name` of `dir`).
+fn mark_fd(fd: BorrowedFd, dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
+    if rustix::fs::fsetxattr(fd, XATTR, b"1", rustix::fs::XattrFlags::empty()).is_ok() {
         return Ok(());
     }
-    let ino = file.metadata()?.ino();
-    let name = file_name(path).ok_or_else(|| io::Error::other("file name is not UTF-8"))?;
-    let mut m = fs::OpenOptions::new().create(true).append(true).open(manifest_path(path))?;
-    writeln!(m, "{ino} {name}")
+    let ino = rustix::fs::fstat(fd).map_err(os)?.st_ino;
+    let mut line = format!("{ino} ").into_bytes();
+    line.extend_from_slice(name.as_bytes());
+    manifest_add(dir, &line)
 }
 
 /// Create (never truncate) a missing target and mark it as iolab's.
@@ -417,28 +623,34 @@ pub fn create_target(t: &Target) -> Result<(), LayoutError> {
     create_target_in_run(t, None)
 }
 
-/// [`create_target`], noting the file as created by `run` too (see [`RunMark`]).
+/// [`create_target`], noting the file as created by `run` too (see [`RunMark`]). The new file
+/// is made in the target's directory with O_EXCL and no link followed, and held: every later
+/// operation goes through it.
 pub fn create_target_in_run(t: &Target, run: Option<&RunMark>) -> Result<(), LayoutError> {
     if t.exists {
         return Ok(());
     }
-    let f = fs::OpenOptions::new().write(true).create_new(true).open(&t.path).map_err(io_err("creating", &t.path))?;
-    mark_owned(&t.path, &f).map_err(io_err("marking as iolab's", &t.path))?;
+    let spot = &t.at;
+    let fd = rustix::fs::openat(
+        spot.dir.fd(),
+        &spot.name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(|e| io_err("creating", &t.path)(os(e)))?;
+    mark_fd(fd.as_fd(), spot.dir.fd(), &spot.name).map_err(io_err("marking as iolab's", &t.path))?;
     if let Some(run) = run {
-        note_run(&t.path, run)?;
+        note_run_at(spot.dir.fd(), &spot.name, run, &t.path)?;
+    }
+    if spot.file.set(fd).is_err() {
+        return Err(refuse(&t.path, "it was created twice in one run".into()));
     }
     Ok(())
 }
 
-/// Note `path` as created by `run` in its directory's manifest.
-fn note_run(path: &Path, run: &RunMark) -> Result<(), LayoutError> {
-    let Some(name) = file_name(path) else { return Ok(()) };
-    fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(manifest_path(path))
-        .and_then(|mut m| writeln!(m, "{}", run.line(name)))
-        .map_err(io_err("noting the run's file in the manifest beside", path))
+/// Note the entry `name` of `dir` as created by `run` in the directory's manifest.
+fn note_run_at(dir: BorrowedFd, name: &OsStr, run: &RunMark, path: &Path) -> Result<(), LayoutError> {
+    manifest_add(dir, &run.line(name)).map_err(io_err("noting the run's file in the manifest beside", path))
 }
 
 /// Free bytes for unprivileged writers on the filesystem holding `path`.
@@ -452,9 +664,10 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-/// Refuse before writing if the new bytes of these targets do not fit (with 1% to spare).
+/// Refuse before writing if the new bytes of these targets do not fit (with 1% to spare),
+/// each filesystem asked through the target's directory.
 pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), LayoutError> {
-    let mut by_dev: std::collections::HashMap<u64, (PathBuf, u64)> = Default::default();
+    let mut by_dev: std::collections::HashMap<u64, (PathBuf, u64, u64)> = Default::default();
     for t in targets.iter().filter(|t| t.kind == TargetKind::File) {
         let mut grows = if t.layout || writes_growth { t.size.saturating_sub(t.existing) } else { 0 };
         if t.fill_holes {
@@ -463,13 +676,14 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
         if grows == 0 {
             continue;
         }
-        // A directory still to be made (a personality's): its files land where it will be.
-        let dir = nearest_existing(parent_of(&t.path));
-        let dev = fs::metadata(&dir).map_err(io_err("reading metadata of", &dir))?.dev();
-        by_dev.entry(dev).or_insert((dir, 0)).1 += grows;
+        let dir = t.at.dir.fd();
+        let shown = t.at.dir.root().to_path_buf();
+        let dev = rustix::fs::fstat(dir).map_err(|e| io_err("reading metadata of", &shown)(os(e)))?.st_dev;
+        let s = rustix::fs::fstatvfs(dir).map_err(|e| io_err("checking free space in", &shown)(os(e)))?;
+        let free = s.f_bavail.saturating_mul(s.f_frsize);
+        by_dev.entry(dev).or_insert((shown, 0, free)).1 += grows;
     }
-    for (_, (dir, need)) in by_dev {
-        let free = free_bytes(&dir).map_err(io_err("checking free space in", &dir))?;
+    for (_, (dir, need, free)) in by_dev {
         if need.saturating_add(need / 100) > free {
             return Err(LayoutError::NoSpace { dir, need, free });
         }
@@ -488,16 +702,18 @@ pub struct LaidOut {
 /// Write the target's missing bytes with seeded data, then flush them, so reads in the
 /// measured window find real blocks and the layout's writeback does not leak into it: past
 /// its end, and (with `fill_holes`) in its holes and unwritten extents. `progress(done, total)`
-/// is told after each chunk.
+/// is told after each chunk. A full filesystem names the partial file this run created and the
+/// way to remove it.
 pub fn lay_out(
     t: &Target,
     seed: u64,
     compressibility: u8,
-    stop: &AtomicBool,
+    halt: &Halt,
     created_now: bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<LaidOut, LayoutError> {
-    let f = fs::OpenOptions::new().write(true).open(&t.path).map_err(io_err("opening for layout", &t.path))?;
+    let f =
+        t.at.open(OpenOptions { write: true, ..Default::default() }).map_err(io_err("opening for layout", &t.path))?;
     let mut buf = vec![0u8; LAYOUT_CHUNK];
     fill_pattern(&mut buf, seed, compressibility);
     let mut ranges: Vec<(u64, u64)> = if t.fill_holes { t.empty.clone() } else { Vec::new() };
@@ -510,10 +726,11 @@ pub fn lay_out(
     for (start, end) in ranges {
         let mut pos = start;
         while pos < end {
-            if stop.load(Ordering::Relaxed) {
+            if halt.now() {
                 let fate = if created_now {
+                    let ino = rustix::fs::fstat(&f).ok().map(|s| s.st_ino);
                     drop(f);
-                    let _ = remove_owned(&t.path);
+                    let _ = remove_owned_at(t.at.dir.fd(), &t.at.name, false, ino);
                     "the partial file, created by this run, was removed".to_string()
                 } else {
                     "the file is kept as it is; the next run completes its layout".to_string()
@@ -522,7 +739,12 @@ pub fn lay_out(
             }
             let n = ((end - pos) as usize).min(LAYOUT_CHUNK);
             buf[..8].copy_from_slice(&pos.to_le_bytes());
-            f.write_all_at(&buf[..n], pos).map_err(io_err("laying out", &t.path))?;
+            if let Err(e) = f.write_all_at(&buf[..n], pos) {
+                if created_now && matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)) {
+                    return Err(LayoutError::Full { path: t.path.clone(), done, size: total, source: e });
+                }
+                return Err(io_err("laying out", &t.path)(e));
+            }
             pos += n as u64;
             done += n as u64;
             progress(done, total);
@@ -532,12 +754,21 @@ pub fn lay_out(
     Ok(LaidOut { bytes: total, holes_filled: holes })
 }
 
+/// Size a file for mmap (it must cover the mapping), through its descriptor.
+pub fn set_len(t: &Target) -> Result<(), LayoutError> {
+    t.at.open(OpenOptions { write: true, ..Default::default() })
+        .and_then(|f| f.set_len(t.size))
+        .map_err(io_err("sizing for mmap", &t.path))
+}
+
 /// Drop the target's pages from the page cache, as fio's `invalidate=1` does before a job: its
 /// dirty pages written back first (they cannot be dropped otherwise), then posix_fadvise
 /// DONTNEED over the whole file or device. Reads that follow come from the storage. On tmpfs,
 /// whose pages are the storage, nothing is dropped.
 pub fn drop_cached(t: &Target) -> Result<(), LayoutError> {
-    let f = fs::File::open(&t.path).map_err(io_err("opening to drop its cached pages", &t.path))?;
+    let f =
+        t.at.open(OpenOptions { read: true, ..Default::default() })
+            .map_err(io_err("opening to drop its cached pages", &t.path))?;
     f.sync_data().map_err(io_err("writing back before dropping the cached pages of", &t.path))?;
     rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed)
         .map_err(|e| io_err("dropping the cached pages of", &t.path)(io::Error::from(e)))
@@ -545,47 +776,109 @@ pub fn drop_cached(t: &Target) -> Result<(), LayoutError> {
 
 /// Remove a file only if iolab created it; returns whether it was removed.
 pub fn remove_owned(path: &Path) -> io::Result<bool> {
-    match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_file() => {}
-        _ => return Ok(false),
-    }
-    if !is_owned(path)? {
+    let (Some(name), Ok(dir)) = (path.file_name(), Beneath::open(parent_of(path))) else { return Ok(false) };
+    remove_owned_at(dir.fd(), name, false, None)
+}
+
+/// Remove the entry `name` of `dir` (a file, or with `dir_too` an empty directory) only if
+/// iolab created it (and, with `expect`, it is that inode); whether it was removed. Race-free: the entry is first renamed to a name
+/// of this call's own in the same directory, then what was renamed is checked and removed (or
+/// renamed back when it is not iolab's), so an entry swapped in under the name meanwhile is
+/// never removed.
+fn remove_owned_at(dir: BorrowedFd, name: &OsStr, dir_too: bool, expect: Option<u64>) -> io::Result<bool> {
+    let Some(st) = found_at(dir, name)? else { return Ok(false) };
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if kind != FileType::RegularFile && !(dir_too && kind == FileType::Directory) {
         return Ok(false);
     }
-    let lines = manifest_lines(path);
-    fs::remove_file(path)?;
-    forget_in_manifest(path, lines)?;
+    let aside = OsString::from(format!(".iolab-removing.{}.{:016x}", std::process::id(), rand::random::<u64>()));
+    match rustix::fs::renameat_with(dir, name, dir, &aside, rustix::fs::RenameFlags::NOREPLACE) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOENT) => return Ok(false),
+        Err(e) => return Err(os(e)),
+    }
+    let back = || {
+        let _ = rustix::fs::renameat_with(dir, &aside, dir, name, rustix::fs::RenameFlags::NOREPLACE);
+    };
+    let opened = rustix::fs::openat(
+        dir,
+        &aside,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    );
+    let fd = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            back();
+            return Err(os(e));
+        }
+    };
+    let now = rustix::fs::fstat(&fd).map_err(os)?;
+    let is_dir = FileType::from_raw_mode(now.st_mode) == FileType::Directory;
+    // (A manifest mark names the entry by its own name, not `aside`.)
+    let ours = (FileType::from_raw_mode(now.st_mode) == FileType::RegularFile || (dir_too && is_dir))
+        && expect.is_none_or(|ino| ino == now.st_ino)
+        && is_marked(fd.as_fd(), dir, name)?;
+    if !ours {
+        back();
+        return Ok(false);
+    }
+    let flags = if is_dir { AtFlags::REMOVEDIR } else { AtFlags::empty() };
+    match rustix::fs::unlinkat(dir, &aside, flags) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::NOTEMPTY) | Err(rustix::io::Errno::EXIST) => {
+            back();
+            return Ok(false);
+        }
+        Err(e) => {
+            back();
+            return Err(os(e));
+        }
+    }
+    forget_in_manifest(dir, name)?;
     Ok(true)
 }
 
-/// The lines of the manifest beside `path`.
-fn manifest_lines(path: &Path) -> Vec<String> {
-    fs::read_to_string(manifest_path(path)).map(|t| t.lines().map(str::to_string).collect()).unwrap_or_default()
-}
-
-/// After `path` was removed: every manifest line naming it goes (its inode's and any run's);
-/// the others stay (the manifest goes when none is left).
-fn forget_in_manifest(path: &Path, lines: Vec<String>) -> io::Result<()> {
+/// After the entry `name` of `dir` was removed: every manifest line naming it goes (its
+/// inode's and any run's); the others stay (the manifest goes when none is left).
+fn forget_in_manifest(dir: BorrowedFd, name: &OsStr) -> io::Result<()> {
+    let lines = manifest_lines_at(dir);
     if lines.is_empty() {
         return Ok(());
     }
-    let keep: Vec<String> = lines
+    let keep: Vec<&Vec<u8>> = lines
         .iter()
-        .filter(|l| l.split_once(' ').map(|(_, n)| Some(n)) != Some(file_name(path)))
-        .map(|l| format!("{l}\n"))
+        .filter(|l| l.iter().position(|&b| b == b' ').map(|sp| &l[sp + 1..]) != Some(name.as_bytes()))
         .collect();
-    let mp = manifest_path(path);
-    if keep.is_empty() {
-        fs::remove_file(&mp)
-    } else {
-        fs::write(&mp, keep.concat())
+    if keep.len() == lines.len() {
+        return Ok(());
     }
+    if keep.is_empty() {
+        return match rustix::fs::unlinkat(dir, MANIFEST, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(os(e)),
+        };
+    }
+    let mut text = Vec::new();
+    for l in keep {
+        text.extend_from_slice(l);
+        text.push(b'\n');
+    }
+    let f = rustix::fs::openat(
+        dir,
+        MANIFEST,
+        OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(os)?;
+    File::from(f).write_all(&text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use iolab_spec::{Bytes, JobPatch, Rw};
+    use std::fs;
 
     fn job(target: &Path, rw: Rw) -> Job {
         JobPatch { target: Some(target.into()), rw: Some(rw), size: Some(Bytes::kib(64)), ..Default::default() }
@@ -614,7 +907,7 @@ mod tests {
         assert!(t.layout && !t.exists);
         create_target(&t).unwrap();
         assert!(is_owned(&p).unwrap());
-        lay_out(&t, 1, 0, &AtomicBool::new(false), true, &mut |_, _| {}).unwrap();
+        lay_out(&t, 1, 0, &Halt::stop(&AtomicBool::new(false)), true, &mut |_, _| {}).unwrap();
         assert_eq!(fs::metadata(&p).unwrap().len(), 65536);
         let again = check_job(&job(&p, Rw::Write)).unwrap();
         assert!(again[0].exists && !again[0].layout);
@@ -637,7 +930,7 @@ mod tests {
         create_target_in_run(&t, Some(&run)).unwrap();
         // As another node sees it over its own mount: no xattr, another inode number.
         let _ = rustix::fs::removexattr(&t.path, XATTR);
-        fs::write(a.join(MANIFEST), format!("999999999 f\n{}\n", run.line("f"))).unwrap();
+        fs::write(a.join(MANIFEST), [&b"999999999 f\n"[..], &run.line(OsStr::new("f")), b"\n"].concat()).unwrap();
         assert!(!is_owned(&t.path).unwrap());
         assert!(check_job(&job(&t.path, Rw::Write)).is_err(), "not iolab's outside the run");
         assert!(check_job_in_run(&job(&t.path, Rw::Write), Some(&run)).is_ok(), "the run's own file");
@@ -686,7 +979,7 @@ mod tests {
         let p = d.path().join("half");
         let t = check_job(&job(&p, Rw::Read)).unwrap().remove(0);
         create_target(&t).unwrap();
-        let e = lay_out(&t, 1, 0, &AtomicBool::new(true), true, &mut |_, _| {}).unwrap_err().to_string();
+        let e = lay_out(&t, 1, 0, &Halt::stop(&AtomicBool::new(true)), true, &mut |_, _| {}).unwrap_err().to_string();
         assert!(e.contains("removed"), "{e}");
         assert!(!p.exists());
     }

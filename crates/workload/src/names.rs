@@ -7,6 +7,7 @@ use iolab_engine::beneath::Beneath;
 use rustix::fd::OwnedFd;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// A name in the worker's name table (see [`Names`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,7 +26,7 @@ pub struct DirCache(pub(crate) Option<(PathBuf, OwnedFd, u64)>);
 pub struct Names {
     root: PathBuf,
     paths: Vec<PathBuf>,
-    dir: std::cell::OnceCell<Result<Beneath, (io::ErrorKind, String)>>,
+    dir: std::cell::OnceCell<Result<Arc<Beneath>, (io::ErrorKind, String)>>,
     kept: std::cell::RefCell<DirCache>,
 }
 
@@ -33,14 +34,22 @@ impl Names {
     pub fn new(root: impl Into<PathBuf>) -> Names {
         Names { root: root.into(), ..Default::default() }
     }
+    /// Names under `root`, resolved beneath `dir`: the job's directory as the executor opened
+    /// it (once, beneath an agent's `--allow`), never opened again by its path.
+    pub fn within(root: impl Into<PathBuf>, dir: Arc<Beneath>) -> Names {
+        let names = Names::new(root);
+        let _ = names.dir.set(Ok(dir));
+        names
+    }
     pub fn root(&self) -> &Path {
         &self.root
     }
     /// The root, opened once, to resolve names beneath.
     pub fn beneath(&self) -> io::Result<&Beneath> {
         self.dir
-            .get_or_init(|| Beneath::open(&self.root).map_err(|e| (e.kind(), e.to_string())))
+            .get_or_init(|| Beneath::open(&self.root).map(Arc::new).map_err(|e| (e.kind(), e.to_string())))
             .as_ref()
+            .map(|b| &**b)
             .map_err(|(kind, e)| io::Error::new(*kind, e.clone()))
     }
     /// The subdirectory the namespace layer keeps open between calls.

@@ -68,6 +68,11 @@ pub fn open(
             };
             let carry = carried.get(&t.path).map(|c| &**c);
             let tr = iolab_verify::Tracked::open(&t.path, t.size, key_block, &opts, created.contains(&t.path), carry)?;
+            // Read back and flushed through the target as the run opened it, not by its name.
+            let held =
+                t.at.open(iolab_engine::OpenOptions { read: true, ..Default::default() })
+                    .map_err(|e| iolab_verify::VerifyError::io(&t.path, e))?;
+            let tr = tr.hold(held);
             match handed.iter().find(|h| h.file_id == tr.file_id) {
                 Some(h) => tr.take_keys(h)?,
                 None if v.peer.is_some() => {
@@ -144,13 +149,21 @@ pub fn finish(phase: &Phase, validated: &Validated, pr: &mut PhaseResult) {
 
 /// The file sets of the phase's jobs that validate an application workload or a replay
 /// (`--verify` on a workload other than block), by job; `None` for the others.
-pub fn file_sets(phase: &Phase, node: Option<&str>) -> Vec<Option<Arc<FileSet>>> {
+pub fn file_sets(
+    phase: &Phase,
+    node: Option<&str>,
+    dirs: &[Option<Arc<iolab_engine::beneath::Beneath>>],
+) -> Vec<Option<Arc<FileSet>>> {
     let node = node.map_or_else(iolab_sysstat::hostname, str::to_string);
     phase
         .jobs
         .iter()
-        .map(|j| match (&j.verify, j.workload.block()) {
-            (Some(v), None) => Some(Arc::new(FileSet::new(&node, v.max_errors, v.after))),
+        .enumerate()
+        .map(|(i, j)| match (&j.verify, j.workload.block()) {
+            (Some(v), None) => {
+                let dir = dirs.get(i).cloned().flatten();
+                Some(Arc::new(FileSet::new(&node, v.max_errors, v.after).within(dir)))
+            }
             _ => None,
         })
         .collect()

@@ -6,6 +6,7 @@
 //! below check pacing, barriers, second boundaries and errors exactly, on no real time.
 
 use crate::clock::{Clock, Stamp};
+use crate::lease::Lease;
 use crate::ns;
 use crate::rendezvous::Rendezvous;
 use crate::source::{Call, Ctx, FileChange, Issue, Names, Next, Source, SourceError};
@@ -55,7 +56,30 @@ where
     S: Source + ?Sized,
     E: Engine + ?Sized,
 {
+    run_leased(source, engine, names, clk, w, stop, None, barrier, report)
+}
+
+/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out.
+#[allow(clippy::too_many_arguments)]
+pub fn run_leased<C, S, E>(
+    source: &mut S,
+    engine: &mut E,
+    names: &mut Names,
+    clk: &C,
+    w: Window,
+    stop: &AtomicBool,
+    lease: Option<&Lease>,
+    barrier: &Rendezvous,
+    report: &mut dyn FnMut(i64, Acc),
+) -> WorkerEnd
+where
+    C: Clock + ?Sized,
+    S: Source + ?Sized,
+    E: Engine + ?Sized,
+{
     let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report);
+    l.lease = lease;
+    l.lease_until = if lease.is_some() { w.start } else { Stamp(u64::MAX) };
     l.source.start(w.start);
     loop {
         let wait_until = l.issue();
@@ -70,6 +94,17 @@ where
         }
     }
     WorkerEnd { sec: l.sec, acc: l.acc.take(), end: l.now, error: l.error }
+}
+
+/// Time `t` passed the lease's deadline as last seen: the lease read again. `None`: it has run
+/// out; else its deadline now, on `clk` (never, without a lease). Out of line and given plain
+/// values, so the loop's state stays in registers.
+#[cold]
+#[inline(never)]
+fn lease_left<C: Clock + ?Sized>(lease: Option<&Lease>, clk: &C, t: Stamp) -> Option<Stamp> {
+    let Some(lease) = lease else { return Some(Stamp(u64::MAX)) };
+    let until = clk.at(lease.until());
+    (t < until).then_some(until)
 }
 
 /// What the issuing of one call leads to.
@@ -118,6 +153,10 @@ struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized> {
     chained: Option<Stamp>,
     checks_reads: bool,
     times_itself: bool,
+    /// The run's lease, and when it ran out as last seen (this clock's stamp; never, without
+    /// one): the shared lease is read again only once time passes it.
+    lease: Option<&'a Lease>,
+    lease_until: Stamp,
 }
 
 impl<'a, C, S, E> Loop<'a, C, S, E>
@@ -167,6 +206,8 @@ where
             chained: None,
             checks_reads,
             times_itself,
+            lease: None,
+            lease_until: Stamp(u64::MAX),
         };
         l.sec = l.sec_of(w.start);
         l.boundary = l.end_of(l.sec);
@@ -226,6 +267,18 @@ where
         }
     }
 
+    /// Just before a call is made: whether the lease ran out meanwhile (the stamp the loop
+    /// checked may be older than a SIGSTOP), on the coarse clock; the loop then ends. Without a
+    /// lease, one branch.
+    #[inline(always)]
+    fn leased_out(&mut self) -> bool {
+        if self.lease.is_some_and(|l| l.lapsed_coarse()) {
+            self.done = true;
+            return true;
+        }
+        false
+    }
+
     /// Issue while there is room. `Some(due)`: nothing is due before then, with calls in flight.
     #[inline(always)]
     fn issue(&mut self) -> Option<Stamp> {
@@ -256,6 +309,15 @@ where
         }
         // After a synchronous call, its completion stamp is the next call's issue stamp.
         let t = self.chained.take().unwrap_or_else(|| self.clk.now());
+        if t >= self.lease_until {
+            match lease_left(self.lease, self.clk, t) {
+                Some(until) => self.lease_until = until,
+                None => {
+                    self.done = true;
+                    return Flow::Stop;
+                }
+            }
+        }
         let issue = match self.held.take() {
             Some(i) => i,
             None => match self.ask(t) {
@@ -354,6 +416,9 @@ where
             }
             let t = self.issue_stamp(t);
             let begin = issue.due.unwrap_or(t);
+            if self.leased_out() {
+                return Flow::Stop;
+            }
             match self.engine.perform_now(op) {
                 Ok(c) => {
                     self.now = self.clk.now();
@@ -376,6 +441,10 @@ where
         let t = self.issue_stamp(t);
         self.issued_at[slot as usize] = issue.due.unwrap_or(t);
         self.meta[slot as usize] = (call, call.class());
+        if self.leased_out() {
+            self.free.push(slot);
+            return Flow::Stop;
+        }
         if let Err(e) = self.engine.queue(Op { slot, ..op }) {
             self.error = Some(e.into());
             self.free.push(slot);
@@ -396,6 +465,9 @@ where
         }
         let call = issue.call;
         let begin = issue.due.unwrap_or(t);
+        if self.leased_out() {
+            return Flow::Stop;
+        }
         let r = match call {
             Call::Readdir { name } => ns::readdir(self.names, name, &mut self.listing),
             _ => {
@@ -613,6 +685,42 @@ mod tests {
         }
         let h = all.get(OpClass::Read).hist.clone().expect("reads were timed");
         assert!(h.max() < 20_000, "latency from the due instant, not from the run's start: {}", h.max());
+    }
+
+    /// The lease binds the I/O: nothing is issued once it has run out, checked on the loop's
+    /// own clock (the fake clock here: 1 ms per reading, one reading per synchronous write).
+    #[test]
+    fn nothing_is_issued_past_the_lease() {
+        let j = job(Rw::Write, |p| p.size = Some(iolab_spec::Bytes::gib(1)));
+        let run_with = |lease: &Lease| {
+            let clk = FakeClock::new(Duration::from_millis(1));
+            let mut e =
+                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
+                    .unwrap();
+            let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
+            let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
+            let mut ops = 0;
+            let w = window(&clk, None);
+            let end = run_leased(
+                &mut src,
+                &mut *e,
+                &mut Names::default(),
+                &clk,
+                w,
+                &stop,
+                Some(lease),
+                &barrier,
+                &mut |_, a| ops += a.get(OpClass::Write).ops,
+            );
+            ops + end.acc.get(OpClass::Write).ops
+        };
+        // A lease of 2 s on a clock that moves 1 ms a write: about 2000 writes, then none.
+        let ops = run_with(&Lease::new(Duration::from_secs(2)));
+        assert!((1990..=2010).contains(&ops), "{ops} writes within a lease of 2 s");
+        // A lease that has run out (a process resumed after it lapsed): not one write.
+        let ended = Lease::new(Duration::from_secs(60));
+        ended.end();
+        assert_eq!(run_with(&ended), 0);
     }
 
     #[test]

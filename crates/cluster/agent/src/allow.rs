@@ -1,9 +1,14 @@
 //! Where an agent may do I/O: only under its `--allow` directories. A target is resolved
 //! through its nearest existing ancestor (canonicalised, so a symlink cannot lead out), and a
-//! path with `..` is refused outright.
+//! path with `..` is refused outright. That check says where a plan's paths are; the run then
+//! reaches them through the allowed directories opened once when the agent started
+//! ([`Allow::opened`], iolab_workload's `place::Allowed`), beneath them with no link followed,
+//! so a link swapped in after the check leads nowhere.
 
 use iolab_spec::Plan;
+use iolab_workload::place::Allowed;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a target was refused.
 #[derive(Debug, thiserror::Error)]
@@ -20,19 +25,33 @@ pub enum AllowError {
     BadAllow(PathBuf, std::io::Error),
 }
 
-/// The directories an agent may work under, canonicalised.
-#[derive(Debug, Clone, Default)]
+/// The directories an agent may work under, canonicalised, and opened once.
+#[derive(Debug, Clone)]
 pub struct Allow {
     dirs: Vec<PathBuf>,
+    opened: Arc<Allowed>,
+}
+
+impl Default for Allow {
+    fn default() -> Allow {
+        Allow { dirs: Vec::new(), opened: Arc::new(Allowed::default()) }
+    }
 }
 
 impl Allow {
     pub fn new(dirs: &[PathBuf]) -> Result<Allow, AllowError> {
-        let dirs = dirs
+        let dirs: Vec<PathBuf> = dirs
             .iter()
             .map(|d| d.canonicalize().map_err(|e| AllowError::BadAllow(d.clone(), e)))
             .collect::<Result<_, _>>()?;
-        Ok(Allow { dirs })
+        let opened = Allowed::open(&dirs).map_err(|e| AllowError::BadAllow(PathBuf::new(), e))?;
+        Ok(Allow { dirs, opened: Arc::new(opened) })
+    }
+
+    /// The allowed directories as opened when the agent started: what its runs reach their
+    /// paths through.
+    pub fn opened(&self) -> Arc<Allowed> {
+        self.opened.clone()
     }
 
     pub fn dirs(&self) -> &[PathBuf] {
@@ -68,6 +87,19 @@ impl Allow {
             for p in iolab_workload::layout::job_paths(job) {
                 self.check(&p).map_err(|e| format!("job `{}`: {e}", job.name))?;
             }
+            // Validation's journal (its key maps and records) is written there too.
+            if let Some(dir) = job.verify.as_ref().and_then(|v| v.journal.as_ref()) {
+                self.check(dir).map_err(|e| format!("job `{}`: its --journal: {e}", job.name))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The plan with every job's target as the agent resolved it (through the nearest existing
+    /// ancestor, canonical): what the run then reaches beneath the opened directories.
+    pub fn resolve_plan(&self, plan: &mut Plan) -> Result<(), String> {
+        for job in plan.phases.iter_mut().flat_map(|p| &mut p.jobs) {
+            job.target = self.check(&job.target).map_err(|e| format!("job `{}`: {e}", job.name))?;
         }
         Ok(())
     }

@@ -60,7 +60,7 @@ impl Sink for Forward {
             RunEvent::PhaseStart { spec, .. } => {
                 self.ramp = spec.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
             }
-            RunEvent::Started { phase, at } => {
+            RunEvent::Started { phase, at, .. } => {
                 if self.started.len() <= phase {
                     self.started.resize(phase + 1, None);
                 }

@@ -9,11 +9,13 @@ use crate::forward::{Forward, Gate, Outbox};
 use crate::tap::{Both, Tap, Tapped};
 use crate::traces::TraceCache;
 use iolab_cluster_protocol::proto::{self, control, event, Control, Event};
-use iolab_cluster_protocol::{done, event as ev, keys, BEAT, LEASE};
+use iolab_cluster_protocol::{done, event as ev, keys, BEAT, IO_LEASE};
 use iolab_cluster_transport::log;
 use iolab_model::HandedMap;
 use iolab_spec::{Plan, Workload};
 use iolab_workload::layout::RunMark;
+use iolab_workload::lease::Lease;
+use iolab_workload::place::Roots;
 use iolab_workload::{run_plan, Control as RunControl};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,13 +68,16 @@ fn accept(allow: &Allow, traces: Option<&TraceCache>, first: proto::Start) -> Re
         m => Some(RunMark::parse(m).ok_or_else(|| Status::invalid_argument("a run mark is 32 lowercase hex digits"))?),
     };
     for d in &first.mkdirs {
+        // Made beneath the allowed directory that holds it, each level with mkdirat in the one
+        // above, no link followed.
         allow
             .check(Path::new(d))
             .map_err(|e| e.to_string())
-            .and_then(|real| std::fs::create_dir_all(&real).map_err(|e| format!("making {d}: {e}")))
+            .and_then(|real| allow.opened().make_dirs(&real).map_err(|e| format!("making {d}: {e}")))
             .map_err(|e| refuse(e, Status::permission_denied))?;
     }
     allow.check_plan(&plan).map_err(|e| refuse(e, Status::permission_denied))?;
+    allow.resolve_plan(&mut plan).map_err(|e| refuse(e, Status::permission_denied))?;
     let handed = keys::maps_in(&first.keys).map_err(|e| refuse(e, Status::invalid_argument))?;
     let sample_interval = (first.sample_interval_ns > 0).then(|| Duration::from_nanos(first.sample_interval_ns));
     Ok(Accepted { plan, node: first.node, run_mark, handed, sample_interval })
@@ -97,7 +102,11 @@ pub(crate) async fn run(
     let stop = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicBool::new(false));
     let (go_tx, go_rx) = smpsc::channel::<(u32, i64)>();
-    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone()));
+    // The run's I/O is bound to the lease: each word from the coordinator renews it; once it
+    // has run out, no worker issues anything (even one resumed after a SIGSTOP, before this
+    // side of the stream has had a chance to notice).
+    let lease = Arc::new(Lease::new(IO_LEASE));
+    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone(), lease.clone()));
     tokio::spawn(keep_alive(tx.clone(), finished.clone()));
     let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
     // A node's name as the coordinator calls it names it in validation stamps (the testbed's
@@ -112,6 +121,8 @@ pub(crate) async fn run(
         run_mark: a.run_mark,
         node: stamp_node,
         handed: a.handed,
+        lease: Some(lease),
+        roots: Roots::Allowed(allow.opened()),
     };
     let mark = ctl.run_mark.as_ref().map(|m| m.as_str().to_string());
     let tapped = tap.map(|t| t.begin(&a.node, mark.as_deref(), &a.plan));
@@ -166,16 +177,30 @@ fn run_thread(
     log(&format!("run for node `{node}` done"));
 }
 
-/// The coordinator's side: Go, Stop, heartbeats; silence past the lease, or the stream's end,
-/// stops the run.
+/// The coordinator's side: Go, Stop, heartbeats, each renewing the lease; a lease run out, or
+/// the stream's end, stops the run.
 async fn follow_coordinator(
     mut input: Streaming<Control>,
     go: smpsc::Sender<(u32, i64)>,
     stop: Arc<AtomicBool>,
     finished: Arc<AtomicBool>,
+    lease: Arc<Lease>,
 ) {
+    let lost = |why: String| {
+        if !finished.load(Ordering::Relaxed) {
+            log(&format!("lost the coordinator ({why}): stopping I/O"));
+        }
+        lease.end();
+        stop.store(true, Ordering::Relaxed);
+    };
     loop {
-        match tokio::time::timeout(LEASE, input.message()).await {
+        let until = tokio::time::Instant::from_std(lease.until());
+        match tokio::time::timeout_at(until, input.message()).await {
+            // A word that comes after the lease ran out (it waited in the socket while this
+            // process was stopped) does not renew it.
+            Ok(Ok(Some(_))) if !lease.renew(IO_LEASE) => {
+                return lost(format!("its lease of {} s ran out before its next word", IO_LEASE.as_secs_f64()));
+            }
             Ok(Ok(Some(Control { kind: Some(k) }))) => match k {
                 control::Kind::Go(g) => {
                     let _ = go.send((g.phase, g.at_unix_ns));
@@ -187,15 +212,9 @@ async fn follow_coordinator(
                 control::Kind::Heartbeat(_) | control::Kind::Start(_) => {}
             },
             Ok(Ok(Some(Control { kind: None }))) => {}
-            Ok(Ok(None)) | Ok(Err(_)) | Err(_) => {
-                if !finished.load(Ordering::Relaxed) {
-                    log(&format!(
-                        "lost the coordinator (stream ended or no heartbeat for {} s): stopping I/O",
-                        LEASE.as_secs_f64()
-                    ));
-                }
-                stop.store(true, Ordering::Relaxed);
-                return;
+            Ok(Ok(None)) | Ok(Err(_)) => return lost("its stream ended".into()),
+            Err(_) => {
+                return lost(format!("no heartbeat for {} s, its lease ran out", IO_LEASE.as_secs_f64()));
             }
         }
     }

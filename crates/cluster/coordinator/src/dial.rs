@@ -211,6 +211,9 @@ pub(crate) async fn measure(
         iolab_version: hello.iolab_version,
         clock_offset_ns,
         rtt_ns,
+        // The node read its clock somewhere within the round trip: the midpoint's error is at
+        // most half of it (NTP's bound).
+        clock_offset_uncertainty_ns: rtt_ns / 2,
         dir: spec.dir.as_ref().map(|d| d.display().to_string()),
     };
     Ok(Conn { spec, client, info, child })

@@ -23,10 +23,10 @@ pub fn phase(phase: usize, result: &PhaseResult, started_unix_ns: i64) -> proto:
 pub fn encode(event: &Event<'_>, ramp: Duration, started: Option<i64>) -> Option<Kind> {
     Some(match *event {
         Event::Message(text) => Kind::Message(proto::Message { text: text.into() }),
-        Event::Started { phase, at } => Kind::PhaseStart(proto::PhaseStart {
+        Event::Started { phase, at, ran } => Kind::PhaseStart(proto::PhaseStart {
             phase: phase as u32,
             started_unix_ns: unix_ns(at + ramp),
-            actual_unix_ns: unix_ns(at),
+            actual_unix_ns: unix_ns(ran),
         }),
         Event::Tick { phase, point, bytes_so_far } => Kind::Tick(proto::Tick {
             phase: phase as u32,
@@ -75,7 +75,8 @@ mod tests {
         let back = super::point(&t).unwrap();
         assert_eq!((back.write_ops, back.write_lat_mean_ns), (7, 1234));
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(100);
-        let Some(Kind::PhaseStart(s)) = encode(&Event::Started { phase: 0, at }, Duration::from_secs(2), None) else {
+        let Some(Kind::PhaseStart(s)) = encode(&Event::Started { phase: 0, at, ran: at }, Duration::from_secs(2), None)
+        else {
             panic!("a start travels as a PhaseStart")
         };
         assert_eq!(

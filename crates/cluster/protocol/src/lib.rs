@@ -29,6 +29,12 @@ pub const PROTOCOL_VERSION: u32 = 3;
 /// waits on a silent node before it takes it for lost.
 pub const LEASE: Duration = Duration::from_millis(4500);
 
+/// How long an agent's I/O may go on past the last word it heard from its coordinator: a beat
+/// less than [`LEASE`], so an agent's lease has always run out by the time its coordinator
+/// takes it for lost (each side's last word came within a beat of the other's), and an agent
+/// resumed after that (SIGSTOP, SIGCONT) issues nothing.
+pub const IO_LEASE: Duration = Duration::from_millis(4000);
+
 /// How often each side says it is there: the coordinator's heartbeat, the agent's Alive. Nine
 /// beats fit in a lease, so a few late ones (a loaded machine, a retransmission) lose nothing,
 /// and a silent peer is noticed within 5 s of its last word.

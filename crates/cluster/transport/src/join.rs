@@ -44,10 +44,17 @@ pub enum JoinError {
     Connect { addr: String, source: io::Error },
     #[error("TLS with the coordinator at {addr}: {source}")]
     Tls { addr: String, source: io::Error },
+    /// (Not the error's source: its text is said once.)
     #[error("TLS setup: {0}")]
-    Rustls(#[from] rustls::Error),
+    Rustls(rustls::Error),
     #[error("serving the coordinator: {0}")]
     Serve(String),
+}
+
+impl From<rustls::Error> for JoinError {
+    fn from(e: rustls::Error) -> JoinError {
+        JoinError::Rustls(e)
+    }
 }
 
 /// The rank a launcher gave this process: the first of [`RANK_VARS`] that is set.

@@ -7,6 +7,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod gate;
 pub mod join;
 pub mod pin;
 pub mod stdio;

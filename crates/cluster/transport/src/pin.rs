@@ -111,6 +111,9 @@ pub async fn connect(
         let (connector, addr, name) = (connector.clone(), addr.clone(), name.clone());
         async move {
             let tcp = TcpStream::connect(&addr).await?;
+            // Small messages (the clock's exchanges, Go, heartbeats) go at once: with Nagle's
+            // algorithm one waits for a delayed ACK, 40 ms, which entered the clock offset.
+            tcp.set_nodelay(true)?;
             let tls = connector.connect(name, tcp).await?;
             Ok::<_, io::Error>(hyper_util::rt::TokioIo::new(tls))
         }

@@ -153,6 +153,7 @@ pub fn node_infos(names: &[&str]) -> Vec<NodeInfo> {
             iolab_version: "0.1.0".into(),
             clock_offset_ns: 150_000 * i as i64,
             rtt_ns: 80_000,
+            clock_offset_uncertainty_ns: 40000,
             dir: Some("/mnt/shared".into()),
         })
         .collect()

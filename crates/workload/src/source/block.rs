@@ -10,7 +10,7 @@ use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Sourc
 use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
-use iolab_engine::{fill_pattern, open_target, refill, OpKind, OpenOptions};
+use iolab_engine::{fill_pattern, refill, OpKind, OpenOptions};
 use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
 use std::time::Duration;
@@ -138,7 +138,9 @@ impl Source for BlockSource<'_> {
             sync: b.sync == SyncMode::Sync,
             ..Default::default()
         };
-        let file = open_target(&t.path, opts).map_err(|e| {
+        // The target as it was checked (or created), opened again with this worker's flags
+        // through its descriptor: never by its name.
+        let file = t.at.open(opts).map_err(|e| {
             let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
                 " (this filesystem does not support direct I/O: drop --direct)"
             } else {

@@ -76,10 +76,11 @@ impl Pool {
     }
 
     /// Make the pool under `root`: the layout, before the start.
-    fn lay_out(&self, root: &std::path::Path) -> Result<(), SourceError> {
+    fn lay_out(&self, job: &super::JobDir) -> Result<(), SourceError> {
+        let b = job.beneath()?;
         for d in self.dirs() {
-            let p = root.join(&d);
-            std::fs::create_dir(&p).map_err(io_error(
+            let p = job.path.join(&d);
+            b.mkdir(std::path::Path::new(&d)).map_err(io_error(
                 "creating",
                 &p,
                 " (left by an interrupted run? mail delivery works only in a directory it creates: remove it or choose another job name)",
@@ -127,7 +128,7 @@ enum Step {
 pub struct Maildir {
     m: MaildirJob,
     pool: std::sync::Arc<Pool>,
-    root: std::path::PathBuf,
+    root: super::JobDir,
     thread: u32,
     rng: Xoshiro256PlusPlus,
     step: Step,
@@ -161,7 +162,7 @@ impl PersonalitySource for MaildirJob {
         if w.thread >= deliverers {
             run.run(Ok(MaildirReader::new(self, w.shared.clone(), w.thread - deliverers)))
         } else {
-            run.run(Ok(Maildir::new(self, w.shared.clone(), w.job.seed, w.thread, w.root.to_path_buf())))
+            run.run(Ok(Maildir::new(self, w.shared.clone(), w.job.seed, w.thread, w.job_dir())))
         }
     }
 }
@@ -172,7 +173,7 @@ impl Maildir {
         pool: std::sync::Arc<Pool>,
         seed: u64,
         thread: u32,
-        root: std::path::PathBuf,
+        root: super::JobDir,
     ) -> Maildir {
         let dirs = pool.dirs();
         Maildir {

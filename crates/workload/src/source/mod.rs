@@ -24,7 +24,13 @@ macro_rules! personality_sources {
 
         /// Run thread `thread`'s source of the job's personality through `run` (`root` the
         /// job's directory); a block or replay job's is an error (they have sources of their own).
-        pub fn run_personality<R: Run>(job: &Job, thread: u32, root: &Path, shared: &JobShared, run: R) -> R::Out {
+        pub fn run_personality<R: Run>(
+            job: &Job,
+            thread: u32,
+            root: (&Path, Option<&Arc<Beneath>>),
+            shared: &JobShared,
+            run: R,
+        ) -> R::Out {
             match &job.workload {
                 iolab_spec::Workload::Block(_) | iolab_spec::Workload::Replay(_) => {
                     run.run(Err::<NoSource, _>(SourceError::Said(format!("job `{}` runs no personality", job.name))))
@@ -54,6 +60,7 @@ personality_sources! {
 use crate::clock::Stamp;
 pub use crate::error::{io_error, CallError, Cause, SourceError};
 pub use crate::names::{NameId, Names};
+use iolab_engine::beneath::Beneath;
 use iolab_engine::OpKind;
 use iolab_model::OpClass;
 use iolab_spec::Job;
@@ -81,8 +88,36 @@ pub struct Worker<'a, S> {
     pub thread: u32,
     /// The job's directory (the target), which the worker's names are under.
     pub root: &'a Path,
+    /// The same directory, opened once (none in unit tests that give a path alone): what a
+    /// source lays out its files beneath.
+    pub dir: Option<&'a Arc<Beneath>>,
     /// What the job's threads share.
     pub shared: &'a Arc<S>,
+}
+
+impl<S> Worker<'_, S> {
+    /// The job's directory, as a source that lays out files reaches it.
+    pub fn job_dir(&self) -> JobDir {
+        JobDir { path: self.root.to_path_buf(), dir: self.dir.cloned() }
+    }
+}
+
+/// A job's directory as a source reaches it: opened once by the executor (beneath an agent's
+/// `--allow`), or a path opened when first needed (unit tests of a source alone).
+#[derive(Debug, Clone)]
+pub struct JobDir {
+    pub path: std::path::PathBuf,
+    pub dir: Option<Arc<Beneath>>,
+}
+
+impl JobDir {
+    /// The directory, to resolve a source's paths beneath.
+    pub fn beneath(&self) -> Result<Arc<Beneath>, SourceError> {
+        match &self.dir {
+            Some(d) => Ok(d.clone()),
+            None => Beneath::open(&self.path).map(Arc::new).map_err(|e| SourceError::Said(e.to_string())),
+        }
+    }
 }
 
 /// What runs a source: the executor's worker (it wraps the source in validation when the job
@@ -109,12 +144,12 @@ fn source_of<P: PersonalitySource, R: Run>(
     p: &P,
     job: &Job,
     thread: u32,
-    root: &Path,
+    (root, dir): (&Path, Option<&Arc<Beneath>>),
     shared: &JobShared,
     run: R,
 ) -> R::Out {
     match shared.0.clone().map(|s| s.downcast::<P::Shared>()) {
-        Some(Ok(mine)) => p.source(&Worker { job, thread, root, shared: &mine }, run),
+        Some(Ok(mine)) => p.source(&Worker { job, thread, root, dir, shared: &mine }, run),
         _ => run.run(Err::<NoSource, _>(SourceError::Said(format!("no shared state for workload {}", P::NAME)))),
     }
 }

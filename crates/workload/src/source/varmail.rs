@@ -11,8 +11,8 @@
 //! removes the set and its directory (untimed). It creates every file itself (O_EXCL).
 
 use super::{
-    describe_failure, io_error, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, SetupFile, Source,
-    SourceError, Worker,
+    describe_failure, io_error, Call, Ctx, Issue, JobDir, NameId, Next, OpenFlags, PersonalitySource, Run, SetupFile,
+    Source, SourceError, Worker,
 };
 use iolab_engine::OpKind;
 use iolab_spec::{Job, VarmailJob};
@@ -21,7 +21,7 @@ use rand_distr::{Distribution, Gamma};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::BTreeSet;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 const FILE: u32 = 0;
@@ -120,9 +120,10 @@ impl FileSet {
 
     /// Make the directory and the files that exist at the start, and flush them (syncfs), so
     /// their writeback stays out of the measured window: the layout, before the start.
-    fn lay_out(&self, root: &Path) -> Result<(), SourceError> {
+    fn lay_out(&self, job: &JobDir) -> Result<(), SourceError> {
+        let (b, root) = (job.beneath()?, &job.path);
         let top = root.join(&self.dir);
-        std::fs::create_dir(&top).map_err(io_error(
+        b.mkdir(Path::new(&self.dir)).map_err(io_error(
             "creating",
             &top,
             " (left by an interrupted run? remove it or choose another job name)",
@@ -133,12 +134,10 @@ impl FileSet {
             s.exist.iter().map(|i| (*i, s.size[*i as usize])).collect()
         };
         for (i, size) in files {
-            let p = root.join(self.path(i));
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-                .map_err(io_error("creating", &p, ""))?;
+            let rel = self.path(i);
+            let p = root.join(&rel);
+            let create = iolab_engine::OpenOptions { write: true, create: true, exclusive: true, ..Default::default() };
+            let mut f = b.open_file(Path::new(&rel), create).map_err(io_error("creating", &p, ""))?;
             let mut left = size;
             while left > 0 {
                 let k = left.min(chunk.len() as u64) as usize;
@@ -146,7 +145,7 @@ impl FileSet {
                 left -= k as u64;
             }
         }
-        let d = std::fs::File::open(&top).map_err(io_error("opening", &top, ""))?;
+        let d = b.open_dir(Path::new(&self.dir)).map_err(io_error("opening", &top, ""))?;
         rustix::fs::syncfs(&d).map_err(|e| io_error("flushing", &top, "")(e.into()))
     }
 }
@@ -178,7 +177,7 @@ impl PersonalitySource for VarmailJob {
         FileSet::new(&job.name, self, job.seed)
     }
     fn source<R: Run>(&self, w: &Worker<'_, FileSet>, run: R) -> R::Out {
-        run.run(Ok(Varmail::new(self, w.shared.clone(), w.job.seed, w.thread, w.root.to_path_buf())))
+        run.run(Ok(Varmail::new(self, w.shared.clone(), w.job.seed, w.thread, w.job_dir())))
     }
 }
 
@@ -186,7 +185,7 @@ impl PersonalitySource for VarmailJob {
 pub struct Varmail {
     v: VarmailJob,
     set: Arc<FileSet>,
-    root: PathBuf,
+    root: JobDir,
     thread: u32,
     rng: Xoshiro256PlusPlus,
     id: Option<(NameId, NameId)>,
@@ -205,7 +204,7 @@ pub struct Varmail {
 }
 
 impl Varmail {
-    pub fn new(v: &VarmailJob, set: Arc<FileSet>, seed: u64, thread: u32, root: PathBuf) -> Varmail {
+    pub fn new(v: &VarmailJob, set: Arc<FileSet>, seed: u64, thread: u32, root: JobDir) -> Varmail {
         Varmail {
             v: v.clone(),
             set,

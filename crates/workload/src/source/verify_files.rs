@@ -36,6 +36,8 @@ pub struct FileSet {
     pub tally: Tally,
     created: AtomicU64,
     after: bool,
+    /// The job's directory as the run opened it: files read back beneath it, not by name.
+    root: Option<Arc<iolab_engine::beneath::Beneath>>,
 }
 
 impl FileSet {
@@ -45,7 +47,14 @@ impl FileSet {
             tally: Tally::new(node, None, 512, max_errors),
             created: AtomicU64::new(0),
             after,
+            root: None,
         }
+    }
+
+    /// Read files back beneath `root` (the job's directory as the run opened it).
+    pub fn within(mut self, root: Option<Arc<iolab_engine::beneath::Beneath>>) -> FileSet {
+        self.root = root;
+        self
     }
 
     fn files(&self) -> MutexGuard<'_, HashMap<PathBuf, Shared>> {
@@ -93,7 +102,11 @@ impl FileSet {
     /// Read a file back and check it whole (`--verify-after`).
     fn check_file(&self, path: &Path, c: &Content) {
         let display = path.display().to_string();
-        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path);
+        let read = iolab_engine::OpenOptions { read: true, ..Default::default() };
+        let opened = match self.root.as_ref().and_then(|r| path.strip_prefix(r.root()).ok().map(|rel| (r, rel))) {
+            Some((root, rel)) => root.open_file(rel, read),
+            None => std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path),
+        };
         let found = match opened.and_then(|f| c.check_file(&f)) {
             Ok((checked, found)) => {
                 self.tally.checked(When::After, checked);

@@ -120,10 +120,10 @@ fn key(r: &ReplayJob) -> String {
 /// limits, it replays something, and the target holds nothing it may not touch (files iolab did
 /// not make that the replay would change, links where it works, files it needs and
 /// `--prepare` is not given to make).
-pub fn check(job: &Job, r: &ReplayJob) -> Result<Arc<Checked>, SourceError> {
+/// `b` is the job's directory, opened once by the caller.
+pub fn check(job: &Job, r: &ReplayJob, b: &iolab_engine::beneath::Beneath) -> Result<Arc<Checked>, SourceError> {
     let checked = plan_for(r)?;
-    let b = iolab_engine::beneath::Beneath::open(&job.target).map_err(|e| e.to_string())?;
-    target::check(&b, &checked.expect, r.prepare, job.overwrite)?;
+    target::check(b, &checked.expect, r.prepare, job.overwrite)?;
     if job.threads as usize != checked.plan.threads.len() {
         return Err(said!(
             "the trace has {} threads to replay; the job asks for {} (one worker per traced thread)",

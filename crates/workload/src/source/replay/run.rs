@@ -49,16 +49,17 @@ pub struct ReplayRun {
 
 impl ReplayRun {
     /// Make the target what the trace expects (re-checked first: an earlier phase may have
-    /// changed it) and set up the shared state.
+    /// changed it) and set up the shared state; `beneath` is the job's directory as opened when
+    /// the run was checked.
     pub fn prepare(
         checked: Arc<Checked>,
         job: &Job,
         r: &ReplayJob,
-        stop: &AtomicBool,
+        beneath: Beneath,
+        halt: &crate::layout::Halt,
     ) -> Result<Arc<ReplayRun>, SourceError> {
-        let beneath = Beneath::open(&job.target).map_err(|e| e.to_string())?;
         let before = target::check(&beneath, &checked.expect, r.prepare, job.overwrite)?;
-        target::prepare(&beneath, &checked.expect, r.prepare, stop)?;
+        target::prepare(&beneath, &checked.expect, r.prepare, halt)?;
         let keys = checked.plan.keys as usize;
         Ok(Arc::new(ReplayRun {
             checked,

@@ -14,7 +14,6 @@ use iolab_trace::format::{oflags, Kind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The target as the trace found it, and what the replay does to it.
 #[derive(Debug, Default, Clone)]
@@ -312,7 +311,7 @@ pub fn check(b: &Beneath, e: &Expect, prepare: bool, overwrite: bool) -> Result<
 /// Make the target what the trace expects: remove what an earlier replay made where the trace
 /// makes it anew, make the directories it works in, and with `fill` the files it uses, sized
 /// to what it reads. Everything made is marked as iolab's.
-pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result<(), SourceError> {
+pub fn prepare(b: &Beneath, e: &Expect, fill: bool, halt: &crate::layout::Halt) -> Result<(), SourceError> {
     for rel in &e.absent {
         if let Found::Owned(_) = owned::found(b, rel).map_err(io_error("", b.root().join(rel), ""))? {
             owned::remove_tree(b, rel)?;
@@ -343,7 +342,7 @@ pub fn prepare(b: &Beneath, e: &Expect, fill: bool, stop: &AtomicBool) -> Result
         let mut w = std::io::BufWriter::new(&f);
         let mut left = need.saturating_sub(f.metadata().map(|m| m.len()).unwrap_or(0));
         while left > 0 {
-            if stop.load(Ordering::Relaxed) {
+            if halt.now() {
                 return Err(said!("interrupted while preparing {}", shown(b, rel)));
             }
             let n = left.min(chunk.len() as u64) as usize;
@@ -388,6 +387,7 @@ mod tests {
     use super::super::plan::tests::{job, records};
     use super::*;
     use iolab_spec::Timing;
+    use std::sync::atomic::AtomicBool;
 
     const TREE: &str = "\
 1  1.0 mkdir(\"/d/new\", 0755) = 0 <0.000001>
@@ -423,6 +423,7 @@ mod tests {
         let b = Beneath::open(d.path()).unwrap();
         let e = expect();
         let stop = AtomicBool::new(false);
+        let stop = crate::layout::Halt::stop(&stop);
         let err = check(&b, &e, false, false).unwrap_err().to_string();
         assert!(err.contains("must exist") && err.contains("--prepare"), "{err}");
         // A directory the trace removes, made by someone else: refused, even with --prepare.

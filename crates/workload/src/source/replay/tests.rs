@@ -271,8 +271,9 @@ fn issue_times(timing: Timing) -> Vec<u64> {
     let t = trace_file(d.path(), GAPS);
     let job = replay_job(&t, &target, timing, false);
     let Workload::Replay(r) = &job.workload else { unreachable!() };
-    let checked = check(&job, r).unwrap();
-    let run = ReplayRun::prepare(checked, &job, r, &AtomicBool::new(false)).unwrap();
+    let b = iolab_engine::beneath::Beneath::open(&target).unwrap();
+    let checked = check(&job, r, &b).unwrap();
+    let run = ReplayRun::prepare(checked, &job, r, b, &crate::layout::Halt::stop(&AtomicBool::new(false))).unwrap();
     let mut spy = Spy { inner: ReplaySource::new(run, 0).unwrap(), issued: Vec::new() };
     let clk = FakeClock::new(Duration::from_micros(1));
     let mut engine =
