@@ -557,7 +557,8 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         Vec::new()
     };
     let keep = job.workload.block().is_some_and(|b| b.keep_holes);
-    let fill_holes = !empty.is_empty() && !keep && !(strict && meta.st_nlink > 1) && (job.overwrite || owned()?);
+    let second_name = strict && meta.st_nlink > 1;
+    let fill_holes = !empty.is_empty() && !keep && !second_name && (job.overwrite || owned()?);
     Ok(Target {
         path: path.to_path_buf(),
         kind: TargetKind::File,
