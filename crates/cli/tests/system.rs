@@ -422,11 +422,15 @@ fn sshfs_maps_to_its_interface_and_its_traffic_shows_there() {
         "--target",
         f.to_str().unwrap(),
         "--size",
-        "16M",
+        "64M",
         "--rw",
         "write",
         "--bs",
         "1M",
+        // Flushed inside the phase (dd conv=fsync): sshfs may still hold written data when
+        // the last write returns. 64 MiB, so the sampler's start, a few ms after the workers'
+        // on a loaded machine, is a small part of the window.
+        "--end-fsync",
     ]);
     let sys = &v["phases"][0]["system"];
     let t = &sys["target"];
@@ -435,9 +439,9 @@ fn sshfs_maps_to_its_interface_and_its_traffic_shows_there() {
     assert!(t["mount_source"].as_str().unwrap().contains("127.0.0.1"));
     assert_eq!(t["interfaces"][0]["name"], "lo", "the server is on loopback: {t}");
     assert!(t["devices"].as_array().unwrap().is_empty(), "no block device under sshfs");
-    // The 16 MiB crossed the loopback interface while iolab wrote them.
+    // The 64 MiB crossed the loopback interface while iolab wrote them.
     let written = u(&v["phases"][0]["total"]["write"]["bytes"]) as f64;
     let lo_bytes = sys["net"]["lo"]["tx_bytes_s"].as_f64().unwrap() * sys["t_s"].as_f64().unwrap();
     assert!(lo_bytes >= written * 0.9, "lo carried {lo_bytes} bytes for {written} written");
-    assert_eq!(std::fs::metadata(fs.dir.path().join("export/data")).unwrap().len(), 16 << 20);
+    assert_eq!(std::fs::metadata(fs.dir.path().join("export/data")).unwrap().len(), 64 << 20);
 }
