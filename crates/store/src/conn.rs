@@ -25,9 +25,23 @@ pub(crate) fn sql_error<'a>(at: &'a Target, what: &'static str) -> impl FnOnce(D
 }
 
 impl Conn<'_> {
+    /// A failed statement's error; the engine's word that the database is damaged becomes
+    /// iolab's own message with SQLite's quick_check.
+    fn fail(&mut self, what: &'static str, cause: DbError) -> StoreError {
+        match self.db.quick_check(&cause) {
+            Some(quick_check) => {
+                StoreError::Corrupt { at: self.at.clone(), cause: NotIolab::Damaged { cause, quick_check } }
+            }
+            None => StoreError::Sql { at: self.at.clone(), what, cause },
+        }
+    }
+
     /// One statement; the rows it changed.
     pub fn exec(&mut self, what: &'static str, sql: &str, params: &[Value<'_>]) -> Result<u64> {
-        self.db.execute(sql, params).map_err(sql_error(self.at, what))
+        match self.db.execute(sql, params) {
+            Ok(n) => Ok(n),
+            Err(e) => Err(self.fail(what, e)),
+        }
     }
 
     /// One statement's rows, each made into a `T` by `f`.
@@ -38,8 +52,11 @@ impl Conn<'_> {
         params: &[Value<'_>],
         f: impl Fn(&Row) -> std::result::Result<T, DbError>,
     ) -> Result<Vec<T>> {
+        let rows = match self.db.query(sql, params) {
+            Ok(rows) => rows,
+            Err(e) => return Err(self.fail(what, e)),
+        };
         let at = self.at;
-        let rows = self.db.query(sql, params).map_err(sql_error(at, what))?;
         rows.iter().map(|r| f(r).map_err(sql_error(at, what))).collect()
     }
 

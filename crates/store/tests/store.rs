@@ -594,6 +594,16 @@ fn reading_opens_read_only_and_changes_nothing(b: Backend) {
             let e = Store::open_read(&junk).err().unwrap().to_string();
             assert!(e.contains("quick_check") && e.contains("left as it is"), "{e}");
             assert_eq!(std::fs::read(&junk).unwrap(), bytes);
+            // Damage past the first page is found by the statement that reads it, and said
+            // with the quick_check too.
+            let hurt = dir.path().join("hurt.db");
+            let mut bytes = std::fs::read(dir.path().join("ro.db")).unwrap();
+            assert!(bytes.len() > 8192);
+            bytes[4096..].fill(0xff);
+            std::fs::write(&hurt, &bytes).unwrap();
+            let e = Store::open_read(&hurt).and_then(|s| s.list(&ListFilter::default())).err().unwrap();
+            assert!(matches!(e, StoreError::Corrupt { .. }) && e.to_string().contains("quick_check"), "{e}");
+            assert_eq!(std::fs::read(&hurt).unwrap(), bytes);
             for (path, kind) in [(dir.path(), "a directory"), (Path::new("/dev/null"), "a character device")] {
                 for e in [Store::open_read(path).err(), Store::open_existing(path).err(), Store::open(path).err()] {
                     let e = e.unwrap();

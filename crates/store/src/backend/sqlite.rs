@@ -57,7 +57,6 @@ impl Sqlite {
             _ => Ok(ReadOnly { db, note: None }),
         }
     }
-
 }
 
 /// Whether SQLite's error means the file's content is damaged (or no database at all).
