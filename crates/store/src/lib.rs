@@ -45,7 +45,7 @@ pub enum StoreError {
         "{at} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab"
     )]
     Newer { at: Target, found: u32, known: u32 },
-    #[error("{at} is not a readable iolab database ({cause}); it was left as it is{}", corrupt_advice(.at))]
+    #[error("{at} is not a readable iolab database ({cause}); it was left as it is{}", corrupt_advice(.at, .cause))]
     Corrupt { at: Target, cause: NotIolab },
     #[error("the results database {path} is {kind}, not a file; point --db or IOLAB_DB at a file (a new one is made where none exists)")]
     NotRegular { path: PathBuf, kind: &'static str },
@@ -70,11 +70,15 @@ pub enum StoreError {
     UnknownKind { run: i64, cause: UnknownWord },
 }
 
-/// What to do with a database iolab cannot read: a file can be restored or moved aside.
-fn corrupt_advice(at: &Target) -> &'static str {
-    match at {
-        Target::File(_) => ": restore it from a copy, or move it aside and iolab starts a new one",
-        Target::Postgres(_) => "",
+/// What to do with a database iolab cannot read: an empty file is filled by a run saved in
+/// it; another file can be restored or moved aside.
+fn corrupt_advice(at: &Target, cause: &NotIolab) -> &'static str {
+    match (at, cause) {
+        (Target::File(_), NotIolab::Empty) => {
+            "; a run saved in it (`iolab run --db FILE ...`) makes it a results database"
+        }
+        (Target::File(_), _) => ": restore it from a copy, or move it aside and iolab starts a new one",
+        (Target::Postgres(_), _) => "",
     }
 }
 
