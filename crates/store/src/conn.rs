@@ -8,6 +8,7 @@ use crate::backend::sqlite::Sqlite;
 use crate::backend::{Access, Backend, DbError, Dialect, Row, Value};
 use crate::{schema, NotIolab, Result, Store, StoreError, Target};
 use std::cell::{RefCell, RefMut};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long a migration waits for another process's lock before giving up.
@@ -24,9 +25,23 @@ pub(crate) fn sql_error<'a>(at: &'a Target, what: &'static str) -> impl FnOnce(D
 }
 
 impl Conn<'_> {
+    /// A failed statement's error; the engine's word that the database is damaged becomes
+    /// iolab's own message with SQLite's quick_check.
+    fn fail(&mut self, what: &'static str, cause: DbError) -> StoreError {
+        match self.db.quick_check(&cause) {
+            Some(quick_check) => {
+                StoreError::Corrupt { at: self.at.clone(), cause: NotIolab::Damaged { cause, quick_check } }
+            }
+            None => StoreError::Sql { at: self.at.clone(), what, cause },
+        }
+    }
+
     /// One statement; the rows it changed.
     pub fn exec(&mut self, what: &'static str, sql: &str, params: &[Value<'_>]) -> Result<u64> {
-        self.db.execute(sql, params).map_err(sql_error(self.at, what))
+        match self.db.execute(sql, params) {
+            Ok(n) => Ok(n),
+            Err(e) => Err(self.fail(what, e)),
+        }
     }
 
     /// One statement's rows, each made into a `T` by `f`.
@@ -37,8 +52,11 @@ impl Conn<'_> {
         params: &[Value<'_>],
         f: impl Fn(&Row) -> std::result::Result<T, DbError>,
     ) -> Result<Vec<T>> {
+        let rows = match self.db.query(sql, params) {
+            Ok(rows) => rows,
+            Err(e) => return Err(self.fail(what, e)),
+        };
         let at = self.at;
-        let rows = self.db.query(sql, params).map_err(sql_error(at, what))?;
         rows.iter().map(|r| f(r).map_err(sql_error(at, what))).collect()
     }
 
@@ -58,26 +76,73 @@ impl Conn<'_> {
     }
 }
 
+/// The largest SQLite file read through a migrated copy in memory (an older schema, opened to
+/// read): a larger one is upgraded by a writing command first.
+pub const MAX_COPY_BYTES: u64 = 512 << 20;
+
+/// Refuse a path that is not a regular file, before SQLite sees it (`exists`: it must exist):
+/// a directory, a device, a FIFO or a socket is named, never opened, read or waited on.
+pub(crate) fn check_path(path: &Path, exists: bool) -> Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => Err(StoreError::NotRegular { path: path.into(), kind: kind_of(&m.file_type()) }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !exists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::Missing(Target::File(path.into()))),
+        Err(cause) => Err(StoreError::Unreadable { path: path.into(), cause }),
+    }
+}
+
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
 impl Store {
     pub(crate) fn connect(at: Target, access: Access) -> Result<Store> {
+        let mut note = None;
         let db: Box<dyn Backend> = match &at {
             Target::File(path) => {
+                check_path(path, access != Access::Write)?;
                 match access {
                     Access::Write => {
                         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                             std::fs::create_dir_all(dir)
                                 .map_err(|cause| StoreError::CreateDir { dir: dir.into(), cause })?;
                         }
+                        Box::new(Sqlite::open(path).map_err(sql_error(&at, "opening"))?)
                     }
-                    Access::Existing if !path.exists() => return Err(StoreError::Missing(at)),
-                    Access::Existing => {}
+                    Access::Existing => Box::new(Sqlite::open(path).map_err(sql_error(&at, "opening"))?),
+                    Access::Read => {
+                        let ro = Sqlite::open_read(path).map_err(sql_error(&at, "opening read-only"))?;
+                        note = ro.note;
+                        Box::new(ro.db)
+                    }
                 }
-                Box::new(Sqlite::open(path).map_err(sql_error(&at, "opening"))?)
             }
             Target::Postgres(url) => Box::new(Postgres::connect(url).map_err(sql_error(&at, "connecting"))?),
         };
-        let store = Store { db: RefCell::new(db), at };
+        let mut store = Store { db: RefCell::new(db), at, note };
         let version = store.check(access)?;
+        if access == Access::Read {
+            if version < schema::VERSION {
+                store.copy_in_memory(version)?;
+                store.migrate()?;
+            }
+            store.conn()?.db.read_only().map_err(sql_error(&store.at, "opening read-only"))?;
+            return Ok(store);
+        }
         store.conn()?.db.prepare_writes().map_err(sql_error(&store.at, "preparing the connection"))?;
         if version < schema::VERSION {
             store.migrate()?;
@@ -86,11 +151,21 @@ impl Store {
     }
 
     /// Read what is there before writing anything: a damaged, foreign or newer database is
-    /// refused as it is. Returns the schema version found.
+    /// refused as it is (a damaged file with SQLite's quick_check); to read, an empty one too,
+    /// and on a server an older one. Returns the schema version found.
     fn check(&self, access: Access) -> Result<u32> {
         let at = &self.at;
-        let corrupt = |e: DbError| StoreError::Corrupt { at: at.clone(), cause: NotIolab::Unreadable(e) };
-        let found = self.conn()?.db.inspect().map_err(corrupt)?;
+        let inspected = self.conn()?.db.inspect();
+        let found = match inspected {
+            Ok(found) => found,
+            Err(e) => {
+                let cause = match self.conn()?.db.quick_check(&e) {
+                    Some(quick_check) => NotIolab::Damaged { cause: e, quick_check },
+                    None => NotIolab::Unreadable(e),
+                };
+                return Err(StoreError::Corrupt { at: at.clone(), cause });
+            }
+        };
         if found.version > schema::VERSION {
             return Err(StoreError::Newer { at: at.clone(), found: found.version, known: schema::VERSION });
         }
@@ -100,12 +175,38 @@ impl Store {
         if found.version == 0 && found.tables > 0 {
             return Err(StoreError::Corrupt { at: at.clone(), cause: NotIolab::Foreign });
         }
-        // A server's database with nothing of iolab's is no results database yet; reading it
-        // creates nothing (an SQLite file that exists is made one, as it always was).
-        if found.version == 0 && access == Access::Existing && matches!(at, Target::Postgres(_)) {
-            return Err(StoreError::Missing(at.clone()));
+        match at {
+            // A server's database with nothing of iolab's is no results database yet; reading
+            // it creates nothing.
+            Target::Postgres(_) if found.version == 0 && access != Access::Write => {
+                return Err(StoreError::Missing(at.clone()))
+            }
+            // Reading never migrates a server's database (other clients share it).
+            Target::Postgres(_) if found.version < schema::VERSION && access == Access::Read => {
+                return Err(StoreError::Older { at: at.clone(), found: found.version, known: schema::VERSION })
+            }
+            // An empty file has no run to read (one opened to delete is made a database, as
+            // it always was).
+            Target::File(_) if found.version == 0 && access == Access::Read => {
+                return Err(StoreError::Corrupt { at: at.clone(), cause: NotIolab::Empty })
+            }
+            _ => {}
         }
         Ok(found.version)
+    }
+
+    /// An older SQLite schema opened to read: swap the read-only connection for a copy of the
+    /// database in memory, which `migrate` then upgrades; the file is left as it is.
+    fn copy_in_memory(&mut self, found: u32) -> Result<()> {
+        let older = || StoreError::Older { at: self.at.clone(), found, known: schema::VERSION };
+        let Target::File(path) = &self.at else { return Err(older()) };
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if bytes > MAX_COPY_BYTES {
+            return Err(StoreError::OldSchemaTooLarge { path: path.clone(), bytes, cap: MAX_COPY_BYTES });
+        }
+        let copy = self.conn()?.db.copy_in_memory().map_err(sql_error(&self.at, "copying the database into memory"))?;
+        *self.db.get_mut() = copy.ok_or_else(older)?;
+        Ok(())
     }
 
     /// Apply the missing migrations, each in an exclusive transaction that re-reads the version

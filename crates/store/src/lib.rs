@@ -45,8 +45,16 @@ pub enum StoreError {
         "{at} was written by a newer iolab (schema version {found}; this iolab knows up to {known}); use a newer iolab"
     )]
     Newer { at: Target, found: u32, known: u32 },
-    #[error("{at} is not a readable iolab database ({cause}); it was left as it is")]
+    #[error("{at} is not a readable iolab database ({cause}); it was left as it is{}", corrupt_advice(.at, .cause))]
     Corrupt { at: Target, cause: NotIolab },
+    #[error("the results database {path} is {kind}, not a file; point --db or IOLAB_DB at a file (a new one is made where none exists)")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("cannot read the results database {path}: {cause}")]
+    Unreadable { path: PathBuf, cause: std::io::Error },
+    #[error("{} was written by an older iolab: reading it without changing it takes a copy in memory, and it is {} MiB (at most {} MiB); run a writing command on it once (iolab run --db {} ...), which upgrades it", path.display(), bytes >> 20, cap >> 20, path.display())]
+    OldSchemaTooLarge { path: PathBuf, bytes: u64, cap: u64 },
+    #[error("{at} holds iolab's schema version {found}, older than this iolab's {known}, and reading commands never change a database; run a writing command on it once (iolab run --db URL ..., or iolab db copy into it), which upgrades it")]
+    Older { at: Target, found: u32, known: u32 },
     #[error("cannot make {dir} for the results database: {cause}")]
     CreateDir { dir: PathBuf, cause: std::io::Error },
     /// No run matches (the message names the selector and the database).
@@ -60,6 +68,18 @@ pub enum StoreError {
     Damaged { run: i64, what: String, cause: serde_json::Error },
     #[error("results database: run {run}: {cause} (a newer iolab stored it: read it with that one)")]
     UnknownKind { run: i64, cause: UnknownWord },
+}
+
+/// What to do with a database iolab cannot read: an empty file is filled by a run saved in
+/// it; another file can be restored or moved aside.
+fn corrupt_advice(at: &Target, cause: &NotIolab) -> &'static str {
+    match (at, cause) {
+        (Target::File(_), NotIolab::Empty) => {
+            "; a run saved in it (`iolab run --db FILE ...`) makes it a results database"
+        }
+        (Target::File(_), _) => ": restore it from a copy, or move it aside and iolab starts a new one",
+        (Target::Postgres(_), _) => "",
+    }
 }
 
 fn missing(at: &Target) -> String {
@@ -85,10 +105,10 @@ pub enum NotIolab {
     Foreign,
     #[error("it is empty: no run was ever stored in it")]
     Empty,
-    /// SQLite found the file damaged (or no database); `quick_check` is its own check's first
-    /// lines when it could run.
-    #[error("SQLite: {sqlite}{}", quick_check.as_ref().map(|c| format!("; SQLite's quick_check: {c}")).unwrap_or_default())]
-    Damaged { sqlite: rusqlite::Error, quick_check: Option<String> },
+    /// The engine found the content damaged (or no database); `quick_check` is SQLite's own
+    /// check's first lines (or why it could not run).
+    #[error("{cause}; SQLite's quick_check: {quick_check}")]
+    Damaged { cause: DbError, quick_check: String },
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -142,6 +162,8 @@ pub struct ListFilter {
 pub struct Store {
     db: RefCell<Box<dyn backend::Backend>>,
     at: Target,
+    /// What the user should know of how it was opened (a WAL a read-only directory hid).
+    note: Option<String>,
 }
 
 /// `$IOLAB_DB` is handled by the CLI; this is the default beneath it.
@@ -176,21 +198,25 @@ impl Store {
         Self::connect(at.into(), Access::Write)
     }
 
-    /// Open a database that must already exist (for commands that only read or delete): an
-    /// SQLite file that is there, or a server's database that holds iolab's tables.
+    /// Open a database that must already exist, to change it (`iolab rm`): an SQLite file
+    /// that is there, or a server's database that holds iolab's tables.
     pub fn open_existing(at: impl Into<Target>) -> Result<Store> {
         Self::connect(at.into(), Access::Existing)
     }
 
     /// Open a database that must already exist, to read it (`runs`, `show`, `compare`,
-    /// `report`, `export`).
+    /// `report`, `export`): nothing in it, or beside an SQLite file, is changed. An SQLite
+    /// file is opened read-only (`mode=ro`, or `immutable=1` where its directory cannot be
+    /// written) and an older schema is read from a copy migrated in memory; a PostgreSQL
+    /// session reads in read-only transactions, and an older schema there is refused
+    /// (`StoreError::Older`: a writing command upgrades it).
     pub fn open_read(at: impl Into<Target>) -> Result<Store> {
-        Self::connect(at.into(), Access::Existing)
+        Self::connect(at.into(), Access::Read)
     }
 
-    /// What the user should know of how the database was opened, if anything.
+    /// What the user should know of how the database was opened (said on stderr), if anything.
     pub fn note(&self) -> Option<&str> {
-        None
+        self.note.as_deref()
     }
 
     /// Where the store is, printable (a URL's password shows as `***`).

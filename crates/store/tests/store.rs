@@ -523,6 +523,22 @@ fn a_version_1_database_with_runs_reads_back_after_migrating(b: Backend) {
             );
         }
     }
+    // Read, it is read from a copy migrated in memory (SQLite), or refused (a server's
+    // database is shared: a writing command upgrades it); either way it is left at version 1.
+    let before = db.snapshot();
+    match b {
+        Backend::Sqlite => {
+            let ro = Store::open_read(&db.target).unwrap();
+            assert_eq!(ro.schema_version(), schema::VERSION, "the copy in memory is migrated");
+            assert_eq!(ro.load(1).unwrap().result.node, "oldhost");
+        }
+        Backend::Postgres => {
+            let e = Store::open_read(&db.target).err().unwrap();
+            assert!(matches!(e, StoreError::Older { found: 1, .. }), "{e}");
+            assert!(e.to_string().contains("run a writing command on it once"), "{e}");
+        }
+    }
+    assert_eq!(db.snapshot(), before, "reading left it as it was");
     let store = db.open().unwrap();
     assert_eq!(store.schema_version(), schema::VERSION);
     let back = store.load(1).unwrap();
@@ -540,6 +556,71 @@ fn a_version_1_database_with_runs_reads_back_after_migrating(b: Backend) {
     // The latency columns are gone: nothing keeps a value no one reads.
     let cols = db.raw().columns("totals");
     assert!(!cols.iter().any(|c| c.starts_with("lat_")), "{cols:?}");
+}
+
+/// Reading commands open the database read-only and change nothing in it: the file's bytes
+/// (and no write-ahead log) or every table and row on the server are the same after, and a
+/// write through a store opened to read is refused by the engine. An empty file, a directory
+/// or a device given as the database is named for what it is, before SQLite sees it.
+fn reading_opens_read_only_and_changes_nothing(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = b.db(dir.path(), "ro");
+    let r = real_run(dir.path());
+    let id = save(&db.open().unwrap(), &r, &[("config", "ro")]);
+    let before = db.snapshot();
+    let store = Store::open_read(&db.target).unwrap();
+    assert!(store.note().is_none());
+    assert_eq!(store.list(&ListFilter::default()).unwrap().len(), 1);
+    assert_eq!(store.load(id).unwrap().labels["config"], "ro");
+    let host = iolab_sysstat::host_facts(None);
+    let e = store.begin_run(iolab_model::RunKind::Run, "no", &labels(&[]), &host, &r.plan, 1.0).err();
+    assert!(matches!(e, Some(StoreError::Sql { .. })), "a write is refused: {e:?}");
+    assert!(store.remove(&[id]).is_err());
+    drop(store);
+    assert_eq!(db.snapshot(), before);
+    match b {
+        Backend::Sqlite => {
+            let wal = dir.path().join("ro.db-wal");
+            assert_eq!(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0), 0, "nothing in the write-ahead log");
+            let empty = dir.path().join("empty.db");
+            std::fs::write(&empty, b"").unwrap();
+            let e = Store::open_read(&empty).err().unwrap();
+            assert!(matches!(e, StoreError::Corrupt { .. }) && e.to_string().contains("empty"), "{e}");
+            assert_eq!(std::fs::read(&empty).unwrap(), b"");
+            let junk = dir.path().join("junk.db");
+            let mut bytes = b"SQLite format 3\0".to_vec();
+            bytes.extend(std::iter::repeat_n(0xffu8, 4096));
+            std::fs::write(&junk, &bytes).unwrap();
+            let e = Store::open_read(&junk).err().unwrap().to_string();
+            assert!(e.contains("quick_check") && e.contains("left as it is"), "{e}");
+            assert_eq!(std::fs::read(&junk).unwrap(), bytes);
+            // Damage past the first page is found by the statement that reads it, and said
+            // with the quick_check too.
+            let hurt = dir.path().join("hurt.db");
+            let mut bytes = std::fs::read(dir.path().join("ro.db")).unwrap();
+            assert!(bytes.len() > 8192);
+            bytes[4096..].fill(0xff);
+            std::fs::write(&hurt, &bytes).unwrap();
+            let e = Store::open_read(&hurt).and_then(|s| s.list(&ListFilter::default())).err().unwrap();
+            assert!(matches!(e, StoreError::Corrupt { .. }) && e.to_string().contains("quick_check"), "{e}");
+            assert_eq!(std::fs::read(&hurt).unwrap(), bytes);
+            for (path, kind) in [(dir.path(), "a directory"), (Path::new("/dev/null"), "a character device")] {
+                for e in [Store::open_read(path).err(), Store::open_existing(path).err(), Store::open(path).err()] {
+                    let e = e.unwrap();
+                    assert!(matches!(e, StoreError::NotRegular { .. }) && e.to_string().contains(kind), "{e}");
+                }
+            }
+            let missing = dir.path().join("nope.db");
+            assert!(matches!(Store::open_read(&missing).err().unwrap(), StoreError::Missing(_)));
+            assert!(!missing.exists());
+        }
+        Backend::Postgres => {
+            let empty = b.db(dir.path(), "empty");
+            let e = Store::open_read(&empty.target).err().unwrap();
+            assert!(matches!(e, StoreError::Missing(_)), "{e}");
+            assert_eq!(empty.snapshot(), b"");
+        }
+    }
 }
 
 /// Two nodes' rows of one run stay apart: each node's phases, seconds and histograms load
@@ -1155,6 +1236,7 @@ pg::matrix!(
     migrates_from_empty_and_from_every_earlier_version,
     a_real_run_round_trips_with_histograms,
     newer_corrupt_and_foreign_files_are_refused_untouched,
+    reading_opens_read_only_and_changes_nothing,
     selectors_and_listing,
     run_kinds_read_back_from_their_words_and_an_unknown_word_is_refused,
     writers_at_once_lose_nothing,

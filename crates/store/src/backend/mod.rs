@@ -8,8 +8,8 @@
 //! - [`postgres`]: a server; the table `iolab_schema` is iolab's marker and holds the version;
 //!   migrations take an advisory lock.
 //!
-//! A change that concerns one engine (opening SQLite read-only for reading commands, say) lands
-//! in its backend; a new table lands in `schema::MIGRATIONS` (with a PostgreSQL text where its
+//! A change that concerns one engine (opening SQLite read-only for reading commands: `Access::Read`,
+//! `Sqlite::open_read`) lands in its backend; a new table lands in `schema::MIGRATIONS` (with a PostgreSQL text where its
 //! SQL differs), its queries once in the store, and its name in `copy::TABLES`.
 
 mod pg_error;
@@ -31,8 +31,12 @@ pub enum Dialect {
 pub(crate) enum Access {
     /// Recording: created where missing.
     Write,
-    /// Reading or deleting: it must exist already (`Missing` otherwise, nothing created).
+    /// Deleting: it must exist already (`Missing` otherwise, nothing created); migrated.
     Existing,
+    /// Reading (`runs`, `show`, `compare`, `report`, `export`): it must exist and hold iolab's
+    /// schema; opened read-only and never migrated (SQLite: `mode=ro`, or `immutable=1` where
+    /// the directory cannot be written; an older schema is read from a migrated copy in memory).
+    Read,
 }
 
 /// A value passed to or read from SQL: the five kinds both engines store.
@@ -236,4 +240,13 @@ pub(crate) trait Backend: Send {
     /// Hold at most `kib` KiB of the database in this process's memory, where the engine keeps
     /// pages in it.
     fn limit_cache(&mut self, kib: u32) -> Result<(), DbError>;
+    /// Refuse every write from now on (SQLite: `query_only`; PostgreSQL: read-only
+    /// transactions for the session).
+    fn read_only(&mut self) -> Result<(), DbError>;
+    /// Where `e` says the database's content is damaged, the engine's own check of it (SQLite's
+    /// `quick_check`, its first lines), to say beside the error.
+    fn quick_check(&mut self, e: &DbError) -> Option<String>;
+    /// A copy of the whole database in this process's memory, where the engine can make one
+    /// (SQLite: its backup); `None` on a server.
+    fn copy_in_memory(&mut self) -> Result<Option<Box<dyn Backend>>, DbError>;
 }

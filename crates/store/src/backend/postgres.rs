@@ -168,6 +168,19 @@ impl Backend for Postgres {
         // The server keeps the pages; this process holds none.
         Ok(())
     }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        self.batch("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    }
+
+    fn quick_check(&mut self, _e: &DbError) -> Option<String> {
+        // The server checks its own pages; there is no file here to check.
+        None
+    }
+
+    fn copy_in_memory(&mut self) -> Result<Option<Box<dyn Backend>>, DbError> {
+        Ok(None)
+    }
 }
 
 /// The connection itself, on its thread.

@@ -1,23 +1,94 @@
 //! The SQLite backend: one file, `PRAGMA user_version` as the schema version, WAL so readers
-//! never wait for the recording run, and a 10 s wait on another process's lock.
+//! never wait for the recording run, and a 10 s wait on another process's lock. Reading
+//! commands open the file read-only (`mode=ro`, or `immutable=1` where its directory cannot be
+//! written, a read-only mount, so a WAL database is readable there); a file SQLite finds damaged
+//! is named with SQLite's own `quick_check`.
 
 use super::{Backend, DbError, Dialect, Found, Row, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{Connection, ToSql};
-use std::path::Path;
+use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Sqlite {
     conn: Connection,
 }
 
+/// A database opened read-only, and what the user should know of how (a write-ahead log that a
+/// read-only directory kept SQLite from reading).
+pub(crate) struct ReadOnly {
+    pub db: Sqlite,
+    pub note: Option<String>,
+}
+
 impl Sqlite {
     pub fn open(path: &Path) -> Result<Sqlite, DbError> {
-        let conn = Connection::open(path)?;
+        Self::ready(Connection::open(path)?)
+    }
+
+    fn ready(conn: Connection) -> Result<Sqlite, DbError> {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(Sqlite { conn })
     }
+
+    /// Open an existing file read-only: `mode=ro`; where the directory cannot be written and
+    /// SQLite cannot read that way (a WAL database needs its `-shm` made beside it),
+    /// `immutable=1`, the main file alone, with a note when a `-wal` is left unread.
+    pub fn open_read(path: &Path) -> Result<ReadOnly, DbError> {
+        let mut db = Self::ready(connect_ro(path, false)?)?;
+        match db.inspect() {
+            Err(e) if !is_damage(&e) && !dir_writable(path) => {
+                let db = Self::ready(connect_ro(path, true)?)?;
+                let mut wal = path.as_os_str().to_owned();
+                wal.push("-wal");
+                let wal = PathBuf::from(wal);
+                let note = std::fs::metadata(&wal).ok().filter(|m| m.len() > 0).map(|m| {
+                    format!(
+                        "{} is read as it stands without its write-ahead log ({} bytes in {}, which a read-only directory keeps SQLite from reading); runs saved last may be missing",
+                        path.display(),
+                        m.len(),
+                        wal.display()
+                    )
+                });
+                Ok(ReadOnly { db, note })
+            }
+            // Damage (or success) is for the store's checks to say, with the quick_check.
+            _ => Ok(ReadOnly { db, note: None }),
+        }
+    }
+}
+
+/// Whether SQLite's error means the file's content is damaged (or no database at all).
+pub(crate) fn is_damage(e: &DbError) -> bool {
+    matches!(e, DbError::Sqlite(e)
+        if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)))
+}
+
+/// A path as an SQLite URI's path (`file:` URIs percent-encode all but plain characters).
+fn uri_path(path: &Path) -> String {
+    let mut s = String::new();
+    for &b in path.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s
+}
+
+/// Whether the directory holding `path` can be written (SQLite makes `-shm` and `-wal` there).
+fn dir_writable(path: &Path) -> bool {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+fn connect_ro(path: &Path, immutable: bool) -> Result<Connection, DbError> {
+    let query = if immutable { "immutable=1" } else { "mode=ro" };
+    let uri = format!("file:{}?{query}", uri_path(path));
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    Ok(Connection::open_with_flags(uri, flags)?)
 }
 
 impl ToSql for Value<'_> {
@@ -127,9 +198,50 @@ impl Backend for Sqlite {
     fn limit_cache(&mut self, kib: u32) -> Result<(), DbError> {
         Ok(self.conn.pragma_update(None, "cache_size", -(kib as i64))?)
     }
+
+    /// The database copied into a new one in memory (SQLite's backup), to be migrated there:
+    /// an older schema read without changing the file.
+    fn copy_in_memory(&mut self) -> Result<Option<Box<dyn Backend>>, DbError> {
+        let mut mem = Connection::open_in_memory()?;
+        {
+            let backup = rusqlite::backup::Backup::new(&self.conn, &mut mem)?;
+            backup.run_to_completion(1024, Duration::ZERO, None)?;
+        }
+        Ok(Some(Box::new(Self::ready(mem)?)))
+    }
+
+    fn read_only(&mut self) -> Result<(), DbError> {
+        Ok(self.conn.pragma_update(None, "query_only", true)?)
+    }
+
+    fn quick_check(&mut self, e: &DbError) -> Option<String> {
+        if !is_damage(e) {
+            return None;
+        }
+        let lines: rusqlite::Result<Vec<String>> = self
+            .conn
+            .prepare("PRAGMA quick_check(5)")
+            .and_then(|mut st| st.query_map([], |r| r.get::<_, String>(0))?.collect());
+        Some(match lines {
+            Ok(l) if l.is_empty() => "no result".into(),
+            Ok(l) => l.join("; "),
+            Err(e) => format!("it could not run ({e})"),
+        })
+    }
 }
 
 fn busy(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(e, _)
         if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_paths_escape_what_a_uri_reads() {
+        assert_eq!(uri_path(Path::new("/tmp/a b/r?s#t%.db")), "/tmp/a%20b/r%3Fs%23t%25.db");
+        assert_eq!(uri_path(Path::new("rel/results.db")), "rel/results.db");
+    }
 }
