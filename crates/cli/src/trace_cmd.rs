@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_BORDERS_ONLY, Table};
 use iolab_record::ebpf;
 use iolab_report::fmt;
+use iolab_report::text::safe;
 use iolab_trace::analyze::{analyze_records, Analysis, OpStat};
 use iolab_trace::format::{FormatError, Reader, Record};
 use iolab_trace::Summary;
@@ -200,7 +201,7 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
     }
     let s = &rec.summary;
     if a.output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(s)?);
+        outln!("{}", serde_json::to_string_pretty(s)?)?;
     } else {
         let mut what = vec![format!("{} calls", fmt::count(s.ops as f64))];
         if s.async_ops > 0 {
@@ -209,14 +210,14 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
         if s.block_ios > 0 || !opts.block.is_empty() {
             what.push(format!("{} block requests", fmt::count(s.block_ios as f64)));
         }
-        println!(
+        outln!(
             "{}: {} of {} threads in {} processes on {} openings (eBPF)",
             a.out.display(),
             what.join(", "),
             s.threads,
             s.processes,
             s.files
-        );
+        )?;
     }
     for (why, n) in &s.lost {
         eprintln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
@@ -466,10 +467,10 @@ fn import(a: TraceImportArgs) -> Result<ExitCode> {
 
 fn print_summary(sum: &Summary, out: &Path, output: Output) -> Result<()> {
     if output == Output::Json {
-        println!("{}", serde_json::to_string_pretty(sum)?);
+        outln!("{}", serde_json::to_string_pretty(sum)?)?;
         return Ok(());
     }
-    println!(
+    outln!(
         "{}: {} calls of {} threads on {} openings, from {} lines ({})",
         out.display(),
         fmt::count(sum.ops as f64),
@@ -477,14 +478,14 @@ fn print_summary(sum: &Summary, out: &Path, output: Output) -> Result<()> {
         sum.files,
         fmt::count(sum.lines as f64),
         iolab_spec::units::fmt_decimal(sum.bytes as f64),
-    );
+    )?;
     if sum.bad_lines > 0 {
-        println!("{} lines not understood (skipped):", fmt::count(sum.bad_lines as f64));
+        outln!("{} lines not understood (skipped):", fmt::count(sum.bad_lines as f64))?;
         for b in &sum.bad {
-            println!("  {}:{}: {}: {}", b.source, b.line, b.reason, b.text);
+            outln!("  {}:{}: {}: {}", safe(&b.source), b.line, b.reason, safe(&b.text))?;
         }
         if sum.bad_lines as usize > sum.bad.len() {
-            println!("  ... and {} more", sum.bad_lines as usize - sum.bad.len());
+            outln!("  ... and {} more", sum.bad_lines as usize - sum.bad.len())?;
         }
     }
     Ok(())
@@ -499,7 +500,7 @@ fn records(path: &Path) -> Result<impl Iterator<Item = Result<Record, FormatErro
 /// Write to stdout through `f`; a reader that went away (`| head`) ends the output quietly.
 /// `f`'s own write errors are said to be stdout's; other errors (a bad trace) say what they are.
 fn to_stdout(f: impl FnOnce(&mut dyn Write) -> Result<()>) -> Result<ExitCode> {
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut out = BufWriter::new(crate::stdout::out());
     match f(&mut out).and_then(|_| out.flush().context("writing to stdout")) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e)
@@ -727,7 +728,7 @@ fn print_files(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
     ]);
     for f in an.files.iter().filter(|f| f.read_bytes + f.written_bytes > 0 || f.syncs > 0 || f.openings > 0) {
         ft.add_row([
-            f.path.clone(),
+            safe(&f.path).into_owned(),
             f.openings.to_string(),
             f.flags.clone(),
             iolab_spec::units::fmt_decimal(f.read_bytes as f64),

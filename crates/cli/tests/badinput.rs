@@ -273,6 +273,19 @@ fn a_name_with_escape_bytes_is_shown_escaped_in_tables_csv_and_html() {
     let out = s.cmd().args(["show", "last", "--output", "json"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(serde_json::from_str::<Value>(&text).is_ok() && text.contains("evil\\u001b]0;owned"), "{text}");
+    // A trace's unreadable lines and its paths, shown by trace import and trace show.
+    std::fs::write(
+        s.p("e.strace"),
+        "123  1.000000 openat(AT_FDCWD</w>, \"/w/\x1b[31mred\", O_RDWR) = 3</w/\x1b[31mred> <0.000010>\n\
+         123  1.000001 pwrite64(3</w/\x1b[31mred>, \"x\", 4096, 0) = 4096 <0.000010>\n\
+         junk \x1b]0;owned\x07 here\n",
+    )
+    .unwrap();
+    for args in [&["trace", "import", "-o", "e.trace", "e.strace"][..], &["trace", "show", "e.trace"]] {
+        let out = s.cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07), "{args:?}: raw control bytes");
+    }
 }
 
 #[test]
@@ -444,6 +457,10 @@ fn a_closed_or_full_stdout_never_panics() {
     s.stored_run(&[]);
     s.stored_run(&["--label", "config=a"]);
     std::fs::write(s.p("j.fio"), "[global]\nrw=read\nsize=1m\n[job1]\nfilename=t\n").unwrap();
+    // A trace for the trace commands (one call, one line iolab cannot read).
+    std::fs::write(s.p("x.strace"), "123  1.000000 pwrite64(3</w/a>, \"x\", 4096, 0) = 4096 <0.000010>\nnot strace\n")
+        .unwrap();
+    assert!(s.cmd().args(["trace", "import", "-o", "t.trace", "x.strace"]).output().unwrap().status.success());
     let run = ["run", "--target", "t2", "--size", "1M", "--engine", "null", "--runtime", "300ms"];
     let with_json = |a: &[&str]| {
         let mut v: Vec<&str> = a.to_vec();
@@ -468,6 +485,9 @@ fn a_closed_or_full_stdout_never_panics() {
         &["report", "last", "-o", "-"],
         &run,
         &["trace", "--help"],
+        &["trace", "import", "-o", "t2.trace", "x.strace"],
+        &["trace", "show", "t.trace"],
+        &["trace", "export", "--fio", "t.trace"],
     ]
     .iter()
     .map(|a| a.iter().map(|s| s.to_string()).collect())
@@ -475,6 +495,7 @@ fn a_closed_or_full_stdout_never_panics() {
     table.push(with_json(&["runs"]));
     table.push(with_json(&["show", "last"]));
     table.push(with_json(&run));
+    table.push(with_json(&["trace", "show", "t.trace"]));
     let mut n = 0;
     for args in &table {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
