@@ -229,6 +229,7 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     } else {
         0.0
     };
+    let cpu = CpuUse { share: cpu_share, sched, on, waiting, window, cpu_s };
     fig.insert("cpu_pct".to_string(), cpu_share * 100.0);
     if sched {
         fig.insert("on_cpu_pct".to_string(), 100.0 * on / window);
@@ -260,34 +261,8 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     };
 
     // 1. The rate asked, met.
-    let paced: Vec<&Job> = c
-        .jobs
-        .iter()
-        .filter(|j| j.workload.block().is_some_and(|b| b.rate.is_some() || b.rate_iops.is_some()))
-        .collect();
-    if !paced.is_empty() && paced.len() == c.jobs.len() {
-        let by_iops = paced.iter().all(|j| j.workload.block().is_some_and(|b| b.rate.is_none()));
-        let asked: f64 = paced
-            .iter()
-            .filter_map(|j| j.workload.block())
-            .map(|b| if by_iops { b.rate_iops.unwrap_or(0) as f64 } else { b.rate.map_or(0.0, |r| r.0 as f64) })
-            .sum();
-        let done = if by_iops { iops } else { io_bytes_s };
-        fig.insert("rate_asked".to_string(), asked);
-        fig.insert("rate_done".to_string(), done);
-        if by_iops {
-            fig.insert("rate_unit_iops".to_string(), 1.0);
-        }
-        let words = |v: f64| if by_iops { format!("{v:.0} IOPS") } else { format!("{}/s", fmt_decimal(v)) };
-        if asked > 0.0 && done >= RATE_MET * asked {
-            let flag = if by_iops { "--rate-iops" } else { "--rate" };
-            return bound(
-                By::Rate,
-                Some(flag.to_string()),
-                format!("the rate asked ({flag}): {} asked, {} done", words(asked), words(done)),
-                fig,
-            );
-        }
+    if let Some((flag, text)) = rate_met(c.jobs, iops, io_bytes_s, &mut fig) {
+        return bound(By::Rate, Some(flag), text, fig);
     }
     // 2. A link near its speed.
     if let Some(l) = link.as_ref().filter(|l| l.share >= LINK_FULL) {
@@ -333,29 +308,7 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
     }
     // 4. iolab's own threads on CPU.
     if cpu_share >= CPU_FULL && workers > 0 {
-        let text = if sched {
-            let held = if waiting / window >= 0.2 {
-                format!(
-                    "; waiting for a CPU {:.0}% of it: other work on the machine's {} CPU(s) held them",
-                    100.0 * waiting / window,
-                    c.cpus
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "iolab's own threads on CPU: {workers} worker thread(s) were runnable {:.0}% of the phase (on a CPU {:.0}%){held}",
-                cpu_share * 100.0,
-                100.0 * on / window
-            )
-        } else {
-            format!(
-                "iolab's own threads on CPU: {workers} worker thread(s) used {:.2} s of CPU per second, {:.0}% of the {} CPU(s) they could use",
-                if o.elapsed_s > 0.0 { cpu_s / o.elapsed_s } else { 0.0 },
-                cpu_share * 100.0,
-                cores as usize
-            )
-        };
+        let text = cpu_text(&cpu, workers, c.cpus, cores, o.elapsed_s);
         return bound(By::Cpu, None, text, fig);
     }
     // 5. The queue depth given (Little's law).
@@ -375,21 +328,102 @@ pub fn judge(o: Observed, c: &Context) -> Bound {
         );
     }
     // 6. Not clear: the figures.
+    let text = not_clear(device.as_ref(), link.as_ref(), cpu_share, (depth, flight), o.system.is_some());
+    bound(By::NotClear, None, text, fig)
+}
+
+/// The rate asked, when every job is paced and the rate was met: the flag and the line. The
+/// asked and done figures go into `fig` either way.
+fn rate_met(jobs: &[Job], iops: f64, io_bytes_s: f64, fig: &mut BTreeMap<String, f64>) -> Option<(String, String)> {
+    let paced: Vec<&Job> =
+        jobs.iter().filter(|j| j.workload.block().is_some_and(|b| b.rate.is_some() || b.rate_iops.is_some())).collect();
+    if paced.is_empty() || paced.len() != jobs.len() {
+        return None;
+    }
+    let by_iops = paced.iter().all(|j| j.workload.block().is_some_and(|b| b.rate.is_none()));
+    let asked: f64 = paced
+        .iter()
+        .filter_map(|j| j.workload.block())
+        .map(|b| if by_iops { b.rate_iops.unwrap_or(0) as f64 } else { b.rate.map_or(0.0, |r| r.0 as f64) })
+        .sum();
+    let done = if by_iops { iops } else { io_bytes_s };
+    fig.insert("rate_asked".to_string(), asked);
+    fig.insert("rate_done".to_string(), done);
+    if by_iops {
+        fig.insert("rate_unit_iops".to_string(), 1.0);
+    }
+    let words = |v: f64| if by_iops { format!("{v:.0} IOPS") } else { format!("{}/s", fmt_decimal(v)) };
+    if asked > 0.0 && done >= RATE_MET * asked {
+        let flag = if by_iops { "--rate-iops" } else { "--rate" };
+        return Some((
+            flag.to_string(),
+            format!("the rate asked ({flag}): {} asked, {} done", words(asked), words(done)),
+        ));
+    }
+    None
+}
+
+/// How iolab's workers used the CPU: from their own schedstat account where it was read
+/// (`sched`: on a CPU `on` s, waiting for one `waiting` s, of `window` thread-seconds), else
+/// from the process's CPU time `cpu_s`; `share` is the fraction busy either way.
+struct CpuUse {
+    share: f64,
+    sched: bool,
+    on: f64,
+    waiting: f64,
+    window: f64,
+    cpu_s: f64,
+}
+
+/// The CPU case's line.
+fn cpu_text(u: &CpuUse, workers: u32, cpus: usize, cores: f64, elapsed_s: f64) -> String {
+    if u.sched {
+        let held = if u.waiting / u.window >= 0.2 {
+            format!(
+                "; waiting for a CPU {:.0}% of it: other work on the machine's {cpus} CPU(s) held them",
+                100.0 * u.waiting / u.window,
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "iolab's own threads on CPU: {workers} worker thread(s) were runnable {:.0}% of the phase (on a CPU {:.0}%){held}",
+            u.share * 100.0,
+            100.0 * u.on / u.window
+        )
+    } else {
+        format!(
+            "iolab's own threads on CPU: {workers} worker thread(s) used {:.2} s of CPU per second, {:.0}% of the {} CPU(s) they could use",
+            if elapsed_s > 0.0 { u.cpu_s / elapsed_s } else { 0.0 },
+            u.share * 100.0,
+            cores as usize
+        )
+    }
+}
+
+/// The line when no case holds: the figures the cases read.
+fn not_clear(
+    device: Option<&DeviceUse>,
+    link: Option<&LinkUse>,
+    cpu_share: f64,
+    (depth, flight): (u32, f64),
+    sampled: bool,
+) -> String {
     let mut parts = Vec::new();
-    if let Some(d) = &device {
+    if let Some(d) = device {
         parts.push(format!("{} {:.0}% busy, queue {:.1}", d.name, d.util_pct, d.aqu));
     }
-    if let Some(l) = &link {
+    if let Some(l) = link {
         parts.push(format!("{} {:.0}% of its link", l.iface.as_deref().unwrap_or("the link"), l.share * 100.0));
     }
     parts.push(format!("iolab's threads runnable {:.0}% of the time", cpu_share * 100.0));
     if depth > 0 {
         parts.push(format!("{flight:.2} of {depth} in flight"));
     }
-    if o.system.is_none() {
+    if !sampled {
         parts.push("no system figures (sampling off)".to_string());
     }
-    bound(By::NotClear, None, format!("not clear: {}", parts.join(", ")), fig)
+    format!("not clear: {}", parts.join(", "))
 }
 
 fn trim(v: f64) -> String {
