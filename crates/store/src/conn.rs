@@ -85,27 +85,13 @@ pub const MAX_COPY_BYTES: u64 = 512 << 20;
 pub(crate) fn check_path(path: &Path, exists: bool) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_file() => Ok(()),
-        Ok(m) => Err(StoreError::NotRegular { path: path.into(), kind: kind_of(&m.file_type()) }),
+        Ok(m) => Err(StoreError::NotRegular {
+            path: path.into(),
+            kind: iolab_spec::input::not_regular(&m.file_type()).unwrap_or("not a regular file"),
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !exists => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(StoreError::Missing(Target::File(path.into()))),
         Err(cause) => Err(StoreError::Unreadable { path: path.into(), cause }),
-    }
-}
-
-fn kind_of(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
     }
 }
 
