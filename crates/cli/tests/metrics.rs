@@ -447,3 +447,27 @@ fn an_agent_daemon_serves_its_own_node_only() {
     let id = text.split("run_id=\"").nth(1).unwrap().split('"').next().unwrap();
     assert!(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
 }
+
+/// Hostile addresses for the endpoint, and a malformed team-database URL carrying a password:
+/// one clear error each, exit 2, before any I/O, and the password never printed.
+#[test]
+fn bad_listen_addresses_and_a_bad_database_url_get_one_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("f");
+    for addr in ["", "garbage", "127.0.0.1:99999", "1.2.3.4:80", "127.0.0.1:-1"] {
+        let out = iolab()
+            .args(["run", "--size", "1M", "--engine", "null", "--runtime", "100ms", "--no-store", "--target"])
+            .arg(&target)
+            .args(["--metrics-listen", addr])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{addr:?}: {err}");
+        assert!(err.contains("--metrics-listen") && !err.contains("panicked"), "{addr:?}: {err}");
+        assert!(!target.exists(), "{addr:?}: refused only after laying out the target");
+    }
+    let out = iolab().args(["runs", "--db", "postgres://u:s3cretpw@[bad"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("s3cretpw") && err.contains("***"), "{err}");
+}
