@@ -20,11 +20,11 @@ mode=${2:-join}
 bin=$(realpath "${3:-target/release/iolab}")
 [ -x "$bin" ] || { echo "no iolab binary at $bin (cargo build --release -p iolab)" >&2; exit 2; }
 command -v /usr/bin/time >/dev/null || { echo "needs /usr/bin/time (the time package)" >&2; exit 2; }
-work=$(mktemp -d)
+work=${KEEP:-$(mktemp -d)}
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 echo "token-$$-$RANDOM" > "$work/token"
@@ -40,7 +40,7 @@ start_agents() { # RUN_TAG JOIN_ADDR
     local d=$work/$tag/n$i
     mkdir -p "$d"
     if [ "$mode" = join ]; then
-      SLURM_PROCID=$i "$bin" agent --join "$addr" --token-file "$work/token" --allow "$d" 2>/dev/null &
+      SLURM_PROCID=$i "$bin" agent --join "$addr" --token-file "$work/token" --allow "$d" 2>"$d.log" &
       pids+=($!)
     else
       "$bin" agent --listen 127.0.0.1:0 --token-file "$work/token" --state-dir "$work/state" \
@@ -98,11 +98,26 @@ coordinate() { # TAG RUNTIME [KILL_AFTER]
       [ "$p" = "$victim" ] && continue
       if [ "$mode" = join ]; then kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); fi
     done
-    python3 - "$t0" "$t1" "$alive" "$work/$tag.json" "$mode" <<'PY'
-import json, sys
+    python3 - "$t0" "$t1" "$alive" "$work/$tag.json" "$mode" "$work/$tag" "$((n / 2))" <<'PY'
+import glob, json, os, sys
 t0, t1, alive, path, mode = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+logs, victim = sys.argv[6], int(sys.argv[7])
 r = json.load(open(path))
 print(f"kill -9 of one agent: the coordinator ended {t1 - t0:.2f} s after it, status {r['status']}: {r.get('error','')[:120]}")
+# Each other agent's log ends with "stop asked by the coordinator" and "run ... done": its last
+# write is when it heard the coordinator's Stop and ended its run.
+told = []
+for f in glob.glob(f"{logs}/n*.log"):
+    if f.endswith(f"/n{victim}.log"):
+        continue
+    text = open(f).read()
+    if "stop asked by the coordinator" in text:
+        told.append(os.stat(f).st_mtime - t0)
+told.sort()
+if told:
+    print(f"  other agents told to stop by the coordinator: {len(told)}, after p50 {told[len(told)//2]:.2f} s, max {told[-1]:.2f} s from the kill")
+else:
+    print("  no other agent logged the coordinator's Stop")
 if mode == "join":
     print(f"  other agents still running 5 s after the kill: {alive}")
 nodes = r["phases"][0]["nodes"] if r["phases"] else []

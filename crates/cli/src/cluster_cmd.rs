@@ -97,10 +97,10 @@ impl On<'_> {
                 checked?;
             }
         }
-        let cluster = Cluster::connect(specs, opts, &mut |w| eprintln!("iolab: warning: {w}"))?;
+        let cluster = Cluster::connect(specs, opts, &mut |w| errln!("iolab: warning: {w}"))?;
         if !self.out.machine() {
             for i in cluster.infos() {
-                eprintln!(
+                errln!(
                     "iolab: node {} ({}, {}): clock offset {:+.3} ± {:.3} ms, round trip {:.3} ms",
                     i.name,
                     i.address,
@@ -147,12 +147,12 @@ impl On<'_> {
                         f.step(index, of);
                     }
                     if let Some(line) = say(index, of, step).filter(|_| !json) {
-                        eprintln!("iolab: step {}/{of}: {} ({line})", index + 1, step.name);
+                        errln!("iolab: step {}/{of}: {} ({line})", index + 1, step.name);
                     }
                 }
                 News::Ran { first_phase, result, .. } => {
                     if draw {
-                        eprintln!();
+                        errln!();
                     }
                     if let Some(k) = keep.as_deref_mut() {
                         keep_nodes(k, first_phase, result);
@@ -194,7 +194,7 @@ fn finish(rec: Option<Recorder>, run: &RunResult, json: bool) {
         r.set_nodes(&run.nodes, run.verdict.as_ref());
         r.finish(run);
         if !json {
-            eprintln!("iolab: {}", r.where_());
+            errln!("iolab: {}", r.where_());
         }
     }
 }
@@ -234,7 +234,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     finish(rec, &run, args.out.machine());
     write_logs(&args, &run, &per_node)?;
     if args.cleanup {
-        eprintln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
+        errln!("iolab: --cleanup with --node: remove the files on each node yourself (the agents delete nothing)");
     }
     crate::stdout::unless_closed(emit(&run, &args.out))?;
     live.linger(&stop, args.out.machine());
@@ -250,7 +250,7 @@ fn write_logs(args: &RunArgs, run: &RunResult, per_node: &NodePhases) -> Result<
     }
     if !args.out.machine() {
         for path in written {
-            eprintln!("iolab: wrote {}", path.display());
+            errln!("iolab: wrote {}", path.display());
         }
     }
     Ok(())
@@ -362,8 +362,11 @@ impl Nodes<'_> {
         if self.draw {
             let line: Vec<String> = self.rates.iter().map(|(n, r)| format!("{n} {r:.1} MB/s")).collect();
             let total: f64 = self.rates.iter().map(|r| r.1).sum();
-            eprint!("\r\x1b[2Kphase {}: {} | all {total:.1} MB/s", phase + 1, line.join(", "));
-            let _ = std::io::stderr().flush();
+            // The line is redrawn in place (CR, erase line); the node names in it are escaped.
+            let line = iolab_report::text::safe(&line.join(", ")).into_owned();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2Kphase {}: {line} | all {total:.1} MB/s", phase + 1);
+            let _ = err.flush();
         }
     }
 }
@@ -373,7 +376,7 @@ impl Sink for Nodes<'_> {
         let node = node.unwrap_or("");
         match event {
             Event::Message(text) if !self.json => {
-                eprintln!("{}iolab: node {node}: {text}", if self.draw { "\n" } else { "" });
+                errln!("{}iolab: node {node}: {text}", if self.draw { "\n" } else { "" });
             }
             Event::Tick { phase, point, .. } => {
                 self.show(node, phase, (point.read_bytes + point.write_bytes) as f64 / 1e6)

@@ -18,7 +18,7 @@ pub fn copy(a: DbCopyArgs) -> Result<ExitCode> {
     let to = Store::open(&a.to).context("opening the database to copy to")?;
     let human = a.output == Format::Human;
     if human {
-        eprintln!("iolab: copying {} run(s) from {} to {}", ids.len(), from.location(), to.location());
+        errln!("iolab: copying {} run(s) from {} to {}", ids.len(), from.location(), to.location());
     }
     let total = ids.len();
     let mut done = 0;
@@ -35,7 +35,7 @@ pub fn copy(a: DbCopyArgs) -> Result<ExitCode> {
                     format!("run {from} is still running (on {node}); left for a later copy")
                 }
             };
-            eprintln!("  [{done}/{total}] {line}");
+            errln!("  [{done}/{total}] {line}");
         }
         events.push(e);
     })?;

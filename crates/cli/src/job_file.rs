@@ -23,11 +23,11 @@ pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
     let f = fio::parse(path, &fio::System, lenient)?;
     if !quiet {
         for n in &f.notes {
-            eprintln!("iolab: note: {n}");
+            errln!("iolab: note: {n}");
         }
     }
     for s in &f.skipped {
-        eprintln!("iolab: warning: left out (--fio-lenient): {s}");
+        errln!("iolab: warning: left out (--fio-lenient): {s}");
     }
     Ok(f)
 }

@@ -28,7 +28,7 @@ impl Live {
         let board = Board::new();
         let endpoint = Endpoint::start(addr, board.clone())?;
         if !quiet {
-            eprintln!("iolab: serving live metrics at http://{}/metrics", endpoint.addr());
+            errln!("iolab: serving live metrics at http://{}/metrics", endpoint.addr());
         }
         Ok(Live { on: Some((board, endpoint)), linger: args.metrics_linger })
     }
@@ -48,7 +48,7 @@ impl Live {
     pub fn linger(self, stop: &AtomicBool, quiet: bool) {
         let Some((_, endpoint)) = self.on else { return };
         if !self.linger.is_zero() && !quiet {
-            eprintln!(
+            errln!(
                 "iolab: live metrics stay up {} s for a last scrape (Ctrl-C ends them now)",
                 self.linger.as_secs_f64()
             );

@@ -40,7 +40,7 @@ impl Progress {
         }
         match &self.bar {
             Some(b) => b.println(text),
-            None => eprintln!("{text}"),
+            None => errln!("{text}"),
         }
     }
 

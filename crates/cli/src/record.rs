@@ -61,7 +61,7 @@ impl Recorder {
     fn keep(&mut self, r: iolab_store::Result<()>) {
         if let Err(e) = r {
             if !self.broken {
-                eprintln!("iolab: warning: {e}; the run goes on, unsaved from here");
+                errln!("iolab: warning: {e}; the run goes on, unsaved from here");
             }
             self.broken = true;
         }

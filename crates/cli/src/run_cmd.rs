@@ -62,7 +62,7 @@ pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let (result, _) = execute(&plan, &args.out, &args.save, (RunKind::Run, &name), &live, stop.clone())?;
     for path in crate::fio_logs::write(&args.logs, &result)? {
         if !args.out.machine() {
-            eprintln!("iolab: wrote {}", path.display());
+            errln!("iolab: wrote {}", path.display());
         }
     }
     if args.cleanup {
@@ -124,10 +124,10 @@ pub fn execute(
     if let Some(r) = rec.as_mut() {
         r.finish(&result);
         if let Err(e) = r.fill(&mut result) {
-            eprintln!("iolab: warning: reading the run's seconds and samples back: {e}");
+            errln!("iolab: warning: reading the run's seconds and samples back: {e}");
         }
         if !json {
-            eprintln!("iolab: {}", r.where_());
+            errln!("iolab: {}", r.where_());
         }
     }
     Ok((result, rec.map(|r| r.run)))
@@ -142,9 +142,9 @@ pub fn cleanup(plan: &Plan, quiet: bool) {
                 continue;
             }
             match layout::remove_owned(&path) {
-                Ok(true) if !quiet => eprintln!("removed {}", path.display()),
-                Ok(false) if path.exists() && !quiet => eprintln!("kept {}: iolab did not create it", path.display()),
-                Err(e) => eprintln!("could not remove {}: {e}", path.display()),
+                Ok(true) if !quiet => errln!("removed {}", path.display()),
+                Ok(false) if path.exists() && !quiet => errln!("kept {}: iolab did not create it", path.display()),
+                Err(e) => errln!("could not remove {}: {e}", path.display()),
                 _ => {}
             }
         }

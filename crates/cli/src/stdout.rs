@@ -118,3 +118,28 @@ macro_rules! out {
         write!($crate::stdout::out(), $($t)*)
     }};
 }
+
+/// One line on stderr (a note, a warning, progress without a bar), its control characters
+/// escaped like stdout's (a path or a label from a user or a trace cannot recolour the terminal
+/// or forge a line), and a failed write ignored: `eprintln!` panics when stderr is closed or
+/// full (`2>/dev/full`), and a note is never worth a run. Every line the commands write to
+/// stderr goes through here ([`errln!`]; clippy's `disallowed_macros` refuses `eprintln!` in
+/// this crate).
+pub fn err_line(args: std::fmt::Arguments<'_>) {
+    let mut text = args.to_string();
+    text.push('\n');
+    let mut clean = Vec::new();
+    let bytes =
+        if iolab_report::text::filter_bytes(text.as_bytes(), &mut clean) { &clean[..] } else { text.as_bytes() };
+    let _ = io::stderr().lock().write_all(bytes);
+}
+
+/// `eprintln!` through [`err_line`]: escaped, and never a panic.
+macro_rules! errln {
+    () => {
+        $crate::stdout::err_line(format_args!(""))
+    };
+    ($($t:tt)*) => {
+        $crate::stdout::err_line(format_args!($($t)*))
+    };
+}

@@ -66,7 +66,7 @@ fn labels_text(l: &std::collections::BTreeMap<String, String>) -> String {
 fn open_read(db: &crate::args::DbArgs) -> Result<Store> {
     let store = Store::open_read(db.target())?;
     if let Some(note) = store.note() {
-        eprintln!("iolab: note: {note}");
+        errln!("iolab: note: {note}");
     }
     Ok(store)
 }
@@ -194,7 +194,7 @@ pub fn rm(a: RmArgs) -> Result<ExitCode> {
         bail!("nothing deleted; pass --yes to delete {} runs without being asked", ids.len());
     }
     let n = store.remove(&ids)?;
-    eprintln!("removed {n} run(s): {list}");
+    errln!("removed {n} run(s): {list}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -202,10 +202,15 @@ pub fn rm(a: RmArgs) -> Result<ExitCode> {
 fn confirm(question: &str) -> Result<bool> {
     use std::io::IsTerminal;
     if !std::io::stdin().is_terminal() {
-        eprintln!("iolab: {question} (not asked: stdin is not a terminal)");
+        errln!("iolab: {question} (not asked: stdin is not a terminal)");
         return Ok(false);
     }
-    eprint!("iolab: {question} [y/N] ");
+    {
+        use std::io::Write as _;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "iolab: {} [y/N] ", iolab_report::text::safe(question));
+        let _ = err.flush();
+    }
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).context("reading the answer")?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
@@ -224,7 +229,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     if let Some(r) = runs.first() {
         crate::fio_logs::check(&a.logs, r.result.phases.len())?;
         for path in crate::fio_logs::write(&a.logs, &r.result)? {
-            eprintln!("iolab: wrote {}", path.display());
+            errln!("iolab: wrote {}", path.display());
         }
     }
     print(a.format, Options { histograms: a.histograms }, &Input::Stored(&runs))?;
@@ -281,7 +286,7 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         )?;
     }
     if a.fail_on_regression && c.regressions() > 0 {
-        eprintln!("iolab: {} metric(s) regressed", c.regressions());
+        errln!("iolab: {} metric(s) regressed", c.regressions());
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -152,7 +152,7 @@ fn make_dir(dir: &Path) -> Result<bool> {
     let made = layout::create_dir_in_run(dir, None)
         .with_context(|| format!("{} is not a directory to profile", dir.display()))?;
     if made {
-        eprintln!("created the directory {} (marked as iolab's)", dir.display());
+        errln!("created the directory {} (marked as iolab's)", dir.display());
     }
     Ok(made)
 }
@@ -221,7 +221,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let plan = plan_of(&steps, &ctx)?;
     let json = a.out.machine();
     if !json {
-        eprintln!(
+        errln!(
             "iolab survey of {}: {} steps of {} s on a {} file, {} I/O{}",
             a.dir.display(),
             steps.len(),
@@ -249,7 +249,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => None,
         Some((nodes, steps)) => {
             if !json {
-                eprintln!("iolab survey: the locking check on {}", nodes.join(" and "));
+                errln!("iolab survey: the locking check on {}", nodes.join(" and "));
             }
             let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save, live: &live };
             Some(crate::cluster_cmd::run_scenario(on, &Locking, &steps, a.link_speed, stop.clone())?)
@@ -277,7 +277,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             match crate::stored::write_report(&[stored], &out, opts) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    eprintln!("iolab: warning: no report: {e:#}; `iolab report {id} -o FILE` writes one");
+                    errln!("iolab: warning: no report: {e:#}; `iolab report {id} -o FILE` writes one");
                     None
                 }
             }
@@ -291,7 +291,7 @@ pub fn run(a: SurveyArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let printed = crate::output::print(a.out.output, a.out.options(), &Input::Survey(&result, locking.as_ref()))
         .and_then(|_| {
             match (&report, json, run) {
-                (Some(r), true, _) => eprintln!("iolab: report: {}", r.display()),
+                (Some(r), true, _) => errln!("iolab: report: {}", r.display()),
                 (Some(r), false, _) => {
                     outln!("report: {} (open it in a browser; `iolab report` makes others)", r.display())?
                 }

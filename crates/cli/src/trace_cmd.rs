@@ -115,7 +115,7 @@ fn record(a: TraceRecordArgs) -> Result<ExitCode> {
         None => match ebpf::unavailable() {
             None => TraceVia::Ebpf,
             Some(why) => {
-                eprintln!("Recording with strace: {}", why_not_ebpf(&why));
+                errln!("Recording with strace: {}", why_not_ebpf(&why));
                 TraceVia::Strace
             }
         },
@@ -126,7 +126,7 @@ fn record(a: TraceRecordArgs) -> Result<ExitCode> {
         TraceVia::Ebpf => match record_ebpf(&a) {
             Err(e) if a.via.is_none() && e.downcast_ref::<ebpf::EbpfError>().is_some_and(refused_before_start) => {
                 let why = e.downcast_ref::<ebpf::EbpfError>().map(why_not_ebpf).unwrap_or_default();
-                eprintln!("Recording with strace: {why}");
+                errln!("Recording with strace: {why}");
                 record_strace(a)
             }
             r => r,
@@ -174,7 +174,7 @@ fn record_ebpf(a: &TraceRecordArgs) -> Result<ExitCode> {
         source: trace_name(a),
     };
     if let Some(pid) = a.pid {
-        eprintln!("Recording process {pid} with eBPF; Ctrl-C ends the recording.");
+        errln!("Recording process {pid} with eBPF; Ctrl-C ends the recording.");
     }
     run_ebpf(a, what, &opts)
 }
@@ -197,7 +197,7 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
     };
     rec.out.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
     for n in &rec.notes {
-        eprintln!("Note: {n}");
+        errln!("Note: {n}");
     }
     let s = &rec.summary;
     if a.output == Output::Json {
@@ -220,10 +220,10 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
         )?;
     }
     for (why, n) in &s.lost {
-        eprintln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
+        errln!("Warning: {} events not kept: {why} (counted in the trace)", fmt::count(*n as f64));
     }
     if a.output != Output::Json && s.kernel_runs > 0 {
-        eprintln!(
+        errln!(
             "The recorder's kernel programs ran {} times for {} ({} ns each); reading the events took {} of CPU.",
             fmt::count(s.kernel_runs as f64),
             fmt::secs(s.kernel_ns as f64 / 1e9),
@@ -232,7 +232,7 @@ fn run_ebpf(a: &TraceRecordArgs, what: ebpf::What, opts: &ebpf::Options) -> Resu
         );
     }
     if let Some(st) = rec.status.filter(|st| !st.success()) {
-        eprintln!("Note: the command ended with {st}; its trace is kept.");
+        errln!("Note: the command ended with {st}; its trace is kept.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -289,9 +289,9 @@ fn record_block(a: TraceRecordArgs) -> Result<ExitCode> {
         (None, true) => ebpf::What::Watch,
     };
     if matches!(what, ebpf::What::Watch) && a.duration.is_none() {
-        eprintln!("Recording the block requests of {}; Ctrl-C ends the recording.", names.join(", "));
+        errln!("Recording the block requests of {}; Ctrl-C ends the recording.", names.join(", "));
     } else {
-        eprintln!("Recording the block requests of {}.", names.join(", "));
+        errln!("Recording the block requests of {}.", names.join(", "));
     }
     let opts = ebpf::Options {
         ring_bytes: ring_bytes(a.buffer.0)?,
@@ -315,7 +315,7 @@ fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
     c.args(["-f", "-qq", "-ttt", "-T", "-y", "-s", "0", "-e"]).arg(format!("trace={TRACED}")).arg("-o").arg(&raw);
     if let Some(pid) = a.pid {
         c.arg("-p").arg(pid.to_string());
-        eprintln!("Recording process {pid} with {version}; Ctrl-C ends the recording.");
+        errln!("Recording process {pid} with {version}; Ctrl-C ends the recording.");
     } else {
         c.arg("--seccomp-bpf").arg("--").args(&a.command).stdin(Stdio::inherit());
     }
@@ -348,7 +348,7 @@ fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
         take_off_strace(&a.out, a.pid.is_none())?;
     }
     if a.pid.is_none() && !status.success() {
-        eprintln!("Note: the command ended with {status}; its trace is kept.");
+        errln!("Note: the command ended with {status}; its trace is kept.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -378,7 +378,7 @@ fn take_off_strace(trace: &Path, seccomp: bool) -> Result<()> {
     };
     w.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_all()).context("cannot write the trace")?;
     std::fs::rename(&tmp, trace).with_context(|| format!("cannot replace {}", trace.display()))?;
-    eprintln!(
+    errln!(
         "strace's cost measured: {} in each call (kept in the durations), {} in each gap (taken off) ({}); the span under strace {} (`trace show` says more)",
         fmt_us(o.call_ns),
         fmt_us(o.gap_ns),
@@ -805,12 +805,12 @@ fn export(a: TraceExportArgs) -> Result<ExitCode> {
         }
     };
     let acts: Vec<String> = ex.actions.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    eprintln!("{} iolog entries written ({})", ex.entries, acts.join(", "));
+    errln!("{} iolog entries written ({})", ex.entries, acts.join(", "));
     for (why, n) in &ex.left_out {
-        eprintln!("left out: {n} calls, {why}");
+        errln!("left out: {n} calls, {why}");
     }
     if let Some(m) = &remap {
-        eprintln!("paths under {} remapped under {}", m.strip.display(), m.target.display());
+        errln!("paths under {} remapped under {}", m.strip.display(), m.target.display());
     }
     Ok(ExitCode::SUCCESS)
 }

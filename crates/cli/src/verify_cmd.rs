@@ -34,9 +34,9 @@ pub fn run(a: VerifyArgs) -> Result<ExitCode> {
     let json = a.output == Format::Json;
     if !a.save.no_store {
         match save(&a, &result) {
-            Ok(w) if !json => eprintln!("iolab: {w}"),
+            Ok(w) if !json => errln!("iolab: {w}"),
             Ok(_) => {}
-            Err(e) => eprintln!("iolab: warning: the check is not saved: {e:#}"),
+            Err(e) => errln!("iolab: warning: the check is not saved: {e:#}"),
         }
     }
     let code = if result.found_bad_blocks() { ExitCode::from(1) } else { ExitCode::SUCCESS };

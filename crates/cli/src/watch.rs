@@ -60,7 +60,7 @@ impl Saver {
     fn keep(&mut self, r: iolab_store::Result<()>) {
         if let Err(e) = r {
             if !self.broken {
-                eprintln!("iolab: warning: {e}; the watch goes on, unsaved from here");
+                errln!("iolab: warning: {e}; the watch goes on, unsaved from here");
             }
             self.broken = true;
         }
@@ -176,7 +176,7 @@ pub fn run(a: WatchArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         if !json && failed.is_none() {
             writeln!(out, "stored as run {} in {}", s.run, s.store.location())?;
         } else {
-            eprintln!("iolab: stored as run {} in {}", s.run, s.store.location());
+            errln!("iolab: stored as run {} in {}", s.run, s.store.location());
         }
     }
     if let Some(f) = feed.as_mut() {

@@ -3,6 +3,7 @@
 //! TLS clients under `ulimit -n 64` do not lock a coordinator out; an agent frozen (SIGSTOP)
 //! past its lease issues nothing when it is resumed; agents sharing one state directory start
 //! together.
+#![allow(clippy::disallowed_macros)] // a test prints its skips with eprintln!, not user text
 
 mod common;
 

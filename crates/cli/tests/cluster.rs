@@ -467,7 +467,7 @@ fn the_tls_daemon_serves_a_good_client_and_refuses_bad_ones() {
 }
 
 /// A throwaway sshd on a loopback port, with a key of its own, and the ssh config to reach it
-/// as `node1`. `None` (with a printed reason) where that cannot run.
+/// as `node1` and `node2` (one host, one home: two nodes sharing a home directory). `None` (with a printed reason) where that cannot run.
 fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
     if !Path::new("/usr/sbin/sshd").exists()
         || !std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"))
@@ -506,6 +506,8 @@ fn local_sshd(dir: &Path) -> Option<(std::process::Child, std::path::PathBuf)> {
         format!(
             "Host node1\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/id\n  \
              StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n\
+             Host node2\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/id\n  \
+             StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n\
              Host stranger\n  HostName 127.0.0.1\n  Port {port}\n  User root\n  IdentityFile {d}/stranger\n  \
              IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n"
         ),
@@ -538,6 +540,54 @@ fn an_ssh_node_runs_over_the_system_ssh() {
     assert_eq!(r["nodes"][0]["address"], "ssh://node1");
     assert_eq!(u(&r["phases"][0]["total"]["write"]["bytes"]), 2 << 20);
     assert_eq!(std::fs::metadata(work.join("f")).unwrap().len(), 2 << 20);
+}
+
+/// Issue 26 item 5: two ssh nodes sharing a home directory (one host reached as `node1` and
+/// `node2`), neither with iolab, start together: each copies the binary at the same time into
+/// the one cache directory, and every attempt runs on both, the binary whole, no part file
+/// left, and no shell noise ("Text file busy", a missing file) for the copy the other made.
+#[test]
+fn two_ssh_nodes_sharing_a_home_copy_and_start_together() {
+    let d = tempfile::tempdir().unwrap();
+    let Some((mut sshd, config)) = local_sshd(d.path()) else { return };
+    let (w1, w2) = (d.path().join("w1"), d.path().join("w2"));
+    std::fs::create_dir_all(&w1).unwrap();
+    std::fs::create_dir_all(&w2).unwrap();
+    let cache = d.path().join("cache/iolab");
+    let mut outs = Vec::new();
+    for _ in 0..3 {
+        // A fresh home each time: both nodes find no iolab and copy at once.
+        let _ = std::fs::remove_dir_all(d.path().join("cache"));
+        let out = iolab()
+            .env("IOLAB_SSH_CONFIG", &config)
+            .env("IOLAB_REMOTE_BIN", d.path().join("nowhere/iolab"))
+            .args(["run", "-o", "json", "--no-store", "--sample-interval", "0", "--target", "f", "--rw", "write"])
+            .args(["--size", "1M", "--node", &format!("n1=ssh://node1,dir={}", w1.display())])
+            .args(["--node", &format!("n2=ssh://node2,dir={}", w2.display())])
+            .output()
+            .unwrap();
+        let left: Vec<String> = std::fs::read_dir(&cache)
+            .map(|r| r.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        let copied = std::fs::metadata(cache.join(format!("iolab-{}", env!("CARGO_PKG_VERSION")))).map(|m| m.len());
+        outs.push((out, left, copied));
+    }
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+    for (out, left, copied) in outs {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(u(&r["phases"][0]["total"]["write"]["bytes"]), 2 << 20, "both nodes wrote: {r}");
+        assert_eq!(err.matches("copying this iolab").count(), 2, "each node said it once: {err}");
+        for noise in ["busy", "No such file", "cannot", "rm:", "mv:"] {
+            assert!(!err.contains(noise), "shell noise `{noise}`: {err}");
+        }
+        assert_eq!(left, [format!("iolab-{}", env!("CARGO_PKG_VERSION"))], "only the binary, no part file");
+        assert_eq!(copied.unwrap(), std::fs::metadata(bin()).unwrap().len(), "the binary whole");
+    }
+    assert_eq!(std::fs::metadata(w1.join("f")).unwrap().len(), 1 << 20);
+    assert_eq!(std::fs::metadata(w2.join("f")).unwrap().len(), 1 << 20);
 }
 
 #[test]

@@ -255,6 +255,13 @@ fn slurm_runs_the_docs_sbatch_script_as_written() {
     let runs = runs.as_array().expect("a list of runs");
     assert_eq!(runs.len(), 1, "one run labelled job={job}: {runs:?}");
     assert_eq!(runs[0]["status"], "complete", "{:?}", runs[0]);
+    // On the same cluster (its daemons started once): srun placing two agents on one node,
+    // each with its rank from SLURM_PROCID, joining one coordinator.
+    two_agents_by(
+        &["srun", "--nodes=1", "--ntasks-per-node=2", "--time=00:05:00"],
+        "SLURM_PROCID",
+        &[("SLURM_CONF", &slurm.conf)],
+    );
 }
 
 /// A coordinator waiting for `n` joined agents, and the address it listens on.
@@ -287,9 +294,9 @@ fn coordinator(
     (child, addr, log)
 }
 
-/// Two agents placed by `launcher` (which gives each its rank in `var`) join a coordinator;
-/// each writes its file in its own directory.
-fn two_agents_by(launcher: &[&str], var: &str) {
+/// Two agents placed by `launcher` (which gives each its rank in `var`; `env` is the launcher's
+/// own, e.g. `SLURM_CONF`) join a coordinator; each writes its file in its own directory.
+fn two_agents_by(launcher: &[&str], var: &str, env: &[(&str, &Path)]) {
     let d = disk_tempdir();
     let token = d.path().join("token");
     std::fs::write(&token, "mpi-token\n").unwrap();
@@ -303,6 +310,9 @@ fn two_agents_by(launcher: &[&str], var: &str) {
     c.args(["agent", "--join", &addr, "--token-file"]).arg(&token).arg("--allow").arg(d.path());
     for v in ["SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "JOB_COMPLETION_INDEX"] {
         c.env_remove(v);
+    }
+    for (k, v) in env {
+        c.env(k, v);
     }
     let agents = c.env("PATH", path_with_iolab()).output().unwrap();
     let out = coord.wait_with_output().unwrap();
@@ -327,7 +337,11 @@ fn open_mpi_mpirun_places_agents_with_their_ranks() {
         return skip(&format!("{t} is not installed (apt-get install openmpi-bin)"));
     }
     // As root, Open MPI wants to be told; --oversubscribe: two ranks on this one host.
-    two_agents_by(&["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "2"], "OMPI_COMM_WORLD_RANK");
+    two_agents_by(
+        &["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", "2"],
+        "OMPI_COMM_WORLD_RANK",
+        &[],
+    );
 }
 
 #[test]
@@ -335,7 +349,7 @@ fn mpich_mpiexec_places_agents_with_their_ranks() {
     if let Some(t) = missing(&["mpiexec.mpich"]) {
         return skip(&format!("{t} is not installed (apt-get install mpich)"));
     }
-    two_agents_by(&["mpiexec.mpich", "-n", "2"], "PMI_RANK");
+    two_agents_by(&["mpiexec.mpich", "-n", "2"], "PMI_RANK", &[]);
 }
 
 fn repo() -> PathBuf {

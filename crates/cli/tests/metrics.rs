@@ -4,6 +4,7 @@
 //! IOPS; promtool accepting the endpoint's text; a coordinator of real agents serving every
 //! node's series, an agent daemon its own; bad requests refused. Each skips with its reason
 //! where prometheus or promtool is missing.
+#![allow(clippy::disallowed_macros)] // a test prints its skips with eprintln!, not user text
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! System metrics on real devices: iolab's sampler against sysstat's `iostat -x` over the
 //! same workload, the path-to-device mapping through loop devices, ext4 and device-mapper,
 //! and `iolab watch`. Each test that needs root, losetup, dmsetup or iostat says why it skipped.
+#![allow(clippy::disallowed_macros)] // a test prints its skips with eprintln!, not user text
 
 mod common;
 use common::*;

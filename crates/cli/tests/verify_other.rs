@@ -5,6 +5,7 @@
 //! are stale reads, each at its offset, with the keys expected and found and the writer; a
 //! flipped bit is corruption. The sshfs testbed's cache shows the same for real
 //! (testbed_verify.rs).
+#![allow(clippy::disallowed_macros)] // a test prints its skips with eprintln!, not user text
 
 mod common;
 

@@ -106,7 +106,8 @@ pub(crate) async fn run(
     // has run out, no worker issues anything (even one resumed after a SIGSTOP, before this
     // side of the stream has had a chance to notice).
     let lease = Arc::new(Lease::new(IO_LEASE));
-    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone(), lease.clone()));
+    let lost = Lost::default();
+    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone(), lease.clone(), lost.clone()));
     tokio::spawn(keep_alive(tx.clone(), finished.clone()));
     let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
     // A node's name as the coordinator calls it names it in validation stamps (the testbed's
@@ -128,7 +129,7 @@ pub(crate) async fn run(
     let tapped = tap.map(|t| t.begin(&a.node, mark.as_deref(), &a.plan));
     std::thread::Builder::new()
         .name("iolab-agent-run".into())
-        .spawn(move || run_thread(a.plan, ctl, a.node, tx, finished, tapped))
+        .spawn(move || run_thread(a.plan, ctl, a.node, tx, finished, tapped, lost))
         .map_err(|e| Status::internal(format!("starting the run's thread: {e}")))?;
     Ok(UnboundedReceiverStream::new(rx))
 }
@@ -142,6 +143,7 @@ fn run_thread(
     tx: Outbox,
     finished: Arc<AtomicBool>,
     mut tapped: Option<Box<dyn Tapped>>,
+    lost: Lost,
 ) {
     let mut forward = Forward::new(tx.clone());
     let ran = {
@@ -156,6 +158,12 @@ fn run_thread(
         });
     }
     let done = match ran {
+        // Stopped because the coordinator fell silent, not because it asked: a failure with
+        // its reason (the coordinator, if it hears this at all, must not take it for a Ctrl-C).
+        Ok(Ok(r)) if r.status == iolab_model::Status::Interrupted && lost.why().is_some() => {
+            let why = lost.why().unwrap_or_default();
+            done::ran(iolab_model::Status::Failed, Some(why), (r.started_unix_s * 1e9) as i64)
+        }
         Ok(Ok(r)) => done::ran(r.status, r.error, (r.started_unix_s * 1e9) as i64),
         Ok(Err(e)) => {
             log(&format!("refused a run: {e}"));
@@ -177,6 +185,21 @@ fn run_thread(
     log(&format!("run for node `{node}` done"));
 }
 
+/// Why the run lost its coordinator, once it has: said in the run's Done.
+#[derive(Clone, Default)]
+struct Lost(Arc<Mutex<Option<String>>>);
+
+impl Lost {
+    fn set(&self, why: String) {
+        if let Ok(mut w) = self.0.lock() {
+            w.get_or_insert(why);
+        }
+    }
+    fn why(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|w| w.clone())
+    }
+}
+
 /// The coordinator's side: Go, Stop, heartbeats, each renewing the lease; a lease run out, or
 /// the stream's end, stops the run.
 async fn follow_coordinator(
@@ -185,10 +208,12 @@ async fn follow_coordinator(
     stop: Arc<AtomicBool>,
     finished: Arc<AtomicBool>,
     lease: Arc<Lease>,
+    said: Lost,
 ) {
     let lost = |why: String| {
         if !finished.load(Ordering::Relaxed) {
             log(&format!("lost the coordinator ({why}): stopping I/O"));
+            said.set(format!("this agent lost its coordinator ({why}) and stopped its I/O"));
         }
         lease.end();
         stop.store(true, Ordering::Relaxed);

@@ -19,9 +19,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 
-/// What the nodes' streams bring.
+/// A heartbeat to every node each beat, from a task of its own: the driving loop, busy merging
+/// hundreds of nodes' results on a loaded machine, must not starve the agents' leases. The
+/// senders are weak: a node whose stream the loop ends (done, failed) gets no more, and the
+/// stream still ends when the loop drops its sender.
+async fn heartbeats(nodes: Vec<mpsc::WeakUnboundedSender<Control>>) {
+    let mut beat = tokio::time::interval(BEAT);
+    loop {
+        beat.tick().await;
+        let mut any = false;
+        for tx in nodes.iter().filter_map(|w| w.upgrade()) {
+            any |= tx.send(Control { kind: Some(control::Kind::Heartbeat(proto::Heartbeat {})) }).is_ok();
+        }
+        if !any {
+            return;
+        }
+    }
+}
+
+/// What the nodes' streams bring. An event carries the instant its reader took it off the
+/// connection: a node is heard when its word arrived, not when the driving loop (busy merging
+/// 256 nodes' results on a loaded machine) got round to it.
 enum Incoming {
-    Event(usize, proto::Event),
+    Event(usize, Instant, proto::Event),
     Lost(usize, String),
 }
 
@@ -60,7 +80,7 @@ async fn start_node(
             tokio::spawn(async move {
                 loop {
                     let m = match stream.message().await {
-                        Ok(Some(e)) => Incoming::Event(n, e),
+                        Ok(Some(e)) => Incoming::Event(n, Instant::now(), e),
                         Ok(None) => Incoming::Lost(n, "its stream ended".into()),
                         Err(e) => Incoming::Lost(n, e.message().to_string()),
                     };
@@ -108,8 +128,8 @@ impl Run<'_> {
 
     fn on(&mut self, m: Incoming) {
         match m {
-            Incoming::Event(n, e) => {
-                self.states[n].last_heard = Instant::now();
+            Incoming::Event(n, at, e) => {
+                self.states[n].last_heard = self.states[n].last_heard.max(at);
                 if let Some(kind) = e.kind {
                     on_event(&mut self.states[n], kind, self.phase, &mut *self.sink);
                 }
@@ -125,8 +145,17 @@ impl Run<'_> {
         }
     }
 
-    /// Every node not heard from for the lease is lost.
-    fn check_silence(&mut self) {
+    /// Every node not heard from for the lease is lost. Silence counts only while this side
+    /// was listening: when the check itself comes late (the coordinator had no CPU for `late`
+    /// beyond its 50 ms period: a machine loaded past its cores), that time is not held against
+    /// the nodes, whose words may be waiting unread in its sockets.
+    fn check_silence(&mut self, late: Duration) {
+        if late > Duration::ZERO {
+            let now = Instant::now();
+            for s in &mut self.states {
+                s.last_heard = (s.last_heard + late).min(now);
+            }
+        }
         for n in 0..self.states.len() {
             if !self.states[n].done && self.states[n].last_heard.elapsed() > LEASE {
                 let secs = LEASE.as_secs_f64();
@@ -184,8 +213,12 @@ pub(crate) async fn drive(
     drop(in_tx);
     let max_rtt = conns.iter().map(|(c, _)| c.info.rtt_ns).max().unwrap_or(0);
     let mut run = Run { states, phase: 0, stopping: false, max_rtt, sink };
-    let mut heartbeat = tokio::time::interval(BEAT);
-    let mut poll = tokio::time::interval(Duration::from_millis(50));
+    let heartbeats =
+        tokio::spawn(heartbeats(run.states.iter().filter_map(|s| s.tx.as_ref().map(|t| t.downgrade())).collect()));
+    let period = Duration::from_millis(50);
+    let mut poll = tokio::time::interval(period);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut polled = Instant::now();
     // A refusal or failure before any phase started stops everyone at once.
     if run.states.iter().any(|s| s.done) {
         run.stop_all();
@@ -196,13 +229,15 @@ pub(crate) async fn drive(
                 Some(m) => run.on(m),
                 None => break,
             },
-            _ = heartbeat.tick() => {
-                for s in &run.states {
-                    s.send(control::Kind::Heartbeat(proto::Heartbeat {}));
-                }
-            }
             _ = poll.tick() => {
-                run.check_silence();
+                // What has arrived is heard before silence is judged.
+                while let Ok(m) = in_rx.try_recv() {
+                    run.on(m);
+                }
+                let now = Instant::now();
+                let late = now.saturating_duration_since(polled).saturating_sub(period * 2);
+                polled = now;
+                run.check_silence(late);
                 if stop.load(Ordering::Relaxed) {
                     run.stop_all();
                 }
@@ -210,6 +245,7 @@ pub(crate) async fn drive(
         }
         run.barrier();
     }
+    heartbeats.abort();
     // Let the agents go: dropping the senders ends their request streams.
     for s in &mut run.states {
         s.tx = None;
