@@ -289,6 +289,25 @@ fn a_name_with_escape_bytes_is_shown_escaped_in_tables_csv_and_html() {
     }
 }
 
+/// Notes and warnings on stderr carry names from files and flags: escaped as stdout's are, and a
+/// full stderr (`2>/dev/full`) is no panic (`eprintln!` would end the run with exit 101).
+#[test]
+fn stderr_lines_are_escaped_and_a_full_stderr_is_no_panic() {
+    let s = Scratch::new();
+    std::fs::write(s.p("j.fio"), "[job]\nrw=write\nsize=64k\nfilename=f\nioengine=null\nevil\x1b[31mopt\x07=1\n")
+        .unwrap();
+    let run = ["run", "--no-store", "--sample-interval", "0", "--fio-lenient", "j.fio"];
+    let out = s.process().args(run).args(["--write-bw-log", "bw\x1b[31m"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(!out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07), "raw control bytes on stderr: {err}");
+    assert!(err.contains("evil\\e[31mopt"), "the option named, escaped: {err}");
+    assert!(err.contains("bw\\e[31m"), "the log's path named, escaped: {err}");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = s.process().args(run).stderr(full).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "a full stderr ends nothing");
+}
+
 #[test]
 fn files_that_are_not_regular_files_are_named_never_read_or_waited_on() {
     let s = Scratch::new();

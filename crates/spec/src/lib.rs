@@ -16,6 +16,7 @@ pub mod patch;
 pub mod personality;
 pub mod replay;
 pub mod scenario;
+pub mod shown;
 pub mod table;
 pub mod units;
 pub mod verify;

@@ -64,12 +64,12 @@ pub(crate) async fn connect_one(spec: NodeSpec, opts: Options) -> Result<Conn, C
                 // No iolab there, or another version: bring ours, and say so. A login that
                 // failed, or anything else, is reported as it is and nothing is copied.
                 let path = ssh::remote_copy_path();
-                eprintln!(
+                iolab_cluster_transport::say(&format!(
                     "iolab: node `{}`: {why}; copying this iolab ({}, {}) to {dest}:{path}",
                     spec.name,
                     env!("CARGO_PKG_VERSION"),
                     std::env::consts::ARCH
-                );
+                ));
                 let path = ssh::copy_self(dest).await.map_err(|e| spec.err(e.to_string()))?;
                 try_connect(&spec, &opts, Some(&path)).await.map_err(|f| f.err)
             }

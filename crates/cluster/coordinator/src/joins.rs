@@ -20,11 +20,11 @@ pub(crate) async fn accept_joins(mut wanted: Vec<NodeSpec>, opts: Options) -> Re
     let rv = iolab_cluster_transport::join::Rendezvous::bind(&listen, &token)
         .await
         .map_err(|e| ClusterError::Join(format!("listening on {listen} for agents to join: {e}")))?;
-    eprintln!(
+    iolab_cluster_transport::say(&format!(
         "iolab: waiting for {} agent(s) to join on {} (iolab agent --join ADDR --token-file FILE --allow DIR)",
         wanted.len(),
         rv.local_addr()
-    );
+    ));
     let deadline = tokio::time::Instant::now() + opts.join_patience;
     let mut out = Vec::new();
     while !wanted.is_empty() {
@@ -54,20 +54,29 @@ pub(crate) async fn accept_joins(mut wanted: Vec<NodeSpec>, opts: Options) -> Re
         let hello = match hello {
             Ok(Ok(h)) => h.into_inner(),
             Ok(Err(e)) => {
-                eprintln!("iolab: turned away a joiner at {}: {}", j.peer, e.message());
+                iolab_cluster_transport::say(&format!("iolab: turned away a joiner at {}: {}", j.peer, e.message()));
                 continue;
             }
             Err(_) => {
-                eprintln!("iolab: turned away a joiner at {}: no handshake within 10 s", j.peer);
+                iolab_cluster_transport::say(&format!(
+                    "iolab: turned away a joiner at {}: no handshake within 10 s",
+                    j.peer
+                ));
                 continue;
             }
         };
         if !rv.proven(&j, &hello) {
-            eprintln!("iolab: turned away a joiner at {}: it did not prove it holds the token", j.peer);
+            iolab_cluster_transport::say(&format!(
+                "iolab: turned away a joiner at {}: it did not prove it holds the token",
+                j.peer
+            ));
             continue;
         }
         let Some(at) = wanted.iter().position(|s| s.addr == Addr::Join(hello.rank)) else {
-            eprintln!("iolab: turned away a joiner at {}: rank {} is not wanted or already joined", j.peer, hello.rank);
+            iolab_cluster_transport::say(&format!(
+                "iolab: turned away a joiner at {}: rank {} is not wanted or already joined",
+                j.peer, hello.rank
+            ));
             continue;
         };
         let mut spec = wanted.remove(at);

@@ -199,11 +199,14 @@ impl Rendezvous {
             let tls = match tokio::time::timeout(handshake, self.acceptor.accept(tcp)).await {
                 Ok(Ok(t)) => t,
                 Ok(Err(e)) => {
-                    eprintln!("iolab: refused a joiner at {peer}: TLS handshake: {e}");
+                    crate::say(&format!("iolab: refused a joiner at {peer}: TLS handshake: {e}"));
                     continue;
                 }
                 Err(_) => {
-                    eprintln!("iolab: refused a joiner at {peer}: no TLS handshake within {} s", handshake.as_secs());
+                    crate::say(&format!(
+                        "iolab: refused a joiner at {peer}: no TLS handshake within {} s",
+                        handshake.as_secs()
+                    ));
                     continue;
                 }
             };
@@ -213,7 +216,7 @@ impl Rendezvous {
             let channel = match one_shot(tls, "http://agent.join", "a joined agent cannot reconnect").await {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("iolab: refused a joiner at {peer}: HTTP/2: {e}");
+                    crate::say(&format!("iolab: refused a joiner at {peer}: HTTP/2: {e}"));
                     continue;
                 }
             };

@@ -18,7 +18,16 @@ use std::sync::Arc;
 
 /// Log a line on stderr, the agent's log (the serving halves log what they refuse).
 pub fn log(text: &str) {
-    eprintln!("iolab agent: {text}");
+    say(&format!("iolab agent: {text}"));
+}
+
+/// One line on stderr, its control characters escaped (what a peer sent, a path in a plan,
+/// comes from the network and must not drive the terminal that shows the log), a failed write
+/// ignored (`eprintln!` would panic on a closed or full stderr).
+pub fn say(text: &str) {
+    use std::io::Write;
+    let line = format!("{}\n", iolab_spec::shown::safe(text));
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// Compare two byte strings in time that depends on their lengths only.
