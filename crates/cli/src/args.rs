@@ -1303,8 +1303,42 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let mut matches = command().try_get_matches_from(args)?;
+    let mut matches = command().try_get_matches_from(negative_values(args))?;
     <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+}
+
+/// A value that starts like a negative size or duration (`--bs -4k`, `--runtime -1m`) joined to
+/// its option (`--bs=-4k`), so the option's own check refuses it by name ("invalid value '-4k'
+/// for '--bs'") instead of clap's "unexpected argument '-4'". No iolab flag is a dash and a
+/// digit, so such a word is never a flag; a bare negative number is already a value
+/// (`allow_negative_numbers`).
+fn negative_values<I, T>(args: I) -> Vec<std::ffi::OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    for a in args {
+        let a: std::ffi::OsString = a.into();
+        let negative = a.to_str().is_some_and(|s| {
+            let b = s.as_bytes();
+            b.len() > 1 && b[0] == b'-' && (b[1].is_ascii_digit() || b[1] == b'.')
+        });
+        let after_option = out.last().and_then(|p| p.to_str()).is_some_and(|p| {
+            p.starts_with('-') && p.len() > 1 && p != "--" && !p.contains('=') && !p.as_bytes()[1].is_ascii_digit()
+        });
+        // Past `--` every word is a positional as given.
+        let ended = out.iter().any(|p| p == "--");
+        if negative && after_option && !ended {
+            if let Some(prev) = out.last_mut() {
+                prev.push("=");
+                prev.push(&a);
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -1315,6 +1349,15 @@ mod negative_tests {
             (&["iolab", "run", "--target", "/x", "--threads", "-1"][..], "--threads"),
             (&["iolab", "run", "--target", "/x", "--iodepth", "-8"][..], "--iodepth"),
             (&["iolab", "watch", ".", "--interval", "-1"][..], "--interval"),
+        ] {
+            let e = super::parse_from(args).err().unwrap().to_string();
+            assert!(e.contains(flag) && e.contains("invalid value '-"), "{args:?}: {e}");
+        }
+        // A negative size or duration is named by its option too, not taken for a flag.
+        for (args, flag) in [
+            (&["iolab", "run", "--target", "/x", "--bs", "-4k"][..], "--bs"),
+            (&["iolab", "run", "--target", "/x", "--size", "-1.5m"][..], "--size"),
+            (&["iolab", "run", "--target", "/x", "--runtime", "-1m"][..], "--runtime"),
         ] {
             let e = super::parse_from(args).err().unwrap().to_string();
             assert!(e.contains(flag) && e.contains("invalid value '-"), "{args:?}: {e}");

@@ -39,6 +39,9 @@ pub fn parse_size(text: &str) -> Result<Bytes, String> {
     }
     let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, suffix) = s.split_at(split);
+    if s.starts_with('-') {
+        return Err(format!("`{text}` is not a size: a size is not negative (for example 4k, 1M, 2GiB)"));
+    }
     if num.is_empty() {
         return Err(format!("`{text}` is not a size: it must start with a number (for example 4k, 1M, 2GiB)"));
     }
