@@ -179,10 +179,14 @@ fn record_ebpf(a: &TraceRecordArgs) -> Result<ExitCode> {
     run_ebpf(a, what, &opts)
 }
 
+/// The eBPF ring's size from `--buffer`, checked against what this process may take: the kernel
+/// charges the ring to its cgroup and maps its pages twice into its address space.
 fn ring_bytes(b: u64) -> Result<u32> {
     if !b.is_power_of_two() || !(4096..=(1 << 30)).contains(&b) {
         bail!("--buffer: {b} bytes; give a power of two from 4 KiB to 1 GiB (such as 32M)");
     }
+    let limits = iolab_sysstat::memlimit::MemoryLimits::read();
+    iolab_workload::memory::check_buffer("the eBPF recorder's ring buffer", "--buffer", b, 2 * b, &limits)?;
     Ok(b as u32)
 }
 

@@ -453,6 +453,23 @@ fn memory_is_planned_before_any_io() {
     }
 }
 
+/// The eBPF recorder's ring (`--buffer`) is memory too: mapped twice into the process and charged
+/// to its cgroup. Under a 1.5 GiB address space a 1 GiB ring is refused before anything is
+/// loaded or created, naming --buffer.
+#[test]
+fn the_recorders_ring_is_planned_like_a_runs_buffers() {
+    let s = Scratch::new();
+    let mut c = std::process::Command::new("prlimit");
+    c.arg("--as=1610612736").arg(assert_cmd::cargo::cargo_bin("iolab"));
+    c.args(["trace", "record", "--via", "ebpf", "--buffer", "1g", "-o", "t.trace", "--", "true"]);
+    let out = c.current_dir(s.dir.path()).env("IOLAB_DB", s.db()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("ring buffer would hold 2 GiB") && err.contains("RLIMIT_AS"), "{err}");
+    assert!(err.contains("lower --buffer"), "{err}");
+    assert!(!s.p("t.trace").exists(), "nothing created");
+}
+
 /// Spawn iolab with its stdout a pipe whose reader takes one byte and goes away (`| head -c 1`).
 fn into_head(s: &Scratch, args: &[&str]) -> std::process::Output {
     let mut child = s.process().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();

@@ -130,33 +130,7 @@ pub fn words(n: u64) -> String {
 pub fn check_phase(phase: &str, needs: &[JobNeed], limits: &MemoryLimits) -> Result<(), MemoryError> {
     let resident: u64 = needs.iter().map(JobNeed::resident).fold(0, u64::saturating_add);
     let space: u64 = needs.iter().map(JobNeed::address_space).fold(0, u64::saturating_add);
-    let cap = |free: u64| ((free as f64 * MARGIN) as u64).saturating_sub(HEADROOM);
-    // Each limit: (the amount free, the words for it); the plan must fit under all of them.
-    let mut over: Vec<String> = Vec::new();
-    let mut smallest: Option<u64> = None;
-    let mut said: Vec<String> = Vec::new();
-    let mut consider = |need: u64, free: u64, what: String| {
-        let c = cap(free);
-        smallest = Some(smallest.map_or(c, |s: u64| s.min(c)));
-        said.push(what.clone());
-        if need > c {
-            over.push(what);
-        }
-    };
-    if let Some(a) = limits.available {
-        consider(resident, a, format!("MemAvailable {}", words(a)));
-    }
-    if let Some((max, usage)) = limits.cgroup {
-        let free = max.saturating_sub(usage);
-        consider(resident, free, format!("the cgroup's memory limit {} ({} in use)", words(max), words(usage)));
-    }
-    if let Some((limit, used)) = limits.address_space {
-        let free = limit.saturating_sub(used);
-        consider(space, free, format!("RLIMIT_AS {} ({} mapped already)", words(limit), words(used)));
-    }
-    if over.is_empty() {
-        return Ok(());
-    }
+    let Some(room) = Room::over(resident, space, limits) else { return Ok(()) };
     let parts: Vec<String> = needs.iter().filter(|n| n.resident() > 0).map(describe).collect();
     let biggest = needs.iter().max_by_key(|n| n.resident());
     let lower = biggest.map_or_else(String::new, |n| {
@@ -173,13 +147,81 @@ pub fn check_phase(phase: &str, needs: &[JobNeed], limits: &MemoryLimits) -> Res
         format!("; lower {} of job `{}`", opts.join(", "), n.job)
     });
     Err(MemoryError(format!(
-        "phase `{phase}` would hold {} of memory ({}); this process may take about {} ({}, {:.0}% of it less {} for iolab itself){lower}",
-        words(if over.iter().any(|o| o.starts_with("RLIMIT_AS")) { space } else { resident }),
+        "phase `{phase}` would hold {} of memory ({}); this process may take about {}{lower}",
+        words(if room.address_space { space } else { resident }),
         parts.join("; "),
-        words(smallest.unwrap_or(0)),
-        said.join(", "),
-        MARGIN * 100.0,
-        words(HEADROOM),
+        room.said(),
+    )))
+}
+
+/// Where a plan does not fit: the smallest room under the limits and what they are.
+struct Room {
+    smallest: u64,
+    said: Vec<String>,
+    /// The address space is what is short (the need to name is the mapped one).
+    address_space: bool,
+}
+
+impl Room {
+    /// `Some` where `resident` bytes touched and `space` bytes mapped exceed any limit (less
+    /// the margin and iolab's own headroom).
+    fn over(resident: u64, space: u64, limits: &MemoryLimits) -> Option<Room> {
+        let cap = |free: u64| ((free as f64 * MARGIN) as u64).saturating_sub(HEADROOM);
+        let mut over: Vec<String> = Vec::new();
+        let mut smallest: Option<u64> = None;
+        let mut said: Vec<String> = Vec::new();
+        let mut consider = |need: u64, free: u64, what: String| {
+            let c = cap(free);
+            smallest = Some(smallest.map_or(c, |s: u64| s.min(c)));
+            said.push(what.clone());
+            if need > c {
+                over.push(what);
+            }
+        };
+        if let Some(a) = limits.available {
+            consider(resident, a, format!("MemAvailable {}", words(a)));
+        }
+        if let Some((max, usage)) = limits.cgroup {
+            let free = max.saturating_sub(usage);
+            consider(resident, free, format!("the cgroup's memory limit {} ({} in use)", words(max), words(usage)));
+        }
+        if let Some((limit, used)) = limits.address_space {
+            let free = limit.saturating_sub(used);
+            consider(space, free, format!("RLIMIT_AS {} ({} mapped already)", words(limit), words(used)));
+        }
+        (!over.is_empty()).then(|| Room {
+            smallest: smallest.unwrap_or(0),
+            address_space: over.iter().any(|o| o.starts_with("RLIMIT_AS")),
+            said,
+        })
+    }
+
+    fn said(&self) -> String {
+        format!(
+            "{} ({}, {:.0}% of it less {} for iolab itself)",
+            words(self.smallest),
+            self.said.join(", "),
+            MARGIN * 100.0,
+            words(HEADROOM)
+        )
+    }
+}
+
+/// A buffer outside any phase checked as a phase is: the eBPF recorder's ring (`what`, set by
+/// `flag`), `resident` bytes the kernel charges to this process's cgroup and `mapped` bytes of
+/// its address space (the ring's pages are mapped twice, so a record wraps without a copy).
+pub fn check_buffer(
+    what: &str,
+    flag: &str,
+    resident: u64,
+    mapped: u64,
+    limits: &MemoryLimits,
+) -> Result<(), MemoryError> {
+    let Some(room) = Room::over(resident, mapped, limits) else { return Ok(()) };
+    Err(MemoryError(format!(
+        "{what} would hold {} of memory; this process may take about {}; lower {flag}",
+        words(if room.address_space { mapped } else { resident }),
+        room.said()
     )))
 }
 
@@ -213,6 +255,19 @@ fn describe(n: &JobNeed) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorders_ring_is_checked_as_a_phase_is() {
+        let small = MemoryLimits { available: Some(1 << 30), ..Default::default() };
+        let e = check_buffer("the eBPF ring buffer", "--buffer", 1 << 30, 2 << 30, &small).unwrap_err().to_string();
+        assert!(e.contains("the eBPF ring buffer would hold 1 GiB") && e.contains("lower --buffer"), "{e}");
+        assert!(e.contains("MemAvailable 1 GiB"), "{e}");
+        let space = MemoryLimits { address_space: Some((1 << 30, 100 << 20)), ..Default::default() };
+        let e = check_buffer("the ring", "--buffer", 256 << 20, 1 << 30, &space).unwrap_err().to_string();
+        assert!(e.contains("would hold 1 GiB") && e.contains("RLIMIT_AS"), "{e}");
+        assert!(check_buffer("the ring", "--buffer", 32 << 20, 64 << 20, &small).is_ok());
+        assert!(check_buffer("the ring", "--buffer", 1 << 30, 2 << 30, &MemoryLimits::default()).is_ok());
+    }
     use iolab_spec::{Bytes, JobPatch};
 
     fn job(flags: JobPatch) -> Job {
