@@ -453,6 +453,45 @@ fn memory_is_planned_before_any_io() {
     }
 }
 
+/// An allocation that fails mid-run, after the memory plan passed (the debug build's failure
+/// point refuses buffers over 1 MiB, as an allocator out of memory would): the run ends with
+/// the allocation's error and exit 2, never an abort, and the phase measured before it is kept,
+/// printed and stored.
+#[test]
+fn an_allocation_failing_mid_run_keeps_what_was_measured() {
+    let s = Scratch::new();
+    if !uring_ok() {
+        skip("io_uring is not available");
+        return;
+    }
+    std::fs::write(
+        s.p("j.toml"),
+        "[[phase]]\nname = \"small\"\n[[phase.job]]\ntarget = \"f1\"\nsize = \"4M\"\nbs = \"4k\"\nrw = \"write\"\n\n\
+         [[phase]]\nname = \"big\"\n[[phase.job]]\ntarget = \"f2\"\nsize = \"16M\"\nbs = \"4M\"\nrw = \"write\"\n\
+         iodepth = 4\nengine = \"io_uring\"\n",
+    )
+    .unwrap();
+    let out = s
+        .process()
+        .args(["run", "j.toml", "--sample-interval", "0"])
+        .env("IOLAB_TEST_REFUSE_BUFFERS_OVER", "1048576")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}\n{err}");
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    assert!(text.contains("cannot allocate 4 I/O buffers of 4194304 bytes"), "{text}");
+    assert!(text.contains("measured before the failure"), "{text}");
+    let shown = s.process().args(["show", "last", "--output", "json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let r = &v[0]["result"];
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["phases"][0]["name"], "small");
+    assert_eq!(r["phases"][0]["total"]["write"]["bytes"].as_u64(), Some(4 << 20), "the first phase kept: {r}");
+    assert_eq!(std::fs::metadata(s.p("f1")).unwrap().len(), 4 << 20);
+}
+
 /// The eBPF recorder's ring (`--buffer`) is memory too: mapped twice into the process and charged
 /// to its cgroup. Under a 1.5 GiB address space a 1 GiB ring is refused before anything is
 /// loaded or created, naming --buffer.

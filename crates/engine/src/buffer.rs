@@ -28,6 +28,25 @@ pub struct NoMemory {
     pub slot_len: usize,
 }
 
+/// A failure point for the tests, in debug builds only: `IOLAB_TEST_REFUSE_BUFFERS_OVER=N` makes
+/// an allocation of more than N bytes fail as a refusing allocator would, so a test can hold a
+/// run whose allocation fails mid-way (after the memory plan passed) to its promise: an error,
+/// exit 2, the phases already measured kept. Release builds read no variable here.
+fn refused_for_tests(total: usize) -> bool {
+    #[cfg(debug_assertions)]
+    {
+        std::env::var("IOLAB_TEST_REFUSE_BUFFERS_OVER")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .is_some_and(|limit| total > limit)
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        let _ = total;
+        false
+    }
+}
+
 impl BufferPool {
     /// A pool of small, fixed size (the caller's own, never a user's figures).
     pub fn new(slots: usize, len: usize) -> Self {
@@ -46,6 +65,9 @@ impl BufferPool {
         let fail = NoMemory { slots, slot_len };
         let total = slot_len.checked_mul(slots).ok_or(fail)?.max(ALIGN);
         let layout = Layout::from_size_align(total, ALIGN).map_err(|_| fail)?;
+        if refused_for_tests(total) {
+            return Err(fail);
+        }
         // SAFETY: layout has non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).ok_or(fail)?;
