@@ -7,6 +7,7 @@
 
 mod common;
 #[path = "../../store/tests/pg/mod.rs"]
+#[allow(clippy::disallowed_macros)] // the store's own test server prints its skips with eprintln!
 mod pg;
 use common::*;
 use pg::Backend;

@@ -1,5 +1,5 @@
 //! Helpers shared by the whole-command tests: run iolab, parse its JSON, skip with a reason.
-
+#![allow(clippy::disallowed_macros)] // the tests print their skips with eprintln!, not user text
 #![allow(dead_code)]
 
 use assert_cmd::Command;

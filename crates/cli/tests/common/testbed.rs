@@ -7,6 +7,7 @@
 //! let out = tb.exec("n1", "ls", &[tb.sshfs_mount("n2").to_str().unwrap()]).output();
 //! ```
 //! Each test takes its own `id` (0..9) so testbeds of tests running at once do not meet.
+#![allow(clippy::disallowed_macros)] // the tests print their skips with eprintln!, not user text
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
