@@ -83,6 +83,26 @@ fn the_acceptance_line_runs_on_libaio_and_prints_fios_json() {
     assert!(j["read"]["lat_ns"]["mean"].as_f64().unwrap() > 0.0);
     assert!(j["read"]["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 0);
     assert!(v["fio version"].as_str().unwrap().starts_with("iolab-"));
+    // Python's json reads it, with the fields fio-plot's importer takes (job options rw,
+    // iodepth, numjobs; per direction iops, bw, lat_ns mean and stddev, clat_ns percentiles).
+    if have("python3") {
+        let script = "import json,sys\nd=json.load(sys.stdin)\nj=d['jobs'][0]\no=j['job options']\n\
+            r=j['read']\nprint(o['rw'],o['iodepth'],o['numjobs'],r['iops']>0,r['bw']>0,\
+            r['lat_ns']['mean']>0,r['lat_ns']['stddev']>=0,len(r['clat_ns']['percentile']))";
+        let mut py = Command::new("python3")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        py.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+        let said = py.wait_with_output().unwrap();
+        assert!(said.status.success(), "python3: {}", String::from_utf8_lossy(&said.stderr));
+        assert_eq!(String::from_utf8_lossy(&said.stdout).trim(), "randread 16 1 True True True True 17");
+    } else {
+        skip("python3 is not installed: fio's JSON read by serde only");
+    }
     // The run is in the store.
     let show = iolab().args(["show", "last", "--output", "json"]).output().unwrap();
     assert!(show.status.success(), "{}", String::from_utf8_lossy(&show.stderr));
