@@ -71,8 +71,9 @@ const HARMLESS: &[&str] = &[
 ];
 
 /// fio's job options that take no value on its command line (`FIO_OPT_STR_SET`: getopt's
-/// optional argument, given only after `=`), as fio 3.33 defines them; every other job option
-/// takes the next argument when it has no `=`.
+/// optional argument, given only after `=`), as fio 3.33 defines them (checked with the installed
+/// fio: `--disk_util --parse-only` reads `--parse-only` as disk_util's value, `--exitall
+/// --parse-only` does not); every other job option takes the next argument when it has no `=`.
 const FLAGS: &[&str] = &[
     "time_based",
     "group_reporting",
@@ -85,12 +86,6 @@ const FLAGS: &[&str] = &[
     "exitall_on_error",
     "zero_buffers",
     "refill_buffers",
-    "disk_util",
-    "cgroup_nodelete",
-    "clat_percentiles",
-    "lat_percentiles",
-    "slat_percentiles",
-    "ioscheduler",
 ];
 
 fn at(i: usize) -> Loc {
@@ -263,6 +258,10 @@ mod tests {
         assert_eq!(c.ignored, ["--eta=never"]);
         assert_eq!(c.files, [PathBuf::from("job.fio")]);
         assert_eq!(c.sections[1].opts[1].at.to_string(), "<command line>:5", "the argument's place");
+        // A boolean option takes the next argument, as fio's getopt gives it; a flag does not.
+        let c = read_args(&args("--name=a --disk_util 0 --exitall x.fio")).unwrap();
+        assert_eq!(c.sections[0].opts[1].value.as_deref(), Some("0"));
+        assert_eq!((c.sections[0].opts[2].value.as_deref(), c.files.len()), (None, 1));
     }
 
     #[test]
