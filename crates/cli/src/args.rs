@@ -39,6 +39,9 @@ pub enum Command {
     /// Print the iolab TOML job file equivalent to a fio job file: what iolab understood.
     #[command(after_help = CONVERT_EXAMPLES)]
     Convert(ConvertArgs),
+    /// Run a fio command line as fio would (`alias fio='iolab fio'`), with iolab's store behind it.
+    #[command(after_help = FIO_EXAMPLES)]
+    Fio(FioArgs),
     /// Serve a node for a coordinator (`iolab run --node ...`): over stdin/stdout for ssh.
     #[command(after_help = AGENT_EXAMPLES)]
     Agent(AgentArgs),
@@ -154,6 +157,38 @@ Examples:
 Each job section becomes a [[phase.job]] table; a stonewall starts a new [[phase]]; numjobs is
 threads. Options iolab does not map are errors naming their file and line (exit 2), or with
 --fio-lenient comments at the top.";
+
+const FIO_EXAMPLES: &str = "\
+Examples:
+  fio's own command line, on iolab's libaio engine, fio's JSON on stdout:
+      iolab fio --name=t --rw=randread --bs=4k --size=64m --ioengine=libaio --iodepth=16 --direct=1 --output-format=json
+  Options before the first --name apply to every job; each --name starts one:
+      iolab fio --ioengine=libaio --direct=1 --size=1g --filename=/mnt/x/f --name=w --rw=write --bs=1m --name=r --stonewall --rw=randread --bs=4k
+  Job files too (read after the command line's jobs), several formats at once, into a file:
+      iolab fio randread.fio --output-format=normal,json --output=result.txt
+  fio's terse v3 line (as --minimal):
+      iolab fio --name=t --rw=read --size=16m --minimal
+  iolab's own flags come first: iolab fio --no-store --label cfg=a -- --name=t --rw=read --size=16m
+
+Every option iolab maps from fio job files works here (docs/fio.md); one it does not map is an
+error naming it and its place (`<command line>:N`, the Nth argument), or with --fio-lenient a
+warning. An option takes its value after `=` or as the next argument (fio's flags such as
+--time_based take none). Formats: normal (fio's report layout), terse (v3), json, json+.
+--eta, --status-interval, --debug and fio's other display switches are accepted and change
+nothing. The run is kept in iolab's store (`iolab show last`) unless --no-store.";
+
+#[derive(Args, Debug)]
+pub struct FioArgs {
+    /// Run without the fio options iolab does not map (each named as a warning) instead of refusing.
+    #[arg(long)]
+    pub fio_lenient: bool,
+    #[command(flatten)]
+    pub save: SaveArgs,
+    /// fio's arguments: --name=NAME starts a job, every other --option=value goes to the current
+    /// job (before the first --name: to all), job files as they are, --output-format, --output.
+    #[arg(value_name = "FIO_ARGS", trailing_var_arg = true, allow_hyphen_values = true, num_args = 1.., required = true)]
+    pub args: Vec<String>,
+}
 
 #[derive(Args, Debug)]
 pub struct ConvertArgs {

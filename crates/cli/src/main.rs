@@ -10,6 +10,7 @@ mod stdout;
 mod agent_cmd;
 mod cluster_cmd;
 mod db_cmd;
+mod fio_cmd;
 mod fio_logs;
 mod job_file;
 mod live_metrics;
@@ -52,6 +53,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Run(a) if a.nodes.given() => cluster_cmd::run(*a, stop()),
         Command::Run(a) => run_cmd::run(*a, stop()),
         Command::Convert(a) => run_cmd::convert(a),
+        Command::Fio(a) => fio_cmd::run(a, stop()),
         Command::Agent(a) => agent_cmd::run(a),
         Command::Survey(a) => survey::run(*a, stop()),
         Command::Watch(a) => watch::run(a, stop()),

@@ -80,6 +80,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         seed: iolab_spec::DEFAULT_SEED,
         engine,
         iodepth: 1,
+        batch: Default::default(),
         direct: false,
         threads,
         runtime: None,

@@ -69,6 +69,19 @@ fn io_uring_every_pattern() {
 }
 
 #[test]
+fn libaio_every_pattern() {
+    if let Err(why) = iolab_engine::libaio::available() {
+        return skip(&format!("native AIO is not available here: {why}"));
+    }
+    check_engine("libaio", &["--iodepth", "8"]);
+    // Batched as fio's options say, on every pattern too.
+    check_engine(
+        "libaio",
+        &["--iodepth", "8", "--iodepth-batch-submit", "4", "--iodepth-batch-complete-max", "2", "--iodepth-low", "2"],
+    );
+}
+
+#[test]
 fn direct_io_on_a_disk_filesystem() {
     let dir = disk_tempdir();
     if !direct_ok(dir.path()) {

@@ -1,5 +1,5 @@
 //! iolab-engine: the one place that talks to the kernel about data. Each engine (psync,
-//! io_uring, mmap, null) is a module behind the [`Engine`] trait; the framework above it
+//! libaio, io_uring, mmap, null) is a module behind the [`Engine`] trait; the framework above it
 //! takes timestamps and keeps statistics, as fio's engines leave that to fio. What an engine can
 //! do is its row in the spec's table ([`EngineKind::caps`]); [`build_any`] builds each kind in
 //! one exhaustive match, generated from the list at the bottom of this file.
@@ -18,6 +18,7 @@ pub mod beneath;
 pub mod buffer;
 mod calls;
 pub mod extents;
+pub mod libaio;
 pub mod mmap;
 pub mod null;
 pub mod open;
@@ -26,7 +27,7 @@ pub mod realtime;
 pub mod uring;
 
 pub use buffer::{fill_pattern, refill, BufferPool};
-pub use iolab_spec::engine::{Caps, EngineKind};
+pub use iolab_spec::engine::{Caps, EngineKind, QueueBatch};
 pub use open::{open_target, OpenOptions};
 
 use std::fs::File;
@@ -187,6 +188,15 @@ impl Op {
 pub struct Setup {
     pub depth: usize,
     pub buf_len: usize,
+    /// fio's batching of submissions and completions, for an engine whose row `batches`.
+    pub batch: QueueBatch,
+}
+
+impl Setup {
+    /// `depth` buffers of `buf_len` bytes, batched iolab's own way.
+    pub fn new(depth: usize, buf_len: usize) -> Setup {
+        Setup { depth, buf_len, batch: QueueBatch::default() }
+    }
 }
 
 /// A finished operation: its slot and the kernel's answer (bytes, or a negative errno).
@@ -372,6 +382,7 @@ macro_rules! engines {
 
 engines! {
     Psync => psync::Psync,
+    Libaio => libaio::Libaio,
     IoUring => uring::Uring,
     Mmap => mmap::Mmap,
     Null => null::Null,
@@ -415,7 +426,7 @@ mod tests {
         let path = dir.path().join("f");
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(64 * 1024).unwrap();
-        let mut e = build(kind, Setup { depth: 4, buf_len: 4096 }).unwrap();
+        let mut e = build(kind, Setup::new(4, 4096)).unwrap();
         let f = e.add_file(&file, 64 * 1024).unwrap();
         let depth = e.depth() as u32;
         let mut done = Vec::new();
@@ -478,12 +489,21 @@ mod tests {
     }
 
     #[test]
+    fn libaio_roundtrip() {
+        if let Err(why) = libaio::available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        roundtrip(EngineKind::Libaio);
+    }
+
+    #[test]
     fn errors_come_back_as_completions() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ro");
         std::fs::write(&path, [0u8; 4096]).unwrap();
         let file = File::open(&path).unwrap(); // read-only: writes fail with EBADF
-        let mut e = build(EngineKind::Psync, Setup { depth: 1, buf_len: 4096 }).unwrap();
+        let mut e = build(EngineKind::Psync, Setup::new(1, 4096)).unwrap();
         let f = e.add_file(&file, 4096).unwrap();
         e.queue(Op::new(OpKind::Write, f, 0, 4096, 0)).unwrap();
         let mut done = Vec::new();
@@ -499,7 +519,7 @@ mod tests {
         let path = dir.path().join("f");
         let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
         file.set_len(64 * 1024).unwrap();
-        let mut e = build(kind, Setup { depth: 2, buf_len: 8192 }).unwrap();
+        let mut e = build(kind, Setup::new(2, 8192)).unwrap();
         e.set_file(7, file, 64 * 1024).unwrap();
         assert_eq!(e.free_index(), 0);
         let run = |e: &mut Box<dyn Engine>, kind: OpKind, offset: u64, len: u32| -> i64 {
@@ -588,6 +608,14 @@ mod tests {
         }
         call_shapes(EngineKind::IoUring);
     }
+    #[test]
+    fn call_shapes_libaio() {
+        if let Err(why) = libaio::available() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        call_shapes(EngineKind::Libaio);
+    }
 
     /// An operation's RWF_* flags reach the kernel on the engines whose row says so, and are
     /// refused (EOPNOTSUPP) by the others, never dropped.
@@ -599,10 +627,14 @@ mod tests {
                 eprintln!("skipped io_uring: not available");
                 continue;
             }
+            if kind == EngineKind::Libaio && libaio::available().is_err() {
+                eprintln!("skipped libaio: not available");
+                continue;
+            }
             let path = dir.path().join(kind.as_str());
             let file = File::options().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
             file.set_len(8192).unwrap();
-            let mut e = build(kind, Setup { depth: 1, buf_len: 4096 }).unwrap();
+            let mut e = build(kind, Setup::new(1, 4096)).unwrap();
             let f = e.add_file(&file, 8192).unwrap();
             e.buffer(0).fill(0x5A);
             let op = |kind: OpKind, flags: RwFlags| Op { flags, ..Op::new(kind, f, 4096, 4096, 0) };

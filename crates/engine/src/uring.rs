@@ -96,7 +96,7 @@ macro_rules! entry {
 }
 
 impl Uring {
-    pub fn new(Setup { depth, buf_len }: Setup) -> Result<Self, EngineError> {
+    pub fn new(Setup { depth, buf_len, .. }: Setup) -> Result<Self, EngineError> {
         let depth = depth.clamp(1, EngineKind::IoUring.caps().max_depth as usize);
         let entries = depth.next_power_of_two() as u32;
         // As fio sets up its rings: completions run when this thread asks for them, not by
@@ -303,7 +303,7 @@ mod tests {
             eprintln!("skipped: {why}");
             return;
         }
-        let e = Uring::new(crate::Setup { depth: 4, buf_len: 4096 }).unwrap();
+        let e = Uring::new(crate::Setup::new(4, 4096)).unwrap();
         assert!(e.fixed_bufs, "a 16 KiB pool registers");
     }
 }

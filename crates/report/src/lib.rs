@@ -16,6 +16,7 @@ pub mod csv;
 pub mod export;
 pub mod fio_json;
 pub mod fio_log;
+pub mod fio_text;
 pub mod fmt;
 pub mod format;
 pub mod html;

@@ -34,6 +34,8 @@ pub struct Caps {
     /// Passes an operation's per-call flags (`RWF_*`: preadv2/pwritev2, a ring's `rw_flags`)
     /// through to the kernel.
     pub rw_flags: bool,
+    /// Honours fio's batching of submissions and completions ([`QueueBatch`]: libaio).
+    pub batches: bool,
     /// The engine in a few words, for `--engine`'s help.
     pub about: &'static str,
 }
@@ -75,26 +77,70 @@ macro_rules! engines {
 engines! {
     /// pread/pwrite, one call at a time (fio's psync).
     Psync => "psync", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: true,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false,
         about: "pread/pwrite, one call at a time",
+    };
+    /// Linux native AIO (io_setup/io_submit/io_getevents, fio's libaio), with fio's batching.
+    Libaio => "libaio", Caps {
+        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: true,
+        about: "Linux native AIO (io_submit/io_getevents), --iodepth operations in flight",
     };
     /// io_uring: a submission and a completion ring, up to 4096 operations in flight.
     IoUring => "io_uring", Caps {
-        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true,
+        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false,
         about: "io_uring, --iodepth operations in flight",
     };
     /// Loads and stores to a shared mapping of each file, msync for flushes.
     Mmap => "mmap", Caps {
         synchronous: true, max_depth: 1,
         direct: Err("memory-mapped I/O goes through the page cache and cannot be direct"),
-        files: Files::Maps, rw_flags: false,
+        files: Files::Maps, rw_flags: false, batches: false,
         about: "loads and stores to a mapping of the file",
     };
     /// Completes every operation at once without the kernel: iolab's own cost.
     Null => "null", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false, batches: false,
         about: "completes every operation at once, touching nothing: iolab's own cost",
     };
+}
+
+/// fio's queue-depth knobs, honoured by an engine whose row `batches` (libaio), each as fio's
+/// HOWTO defines it; `None` is iolab's own way: submit what the worker queued before it waits,
+/// wait for one completion, take as many as are there, refill as soon as a slot is free.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct QueueBatch {
+    /// Submit as soon as this many are queued (fio's iodepth_batch_submit; 0: the queue depth).
+    #[serde(default, rename = "iodepth_batch_submit", skip_serializing_if = "Option::is_none")]
+    pub submit: Option<u32>,
+    /// Wait for at least this many completions (iodepth_batch_complete_min; 0: look without waiting).
+    #[serde(default, rename = "iodepth_batch_complete_min", skip_serializing_if = "Option::is_none")]
+    pub complete_min: Option<u32>,
+    /// Take at most this many completions per call (iodepth_batch_complete_max; fio's default
+    /// is complete_min).
+    #[serde(default, rename = "iodepth_batch_complete_max", skip_serializing_if = "Option::is_none")]
+    pub complete_max: Option<u32>,
+    /// Once the queue is full, let it drain to this many before filling it again (iodepth_low).
+    #[serde(default, rename = "iodepth_low", skip_serializing_if = "Option::is_none")]
+    pub low: Option<u32>,
+}
+
+impl QueueBatch {
+    /// No knob set: iolab's own way.
+    pub fn is_unset(&self) -> bool {
+        *self == QueueBatch::default()
+    }
+    /// Each knob set, by fio's name, for messages.
+    pub fn set(&self) -> Vec<(&'static str, u32)> {
+        [
+            ("iodepth_batch_submit", self.submit),
+            ("iodepth_batch_complete_min", self.complete_min),
+            ("iodepth_batch_complete_max", self.complete_max),
+            ("iodepth_low", self.low),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
+    }
 }
 
 impl EngineKind {
@@ -143,7 +189,8 @@ mod tests {
             assert!(c.max_depth >= 1);
             assert!(!c.synchronous || c.max_depth == 1, "{k}: a synchronous engine has one in flight");
         }
-        assert!("libaio".parse::<EngineKind>().unwrap_err().contains("accepted: psync, io_uring, mmap, null"));
+        assert!("aio".parse::<EngineKind>().unwrap_err().contains("accepted: psync, libaio, io_uring, mmap, null"));
+        assert!(EngineKind::Libaio.caps().batches && !EngineKind::IoUring.caps().batches);
         assert_eq!(EngineKind::deepest(), EngineKind::IoUring);
         assert!(EngineKind::Mmap.caps().maps_files() && !EngineKind::Null.caps().opens_files());
     }

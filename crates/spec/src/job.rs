@@ -282,6 +282,10 @@ pub struct Job {
     pub seed: u64,
     pub engine: EngineKind,
     pub iodepth: u32,
+    /// fio's batching of submissions and completions (iodepth_batch_submit and friends), for
+    /// an engine whose row `batches`.
+    #[serde(flatten)]
+    pub batch: crate::engine::QueueBatch,
     pub direct: bool,
     pub threads: u32,
     #[serde(with = "duration_serde::option")]
@@ -447,6 +451,22 @@ impl Job {
                     ),
                 },
             );
+        }
+        for (key, n) in self.batch.set() {
+            if !caps.batches {
+                let batching: Vec<&str> =
+                    EngineKind::KINDS.iter().filter(|k| k.caps().batches).map(|k| k.as_str()).collect();
+                return err(
+                    key,
+                    format!("engine `{}` does not batch; only {} takes it", self.engine, batching.join(", ")),
+                );
+            }
+            if n > self.iodepth {
+                return err(
+                    key,
+                    format!("{n} is above the queue depth ({}); accepted: 0 to {}", self.iodepth, self.iodepth),
+                );
+            }
         }
         if let (true, Err(why)) = (self.direct, caps.direct) {
             return err("direct", format!("{why}; drop --direct or pick another engine"));

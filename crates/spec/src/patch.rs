@@ -73,14 +73,30 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
-    /// I/O engine: psync, io_uring, mmap, null.
+    /// I/O engine: psync, libaio, io_uring, mmap, null.
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, short = 'e', value_parser = parse_word::<EngineKind>, help = EngineKind::help()))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineKind>,
-    /// I/Os in flight per thread (io_uring).
+    /// I/Os in flight per thread (libaio, io_uring).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, short = 'q'))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iodepth: Option<u32>,
+    /// libaio: submit once this many are queued (fio's iodepth_batch_submit; 0: the queue depth).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iodepth_batch_submit: Option<u32>,
+    /// libaio: wait for at least this many completions (fio's iodepth_batch_complete_min).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iodepth_batch_complete_min: Option<u32>,
+    /// libaio: take at most this many completions per call (fio's iodepth_batch_complete_max).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iodepth_batch_complete_max: Option<u32>,
+    /// libaio: once the queue is full, drain it to this many before refilling (fio's iodepth_low).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iodepth_low: Option<u32>,
     /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -306,6 +322,10 @@ const COMMON: &[&str] = &[
     "seed",
     "engine",
     "iodepth",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
     "direct",
     "threads",
     "runtime",
@@ -439,6 +459,12 @@ impl JobPatch {
             seed: self.seed.unwrap_or(DEFAULT_SEED),
             engine: self.engine.unwrap_or(EngineKind::DEFAULT),
             iodepth: self.iodepth.unwrap_or(1),
+            batch: crate::engine::QueueBatch {
+                submit: self.iodepth_batch_submit,
+                complete_min: self.iodepth_batch_complete_min,
+                complete_max: self.iodepth_batch_complete_max,
+                low: self.iodepth_low,
+            },
             direct: self.direct.unwrap_or(false),
             threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
             runtime: workload.runtime(self.runtime),
@@ -455,6 +481,29 @@ impl JobPatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fio's batching is libaio's: on another engine, or above the depth, one error naming the key.
+    #[test]
+    fn batching_belongs_to_libaio_and_stays_within_the_depth() {
+        let job = |engine, low| {
+            JobPatch {
+                target: Some("/t".into()),
+                engine: Some(engine),
+                iodepth: Some(16),
+                iodepth_low: Some(low),
+                ..Default::default()
+            }
+            .resolve("j")
+            .unwrap()
+        };
+        let j = job(EngineKind::Libaio, 4);
+        j.validate().unwrap();
+        assert_eq!(j.batch.low, Some(4));
+        let e = job(EngineKind::IoUring, 4).validate().unwrap_err().to_string();
+        assert!(e.contains("iodepth_low") && e.contains("only libaio takes it"), "{e}");
+        let e = job(EngineKind::Libaio, 17).validate().unwrap_err().to_string();
+        assert!(e.contains("iodepth_low") && e.contains("above the queue depth (16)"), "{e}");
+    }
 
     #[test]
     fn a_job_describes_itself_in_a_few_words() {

@@ -145,8 +145,7 @@ mod tests {
         let dir = names.add("new").unwrap();
         let f = names.add("new/tmp.1").unwrap();
         let g = names.add("new/cur.1").unwrap();
-        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-            .unwrap();
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup::new(1, 4096)).unwrap();
         assert_eq!(perform(&Call::Mkdir { name: dir }, &names, &mut *e, &mut |_, _| {}).unwrap(), 0);
         let create = OpenFlags { write: true, create: true, exclusive: true, ..Default::default() };
         perform(&Call::Open { name: f, file: 3, flags: create }, &names, &mut *e, &mut |_, _| {}).unwrap();
@@ -191,8 +190,7 @@ mod tests {
         let (dir, x, y) = (a.add("d").unwrap(), a.add("d/x").unwrap(), a.add("d/y").unwrap());
         let (bdir, moved) = (b.add("d").unwrap(), b.add("e").unwrap());
         let escape = a.add("out/f").unwrap();
-        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-            .unwrap();
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup::new(1, 4096)).unwrap();
         let mut call = |c: Call, n: &Names| perform(&c, n, &mut *e, &mut |_, _| {});
         let touch = |p: &str| std::fs::write(root.join(p), b"").unwrap();
 

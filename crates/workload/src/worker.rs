@@ -670,8 +670,7 @@ mod tests {
             p.runtime = Some(Duration::from_secs(1));
         });
         let clk = FakeClock::new(Duration::from_micros(1));
-        let mut e =
-            iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 }).unwrap();
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
         let mut secs_acc = Vec::new();
         let end = block_run(&j, &mut *e, &clk, j.runtime, false, &mut |s, a| secs_acc.push((s, a)));
         assert!(end.error.is_none());
@@ -694,9 +693,7 @@ mod tests {
         let j = job(Rw::Write, |p| p.size = Some(iolab_spec::Bytes::gib(1)));
         let run_with = |lease: &Lease| {
             let clk = FakeClock::new(Duration::from_millis(1));
-            let mut e =
-                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-                    .unwrap();
+            let mut e = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
             let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
             let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
             let mut ops = 0;
@@ -750,8 +747,7 @@ mod tests {
         for (engine, per_sec) in [("null", 1000), ("log", 500)] {
             let clk = FakeClock::new(Duration::from_millis(1));
             let mut null =
-                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-                    .unwrap();
+                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
             let mut log = LogEngine::new(1);
             let e: &mut dyn Engine = if engine == "null" { &mut *null } else { &mut log };
             let mut secs = Vec::new();
@@ -867,9 +863,7 @@ mod tests {
         let w = window(&clk, None);
         let run_one = |wait: bool| {
             let mut src = Staged { wait, step: 0, listed: Vec::new(), before: None, after: None, real: Vec::new() };
-            let mut e =
-                iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 })
-                    .unwrap();
+            let mut e = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
             let mut names = Names::new(d.path());
             let mut all = Acc::default();
             let end = run(&mut src, &mut *e, &mut names, &clk, w, &stop, &barrier, &mut |_, a| all.merge(&a));

@@ -23,6 +23,8 @@ fn canonical(key: &str) -> &str {
         "fileoffset" => "offset",
         "timeout" => "runtime",
         "wait_for_previous" => "stonewall",
+        "iodepth_batch" => "iodepth_batch_submit",
+        "iodepth_batch_complete" => "iodepth_batch_complete_min",
         k => k,
     }
 }
@@ -52,6 +54,8 @@ struct Raw {
     bssplit: Option<(PerDir<Bs>, String, Loc)>,
     engine: Option<(String, Loc)>,
     iodepth: Option<(u64, Loc)>,
+    /// iodepth_batch_submit, iodepth_batch_complete_min, iodepth_batch_complete_max, iodepth_low.
+    batch: [Option<(u64, Loc)>; 4],
     direct: Option<(bool, Loc)>,
     sync: Option<(SyncMode, Loc)>,
     fsync: Option<(SyncMode, u64, Loc)>,
@@ -203,6 +207,10 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         }
         "ioengine" => r.engine = Some((need(o)?.to_string(), at)),
         "iodepth" => r.iodepth = Some((int(o)?, at)),
+        "iodepth_batch_submit" => r.batch[0] = Some((int(o)?, at)),
+        "iodepth_batch_complete_min" => r.batch[1] = Some((int(o)?, at)),
+        "iodepth_batch_complete_max" => r.batch[2] = Some((int(o)?, at)),
+        "iodepth_low" => r.batch[3] = Some((int(o)?, at)),
         "direct" => r.direct = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         "buffered" => r.direct = Some((!value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         "sync" => {
@@ -586,7 +594,8 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
                     EngineKind::Psync
                 }
                 "io_uring" => EngineKind::IoUring,
-                "libaio" | "posixaio" => {
+                "libaio" => EngineKind::Libaio,
+                "posixaio" => {
                     said.note(at, format!("ioengine={e} runs on io_uring, at the same queue depth"));
                     EngineKind::IoUring
                 }
@@ -608,12 +617,45 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
             said.note(at, format!("iodepth={d} has no effect on the synchronous engine {engine}, as in fio"));
         }
     }
+    finish_batch(r, engine, o, said);
     if let Some((d, at)) = &r.direct {
         o.set("direct", at);
         o.p.direct = Some(*d);
     }
 
     threads
+}
+
+/// fio's batching (iodepth_batch_submit, iodepth_batch_complete_min/max, iodepth_low) on an
+/// engine that batches (libaio), with fio's defaults where the job sets none (submit each I/O
+/// as it comes, wait for one completion and take one per call), so the engine makes the calls
+/// fio makes; the depth they are read against is fio's (an iodepth_low above it is the depth).
+fn finish_batch(r: &Raw, engine: EngineKind, o: &mut Out, said: &mut Said) {
+    const KEYS: [&str; 4] =
+        ["iodepth_batch_submit", "iodepth_batch_complete_min", "iodepth_batch_complete_max", "iodepth_low"];
+    if !engine.caps().batches {
+        for (key, v) in KEYS.iter().zip(&r.batch) {
+            if let Some((n, at)) = v {
+                said.note(at, format!("{key}={n}: iolab's {engine} submits what is queued and takes every completion there; only libaio batches as fio says"));
+            }
+        }
+        return;
+    }
+    let depth = r.iodepth.as_ref().map_or(1, |d| d.0).clamp(1, u32::MAX as u64);
+    let get = |i: usize| r.batch[i].as_ref().map(|(n, _)| (*n).min(depth) as u32);
+    let submit = get(0).or(Some(1));
+    let complete_min = get(1).or(Some(1));
+    let complete_max = get(2).or(complete_min);
+    let low = get(3);
+    for (key, v) in KEYS.iter().zip(&r.batch) {
+        if let Some((_, at)) = v {
+            o.set(key, at);
+        }
+    }
+    o.p.iodepth_batch_submit = submit;
+    o.p.iodepth_batch_complete_min = complete_min;
+    o.p.iodepth_batch_complete_max = complete_max;
+    o.p.iodepth_low = low;
 }
 
 /// O_SYNC/O_DSYNC writes or a flush every N writes, and the final fsync.

@@ -5,6 +5,7 @@
 //! phase, `numjobs` as threads. Every option iolab does not map is named with its file and line,
 //! once: an error, or with `lenient` a warning and the job runs without it.
 
+pub mod cmdline;
 pub mod ini;
 pub mod map;
 pub mod value;

@@ -57,7 +57,7 @@ const SEQ_THEN_RANDOM: &str = "\
 [global]
 filename=/data/f
 size=1g
-ioengine=libaio
+ioengine=posixaio
 direct=1
 iodepth=32   ; deep queue
 
@@ -78,7 +78,7 @@ randseed=42
 #[test]
 fn global_and_jobs_become_phases_of_jobs() {
     let f = parse_one(SEQ_THEN_RANDOM).unwrap();
-    assert!(f.notes.iter().any(|n| n.message.contains("libaio runs on io_uring") && n.at.line == 5), "{:?}", f.notes);
+    assert!(f.notes.iter().any(|n| n.message.contains("posixaio runs on io_uring") && n.at.line == 5), "{:?}", f.notes);
     let plan = f.plan(&JobPatch::default()).unwrap();
     assert_eq!(plan.phases.len(), 2);
     assert_eq!(plan.phases[0].name, "seq-write");
@@ -307,4 +307,29 @@ proptest::proptest! {
         lines[i] = junk;
         let _ = parse_one(&lines.join("\n")).map(|f| { let _ = f.plan(&JobPatch::default()); f.to_toml() });
     }
+}
+
+/// ioengine=libaio runs on iolab's libaio engine, with fio's batching: its defaults (one I/O
+/// per io_submit, one completion per io_getevents) where the file sets none, its values
+/// (aliases included) where it does, and iodepth_low capped at the depth.
+#[test]
+fn libaio_runs_on_libaio_with_fios_batching() {
+    let f = parse_one("[a]\nfilename=/data/f\nsize=1m\nioengine=libaio\niodepth=16\n").unwrap();
+    assert!(!f.notes.iter().any(|n| n.message.contains("io_uring")), "{:?}", f.notes);
+    let plan = f.plan(&JobPatch::default()).unwrap();
+    let j = &plan.phases[0].jobs[0];
+    assert_eq!((j.engine, j.iodepth), (EngineKind::Libaio, 16));
+    let want = crate::engine::QueueBatch { submit: Some(1), complete_min: Some(1), complete_max: Some(1), low: None };
+    assert_eq!(j.batch, want);
+    let f = parse_one(
+        "[a]\nfilename=/data/f\nsize=1m\nioengine=libaio\niodepth=16\niodepth_batch=8\niodepth_batch_complete=4\niodepth_batch_complete_max=16\niodepth_low=64\n",
+    )
+    .unwrap();
+    let j = &f.plan(&JobPatch::default()).unwrap().phases[0].jobs[0];
+    let want =
+        crate::engine::QueueBatch { submit: Some(8), complete_min: Some(4), complete_max: Some(16), low: Some(16) };
+    assert_eq!(j.batch, want);
+    let f = parse_one("[a]\nfilename=/data/f\nsize=1m\nioengine=io_uring\niodepth=16\niodepth_batch=8\n").unwrap();
+    assert!(f.notes.iter().any(|n| n.message.contains("only libaio batches")), "{:?}", f.notes);
+    assert!(f.plan(&JobPatch::default()).unwrap().phases[0].jobs[0].batch.is_unset());
 }

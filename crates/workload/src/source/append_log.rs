@@ -181,7 +181,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let log = AppendLogJob { record_size: Bytes(512), records: Some(10), fsync_every: 4 };
         let mut src = AppendLog::new(&log, "j", 0, false);
-        let setup = iolab_engine::Setup { depth: 1, buf_len: 512 };
+        let setup = iolab_engine::Setup::new(1, 512);
         let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, setup).unwrap();
         let clk = TscClock::new();
         let now = Clock::now(&clk);

@@ -294,7 +294,7 @@ mod tests {
         let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(2));
         let one = |t: u32| {
             let mut src = Redolog::new("j", &r, t, 2, false);
-            let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup { depth: 1, buf_len: src.buffer_len() }).unwrap();
+            let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, iolab_engine::Setup::new(1, src.buffer_len())).unwrap();
             let end = run(&mut src, &mut *e, &mut Names::new(d.path()), &clk, w, &stop, &barrier, &mut |_, _| {});
             barrier.leave();
             assert!(end.error.is_none(), "{:?}", end.error);

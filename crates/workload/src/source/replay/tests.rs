@@ -42,6 +42,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         seed: iolab_spec::DEFAULT_SEED,
         engine: EngineKind::Psync,
         iodepth: 1,
+        batch: Default::default(),
         direct: false,
         threads,
         runtime: None,
@@ -276,8 +277,7 @@ fn issue_times(timing: Timing) -> Vec<u64> {
     let run = ReplayRun::prepare(checked, &job, r, b, &crate::layout::Halt::stop(&AtomicBool::new(false))).unwrap();
     let mut spy = Spy { inner: ReplaySource::new(run, 0).unwrap(), issued: Vec::new() };
     let clk = FakeClock::new(Duration::from_micros(1));
-    let mut engine =
-        iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup { depth: 1, buf_len: 4096 }).unwrap();
+    let mut engine = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
     let start = clk.now();
     let w = Window { start, t0: start, deadline: None };
     let mut names = Names::new(&target);
