@@ -26,10 +26,10 @@ pub fn run(a: FioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let cmd = cmdline::read_args(&a.args).map_err(fio::FioError::At)?;
     let file = cmd.map(&fio::System, a.fio_lenient)?;
     for n in &file.notes {
-        eprintln!("iolab: note: {n}");
+        errln!("iolab: note: {n}");
     }
     for s in &file.skipped {
-        eprintln!("iolab: warning: left out (--fio-lenient): {s}");
+        errln!("iolab: warning: left out (--fio-lenient): {s}");
     }
     let plan = file.plan(&JobPatch::default())?;
     // Refuse an --output iolab may not write before anything runs.
@@ -66,7 +66,7 @@ pub fn run(a: FioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         None => crate::stdout::unless_closed(crate::stdout::out().write_all(text.as_bytes()).map_err(Into::into))?,
     }
     if let Some(id) = id {
-        eprintln!("iolab: run {id} kept: iolab show {id}");
+        errln!("iolab: run {id} kept: iolab show {id}");
     }
     Ok(exit_code(&result))
 }
