@@ -86,6 +86,11 @@ pub trait Env {
     fn var(&self, name: &str) -> Option<String>;
     /// `$pagesize`, `$mb_memory`, `$ncpus`.
     fn keyword(&self, word: &str) -> Option<u64>;
+    /// The size of an existing file or block device, which `size=50%` and `offset=10%` are
+    /// of (`None`: not there, or not known).
+    fn file_size(&self, _path: &Path) -> Option<u64> {
+        None
+    }
 }
 
 /// The files, environment and machine iolab runs on.
@@ -109,6 +114,19 @@ impl Env for System {
     }
     fn var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
+    }
+    fn file_size(&self, path: &Path) -> Option<u64> {
+        use std::io::Seek;
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.is_file() {
+            return Some(meta.len());
+        }
+        if meta.file_type().is_block_device() {
+            // Opened for reading only, to learn its size.
+            return std::fs::File::open(path).ok()?.seek(io::SeekFrom::End(0)).ok();
+        }
+        None
     }
     fn keyword(&self, word: &str) -> Option<u64> {
         match word {
@@ -154,7 +172,7 @@ pub struct FioFile {
 /// instead of the error.
 pub fn parse(path: &Path, env: &dyn Env, lenient: bool) -> Result<FioFile, FioError> {
     let sections = ini::read(path, env).map_err(FioError::At)?;
-    map::map(path, &sections, lenient)
+    map::map(path, &sections, env, lenient)
 }
 
 impl FioFile {

@@ -11,6 +11,8 @@ use std::time::Duration;
 pub(crate) struct Mem {
     pub files: HashMap<PathBuf, String>,
     pub vars: HashMap<String, String>,
+    /// Sizes of files and devices a percentage is of.
+    pub sizes: HashMap<PathBuf, u64>,
 }
 
 impl Env for Mem {
@@ -31,10 +33,17 @@ impl Env for Mem {
             _ => None,
         }
     }
+    fn file_size(&self, path: &Path) -> Option<u64> {
+        self.sizes.get(path).copied()
+    }
 }
 
 fn mem(files: &[(&str, &str)]) -> Mem {
-    Mem { files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(), vars: HashMap::new() }
+    Mem {
+        files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(),
+        vars: HashMap::new(),
+        sizes: HashMap::new(),
+    }
 }
 
 fn parse_one(text: &str) -> Result<FioFile, FioError> {
@@ -307,4 +316,153 @@ proptest::proptest! {
         lines[i] = junk;
         let _ = parse_one(&lines.join("\n")).map(|f| { let _ = f.plan(&JobPatch::default()); f.to_toml() });
     }
+}
+
+// fio's syntax in full (issue 27 item 2). Each claim about fio was checked with fio 3.33
+// (`fio --debug=io`, or its JSON's io_bytes/total_ios, on a 64 KiB scratch file), as noted.
+
+fn unmapped_of(text: &str) -> Vec<String> {
+    match parse_one(text) {
+        Err(FioError::Unmapped(list)) => list.into_iter().map(|p| p.to_string()).collect(),
+        Err(e) => panic!("{e}"),
+        Ok(_) => Vec::new(),
+    }
+}
+
+fn notes_of(text: &str) -> Vec<String> {
+    parse_one(text).unwrap_or_else(|e| panic!("{e}")).notes.iter().map(|p| p.to_string()).collect()
+}
+
+#[test]
+fn rw_modifiers_as_fio_reads_them() {
+    // fio 3.33, rw=read:-8k, bs=4k, 64 KiB: offsets 0, 56k, 52k, ... 4k, 0: backwards.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=64k\nrw=read:-8k\n");
+    assert!(
+        u.len() == 1
+            && u[0].contains("job.fio:4: rw=read:-8k")
+            && u[0].contains("8192 before the end of the previous one"),
+        "{u:?}"
+    );
+    // fio 3.33, rw=randread:4: 0, 4k, 8k, 12k, then 44k, 48k, 52k, 56k: four in a row per offset.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=64k\nrw=randread:4\n");
+    assert!(u.len() == 1 && u[0].contains("4 I/Os one after another at each random offset"), "{u:?}");
+    // One I/O per offset is iolab's random pattern.
+    assert_eq!(
+        plan_of("[j]\nfilename=/f\nsize=64k\nrw=randread:1\n").phases[0].jobs[0].workload.block().unwrap().rw,
+        Rw::RandRead
+    );
+    assert!(err_of("[j]\nfilename=/f\nsize=64k\nrw=randread:4k\n").contains("`4k` is 4"));
+    // fio 3.33, rw=read:4k, bs=4k, 64 KiB: 0, 8k, ... 56k, then 0, 8k again (16 I/Os in all).
+    let text = "[j]\nfilename=/f\nsize=64k\nrw=read:4k\n";
+    let b = plan_of(text).phases[0].jobs[0].workload.block().unwrap().clone();
+    assert_eq!(b.stride, Some(Bytes::kib(8)));
+    assert!(notes_of(text).iter().any(|n| n.contains("wrapping to the file's start")), "{:?}", notes_of(text));
+    assert_eq!(
+        plan_of("[j]\nfilename=/f\nsize=64k\nrw=read:+4k\n").phases[0].jobs[0].workload.block().unwrap().stride,
+        Some(Bytes::kib(8))
+    );
+}
+
+#[test]
+fn filename_keywords_are_fios() {
+    // fio 3.33 named the file `x.$jobnum` for filename=x.$jobnum: the keywords are
+    // filename_format's only.
+    let text = "[j]\nfilename=/d/x.$jobnum\nsize=1m\n";
+    assert_eq!(plan_of(text).phases[0].jobs[0].target, PathBuf::from("/d/x.$jobnum"));
+    assert!(notes_of(text)
+        .iter()
+        .any(|n| n.contains("expands $jobname, $jobnum, $filenum and $clientuid in filename_format only")));
+    // Elsewhere an unknown $word is refused, with what fio substitutes.
+    let e = err_of("[j]\nfilename=/f\nsize=$jobnum\n");
+    assert!(
+        e.contains("job.fio:3:") && e.contains("$clientuid in filename_format") && e.contains("keep `$jobnum` as text"),
+        "{e}"
+    );
+    // fio 3.33: filename_format=y.$jobname.$jobnum.$filenum made y.u.0.0 and y.u.1.0 for
+    // numjobs=2; c.$clientuid.$JOBNAME.x made c..c.x (keywords in any case, $clientuid empty
+    // when not client/server).
+    let j = |t: &str| plan_of(t).phases[0].jobs[0].clone();
+    assert_eq!(
+        j("[u]\ndirectory=/d\nfilename_format=y.$jobname.$jobnum.$filenum\nsize=1m\n").target,
+        PathBuf::from("/d/y.u.0.0")
+    );
+    assert_eq!(j("[c]\nfilename_format=/d/c.$clientuid.$JOBNAME.x\nsize=1m\n").target, PathBuf::from("/d/c..c.x"));
+    // Clones sharing the format's one name share the file; with $jobnum each has its own.
+    let shared = j("[u]\nfilename_format=/d/shared.$filenum\nsize=1m\nnumjobs=2\n");
+    assert_eq!((shared.target, shared.threads), (PathBuf::from("/d/shared.0"), 2));
+    let text = "[u]\ndirectory=/d\nfilename_format=y.$jobnum\nsize=1m\nnumjobs=2\n";
+    assert_eq!(j(text).target, PathBuf::from("/d/."));
+    assert!(notes_of(text).iter().any(|n| n.contains("own file as in fio, named iolab.u.N")));
+}
+
+fn with_file(text: &str, size: u64) -> Result<FioFile, FioError> {
+    let mut env = mem(&[("/j/job.fio", text)]);
+    env.sizes.insert(PathBuf::from("/f"), size);
+    parse(Path::new("/j/job.fio"), &env, false)
+}
+
+#[test]
+fn percentages_are_of_the_files_size() {
+    let job = |t: &str| {
+        let f = with_file(t, 64 << 10).unwrap_or_else(|e| panic!("{e}"));
+        f.plan(&JobPatch::default()).unwrap_or_else(|e| panic!("{e}")).phases[0].jobs[0].clone()
+    };
+    // fio 3.33 on 64 KiB: size=50% read 0..28k (8 I/Os); offset=25% started at 16k; both: 16k..28k.
+    assert_eq!(job("[j]\nfilename=/f\nsize=50%\n").size, Some(Bytes::kib(32)));
+    let j = job("[j]\nfilename=/f\noffset=25%\n");
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (None, Some(Bytes::kib(16))));
+    let j = job("[j]\nfilename=/f\noffset=25%\nsize=25%\n");
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (Some(Bytes::kib(16)), Some(Bytes::kib(16))));
+    // offset=10% (6553.6 bytes) rounded up to the smallest block: 8k with bs=4k and bs=8k.
+    assert_eq!(job("[j]\nfilename=/f\noffset=10%\nbs=8k\n").workload.block().unwrap().offset, Some(Bytes::kib(8)));
+    assert_eq!(
+        job("[j]\nfilename=/f\noffset=10%\noffset_align=16k\n").workload.block().unwrap().offset,
+        Some(Bytes::kib(16))
+    );
+    // 0% and 100% are the whole file; fio read all 16 blocks for size=0%, size=100%, offset=0%.
+    for t in ["size=0%", "size=100%", "offset=0%"] {
+        let j = job(&format!("[j]\nfilename=/f\n{t}\n"));
+        assert_eq!((j.size, j.workload.block().unwrap().offset), (None, None), "{t}");
+    }
+    assert_eq!(
+        job("[j]\nfilename=/f\nsize=32k\nio_size=50%\n").workload.block().unwrap().io_size,
+        Some(Bytes::kib(16))
+    );
+    // fio 3.33, size=1% of 64 KiB: "blocksize is larger than data set range".
+    let e = with_file("[j]\nfilename=/f\nsize=1%\n", 64 << 10).unwrap_err().to_string();
+    assert!(e.contains("job.fio:3:") && e.contains("less than one block"), "{e}");
+    let e = err_of("[j]\nfilename=/nothere\nsize=50%\n");
+    assert!(e.contains("job.fio:3:") && e.contains("/nothere, which does not exist"), "{e}");
+    let u = unmapped_of("[j]\ndirectory=/d\nsize=50%\n");
+    assert!(u.iter().any(|p| p.contains("files fio names itself")), "{u:?}");
+}
+
+#[test]
+fn zone_units_count_under_zonemode_zbd_only() {
+    // fio 3.33 without zonemode: size=8z read the whole 64 KiB file, offset=8z started at 0.
+    let text = "[j]\nfilename=/f\nsize=8z\noffset=8z\n";
+    let j = plan_of(text).phases[0].jobs[0].clone();
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (None, None));
+    assert!(notes_of(text).iter().any(|n| n.contains("size=8z: fio counts zones only under zonemode=zbd")));
+    let u = unmapped_of("[j]\nfilename=/f\nsize=8z\nzonemode=zbd\n");
+    assert!(u.iter().any(|p| p.contains("zonemode=zbd: zoned block devices are hardware-specific")), "{u:?}");
+    assert!(plan_of("[j]\nfilename=/f\nsize=1m\nzonemode=none\n").phases[0].jobs[0].size == Some(Bytes::mib(1)));
+    // fio 3.33: "bs: 'z' suffix isn't applicable".
+    assert!(err_of("[j]\nfilename=/f\nsize=1m\nbs=8z\n").contains("isn't applicable"));
+}
+
+#[test]
+fn kb_base_applies_to_its_whole_section_and_repeated_keys_take_the_last_value() {
+    // fio 3.33: size=64k then kb_base=1000 in one section is 64000 bytes (64 I/Os of 1000);
+    // a job's kb_base leaves [global]'s size=64k at 65536 (65 I/Os).
+    let j = |t: &str| plan_of(t).phases[0].jobs[0].clone();
+    assert_eq!(j("[j]\nfilename=/f\nsize=64k\nkb_base=1000\n").size, Some(Bytes(64_000)));
+    let k = j("[global]\nsize=64k\n[j]\nfilename=/f\nkb_base=1000\nbs=1k\n");
+    assert_eq!((k.size, k.workload.block().unwrap().bs.max()), (Some(Bytes(65_536)), Bytes(1000)));
+    assert_eq!(j("[global]\nkb_base=1000\n[j]\nfilename=/f\nsize=64k\n").size, Some(Bytes(64_000)));
+    // fio 3.33: size=8k then size=4k did 4 I/Os of 1000 bytes; rw=randwrite then rw=read, bs=1k
+    // then bs=2k read 8192 bytes in 4 I/Os.
+    let k = j("[j]\nfilename=/f\nsize=8k\nsize=4k\nrw=randwrite\nrw=read\nbs=1k\nbs=2k\n");
+    let b = k.workload.block().unwrap();
+    assert_eq!((k.size, b.rw, b.bs.max()), (Some(Bytes::kib(4)), Rw::Read, Bytes::kib(2)));
 }
