@@ -5,7 +5,7 @@
 
 use super::ini::{Opt, Section};
 use super::value::{self, KbBase, Region};
-use super::{Env, FioError, FioFile, FioJob, FioPhase, Loc, Problem};
+use super::{Env, FioError, FioFile, FioJob, FioLogs, FioPhase, JobLogs, Loc, Problem};
 use crate::job::{BlockSizes, Dist, EngineKind, Rw, SyncMode};
 use crate::patch::JobPatch;
 use crate::units::Bytes;
@@ -74,6 +74,12 @@ struct Raw {
     filename_format: Option<(String, Loc)>,
     offset_align: Option<(u64, Loc)>,
     zonemode: Option<(String, Loc)>,
+    // fio-syntax: the verify family and the logs.
+    verify: Option<(bool, String, Loc)>,
+    do_verify: Option<(bool, Loc)>,
+    verify_fatal: Option<(bool, Loc)>,
+    logs: [Option<(String, Loc)>; 3],
+    log_avg_msec: Option<(u64, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -112,7 +118,9 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
             read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }
         let stonewall = raw.stonewall;
-        let job = finish(raw, s, env, &mut said).map_err(FioError::At)?;
+        let logs = job_logs(&raw, s);
+        let mut job = finish(raw, s, env, &mut said).map_err(FioError::At)?;
+        job.logs = logs;
         match phases.last_mut() {
             Some(p) if !stonewall => p.jobs.push(job),
             _ => phases.push(FioPhase { name: String::new(), jobs: vec![job] }),
@@ -126,10 +134,73 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
         )));
     }
     name_phases_and_jobs(&mut phases, &mut said);
+    let logs = file_logs(&phases, &mut said);
     if !said.unmapped.is_empty() && !lenient {
         return Err(FioError::Unmapped(said.unmapped));
     }
-    Ok(FioFile { path: path.to_path_buf(), phases, notes: said.notes, skipped: said.unmapped })
+    Ok(FioFile { path: path.to_path_buf(), phases, notes: said.notes, skipped: said.unmapped, logs })
+}
+
+/// A job's logs as fio would name them: the prefix given, or the job's name for a bare
+/// `write_bw_log`; the window with it.
+fn job_logs(r: &Raw, s: &Section) -> Option<JobLogs> {
+    if r.logs.iter().all(Option::is_none) {
+        return None;
+    }
+    let name = r.name.as_ref().map_or(s.name.as_str(), |n| n.0.as_str());
+    let prefixes = r.logs.clone().map(|l| l.map(|(p, at)| (if p.is_empty() { name.to_string() } else { p }, at)));
+    Some(JobLogs { prefixes, avg: r.log_avg_msec.clone() })
+}
+
+/// The file's logs: iolab writes one log of each kind per phase, so the jobs that ask for a
+/// kind must agree on its prefix and window; a phase of several jobs or threads is logged as
+/// one (a note). fio logs every I/O without log_avg_msec; iolab's smallest window is 1 s.
+fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
+    let mut out = FioLogs { avg_msec: 1000, ..Default::default() };
+    let mut any = false;
+    let mut avg: Option<(u64, Loc)> = None;
+    for p in phases {
+        let with: Vec<&FioJob> = p.jobs.iter().filter(|j| j.logs.is_some()).collect();
+        if with.is_empty() {
+            continue;
+        }
+        if p.jobs.len() > 1 || p.jobs.iter().any(|j| j.patch.threads.unwrap_or(1) > 1) {
+            said.note(&with[0].at, format!("phase `{}`: fio logs each job's threads apart (per_job_logs=1); iolab logs the phase's jobs and threads as one", p.name));
+        }
+        for j in with {
+            let Some(l) = &j.logs else { continue };
+            for (slot, prefix) in [&mut out.bw, &mut out.iops, &mut out.lat].into_iter().zip(&l.prefixes) {
+                let Some((prefix, at)) = prefix else { continue };
+                any = true;
+                match slot {
+                    Some(have) if have != prefix => said.unmapped(
+                        at,
+                        format!("log prefix `{prefix}` beside `{have}`: iolab writes one log of each kind per phase, under one prefix"),
+                    ),
+                    _ => *slot = Some(prefix.clone()),
+                }
+            }
+            match (&l.avg, &avg) {
+                (Some((ms, at)), _) if *ms == 0 || ms % 1000 != 0 => said.unmapped(
+                    at,
+                    format!("log_avg_msec={ms}: iolab keeps per-second figures; its logs average whole seconds (1000, 2000...)"),
+                ),
+                (Some((ms, at)), Some((have, _))) if ms != have => {
+                    said.unmapped(at, format!("log_avg_msec={ms} beside {have}: iolab's logs have one window"))
+                }
+                (Some(a), None) => avg = Some(a.clone()),
+                (None, _) => {
+                    let at = l.prefixes.iter().flatten().next().map(|p| p.1.clone()).unwrap_or_else(|| j.at.clone());
+                    said.note(&at, "no log_avg_msec: fio logs every I/O; iolab writes per-second averages (log_avg_msec=1000)".into());
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some((ms, _)) = avg {
+        out.avg_msec = ms;
+    }
+    any.then_some(out)
 }
 
 /// Job names unique within a phase (fio allows repeats; iolab keys results by name) and each
@@ -217,6 +288,50 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         // fio-syntax: filename templates, a percentage offset's alignment, zones.
         "filename_format" => r.filename_format = Some((need(o)?.to_string(), at)),
         "offset_align" => r.offset_align = Some((size(o)?, at)),
+        "verify" => {
+            let v = need(o)?;
+            let on = match v {
+                "0" | "null" => false,
+                "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha512"
+                | "sha256" | "sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => true,
+                other => return Err(bad(o, format!("`{other}`: fio's are md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-224...512, meta, pattern, null"))),
+            };
+            r.verify = Some((on, v.to_string(), at));
+        }
+        "do_verify" => r.do_verify = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "verify_fatal" => r.verify_fatal = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        // How fio checks, where iolab's stamp does the same or more: said, not mapped further.
+        "verify_async" | "verify_interval" | "verify_offset" | "verify_pattern" | "verify_dump"
+        | "verify_state_save" | "verify_async_cpus" => {
+            need(o)?;
+            said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
+        }
+        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
+            &at,
+            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
+        ),
+        "verify_only" => said.unmapped(
+            &at,
+            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
+        ),
+        "verify_state_load" => said.unmapped(
+            &at,
+            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
+        ),
+        "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+            let i = match o.key.as_str() {
+                "write_bw_log" => 0,
+                "write_iops_log" => 1,
+                _ => 2,
+            };
+            // Bare, fio names the log after the job.
+            r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
+        }
+        "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
+        "per_job_logs" => {
+            flag(o)?;
+            said.note(&at, "per_job_logs: iolab writes one log per phase, its jobs and threads together".into());
+        }
         "zonemode" => {
             let v = need(o)?;
             match v {
@@ -279,6 +394,19 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "new_group" | "group_reporting" => {
             flag(o)?;
         }
+        // fio 3.33 with gtod_reduce=1 reports no latency (clat and lat N 0); iolab measures
+        // every I/O as always.
+        "gtod_reduce" => {
+            if flag(o)? {
+                said.note(&at, "gtod_reduce: fio then measures no latency; iolab measures each I/O's as always".into());
+            }
+        }
+        // fio registers its tiobench profile's `threads` for every job; it has no effect
+        // without profile=tiobench (fio 3.33 ran one job for threads=3).
+        "threads" => {
+            need(o)?;
+            said.note(&at, "threads: fio's tiobench profile option, which changes nothing in a job of its own (numjobs sets the threads)".into());
+        }
         // iolab's workers are always threads.
         "thread" => {
             flag(o)?;
@@ -305,6 +433,17 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
     }
     Ok(())
+}
+
+/// What iolab does where fio's verify options tune how fio checks.
+fn verify_detail(key: &str) -> &'static str {
+    match key {
+        "verify_async" | "verify_async_cpus" => "iolab checks in the thread that did the I/O",
+        "verify_interval" | "verify_offset" => "iolab stamps and checks every 512-byte sector, its header first",
+        "verify_pattern" => "iolab writes its own stamp (offset, file, key, writer, time, CRC-32Cs) and a pattern derived from them, not this one",
+        "verify_dump" => "iolab reports each bad block (file, offset, first bad sector, expected and found key) rather than dumping it",
+        _ => "fio's verify state files have iolab's journal (--journal DIR) as their equivalent; none is kept",
+    }
 }
 
 /// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
@@ -507,6 +646,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let rw = finish_pattern(&r, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
+    finish_verify(&r, rw, &mut o, said);
     finish_time(&r, rw, threads, &mut o, said);
     if let Some((d, at)) = &r.dist {
         o.set("dist", at);
@@ -529,7 +669,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         }
         None => true,
     });
-    Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone() })
+    Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone(), logs: None })
 }
 
 /// The job's name, its file (or directory) and the region of it.
@@ -642,12 +782,12 @@ fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, sai
             *slot = None;
         }
     }
-    let percent = [&r.size, &r.offset, &r.io_size]
-        .into_iter()
-        .flatten()
-        .find(|(v, _)| matches!(v, Region::Percent(p) if *p != 0 && *p != 100))
-        .map(|(_, at)| at.clone());
-    let Some(pct_at) = percent else {
+    let percent =
+        [("size", &r.size), ("offset", &r.offset), ("io_size", &r.io_size)].into_iter().find_map(|(what, v)| match v {
+            Some((Region::Percent(p), at)) if *p != 0 && *p != 100 => Some((format!("{what}={p}%"), at.clone())),
+            _ => None,
+        });
+    let Some((pct_what, pct_at)) = percent else {
         for slot in [&mut r.size, &mut r.offset, &mut r.io_size] {
             if matches!(slot, Some((Region::Percent(_), _))) {
                 *slot = None;
@@ -658,8 +798,7 @@ fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, sai
     if !is_file {
         said.unmapped(
             &pct_at,
-            "a percentage of the size of files fio names itself (no filename) is not mapped; give filename or a size"
-                .into(),
+            format!("{pct_what}: a percentage of the size of files fio names itself (no filename) is not mapped; give filename or a size"),
         );
         for slot in [&mut r.size, &mut r.offset, &mut r.io_size] {
             if matches!(slot, Some((Region::Percent(_), _))) {
@@ -672,7 +811,7 @@ fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, sai
         return Err(Problem::new(
             pct_at,
             format!(
-                "a percentage is of the size of {}, which does not exist or is empty; give a size (fio needs one too)",
+                "{pct_what}: a percentage is of the size of {}, which does not exist or is empty; give a size (fio needs one too)",
                 target.display()
             ),
         ));
@@ -839,6 +978,26 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
     threads
 }
 
+/// fio's verify onto iolab's validation: `verify=TYPE` stamps what the job writes and checks
+/// what it reads (iolab's own stamp, CRC-32C, for every type); `do_verify` (1 by default) is
+/// the read-back of everything written after the writes (`verify_after`); fio keeps checking
+/// after a bad block unless `verify_fatal=1` (`max_errors` 0, else 1).
+fn finish_verify(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    let Some((true, kind, at)) = &r.verify else { return };
+    o.set("verify", at);
+    o.p.verify = Some(true);
+    said.note(at, format!("verify={kind}: iolab stamps each 512-byte sector with its offset, file, key and CRC-32Cs and checks that, not fio's {kind} header"));
+    let after = r.do_verify.as_ref().is_none_or(|d| d.0);
+    if rw.writes() && after {
+        o.set("verify_after", r.do_verify.as_ref().map_or(at, |d| &d.1));
+        o.p.verify_after = Some(true);
+        said.note(at, "do_verify: after the writes every written block is read back and checked (fio counts those reads in its read figures, iolab apart from the run's)".into());
+    }
+    let fatal = r.verify_fatal.as_ref().is_some_and(|f| f.0);
+    o.set("max_errors", r.verify_fatal.as_ref().map_or(at, |f| &f.1));
+    o.p.max_errors = Some(if fatal { 1 } else { 0 });
+}
+
 /// O_SYNC/O_DSYNC writes or a flush every N writes, and the final fsync.
 fn finish_durability(r: &Raw, o: &mut Out, said: &mut Said) {
     // Durability: O_SYNC/O_DSYNC writes or a flush every N writes; iolab has one of them.
@@ -901,6 +1060,15 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
         if !t.is_zero() {
             o.set("ramp", at);
             o.p.ramp = Some(*t);
+            // fio 3.33, size=4m at 512 IOPS with ramp_time=1: 1024 I/Os in all, 511 reported
+            // over 997 ms: on a size-bounded job the ramp's I/O counts toward the size.
+            if o.p.runtime.is_none() && o.p.io_size.is_none() {
+                if let Some(sz) = o.p.size {
+                    o.set("io_size", at);
+                    o.p.io_size = Some(sz);
+                    said.note(at, "ramp_time on a size-bounded job: its I/O counts toward the size and is not reported, as in fio".into());
+                }
+            }
         }
     }
 

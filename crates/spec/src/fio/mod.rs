@@ -149,6 +149,15 @@ pub struct FioJob {
     pub from: BTreeMap<&'static str, Loc>,
     /// The job's `[section]` line.
     pub at: Loc,
+    /// The logs the job asks for (the file's [`FioFile::logs`] gathers them).
+    pub logs: Option<JobLogs>,
+}
+
+/// One job's `write_*_log` prefixes (bw, iops, lat) and `log_avg_msec`, with their lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobLogs {
+    pub prefixes: [Option<(String, Loc)>; 3],
+    pub avg: Option<(u64, Loc)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +175,20 @@ pub struct FioFile {
     pub notes: Vec<Problem>,
     /// Options left out under `lenient` (otherwise they are the error).
     pub skipped: Vec<Problem>,
+    /// fio's logs the file asks for (`write_bw_log`...), which `iolab run` writes unless its
+    /// own log flags say otherwise.
+    pub logs: Option<FioLogs>,
+}
+
+/// `write_bw_log`, `write_iops_log`, `write_lat_log` (their prefixes) and `log_avg_msec`,
+/// as iolab's `--write-bw-log`... flags take them: one log per phase.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FioLogs {
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    pub lat: Option<String>,
+    /// The averaging window in ms: a whole number of seconds.
+    pub avg_msec: u64,
 }
 
 /// Read and map a fio job file. `lenient`: options iolab does not map become `skipped`

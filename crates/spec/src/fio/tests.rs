@@ -252,8 +252,7 @@ fn include_loops_are_refused_with_the_chain() {
 
 #[test]
 fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
-    let text =
-        "[global]\nverify=md5\ngtod_reduce=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
+    let text = "[global]\nlockmem=1m\ngtod_cpu=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
                 random_distribution=pareto:0.9\nioengine=rbd\n";
     let e = parse_one(text).unwrap_err();
     let FioError::Unmapped(list) = &e else { panic!("{e}") };
@@ -261,7 +260,7 @@ fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
     assert_eq!(lines, [2, 3, 11, 12], "{e}");
     let text_e = e.to_string();
     assert!(text_e.contains("4 options iolab does not map") && text_e.contains("--fio-lenient"), "{text_e}");
-    assert!(text_e.contains("/j/job.fio:2: `verify`"), "{text_e}");
+    assert!(text_e.contains("/j/job.fio:2: `lockmem`"), "{text_e}");
     let f = parse(Path::new("/j/job.fio"), &mem(&[("/j/job.fio", text)]), true).unwrap();
     assert_eq!(f.skipped.len(), 4);
     let plan = f.plan(&JobPatch::default()).unwrap();
@@ -465,4 +464,74 @@ fn kb_base_applies_to_its_whole_section_and_repeated_keys_take_the_last_value() 
     let k = j("[j]\nfilename=/f\nsize=8k\nsize=4k\nrw=randwrite\nrw=read\nbs=1k\nbs=2k\n");
     let b = k.workload.block().unwrap();
     assert_eq!((k.size, b.rw, b.bs.max()), (Some(Bytes::kib(4)), Rw::Read, Bytes::kib(2)));
+}
+
+// Options that map onto what iolab has (issue 27 item 1, the fio-syntax part).
+
+#[test]
+fn the_verify_family_maps_onto_validation() {
+    // basic-verify.fio: a random write job with verify=crc32c and do_verify's default (1).
+    let text = "[w]\nfilename=/f\nsize=1m\nrw=randwrite\nbs=4k\nverify=crc32c\n";
+    let j = plan_of(text).phases[0].jobs[0].clone();
+    let v = j.verify.clone().expect("validation on");
+    assert!(v.after, "do_verify=1: everything written is read back after the writes");
+    assert_eq!(v.max_errors, 0, "fio keeps checking after a bad block unless verify_fatal=1");
+    assert!(notes_of(text).iter().any(|n| n.contains("not fio's crc32c header")));
+    // surface-scan.fio: write with do_verify=0, then read and check.
+    let plan = plan_of(
+        "[global]\nfilename=/f\nsize=1m\nbs=64k\nverify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n\
+         [write]\nrw=write\ndo_verify=0\n[read]\nstonewall\nrw=read\ndo_verify=1\nverify_fatal=1\n",
+    );
+    let (w, r) = (&plan.phases[0].jobs[0], &plan.phases[1].jobs[0]);
+    assert!(w.verify.as_ref().is_some_and(|v| !v.after));
+    assert!(r.verify.as_ref().is_some_and(|v| !v.after && v.max_errors == 1), "{:?}", r.verify);
+    // verify=0 and verify=null are off.
+    assert!(plan_of("[j]\nfilename=/f\nsize=1m\nverify=0\n").phases[0].jobs[0].verify.is_none());
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nrw=write\nverify=md5\nverify_backlog=1\nverify_only=1\n");
+    assert!(
+        u.len() == 2 && u[0].contains("verify_backlog: fio reads back") && u[1].contains("iolab verify --journal"),
+        "{u:?}"
+    );
+    assert!(err_of("[j]\nfilename=/f\nsize=1m\nverify=sha7\n").contains("job.fio:4: verify: `sha7`"));
+}
+
+#[test]
+fn logs_from_the_job_file_are_iolabs_per_phase_logs() {
+    // A file with write_bw_log in every section (the issue's user file).
+    let f = parse_one(
+        "[global]\nfilename=/f\nsize=1m\nlog_avg_msec=2000\n[a]\nrw=read\nwrite_bw_log=cdm\nwrite_lat_log=cdm\n\
+         [b]\nstonewall\nrw=write\nwrite_bw_log=cdm\nwrite_iops_log\n",
+    )
+    .unwrap();
+    let logs = f.logs.clone().unwrap();
+    assert_eq!(
+        logs,
+        FioLogs { bw: Some("cdm".into()), iops: Some("b".into()), lat: Some("cdm".into()), avg_msec: 2000 }
+    );
+    // Without log_avg_msec fio logs each I/O: iolab's per-second average, said.
+    let text = "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\n";
+    assert_eq!(parse_one(text).unwrap().logs.unwrap().avg_msec, 1000);
+    assert!(notes_of(text).iter().any(|n| n.contains("fio logs every I/O")));
+    let u = unmapped_of(
+        "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_avg_msec=500\n[b]\nfilename=/g\nsize=1m\nwrite_bw_log=y\n",
+    );
+    assert!(
+        u.iter().any(|p| p.contains("log_avg_msec=500")) && u.iter().any(|p| p.contains("`y` beside `x`")),
+        "{u:?}"
+    );
+    assert!(parse_one("[a]\nfilename=/f\nsize=1m\n").unwrap().logs.is_none());
+}
+
+#[test]
+fn a_crystaldiskmark_file_with_a_ramp_on_size_bounded_jobs_runs() {
+    // fio 3.33, size=4m at 512 IOPS with ramp_time=1: 1024 I/Os in all, 511 reported.
+    let plan = plan_of(
+        "[global]\nioengine=libaio\ndirect=1\nfilename=/f\nsize=64m\nramp_time=5s\n\
+         [SEQ1M-Q8T1-Read]\nrw=read\nbs=1m\niodepth=8\n[RND4K-Q1T1-Write]\nwait_for_previous\nrw=randwrite\nbs=4k\n",
+    );
+    assert_eq!(plan.phases.len(), 2);
+    for j in plan.phases.iter().flat_map(|p| &p.jobs) {
+        assert_eq!((j.ramp, j.runtime), (Duration::from_secs(5), None));
+        assert_eq!(j.workload.block().unwrap().io_size, Some(Bytes::mib(64)), "the ramp counts toward the size");
+    }
 }
