@@ -80,6 +80,7 @@ struct Raw {
     verify_fatal: Option<(bool, Loc)>,
     logs: [Option<(String, Loc)>; 3],
     log_avg_msec: Option<(u64, Loc)>,
+    blockalign: Option<(PerDir<u64>, String, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -328,6 +329,24 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
         }
         "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
+        "log_offset" => {
+            if flag(o)? {
+                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
+            }
+        }
+        "io_submit_mode" => match need(o)? {
+            "inline" => {}
+            "offload" => said.unmapped(
+                &at,
+                "io_submit_mode=offload: fio hands submissions to a pool of its own threads; iolab's workers submit their own I/O".into(),
+            ),
+            other => return Err(bad(o, format!("`{other}`: fio's are inline and offload"))),
+        },
+        "blockalign" | "ba" => {
+            let v = need(o)?;
+            let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
+            r.blockalign = Some((dirs, format!("{}={v}", o.key), at));
+        }
         "per_job_logs" => {
             flag(o)?;
             said.note(&at, "per_job_logs: iolab writes one log per phase, its jobs and threads together".into());
@@ -647,6 +666,13 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
+    if let Some((dirs, text, at)) = &r.blockalign {
+        // iolab aligns random offsets to the job's smallest block size, fio's default.
+        let min = min_block_size(&r);
+        if dirs.iter().flatten().any(|a| *a != min) {
+            said.unmapped(at, format!("{text}: iolab aligns random offsets to the smallest block size ({min})"));
+        }
+    }
     finish_time(&r, rw, threads, &mut o, said);
     if let Some((d, at)) = &r.dist {
         o.set("dist", at);

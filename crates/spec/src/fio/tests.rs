@@ -535,3 +535,13 @@ fn a_crystaldiskmark_file_with_a_ramp_on_size_bounded_jobs_runs() {
         assert_eq!(j.workload.block().unwrap().io_size, Some(Bytes::mib(64)), "the ramp counts toward the size");
     }
 }
+
+#[test]
+fn submission_log_offset_and_alignment_options_map_where_iolab_does_the_same() {
+    assert!(parse_one("[j]\nfilename=/f\nsize=1m\nio_submit_mode=inline\nlog_offset=0\nblockalign=4k\n").is_ok());
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nio_submit_mode=offload\nlog_offset=1\nbs=8k\nblockalign=4k\n");
+    assert!(
+        u.len() == 3 && u[0].contains("offload") && u[1].contains("offset column") && u[2].contains("(8192)"),
+        "{u:?}"
+    );
+}
