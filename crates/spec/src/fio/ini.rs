@@ -120,8 +120,11 @@ fn include(
     if name.is_empty() {
         return Err(Problem::new(at, "`include` needs a file name".into()));
     }
+    // init.c: fio takes the name as given when it exists (from the current directory), and
+    // only then looks beside the including file (fio 3.33 read ./inc.fio before
+    // ../A/inc.fio for ../A/main.fio's `include inc.fio`).
     let path = match Path::new(name) {
-        p if p.is_absolute() => p.to_path_buf(),
+        p if p.is_absolute() || env.read(p).is_ok() => p.to_path_buf(),
         p => from.parent().unwrap_or(Path::new("")).join(p),
     };
     let id = identity(&path, env);

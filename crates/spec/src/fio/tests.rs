@@ -545,3 +545,17 @@ fn submission_log_offset_and_alignment_options_map_where_iolab_does_the_same() {
         "{u:?}"
     );
 }
+
+#[test]
+fn an_include_is_found_as_fio_finds_it() {
+    // fio 3.33 run from B on ../A/main.fio with `include inc.fio`: B/inc.fio (size=4k) was
+    // read, not A/inc.fio (size=8k); without B/inc.fio, A/inc.fio.
+    let files = [("/A/main.fio", "[j]\nfilename=/f\ninclude inc.fio\n"), ("/A/inc.fio", "size=8k\n")];
+    let size = |env: &Mem| {
+        parse(Path::new("/A/main.fio"), env, false).unwrap().plan(&JobPatch::default()).unwrap().phases[0].jobs[0].size
+    };
+    assert_eq!(size(&mem(&files)), Some(Bytes::kib(8)));
+    let mut env = mem(&files);
+    env.files.insert(PathBuf::from("inc.fio"), "size=4k\n".into());
+    assert_eq!(size(&env), Some(Bytes::kib(4)));
+}
