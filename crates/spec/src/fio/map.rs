@@ -710,9 +710,12 @@ fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut
     let fmt = r.filename_format.clone();
     let target: (PathBuf, Loc, bool) = match (&r.filename, &fmt, &r.directory) {
         (Some((f, at)), _, d) => {
-            if f.contains(':') {
+            // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
+            let names = split_files(f);
+            if names.len() > 1 {
                 said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
             }
+            let f = &names[0];
             if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
                 said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
             }
@@ -762,6 +765,29 @@ fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut
         o.p.offset = Some(Bytes(*v));
     }
     Ok(())
+}
+
+/// fio's list of files: names split at each `:` not escaped as `\:` (never empty).
+fn split_files(list: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                if let Some(s) = out.last_mut() {
+                    s.push(':');
+                }
+            }
+            ':' => out.push(String::new()),
+            c => {
+                if let Some(s) = out.last_mut() {
+                    s.push(c);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// filename_format's keywords (init.c, make_filename; matched in any case).

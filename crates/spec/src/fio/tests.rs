@@ -559,3 +559,14 @@ fn an_include_is_found_as_fio_finds_it() {
     env.files.insert(PathBuf::from("inc.fio"), "size=4k\n".into());
     assert_eq!(size(&env), Some(Bytes::kib(4)));
 }
+
+#[test]
+fn an_escaped_colon_is_part_of_a_filename() {
+    // fio's HOWTO: `filename=/dev/dsk/foo@3,0\:c` names /dev/dsk/foo@3,0:c.
+    assert_eq!(
+        plan_of("[j]\nfilename=/d/foo@3,0\\:c\nsize=1m\n").phases[0].jobs[0].target,
+        PathBuf::from("/d/foo@3,0:c")
+    );
+    let u = unmapped_of("[j]\nfilename=/d/a:/d/b\nsize=1m\n");
+    assert!(u.len() == 1 && u[0].contains("several files"), "{u:?}");
+}
