@@ -60,7 +60,8 @@ PY
 figures() {
     python3 -c '
 import json, sys
-d = json.load(sys.stdin)
+t = sys.stdin.read()
+d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
 iops = sum(j[dd]["iops"] for j in d["jobs"] for dd in ("read", "write"))
 bw = sum(j[dd]["bw_bytes"] for j in d["jobs"] for dd in ("read", "write"))
 print(f"{iops:.0f} {bw / 1e6:.1f}")
