@@ -203,8 +203,8 @@ fn finish(rec: Option<Recorder>, run: &RunResult, json: bool) {
 /// the rounds of `iolab_cluster::rounds` (each node writes and syncs its file, then the next
 /// node reads and checks it), saved as one run whose phases are the steps (whose
 /// `phases[].verify` gives exit status 1 when any node found a bad block).
-pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let (plan, name) = plan_of(&args)?;
+pub fn run(mut args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let (plan, name) = plan_of(&mut args)?;
     let specs = specs(&args.nodes)?;
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let live = Live::start(&args.out.metrics, args.out.machine())?;

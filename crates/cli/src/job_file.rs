@@ -32,11 +32,19 @@ pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
     Ok(f)
 }
 
-/// The plan of a job file under the command line's job flags.
-pub fn plan(path: &Path, format: JobFormat, lenient: bool, overrides: &JobPatch, quiet: bool) -> Result<Plan> {
+/// The plan of a job file under the command line's job flags, and the logs a fio job file
+/// asks for (`write_bw_log`...).
+pub fn plan(
+    path: &Path,
+    format: JobFormat,
+    lenient: bool,
+    overrides: &JobPatch,
+    quiet: bool,
+) -> Result<(Plan, Option<fio::FioLogs>)> {
     let text = iolab_spec::input::read_text(path, "job file", iolab_spec::input::JOB_FILE_MAX)?;
     if is_fio(path, &text, format) {
-        return Ok(read_fio(path, lenient, quiet)?.plan(overrides)?);
+        let f = read_fio(path, lenient, quiet)?;
+        return Ok((f.plan(overrides)?, f.logs));
     }
     if lenient {
         anyhow::bail!(
@@ -44,5 +52,5 @@ pub fn plan(path: &Path, format: JobFormat, lenient: bool, overrides: &JobPatch,
             path.display()
         );
     }
-    parse_job_file(&text, overrides).with_context(|| format!("{}", path.display()))
+    Ok((parse_job_file(&text, overrides).with_context(|| format!("{}", path.display()))?, None))
 }

@@ -1,6 +1,6 @@
 //! `iolab run`: flags or a job file become a plan, the plan runs, the result is printed.
 
-use crate::args::{ConvertArgs, OutArgs, RunArgs, SaveArgs};
+use crate::args::{ConvertArgs, LogArgs, OutArgs, RunArgs, SaveArgs};
 use crate::formats::Format;
 use crate::live_metrics::Live;
 use crate::output::exit_code;
@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 /// The plan the arguments give (a job file, or the job flags) and the run's name, with the
 /// checks that need no machine: `iolab run` here and on several nodes (`cluster_cmd`) alike.
-pub fn plan_of(args: &RunArgs) -> Result<(Plan, String)> {
+/// fio's logs a fio job file asks for become `args.logs` unless a log flag was given (the
+/// flags win over the file, as for job options).
+pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
     args.out.check()?;
     if args.csv && args.out.machine() {
         anyhow::bail!("--csv prints bonnie++'s CSV line; it does not go with --output {}", args.out.output);
@@ -27,7 +29,19 @@ pub fn plan_of(args: &RunArgs) -> Result<(Plan, String)> {
     let format = if args.csv { Format::BonnieCsv } else { args.out.output };
     let overrides = args.job.clone();
     let plan = match &args.job_file {
-        Some(path) => crate::job_file::plan(path, args.format, args.fio_lenient, &overrides, args.out.machine())?,
+        Some(path) => {
+            let (plan, logs) =
+                crate::job_file::plan(path, args.format, args.fio_lenient, &overrides, args.out.machine())?;
+            if let (Some(l), false) = (logs, args.logs.wanted()) {
+                args.logs = LogArgs {
+                    write_bw_log: l.bw,
+                    write_iops_log: l.iops,
+                    write_lat_log: l.lat,
+                    log_avg_msec: l.avg_msec,
+                };
+            }
+            plan
+        }
         None if args.fio_lenient => anyhow::bail!("--fio-lenient goes with a fio job file"),
         None => {
             let job = overrides.resolve("job1")?;
@@ -50,8 +64,8 @@ pub fn plan_of(args: &RunArgs) -> Result<(Plan, String)> {
 }
 
 /// `iolab run` on this machine (with `--node`, `cluster_cmd::run` runs it).
-pub fn run(args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let (plan, name) = plan_of(&args)?;
+pub fn run(mut args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let (plan, name) = plan_of(&mut args)?;
     crate::fio_logs::check(&args.logs, plan.phases.len())?;
     if plan.phases.iter().flat_map(|p| &p.jobs).any(|j| j.verify.as_ref().is_some_and(|v| v.on_other)) {
         anyhow::bail!(

@@ -161,7 +161,19 @@ fn logs_are_fios_and_fio2gnuplot_reads_them() {
     )
     .unwrap();
     let out = iolab()
-        .args(["run", "--output", "json", "--write-bw-log", "t", "--write-iops-log", "t", "--write-lat-log", "t"])
+        // Not stored: fio_json_has_the_shape... exports the binary's last stored run.
+        .args([
+            "run",
+            "--no-store",
+            "--output",
+            "json",
+            "--write-bw-log",
+            "t",
+            "--write-iops-log",
+            "t",
+            "--write-lat-log",
+            "t",
+        ])
         .arg(&job)
         .current_dir(d.path())
         .output()
@@ -237,7 +249,7 @@ fn bad_job_files_name_file_and_line_exit_2_and_touch_nothing() {
     let t = target.display();
     for (name, text, line, what) in [
         ("unclosed.fio", format!("[global]\nfilename={t}\n[job\nrw=write\n"), 3, "unclosed section"),
-        ("unknown.fio", format!("[job]\nfilename={t}\nsize=1m\nrw=write\nverify=md5\n"), 5, "`verify`"),
+        ("unknown.fio", format!("[job]\nfilename={t}\nsize=1m\nrw=write\nlockmem=1m\n"), 5, "`lockmem`"),
         ("unit.fio", format!("[job]\nfilename={t}\nsize=4q\nrw=write\n"), 3, "unknown unit `q`"),
         ("loop.fio", format!("[job]\nfilename={t}\nrw=write\ninclude loop-a.fio\n"), 1, "include loop"),
         ("missing.fio", format!("[job]\nfilename={t}\nrw=write\ninclude nowhere.fio\n"), 4, "nowhere.fio"),
@@ -301,4 +313,35 @@ fn fio_plot_draws_iolabs_fio_json() {
     );
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "a chart of {} bytes", bytes.len());
+}
+
+/// A CrystalDiskMark-style file (issue 27): `ramp_time` on size-bounded jobs, `wait_for_previous`
+/// and `write_bw_log` in every section runs, and writes the logs the file asks for, one per phase.
+#[test]
+fn a_crystaldiskmark_style_file_runs_with_its_ramp_and_its_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let job = d.path().join("cdm.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nfilename={}\nsize=2m\nbs=4k\nramp_time=1\nrate_iops=256\nlog_avg_msec=1000\n\
+             [SEQ-Write]\nrw=write\nwrite_bw_log=cdm\n[SEQ-Read]\nwait_for_previous\nrw=read\nwrite_bw_log=cdm\n",
+            d.path().join("f").display()
+        ),
+    )
+    .unwrap();
+    let out = iolab().args(["run", "--no-store", "--output", "json"]).arg(&job).current_dir(d.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = v["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2);
+    // 2 MiB in 4 KiB blocks is 512 I/Os, 2 s at 256 IOPS: the first second is the ramp, run
+    // toward the size and not reported (fio 3.33 reported 511 of 1024 for the same shape).
+    for (p, dir) in phases.iter().zip(["write", "read"]) {
+        let ops = p["total"][dir]["ops"].as_u64().unwrap();
+        assert!((180..=330).contains(&ops), "{dir}: the ramp's I/O counts toward the size, unreported: {ops}");
+    }
+    for i in 1..=2 {
+        assert!(d.path().join(format!("cdm_bw.{i}.log")).exists(), "the file's write_bw_log, phase {i}");
+    }
 }

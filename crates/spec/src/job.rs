@@ -474,8 +474,15 @@ impl Job {
         if self.threads == 0 || self.threads > 4096 {
             return err("threads", format!("{} is out of range; accepted: 1 to 4096", self.threads));
         }
-        if !self.ramp.is_zero() && self.runtime.is_none() {
-            return err("ramp", "a ramp needs a time-bounded run; add a runtime".into());
+        // A size-bounded block job with an io_size ramps within it: the ramp's I/O counts
+        // toward the io_size and is not reported (fio's ramp_time on a size-bounded job).
+        let sized = self.workload.block().is_some_and(|b| b.io_size.is_some());
+        if !self.ramp.is_zero() && self.runtime.is_none() && !sized {
+            return err(
+                "ramp",
+                "a ramp needs a time-bounded run or an io_size its I/O counts toward; add a runtime or an io_size"
+                    .into(),
+            );
         }
         if let Some(r) = self.runtime {
             if r.is_zero() {

@@ -216,7 +216,7 @@ impl CmdLine {
                 "no job: name one with --name=NAME (options before it apply to every job), or give a job file".into(),
             )));
         }
-        super::map::map(Path::new(WHERE), &sections, lenient)
+        super::map::map(Path::new(WHERE), &sections, env, lenient)
     }
 }
 

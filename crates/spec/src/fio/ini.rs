@@ -99,7 +99,7 @@ fn option_line(
         return include(rest.trim(), at, file, env, stack, out);
     }
     let (key, value) = match line.split_once('=') {
-        Some((k, v)) => (k.trim(), Some(substitute(v.trim(), &at, env)?)),
+        Some((k, v)) => (k.trim(), Some(substitute(k.trim(), v.trim(), &at, env)?)),
         None => (line, None),
     };
     if key.is_empty() || key.contains(char::is_whitespace) {
@@ -120,8 +120,11 @@ fn include(
     if name.is_empty() {
         return Err(Problem::new(at, "`include` needs a file name".into()));
     }
+    // init.c: fio takes the name as given when it exists (from the current directory), and
+    // only then looks beside the including file (fio 3.33 read ./inc.fio before
+    // ../A/inc.fio for ../A/main.fio's `include inc.fio`).
     let path = match Path::new(name) {
-        p if p.is_absolute() => p.to_path_buf(),
+        p if p.is_absolute() || env.read(p).is_ok() => p.to_path_buf(),
         p => from.parent().unwrap_or(Path::new("")).join(p),
     };
     let id = identity(&path, env);
@@ -175,11 +178,31 @@ fn load(path: &Path, env: &dyn Env, included_at: Option<&Loc>) -> Result<String,
     Ok(text)
 }
 
+/// Options whose value is text (a path, a name, a log prefix): fio keeps a `$word` it does not
+/// know there as written (fio 3.33 names a file `x.$jobnum` for `filename=x.$jobnum`).
+fn takes_text(key: &str) -> bool {
+    matches!(
+        key,
+        "filename"
+            | "directory"
+            | "filename_format"
+            | "name"
+            | "description"
+            | "opendir"
+            | "write_bw_log"
+            | "write_lat_log"
+            | "write_iops_log"
+            | "write_hist_log"
+            | "verify_pattern"
+    )
+}
+
 /// `${VAR}` from the environment, fio's reserved `$pagesize`, `$mb_memory` and `$ncpus`, and,
 /// when a reserved word was replaced, the integer arithmetic fio has bc do (`size=8*$mb_memory`).
 /// An unset variable is an error: fio would put nothing there, and `filename=${DIR}/f` would
-/// become `/f`.
-fn substitute(value: &str, at: &Loc, env: &dyn Env) -> Result<String, Problem> {
+/// become `/f`. Any other `$word` stays as written in a text option, as fio keeps it (the
+/// `filename_format` keywords are expanded by the mapping), and is an error elsewhere.
+fn substitute(key: &str, value: &str, at: &Loc, env: &dyn Env) -> Result<String, Problem> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     let mut keyword = false;
@@ -210,12 +233,13 @@ fn substitute(value: &str, at: &Loc, env: &dyn Env) -> Result<String, Problem> {
                 out.push_str(&n.to_string());
                 keyword = true;
             }
+            None if takes_text(key) => out.push_str(word),
             None => {
                 return Err(Problem::new(
                     at.clone(),
                     format!(
-                    "`{word}`: fio substitutes only ${{NAME}} from the environment and $pagesize, $mb_memory, $ncpus"
-                ),
+                        "`{word}`: in an option's value fio substitutes only ${{NAME}} from the environment and $pagesize, $mb_memory, $ncpus (and $jobname, $jobnum, $filenum, $clientuid in filename_format); it would keep `{word}` as text, which {key} does not take"
+                    ),
                 ))
             }
         }

@@ -4,8 +4,8 @@
 //! per-direction values (`bs=4k,64k`) map when the directions the job does agree.
 
 use super::ini::{Opt, Section};
-use super::value::{self, KbBase};
-use super::{FioError, FioFile, FioJob, FioPhase, Loc, Problem};
+use super::value::{self, KbBase, Region};
+use super::{Env, FioError, FioFile, FioJob, FioLogs, FioPhase, JobLogs, Loc, Problem};
 use crate::job::{BlockSizes, Dist, EngineKind, Rw, SyncMode};
 use crate::patch::JobPatch;
 use crate::units::Bytes;
@@ -45,10 +45,12 @@ struct Raw {
     name: Option<(String, Loc)>,
     filename: Option<(String, Loc)>,
     directory: Option<(String, Loc)>,
-    size: Option<(u64, Loc)>,
-    io_size: Option<(u64, Loc)>,
-    offset: Option<(u64, Loc)>,
-    rw: Option<(Rw, Option<u64>, String, Loc)>,
+    size: Option<(Region, Loc)>,
+    io_size: Option<(Region, Loc)>,
+    offset: Option<(Region, Loc)>,
+    /// The pattern and its modifier: bytes to move after each block (sequential, may be
+    /// negative) or I/Os per random offset (random).
+    rw: Option<(Rw, Option<i64>, String, Loc)>,
     mix: Option<(u8, Loc)>,
     bs: Option<(PerDir<Bs>, String, Loc)>,
     bssplit: Option<(PerDir<Bs>, String, Loc)>,
@@ -72,6 +74,17 @@ struct Raw {
     invalidate: Option<(bool, Loc)>,
     stonewall: bool,
     kb: KbBase,
+    // fio-syntax: filename templates, percentages and zones.
+    filename_format: Option<(String, Loc)>,
+    offset_align: Option<(u64, Loc)>,
+    zonemode: Option<(String, Loc)>,
+    // fio-syntax: the verify family and the logs.
+    verify: Option<(bool, String, Loc)>,
+    do_verify: Option<(bool, Loc)>,
+    verify_fatal: Option<(bool, Loc)>,
+    logs: [Option<(String, Loc)>; 3],
+    log_avg_msec: Option<(u64, Loc)>,
+    blockalign: Option<(PerDir<u64>, String, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -95,21 +108,24 @@ impl Said {
     }
 }
 
-pub fn map(path: &Path, sections: &[Section], lenient: bool) -> Result<FioFile, FioError> {
+/// Map the sections; `env` tells the size of a file a percentage is of.
+pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> Result<FioFile, FioError> {
     let mut said = Said::default();
-    let mut globals: Vec<Opt> = Vec::new();
+    let mut globals: Vec<&Section> = Vec::new();
     let mut phases: Vec<FioPhase> = Vec::new();
     for s in sections {
         if s.is_global() {
-            globals.extend(s.opts.iter().cloned());
+            globals.push(s);
             continue;
         }
         let mut raw = Raw::default();
-        for o in globals.iter().chain(&s.opts) {
-            read_option(&mut raw, o, &mut said).map_err(FioError::At)?;
+        for g in globals.iter().copied().chain([s]) {
+            read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }
         let stonewall = raw.stonewall;
-        let job = finish(raw, s, &mut said).map_err(FioError::At)?;
+        let logs = job_logs(&raw, s);
+        let mut job = finish(raw, s, env, &mut said).map_err(FioError::At)?;
+        job.logs = logs;
         match phases.last_mut() {
             Some(p) if !stonewall => p.jobs.push(job),
             _ => phases.push(FioPhase { name: String::new(), jobs: vec![job] }),
@@ -123,10 +139,73 @@ pub fn map(path: &Path, sections: &[Section], lenient: bool) -> Result<FioFile, 
         )));
     }
     name_phases_and_jobs(&mut phases, &mut said);
+    let logs = file_logs(&phases, &mut said);
     if !said.unmapped.is_empty() && !lenient {
         return Err(FioError::Unmapped(said.unmapped));
     }
-    Ok(FioFile { path: path.to_path_buf(), phases, notes: said.notes, skipped: said.unmapped })
+    Ok(FioFile { path: path.to_path_buf(), phases, notes: said.notes, skipped: said.unmapped, logs })
+}
+
+/// A job's logs as fio would name them: the prefix given, or the job's name for a bare
+/// `write_bw_log`; the window with it.
+fn job_logs(r: &Raw, s: &Section) -> Option<JobLogs> {
+    if r.logs.iter().all(Option::is_none) {
+        return None;
+    }
+    let name = r.name.as_ref().map_or(s.name.as_str(), |n| n.0.as_str());
+    let prefixes = r.logs.clone().map(|l| l.map(|(p, at)| (if p.is_empty() { name.to_string() } else { p }, at)));
+    Some(JobLogs { prefixes, avg: r.log_avg_msec.clone() })
+}
+
+/// The file's logs: iolab writes one log of each kind per phase, so the jobs that ask for a
+/// kind must agree on its prefix and window; a phase of several jobs or threads is logged as
+/// one (a note). fio logs every I/O without log_avg_msec; iolab's smallest window is 1 s.
+fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
+    let mut out = FioLogs { avg_msec: 1000, ..Default::default() };
+    let mut any = false;
+    let mut avg: Option<(u64, Loc)> = None;
+    for p in phases {
+        let with: Vec<&FioJob> = p.jobs.iter().filter(|j| j.logs.is_some()).collect();
+        if with.is_empty() {
+            continue;
+        }
+        if p.jobs.len() > 1 || p.jobs.iter().any(|j| j.patch.threads.unwrap_or(1) > 1) {
+            said.note(&with[0].at, format!("phase `{}`: fio logs each job's threads apart (per_job_logs=1); iolab logs the phase's jobs and threads as one", p.name));
+        }
+        for j in with {
+            let Some(l) = &j.logs else { continue };
+            for (slot, prefix) in [&mut out.bw, &mut out.iops, &mut out.lat].into_iter().zip(&l.prefixes) {
+                let Some((prefix, at)) = prefix else { continue };
+                any = true;
+                match slot {
+                    Some(have) if have != prefix => said.unmapped(
+                        at,
+                        format!("log prefix `{prefix}` beside `{have}`: iolab writes one log of each kind per phase, under one prefix"),
+                    ),
+                    _ => *slot = Some(prefix.clone()),
+                }
+            }
+            match (&l.avg, &avg) {
+                (Some((ms, at)), _) if *ms == 0 || ms % 1000 != 0 => said.unmapped(
+                    at,
+                    format!("log_avg_msec={ms}: iolab keeps per-second figures; its logs average whole seconds (1000, 2000...)"),
+                ),
+                (Some((ms, at)), Some((have, _))) if ms != have => {
+                    said.unmapped(at, format!("log_avg_msec={ms} beside {have}: iolab's logs have one window"))
+                }
+                (Some(a), None) => avg = Some(a.clone()),
+                (None, _) => {
+                    let at = l.prefixes.iter().flatten().next().map(|p| p.1.clone()).unwrap_or_else(|| j.at.clone());
+                    said.note(&at, "no log_avg_msec: fio logs every I/O; iolab writes per-second averages (log_avg_msec=1000)".into());
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some((ms, _)) = avg {
+        out.avg_msec = ms;
+    }
+    any.then_some(out)
 }
 
 /// Job names unique within a phase (fio allows repeats; iolab keys results by name) and each
@@ -159,6 +238,20 @@ fn name_phases_and_jobs(phases: &mut [FioPhase], said: &mut Said) {
     }
 }
 
+/// One section's options in order, a repeated key's last value winning (as fio's parser
+/// stores each in turn), except `kb_base`, which fio sorts first (its option priority), so it
+/// applies to the section's sizes above it too (checked with fio 3.33: `size=4k` then
+/// `kb_base=1000` is 4000 bytes).
+fn read_section(r: &mut Raw, opts: &[Opt], said: &mut Said) -> Result<(), Problem> {
+    if let Some(kb) = opts.iter().rev().find(|o| o.key == "kb_base") {
+        read_option(r, kb, said)?;
+    }
+    for o in opts {
+        read_option(r, o, said)?;
+    }
+    Ok(())
+}
+
 fn need(o: &Opt) -> Result<&str, Problem> {
     match o.value.as_deref() {
         Some(v) if !v.trim().is_empty() => Ok(v.trim()),
@@ -182,6 +275,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
     let at = o.at.clone();
     let kb = r.kb;
     let size = |o: &Opt| -> Result<u64, Problem> { value::size(need(o)?, kb).map_err(|e| bad(o, e)) };
+    let region = |o: &Opt| -> Result<Region, Problem> { value::region(need(o)?, kb).map_err(|e| bad(o, e)) };
     let int = |o: &Opt| -> Result<u64, Problem> { value::int(need(o)?).map_err(|e| bad(o, e)) };
     let time = |o: &Opt| -> Result<Duration, Problem> { value::time(need(o)?).map_err(|e| bad(o, e)) };
     let pct = |o: &Opt| -> Result<u8, Problem> {
@@ -193,9 +287,81 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "description" => {}
         "filename" => r.filename = Some((need(o)?.to_string(), at)),
         "directory" => r.directory = Some((need(o)?.to_string(), at)),
-        "size" => r.size = Some((size(o)?, at)),
-        "io_size" => r.io_size = Some((size(o)?, at)),
-        "offset" => r.offset = Some((size(o)?, at)),
+        "size" => r.size = Some((region(o)?, at)),
+        "io_size" => r.io_size = Some((region(o)?, at)),
+        "offset" => r.offset = Some((region(o)?, at)),
+        // fio-syntax: filename templates, a percentage offset's alignment, zones.
+        "filename_format" => r.filename_format = Some((need(o)?.to_string(), at)),
+        "offset_align" => r.offset_align = Some((size(o)?, at)),
+        "verify" => {
+            let v = need(o)?;
+            let on = match v {
+                "0" | "null" => false,
+                "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha512"
+                | "sha256" | "sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => true,
+                other => return Err(bad(o, format!("`{other}`: fio's are md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-224...512, meta, pattern, null"))),
+            };
+            r.verify = Some((on, v.to_string(), at));
+        }
+        "do_verify" => r.do_verify = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "verify_fatal" => r.verify_fatal = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        // How fio checks, where iolab's stamp does the same or more: said, not mapped further.
+        "verify_async" | "verify_interval" | "verify_offset" | "verify_pattern" | "verify_dump"
+        | "verify_state_save" | "verify_async_cpus" => {
+            need(o)?;
+            said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
+        }
+        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
+            &at,
+            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
+        ),
+        "verify_only" => said.unmapped(
+            &at,
+            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
+        ),
+        "verify_state_load" => said.unmapped(
+            &at,
+            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
+        ),
+        "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+            let i = match o.key.as_str() {
+                "write_bw_log" => 0,
+                "write_iops_log" => 1,
+                _ => 2,
+            };
+            // Bare, fio names the log after the job.
+            r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
+        }
+        "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
+        "log_offset" => {
+            if flag(o)? {
+                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
+            }
+        }
+        "io_submit_mode" => match need(o)? {
+            "inline" => {}
+            "offload" => said.unmapped(
+                &at,
+                "io_submit_mode=offload: fio hands submissions to a pool of its own threads; iolab's workers submit their own I/O".into(),
+            ),
+            other => return Err(bad(o, format!("`{other}`: fio's are inline and offload"))),
+        },
+        "blockalign" | "ba" => {
+            let v = need(o)?;
+            let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
+            r.blockalign = Some((dirs, format!("{}={v}", o.key), at));
+        }
+        "per_job_logs" => {
+            flag(o)?;
+            said.note(&at, "per_job_logs: iolab writes one log per phase, its jobs and threads together".into());
+        }
+        "zonemode" => {
+            let v = need(o)?;
+            match v {
+                "none" | "strided" | "zbd" => r.zonemode = Some((v.to_string(), at)),
+                other => return Err(bad(o, format!("`{other}`: fio's zone modes are none, strided, zbd"))),
+            }
+        }
         "rw" => read_rw(r, o, said)?,
         "rwmixread" => r.mix = Some((pct(o)?, at)),
         "rwmixwrite" => r.mix = Some((100 - pct(o)?, at)),
@@ -255,6 +421,19 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "new_group" | "group_reporting" => {
             flag(o)?;
         }
+        // fio 3.33 with gtod_reduce=1 reports no latency (clat and lat N 0); iolab measures
+        // every I/O as always.
+        "gtod_reduce" => {
+            if flag(o)? {
+                said.note(&at, "gtod_reduce: fio then measures no latency; iolab measures each I/O's as always".into());
+            }
+        }
+        // fio registers its tiobench profile's `threads` for every job; it has no effect
+        // without profile=tiobench (fio 3.33 ran one job for threads=3).
+        "threads" => {
+            need(o)?;
+            said.note(&at, "threads: fio's tiobench profile option, which changes nothing in a job of its own (numjobs sets the threads)".into());
+        }
         // iolab's workers are always threads.
         "thread" => {
             flag(o)?;
@@ -283,6 +462,17 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
     Ok(())
 }
 
+/// What iolab does where fio's verify options tune how fio checks.
+fn verify_detail(key: &str) -> &'static str {
+    match key {
+        "verify_async" | "verify_async_cpus" => "iolab checks in the thread that did the I/O",
+        "verify_interval" | "verify_offset" => "iolab stamps and checks every 512-byte sector, its header first",
+        "verify_pattern" => "iolab writes its own stamp (offset, file, key, writer, time, CRC-32Cs) and a pattern derived from them, not this one",
+        "verify_dump" => "iolab reports each bad block (file, offset, first bad sector, expected and found key) rather than dumping it",
+        _ => "fio's verify state files have iolab's journal (--journal DIR) as their equivalent; none is kept",
+    }
+}
+
 /// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
 fn read_rw(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
     let (at, kb) = (o.at.clone(), r.kb);
@@ -304,9 +494,22 @@ fn read_rw(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
             other => return Err(bad(o, format!("unknown pattern `{other}`; fio's are read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite"))),
         };
+    // options.c str_rw_cb: after a random pattern fio takes a count (atoi), after a sequential
+    // one a signed size (str_to_decimal).
     let modifier = match modifier {
         None => None,
-        Some(m) => Some(value::size(m, kb).map_err(|e| bad(o, e))?),
+        Some(m) if rw.is_random() => Some(m.parse::<u32>().map(i64::from).map_err(|_| {
+            bad(o, format!("`{m}`: after a random pattern fio takes a whole number of I/Os per random offset (it reads only the digits before anything else: `4k` is 4)"))
+        })?),
+        Some(m) => {
+            let (neg, digits) = match m.strip_prefix('-') {
+                Some(d) => (true, d),
+                None => (false, m.strip_prefix('+').unwrap_or(m)),
+            };
+            let n = value::size(digits, kb).map_err(|e| bad(o, e))?;
+            let n = i64::try_from(n).map_err(|_| bad(o, format!("`{m}` is too large")))?;
+            Some(if neg { -n } else { n })
+        }
     };
     r.rw = Some((rw, modifier, v.to_string(), at));
     Ok(())
@@ -464,12 +667,20 @@ impl Out {
     }
 }
 
-fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
+fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<FioJob, Problem> {
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
-    finish_where(&r, s, &mut o, said);
+    finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
+    finish_verify(&r, rw, &mut o, said);
+    if let Some((dirs, text, at)) = &r.blockalign {
+        // iolab aligns random offsets to the job's smallest block size, fio's default.
+        let min = min_block_size(&r);
+        if dirs.iter().flatten().any(|a| *a != min) {
+            said.unmapped(at, format!("{text}: iolab aligns random offsets to the smallest block size ({min})"));
+        }
+    }
     finish_time(&r, rw, threads, &mut o, said);
     if let Some((d, at)) = &r.dist {
         o.set("dist", at);
@@ -492,46 +703,238 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
         None => true,
     });
-    Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone() })
+    Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone(), logs: None })
 }
 
 /// The job's name, its file (or directory) and the region of it.
-fn finish_where(r: &Raw, s: &Section, o: &mut Out, said: &mut Said) {
+fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut Said) -> Result<(), Problem> {
     let (name, at) = r.name.clone().unwrap_or((s.name.clone(), s.at.clone()));
     o.set("name", &at);
-    o.p.name = Some(name);
+    o.p.name = Some(name.clone());
+    let threads = r.numjobs.as_ref().map_or(1, |n| n.0);
 
-    // Where: fio's filename (under directory), else a directory (one file per thread, as
-    // fio's jobname.N.0 files), else the current directory.
-    let target: (PathBuf, Loc) = match (&r.filename, &r.directory) {
-        (Some((f, at)), d) => {
-            if f.contains(':') {
+    // Where: fio's filename (under directory), else a file named by filename_format, else a
+    // directory (one file per thread, as fio's jobname.N.0 files), else the current directory.
+    let fmt = r.filename_format.clone();
+    let target: (PathBuf, Loc, bool) = match (&r.filename, &fmt, &r.directory) {
+        (Some((f, at)), _, d) => {
+            // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
+            let names = split_files(f);
+            if names.len() > 1 {
                 said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
+            }
+            let f = &names[0];
+            if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
+                said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
             }
             let path = match d {
                 Some((d, _)) if !Path::new(f).is_absolute() => Path::new(d).join(f),
                 _ => PathBuf::from(f),
             };
-            (path, at.clone())
+            (path, at.clone(), true)
         }
-        (None, Some((d, at))) => {
+        (None, Some((fmt, at)), d) => {
+            let (fmt, at) = (fmt.clone(), at.clone());
+            let under = |p: &str| match d {
+                Some((d, _)) => Path::new(d).join(p),
+                None => PathBuf::from(p),
+            };
+            let per_thread = threads > 1 && find_ci(&fmt, "$jobnum").is_some();
+            if per_thread {
+                // Each clone its own file: iolab's directory target, its own names.
+                let (dir, file) = fmt.rsplit_once('/').unwrap_or(("", &fmt));
+                if dir.contains('$') || !file.to_ascii_lowercase().contains("$jobnum") {
+                    said.unmapped(&at, format!("filename_format={fmt}: a keyword in the directory part with numjobs={threads} is not mapped"));
+                }
+                said.note(&at, format!("filename_format={fmt}: each of the {threads} threads gets its own file as in fio, named iolab.{name}.N by iolab rather than by the format"));
+                (under(if dir.is_empty() { "." } else { dir }), at, false)
+            } else {
+                (under(&expand_format(&fmt, &name)), at, true)
+            }
+        }
+        (None, None, Some((d, at))) => {
             if d.contains(':') {
                 said.unmapped(at, format!("directory={d}: several directories are not mapped"));
             }
-            (PathBuf::from(d), at.clone())
+            (PathBuf::from(d), at.clone(), false)
         }
-        (None, None) => (PathBuf::from("."), s.at.clone()),
+        (None, None, None) => (PathBuf::from("."), s.at.clone(), false),
     };
     o.set("target", &target.1);
-    o.p.target = Some(target.0);
-    if let Some((v, at)) = &r.size {
+    o.p.target = Some(target.0.clone());
+
+    resolve_regions(r, &target.0, target.2, env, said)?;
+    if let Some((Region::Bytes(v), at)) = &r.size {
         o.set("size", at);
         o.p.size = Some(Bytes(*v));
     }
-    if let Some((v, at)) = r.offset.as_ref().filter(|o| o.0 > 0) {
+    if let Some((Region::Bytes(v), at)) = r.offset.as_ref().filter(|o| o.0 != Region::Bytes(0)) {
         o.set("offset", at);
         o.p.offset = Some(Bytes(*v));
     }
+    Ok(())
+}
+
+/// fio's list of files: names split at each `:` not escaped as `\:` (never empty).
+fn split_files(list: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                if let Some(s) = out.last_mut() {
+                    s.push(':');
+                }
+            }
+            ':' => out.push(String::new()),
+            c => {
+                if let Some(s) = out.last_mut() {
+                    s.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// filename_format's keywords (init.c, make_filename; matched in any case).
+const FORMAT_KEYWORDS: [&str; 4] = ["$jobname", "$jobnum", "$filenum", "$clientuid"];
+
+fn find_ci(text: &str, word: &str) -> Option<usize> {
+    text.to_ascii_lowercase().find(&word.to_ascii_lowercase())
+}
+
+/// A format's one file: `$jobname` the job's name, `$jobnum` and `$filenum` 0 (the first
+/// clone's first file), `$clientuid` empty (fio fills it in client/server mode only; fio 3.33
+/// run alone named `c.$clientuid.x` `c..x`).
+fn expand_format(fmt: &str, name: &str) -> String {
+    let mut out = fmt.to_string();
+    for (k, v) in [("$jobname", name), ("$jobnum", "0"), ("$filenum", "0"), ("$clientuid", "")] {
+        while let Some(i) = find_ci(&out, k) {
+            out.replace_range(i..i + k.len(), v);
+        }
+    }
+    out
+}
+
+/// `size`, `offset` and `io_size` in bytes, as fio works them out (filesetup.c): a percentage
+/// of the file's size, an offset rounded up to `offset_align` (else the smallest block size),
+/// a size rounded down to the smallest block size and capped at what is past the offset;
+/// 0% and 100% are the whole file. Zones count only under `zonemode=zbd`; elsewhere fio leaves
+/// the option unset (checked with fio 3.33: `size=8z` is the whole file, `offset=8z` 0).
+fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, said: &mut Said) -> Result<(), Problem> {
+    let zbd = r.zonemode.as_ref().filter(|z| z.0 != "none");
+    if let Some((mode, at)) = zbd {
+        let why = if mode == "zbd" {
+            "zoned block devices are hardware-specific; iolab does not drive their zones"
+        } else {
+            "iolab has no strided zone pattern (zonesize, zonerange, zoneskip)"
+        };
+        said.unmapped(at, format!("zonemode={mode}: {why}"));
+    }
+    let zoned = zbd.is_some_and(|z| z.0 == "zbd");
+    for (what, slot) in [("size", &mut r.size), ("offset", &mut r.offset), ("io_size", &mut r.io_size)] {
+        if let Some((Region::Zones(n), at)) = slot.clone() {
+            if !zoned {
+                said.note(&at, format!("{what}={n}z: fio counts zones only under zonemode=zbd and otherwise leaves {what} unset, as iolab does here"));
+            }
+            *slot = None;
+        }
+    }
+    let percent =
+        [("size", &r.size), ("offset", &r.offset), ("io_size", &r.io_size)].into_iter().find_map(|(what, v)| match v {
+            Some((Region::Percent(p), at)) if *p != 0 && *p != 100 => Some((format!("{what}={p}%"), at.clone())),
+            _ => None,
+        });
+    let Some((pct_what, pct_at)) = percent else {
+        for slot in [&mut r.size, &mut r.offset, &mut r.io_size] {
+            if matches!(slot, Some((Region::Percent(_), _))) {
+                *slot = None;
+            }
+        }
+        return Ok(());
+    };
+    if !is_file {
+        said.unmapped(
+            &pct_at,
+            format!("{pct_what}: a percentage of the size of files fio names itself (no filename) is not mapped; give filename or a size"),
+        );
+        for slot in [&mut r.size, &mut r.offset, &mut r.io_size] {
+            if matches!(slot, Some((Region::Percent(_), _))) {
+                *slot = None;
+            }
+        }
+        return Ok(());
+    }
+    let Some(file) = env.file_size(target).filter(|n| *n > 0) else {
+        return Err(Problem::new(
+            pct_at,
+            format!(
+                "{pct_what}: a percentage is of the size of {}, which does not exist or is empty; give a size (fio needs one too)",
+                target.display()
+            ),
+        ));
+    };
+    let min_bs = min_block_size(r);
+    let offset = match &r.offset {
+        Some((Region::Percent(p), _)) if *p > 0 => {
+            let raw = file * u64::from(*p) / 100;
+            let align = r.offset_align.as_ref().map_or(min_bs, |a| a.0).max(1);
+            raw.div_ceil(align) * align
+        }
+        Some((Region::Bytes(b), _)) => *b,
+        _ => 0,
+    };
+    if let Some((Region::Percent(p), at)) = r.offset.clone() {
+        r.offset = (p > 0).then(|| (Region::Bytes(offset), at.clone()));
+        if p > 0 {
+            said.note(&at, format!("offset={p}%: {offset} bytes of {}'s {file}, worked out now (a file that changes size later is not followed)", target.display()));
+        }
+    }
+    if let Some((Region::Percent(p), at)) = r.size.clone() {
+        if p == 0 || p == 100 {
+            r.size = None;
+        } else {
+            let mut n = (file * u64::from(p) / 100).min(file.saturating_sub(offset));
+            n -= n % min_bs.max(1);
+            if n == 0 {
+                return Err(Problem::new(at, format!("size={p}% of {file} bytes is less than one block (fio: blocksize is larger than data set range)")));
+            }
+            said.note(&at, format!("size={p}%: {n} bytes of {}'s {file}, worked out now", target.display()));
+            r.size = Some((Region::Bytes(n), at));
+        }
+    }
+    if let Some((Region::Percent(p), at)) = r.io_size.clone() {
+        if p == 0 || p == 100 {
+            r.io_size = None;
+        } else {
+            let region = match &r.size {
+                Some((Region::Bytes(b), _)) => *b,
+                _ => file.saturating_sub(offset),
+            };
+            let n = region * u64::from(p) / 100;
+            said.note(&at, format!("io_size={p}%: {n} bytes, worked out now"));
+            r.io_size = Some((Region::Bytes(n), at));
+        }
+    }
+    Ok(())
+}
+
+/// fio's td_min_bs: the smallest block size of any direction (4k where one is not given).
+fn min_block_size(r: &Raw) -> u64 {
+    let source = r.bssplit.as_ref().or(r.bs.as_ref());
+    let mut min = u64::MAX;
+    for i in 0..3 {
+        let v = match source.and_then(|s| s.0[i].as_ref()) {
+            None => 4096,
+            Some(Bs::Fixed(b)) => *b,
+            Some(Bs::Range(lo, _)) => *lo,
+            Some(Bs::Split(list)) => list.iter().map(|x| x.0).min().unwrap_or(4096),
+        };
+        min = min.min(v);
+    }
+    min
 }
 
 /// The access pattern: rw, the read mix, the block sizes and a sequential pattern's hole.
@@ -540,9 +943,17 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
         Some((rw, modifier, text, at)) => {
             o.set("rw", at);
             // A sequential pattern's hole (`rw=write:4k`) becomes a stride below, once the block
-            // size is known.
-            if let Some(m) = modifier.filter(|m| rw.is_random() && *m > 1) {
-                said.unmapped(at, format!("rw={text}: {m} I/Os per random offset is not mapped"));
+            // size is known. What fio does was checked with fio 3.33 --debug=io.
+            match modifier {
+                Some(m) if rw.is_random() && *m > 1 => said.unmapped(
+                    at,
+                    format!("rw={text}: fio issues {m} I/Os one after another at each random offset before it draws the next; iolab draws a new offset for every I/O"),
+                ),
+                Some(m) if !rw.is_random() && *m < 0 => said.unmapped(
+                    at,
+                    format!("rw={text}: fio starts each I/O {} before the end of the previous one (backwards when that is more than the block size), wrapping from the file's start to its end; iolab's sequential patterns go forwards only", -m),
+                ),
+                _ => {}
             }
             *rw
         }
@@ -564,7 +975,10 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
             let bs = o.p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
             if bs.0.len() == 1 {
                 o.set("stride", at);
-                o.p.stride = Some(Bytes(bs.max().0 + hole));
+                o.p.stride = Some(Bytes(bs.max().0 + *hole as u64));
+                if !r.time_based.as_ref().is_some_and(|t| t.0) {
+                    said.note(at, format!("rw={text}: fio moves `size` bytes in all (size / bs I/Os), wrapping to the file's start to pass over the blocks again; iolab makes one pass (size / stride I/Os)"));
+                }
             } else {
                 said.unmapped(at, format!("rw={text}: a hole after each block with several block sizes is not mapped"));
             }
@@ -658,6 +1072,26 @@ fn finish_batch(r: &Raw, engine: EngineKind, o: &mut Out, said: &mut Said) {
     o.p.iodepth_low = low;
 }
 
+/// fio's verify onto iolab's validation: `verify=TYPE` stamps what the job writes and checks
+/// what it reads (iolab's own stamp, CRC-32C, for every type); `do_verify` (1 by default) is
+/// the read-back of everything written after the writes (`verify_after`); fio keeps checking
+/// after a bad block unless `verify_fatal=1` (`max_errors` 0, else 1).
+fn finish_verify(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    let Some((true, kind, at)) = &r.verify else { return };
+    o.set("verify", at);
+    o.p.verify = Some(true);
+    said.note(at, format!("verify={kind}: iolab stamps each 512-byte sector with its offset, file, key and CRC-32Cs and checks that, not fio's {kind} header"));
+    let after = r.do_verify.as_ref().is_none_or(|d| d.0);
+    if rw.writes() && after {
+        o.set("verify_after", r.do_verify.as_ref().map_or(at, |d| &d.1));
+        o.p.verify_after = Some(true);
+        said.note(at, "do_verify: after the writes every written block is read back and checked (fio counts those reads in its read figures, iolab apart from the run's)".into());
+    }
+    let fatal = r.verify_fatal.as_ref().is_some_and(|f| f.0);
+    o.set("max_errors", r.verify_fatal.as_ref().map_or(at, |f| &f.1));
+    o.p.max_errors = Some(if fatal { 1 } else { 0 });
+}
+
 /// O_SYNC/O_DSYNC writes or a flush every N writes, and the final fsync.
 fn finish_durability(r: &Raw, o: &mut Out, said: &mut Said) {
     // Durability: O_SYNC/O_DSYNC writes or a flush every N writes; iolab has one of them.
@@ -697,7 +1131,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
             o.p.runtime = Some(*t);
             if !time_based {
                 match (&r.io_size, &r.size) {
-                    (None, Some((sz, sat))) => {
+                    (None, Some((Region::Bytes(sz), sat))) => {
                         o.set("io_size", sat);
                         o.p.io_size = Some(Bytes(*sz));
                     }
@@ -712,7 +1146,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
             }
         }
     }
-    if let Some((v, at)) = &r.io_size {
+    if let Some((Region::Bytes(v), at)) = &r.io_size {
         o.set("io_size", at);
         o.p.io_size = Some(Bytes(*v));
     }
@@ -720,6 +1154,15 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
         if !t.is_zero() {
             o.set("ramp", at);
             o.p.ramp = Some(*t);
+            // fio 3.33, size=4m at 512 IOPS with ramp_time=1: 1024 I/Os in all, 511 reported
+            // over 997 ms: on a size-bounded job the ramp's I/O counts toward the size.
+            if o.p.runtime.is_none() && o.p.io_size.is_none() {
+                if let Some(sz) = o.p.size {
+                    o.set("io_size", at);
+                    o.p.io_size = Some(sz);
+                    said.note(at, "ramp_time on a size-bounded job: its I/O counts toward the size and is not reported, as in fio".into());
+                }
+            }
         }
     }
 

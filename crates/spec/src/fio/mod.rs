@@ -87,6 +87,11 @@ pub trait Env {
     fn var(&self, name: &str) -> Option<String>;
     /// `$pagesize`, `$mb_memory`, `$ncpus`.
     fn keyword(&self, word: &str) -> Option<u64>;
+    /// The size of an existing file or block device, which `size=50%` and `offset=10%` are
+    /// of (`None`: not there, or not known).
+    fn file_size(&self, _path: &Path) -> Option<u64> {
+        None
+    }
 }
 
 /// The files, environment and machine iolab runs on.
@@ -111,6 +116,19 @@ impl Env for System {
     fn var(&self, name: &str) -> Option<String> {
         std::env::var(name).ok()
     }
+    fn file_size(&self, path: &Path) -> Option<u64> {
+        use std::io::Seek;
+        use std::os::unix::fs::FileTypeExt;
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.is_file() {
+            return Some(meta.len());
+        }
+        if meta.file_type().is_block_device() {
+            // Opened for reading only, to learn its size.
+            return std::fs::File::open(path).ok()?.seek(io::SeekFrom::End(0)).ok();
+        }
+        None
+    }
     fn keyword(&self, word: &str) -> Option<u64> {
         match word {
             "$pagesize" => Some(4096),
@@ -132,6 +150,15 @@ pub struct FioJob {
     pub from: BTreeMap<&'static str, Loc>,
     /// The job's `[section]` line.
     pub at: Loc,
+    /// The logs the job asks for (the file's [`FioFile::logs`] gathers them).
+    pub logs: Option<JobLogs>,
+}
+
+/// One job's `write_*_log` prefixes (bw, iops, lat) and `log_avg_msec`, with their lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobLogs {
+    pub prefixes: [Option<(String, Loc)>; 3],
+    pub avg: Option<(u64, Loc)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -149,13 +176,27 @@ pub struct FioFile {
     pub notes: Vec<Problem>,
     /// Options left out under `lenient` (otherwise they are the error).
     pub skipped: Vec<Problem>,
+    /// fio's logs the file asks for (`write_bw_log`...), which `iolab run` writes unless its
+    /// own log flags say otherwise.
+    pub logs: Option<FioLogs>,
+}
+
+/// `write_bw_log`, `write_iops_log`, `write_lat_log` (their prefixes) and `log_avg_msec`,
+/// as iolab's `--write-bw-log`... flags take them: one log per phase.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FioLogs {
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    pub lat: Option<String>,
+    /// The averaging window in ms: a whole number of seconds.
+    pub avg_msec: u64,
 }
 
 /// Read and map a fio job file. `lenient`: options iolab does not map become `skipped`
 /// instead of the error.
 pub fn parse(path: &Path, env: &dyn Env, lenient: bool) -> Result<FioFile, FioError> {
     let sections = ini::read(path, env).map_err(FioError::At)?;
-    map::map(path, &sections, lenient)
+    map::map(path, &sections, env, lenient)
 }
 
 impl FioFile {

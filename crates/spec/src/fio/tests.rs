@@ -11,6 +11,8 @@ use std::time::Duration;
 pub(crate) struct Mem {
     pub files: HashMap<PathBuf, String>,
     pub vars: HashMap<String, String>,
+    /// Sizes of files and devices a percentage is of.
+    pub sizes: HashMap<PathBuf, u64>,
 }
 
 impl Env for Mem {
@@ -31,10 +33,17 @@ impl Env for Mem {
             _ => None,
         }
     }
+    fn file_size(&self, path: &Path) -> Option<u64> {
+        self.sizes.get(path).copied()
+    }
 }
 
 fn mem(files: &[(&str, &str)]) -> Mem {
-    Mem { files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(), vars: HashMap::new() }
+    Mem {
+        files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(),
+        vars: HashMap::new(),
+        sizes: HashMap::new(),
+    }
 }
 
 fn parse_one(text: &str) -> Result<FioFile, FioError> {
@@ -243,8 +252,7 @@ fn include_loops_are_refused_with_the_chain() {
 
 #[test]
 fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
-    let text =
-        "[global]\nverify=md5\ngtod_reduce=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
+    let text = "[global]\nlockmem=1m\ngtod_cpu=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
                 random_distribution=pareto:0.9\nioengine=rbd\n";
     let e = parse_one(text).unwrap_err();
     let FioError::Unmapped(list) = &e else { panic!("{e}") };
@@ -252,7 +260,7 @@ fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
     assert_eq!(lines, [2, 3, 11, 12], "{e}");
     let text_e = e.to_string();
     assert!(text_e.contains("4 options iolab does not map") && text_e.contains("--fio-lenient"), "{text_e}");
-    assert!(text_e.contains("/j/job.fio:2: `verify`"), "{text_e}");
+    assert!(text_e.contains("/j/job.fio:2: `lockmem`"), "{text_e}");
     let f = parse(Path::new("/j/job.fio"), &mem(&[("/j/job.fio", text)]), true).unwrap();
     assert_eq!(f.skipped.len(), 4);
     let plan = f.plan(&JobPatch::default()).unwrap();
@@ -332,4 +340,258 @@ fn libaio_runs_on_libaio_with_fios_batching() {
     let f = parse_one("[a]\nfilename=/data/f\nsize=1m\nioengine=io_uring\niodepth=16\niodepth_batch=8\n").unwrap();
     assert!(f.notes.iter().any(|n| n.message.contains("only libaio batches")), "{:?}", f.notes);
     assert!(f.plan(&JobPatch::default()).unwrap().phases[0].jobs[0].batch.is_unset());
+}
+
+// fio's syntax in full (issue 27 item 2). Each claim about fio was checked with fio 3.33
+// (`fio --debug=io`, or its JSON's io_bytes/total_ios, on a 64 KiB scratch file), as noted.
+
+fn unmapped_of(text: &str) -> Vec<String> {
+    match parse_one(text) {
+        Err(FioError::Unmapped(list)) => list.into_iter().map(|p| p.to_string()).collect(),
+        Err(e) => panic!("{e}"),
+        Ok(_) => Vec::new(),
+    }
+}
+
+fn notes_of(text: &str) -> Vec<String> {
+    parse_one(text).unwrap_or_else(|e| panic!("{e}")).notes.iter().map(|p| p.to_string()).collect()
+}
+
+#[test]
+fn rw_modifiers_as_fio_reads_them() {
+    // fio 3.33, rw=read:-8k, bs=4k, 64 KiB: offsets 0, 56k, 52k, ... 4k, 0: backwards.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=64k\nrw=read:-8k\n");
+    assert!(
+        u.len() == 1
+            && u[0].contains("job.fio:4: rw=read:-8k")
+            && u[0].contains("8192 before the end of the previous one"),
+        "{u:?}"
+    );
+    // fio 3.33, rw=randread:4: 0, 4k, 8k, 12k, then 44k, 48k, 52k, 56k: four in a row per offset.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=64k\nrw=randread:4\n");
+    assert!(u.len() == 1 && u[0].contains("4 I/Os one after another at each random offset"), "{u:?}");
+    // One I/O per offset is iolab's random pattern.
+    assert_eq!(
+        plan_of("[j]\nfilename=/f\nsize=64k\nrw=randread:1\n").phases[0].jobs[0].workload.block().unwrap().rw,
+        Rw::RandRead
+    );
+    assert!(err_of("[j]\nfilename=/f\nsize=64k\nrw=randread:4k\n").contains("`4k` is 4"));
+    // fio 3.33, rw=read:4k, bs=4k, 64 KiB: 0, 8k, ... 56k, then 0, 8k again (16 I/Os in all).
+    let text = "[j]\nfilename=/f\nsize=64k\nrw=read:4k\n";
+    let b = plan_of(text).phases[0].jobs[0].workload.block().unwrap().clone();
+    assert_eq!(b.stride, Some(Bytes::kib(8)));
+    assert!(notes_of(text).iter().any(|n| n.contains("wrapping to the file's start")), "{:?}", notes_of(text));
+    assert_eq!(
+        plan_of("[j]\nfilename=/f\nsize=64k\nrw=read:+4k\n").phases[0].jobs[0].workload.block().unwrap().stride,
+        Some(Bytes::kib(8))
+    );
+}
+
+#[test]
+fn filename_keywords_are_fios() {
+    // fio 3.33 named the file `x.$jobnum` for filename=x.$jobnum: the keywords are
+    // filename_format's only.
+    let text = "[j]\nfilename=/d/x.$jobnum\nsize=1m\n";
+    assert_eq!(plan_of(text).phases[0].jobs[0].target, PathBuf::from("/d/x.$jobnum"));
+    assert!(notes_of(text)
+        .iter()
+        .any(|n| n.contains("expands $jobname, $jobnum, $filenum and $clientuid in filename_format only")));
+    // Elsewhere an unknown $word is refused, with what fio substitutes.
+    let e = err_of("[j]\nfilename=/f\nsize=$jobnum\n");
+    assert!(
+        e.contains("job.fio:3:") && e.contains("$clientuid in filename_format") && e.contains("keep `$jobnum` as text"),
+        "{e}"
+    );
+    // fio 3.33: filename_format=y.$jobname.$jobnum.$filenum made y.u.0.0 and y.u.1.0 for
+    // numjobs=2; c.$clientuid.$JOBNAME.x made c..c.x (keywords in any case, $clientuid empty
+    // when not client/server).
+    let j = |t: &str| plan_of(t).phases[0].jobs[0].clone();
+    assert_eq!(
+        j("[u]\ndirectory=/d\nfilename_format=y.$jobname.$jobnum.$filenum\nsize=1m\n").target,
+        PathBuf::from("/d/y.u.0.0")
+    );
+    assert_eq!(j("[c]\nfilename_format=/d/c.$clientuid.$JOBNAME.x\nsize=1m\n").target, PathBuf::from("/d/c..c.x"));
+    // Clones sharing the format's one name share the file; with $jobnum each has its own.
+    let shared = j("[u]\nfilename_format=/d/shared.$filenum\nsize=1m\nnumjobs=2\n");
+    assert_eq!((shared.target, shared.threads), (PathBuf::from("/d/shared.0"), 2));
+    let text = "[u]\ndirectory=/d\nfilename_format=y.$jobnum\nsize=1m\nnumjobs=2\n";
+    assert_eq!(j(text).target, PathBuf::from("/d/."));
+    assert!(notes_of(text).iter().any(|n| n.contains("own file as in fio, named iolab.u.N")));
+}
+
+fn with_file(text: &str, size: u64) -> Result<FioFile, FioError> {
+    let mut env = mem(&[("/j/job.fio", text)]);
+    env.sizes.insert(PathBuf::from("/f"), size);
+    parse(Path::new("/j/job.fio"), &env, false)
+}
+
+#[test]
+fn percentages_are_of_the_files_size() {
+    let job = |t: &str| {
+        let f = with_file(t, 64 << 10).unwrap_or_else(|e| panic!("{e}"));
+        f.plan(&JobPatch::default()).unwrap_or_else(|e| panic!("{e}")).phases[0].jobs[0].clone()
+    };
+    // fio 3.33 on 64 KiB: size=50% read 0..28k (8 I/Os); offset=25% started at 16k; both: 16k..28k.
+    assert_eq!(job("[j]\nfilename=/f\nsize=50%\n").size, Some(Bytes::kib(32)));
+    let j = job("[j]\nfilename=/f\noffset=25%\n");
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (None, Some(Bytes::kib(16))));
+    let j = job("[j]\nfilename=/f\noffset=25%\nsize=25%\n");
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (Some(Bytes::kib(16)), Some(Bytes::kib(16))));
+    // offset=10% (6553.6 bytes) rounded up to the smallest block: 8k with bs=4k and bs=8k.
+    assert_eq!(job("[j]\nfilename=/f\noffset=10%\nbs=8k\n").workload.block().unwrap().offset, Some(Bytes::kib(8)));
+    assert_eq!(
+        job("[j]\nfilename=/f\noffset=10%\noffset_align=16k\n").workload.block().unwrap().offset,
+        Some(Bytes::kib(16))
+    );
+    // 0% and 100% are the whole file; fio read all 16 blocks for size=0%, size=100%, offset=0%.
+    for t in ["size=0%", "size=100%", "offset=0%"] {
+        let j = job(&format!("[j]\nfilename=/f\n{t}\n"));
+        assert_eq!((j.size, j.workload.block().unwrap().offset), (None, None), "{t}");
+    }
+    assert_eq!(
+        job("[j]\nfilename=/f\nsize=32k\nio_size=50%\n").workload.block().unwrap().io_size,
+        Some(Bytes::kib(16))
+    );
+    // fio 3.33, size=1% of 64 KiB: "blocksize is larger than data set range".
+    let e = with_file("[j]\nfilename=/f\nsize=1%\n", 64 << 10).unwrap_err().to_string();
+    assert!(e.contains("job.fio:3:") && e.contains("less than one block"), "{e}");
+    let e = err_of("[j]\nfilename=/nothere\nsize=50%\n");
+    assert!(e.contains("job.fio:3:") && e.contains("/nothere, which does not exist"), "{e}");
+    let u = unmapped_of("[j]\ndirectory=/d\nsize=50%\n");
+    assert!(u.iter().any(|p| p.contains("files fio names itself")), "{u:?}");
+}
+
+#[test]
+fn zone_units_count_under_zonemode_zbd_only() {
+    // fio 3.33 without zonemode: size=8z read the whole 64 KiB file, offset=8z started at 0.
+    let text = "[j]\nfilename=/f\nsize=8z\noffset=8z\n";
+    let j = plan_of(text).phases[0].jobs[0].clone();
+    assert_eq!((j.size, j.workload.block().unwrap().offset), (None, None));
+    assert!(notes_of(text).iter().any(|n| n.contains("size=8z: fio counts zones only under zonemode=zbd")));
+    let u = unmapped_of("[j]\nfilename=/f\nsize=8z\nzonemode=zbd\n");
+    assert!(u.iter().any(|p| p.contains("zonemode=zbd: zoned block devices are hardware-specific")), "{u:?}");
+    assert!(plan_of("[j]\nfilename=/f\nsize=1m\nzonemode=none\n").phases[0].jobs[0].size == Some(Bytes::mib(1)));
+    // fio 3.33: "bs: 'z' suffix isn't applicable".
+    assert!(err_of("[j]\nfilename=/f\nsize=1m\nbs=8z\n").contains("isn't applicable"));
+}
+
+#[test]
+fn kb_base_applies_to_its_whole_section_and_repeated_keys_take_the_last_value() {
+    // fio 3.33: size=64k then kb_base=1000 in one section is 64000 bytes (64 I/Os of 1000);
+    // a job's kb_base leaves [global]'s size=64k at 65536 (65 I/Os).
+    let j = |t: &str| plan_of(t).phases[0].jobs[0].clone();
+    assert_eq!(j("[j]\nfilename=/f\nsize=64k\nkb_base=1000\n").size, Some(Bytes(64_000)));
+    let k = j("[global]\nsize=64k\n[j]\nfilename=/f\nkb_base=1000\nbs=1k\n");
+    assert_eq!((k.size, k.workload.block().unwrap().bs.max()), (Some(Bytes(65_536)), Bytes(1000)));
+    assert_eq!(j("[global]\nkb_base=1000\n[j]\nfilename=/f\nsize=64k\n").size, Some(Bytes(64_000)));
+    // fio 3.33: size=8k then size=4k did 4 I/Os of 1000 bytes; rw=randwrite then rw=read, bs=1k
+    // then bs=2k read 8192 bytes in 4 I/Os.
+    let k = j("[j]\nfilename=/f\nsize=8k\nsize=4k\nrw=randwrite\nrw=read\nbs=1k\nbs=2k\n");
+    let b = k.workload.block().unwrap();
+    assert_eq!((k.size, b.rw, b.bs.max()), (Some(Bytes::kib(4)), Rw::Read, Bytes::kib(2)));
+}
+
+// Options that map onto what iolab has (issue 27 item 1, the fio-syntax part).
+
+#[test]
+fn the_verify_family_maps_onto_validation() {
+    // basic-verify.fio: a random write job with verify=crc32c and do_verify's default (1).
+    let text = "[w]\nfilename=/f\nsize=1m\nrw=randwrite\nbs=4k\nverify=crc32c\n";
+    let j = plan_of(text).phases[0].jobs[0].clone();
+    let v = j.verify.clone().expect("validation on");
+    assert!(v.after, "do_verify=1: everything written is read back after the writes");
+    assert_eq!(v.max_errors, 0, "fio keeps checking after a bad block unless verify_fatal=1");
+    assert!(notes_of(text).iter().any(|n| n.contains("not fio's crc32c header")));
+    // surface-scan.fio: write with do_verify=0, then read and check.
+    let plan = plan_of(
+        "[global]\nfilename=/f\nsize=1m\nbs=64k\nverify=meta\nverify_pattern=0xaa555aa5\nverify_interval=512\n\
+         [write]\nrw=write\ndo_verify=0\n[read]\nstonewall\nrw=read\ndo_verify=1\nverify_fatal=1\n",
+    );
+    let (w, r) = (&plan.phases[0].jobs[0], &plan.phases[1].jobs[0]);
+    assert!(w.verify.as_ref().is_some_and(|v| !v.after));
+    assert!(r.verify.as_ref().is_some_and(|v| !v.after && v.max_errors == 1), "{:?}", r.verify);
+    // verify=0 and verify=null are off.
+    assert!(plan_of("[j]\nfilename=/f\nsize=1m\nverify=0\n").phases[0].jobs[0].verify.is_none());
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nrw=write\nverify=md5\nverify_backlog=1\nverify_only=1\n");
+    assert!(
+        u.len() == 2 && u[0].contains("verify_backlog: fio reads back") && u[1].contains("iolab verify --journal"),
+        "{u:?}"
+    );
+    assert!(err_of("[j]\nfilename=/f\nsize=1m\nverify=sha7\n").contains("job.fio:4: verify: `sha7`"));
+}
+
+#[test]
+fn logs_from_the_job_file_are_iolabs_per_phase_logs() {
+    // A file with write_bw_log in every section (the issue's user file).
+    let f = parse_one(
+        "[global]\nfilename=/f\nsize=1m\nlog_avg_msec=2000\n[a]\nrw=read\nwrite_bw_log=cdm\nwrite_lat_log=cdm\n\
+         [b]\nstonewall\nrw=write\nwrite_bw_log=cdm\nwrite_iops_log\n",
+    )
+    .unwrap();
+    let logs = f.logs.clone().unwrap();
+    assert_eq!(
+        logs,
+        FioLogs { bw: Some("cdm".into()), iops: Some("b".into()), lat: Some("cdm".into()), avg_msec: 2000 }
+    );
+    // Without log_avg_msec fio logs each I/O: iolab's per-second average, said.
+    let text = "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\n";
+    assert_eq!(parse_one(text).unwrap().logs.unwrap().avg_msec, 1000);
+    assert!(notes_of(text).iter().any(|n| n.contains("fio logs every I/O")));
+    let u = unmapped_of(
+        "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_avg_msec=500\n[b]\nfilename=/g\nsize=1m\nwrite_bw_log=y\n",
+    );
+    assert!(
+        u.iter().any(|p| p.contains("log_avg_msec=500")) && u.iter().any(|p| p.contains("`y` beside `x`")),
+        "{u:?}"
+    );
+    assert!(parse_one("[a]\nfilename=/f\nsize=1m\n").unwrap().logs.is_none());
+}
+
+#[test]
+fn a_crystaldiskmark_file_with_a_ramp_on_size_bounded_jobs_runs() {
+    // fio 3.33, size=4m at 512 IOPS with ramp_time=1: 1024 I/Os in all, 511 reported.
+    let plan = plan_of(
+        "[global]\nioengine=libaio\ndirect=1\nfilename=/f\nsize=64m\nramp_time=5s\n\
+         [SEQ1M-Q8T1-Read]\nrw=read\nbs=1m\niodepth=8\n[RND4K-Q1T1-Write]\nwait_for_previous\nrw=randwrite\nbs=4k\n",
+    );
+    assert_eq!(plan.phases.len(), 2);
+    for j in plan.phases.iter().flat_map(|p| &p.jobs) {
+        assert_eq!((j.ramp, j.runtime), (Duration::from_secs(5), None));
+        assert_eq!(j.workload.block().unwrap().io_size, Some(Bytes::mib(64)), "the ramp counts toward the size");
+    }
+}
+
+#[test]
+fn submission_log_offset_and_alignment_options_map_where_iolab_does_the_same() {
+    assert!(parse_one("[j]\nfilename=/f\nsize=1m\nio_submit_mode=inline\nlog_offset=0\nblockalign=4k\n").is_ok());
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nio_submit_mode=offload\nlog_offset=1\nbs=8k\nblockalign=4k\n");
+    assert!(
+        u.len() == 3 && u[0].contains("offload") && u[1].contains("offset column") && u[2].contains("(8192)"),
+        "{u:?}"
+    );
+}
+
+#[test]
+fn an_include_is_found_as_fio_finds_it() {
+    // fio 3.33 run from B on ../A/main.fio with `include inc.fio`: B/inc.fio (size=4k) was
+    // read, not A/inc.fio (size=8k); without B/inc.fio, A/inc.fio.
+    let files = [("/A/main.fio", "[j]\nfilename=/f\ninclude inc.fio\n"), ("/A/inc.fio", "size=8k\n")];
+    let size = |env: &Mem| {
+        parse(Path::new("/A/main.fio"), env, false).unwrap().plan(&JobPatch::default()).unwrap().phases[0].jobs[0].size
+    };
+    assert_eq!(size(&mem(&files)), Some(Bytes::kib(8)));
+    let mut env = mem(&files);
+    env.files.insert(PathBuf::from("inc.fio"), "size=4k\n".into());
+    assert_eq!(size(&env), Some(Bytes::kib(4)));
+}
+
+#[test]
+fn an_escaped_colon_is_part_of_a_filename() {
+    // fio's HOWTO: `filename=/dev/dsk/foo@3,0\:c` names /dev/dsk/foo@3,0:c.
+    assert_eq!(
+        plan_of("[j]\nfilename=/d/foo@3,0\\:c\nsize=1m\n").phases[0].jobs[0].target,
+        PathBuf::from("/d/foo@3,0:c")
+    );
+    let u = unmapped_of("[j]\nfilename=/d/a:/d/b\nsize=1m\n");
+    assert!(u.len() == 1 && u[0].contains("several files"), "{u:?}");
 }

@@ -37,7 +37,15 @@ pub fn size(text: &str, kb: KbBase) -> Result<u64, String> {
         return Err(format!("`{s}`: fio reads no fractions (it would read this as {whole}); write a whole number, in a smaller unit if need be"));
     }
     if suffix == "%" {
-        return Err(format!("`{s}`: a percentage of the file is not mapped; give a size"));
+        return Err(format!(
+            "`{s}`: a percentage is taken by size, io_size, offset and offset_increment (of the file's size), not here; give a size"
+        ));
+    }
+    if suffix == "z" {
+        // parse.c: only FIO_OPT_STR_VAL_ZONE options take `z`; the others fail to parse.
+        return Err(format!(
+            "`{s}`: zone units are taken by size, io_size, offset, offset_increment and zoneskip only (fio 3.33: \"'z' suffix isn't applicable\")"
+        ));
     }
     let n: u64 = num.parse().map_err(|_| format!("`{s}` is too large"))?;
     let mult = size_multiplier(suffix, kb).ok_or_else(|| {
@@ -48,6 +56,35 @@ pub fn size(text: &str, kb: KbBase) -> Result<u64, String> {
         )
     })?;
     n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// A size as `size`, `io_size` and `offset` take it: bytes, a percentage of the file's size
+/// (`50%`, 0 to 100), or a number of zones (`8z`, which fio converts to bytes under
+/// `zonemode=zbd` only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    Bytes(u64),
+    Percent(u8),
+    Zones(u64),
+}
+
+/// A [`Region`]: `%` and `z` as fio's parser takes them (a whole number before either; fio
+/// keeps percentages from 0 to 100), anything else a [`size`].
+pub fn region(text: &str, kb: KbBase) -> Result<Region, String> {
+    let s = text.trim();
+    let pct = s.strip_suffix('%');
+    // parse.c looks for a lowercase `z` only (`8Z` is an unknown unit).
+    let zones = s.strip_suffix('z');
+    match (pct, zones) {
+        (Some(n), _) => match n.trim().parse::<u8>() {
+            Ok(p) if p <= 100 => Ok(Region::Percent(p)),
+            _ => Err(format!("`{s}`: a percentage is a whole number from 0 to 100 followed by %")),
+        },
+        (None, Some(n)) if !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => {
+            n.parse().map(Region::Zones).map_err(|_| format!("`{s}` is too large"))
+        }
+        _ => size(s, kb).map(Region::Bytes),
+    }
 }
 
 /// fio's `__get_mult_bytes`: case-insensitive; `k`/`kb` use kb_base, `kib` the other base.
@@ -220,6 +257,19 @@ mod tests {
         assert!(size("99999999999999999999", K).is_err());
         assert!(size("99999999999p", K).unwrap_err().contains("too large"));
         assert!(size("(1+2)", K).unwrap_err().contains("arithmetic"));
+    }
+
+    #[test]
+    fn regions_take_percentages_and_zones() {
+        assert_eq!(region("50%", K), Ok(Region::Percent(50)));
+        assert_eq!(region("0%", K), Ok(Region::Percent(0)));
+        assert_eq!(region("100%", K), Ok(Region::Percent(100)));
+        assert_eq!(region("8z", K), Ok(Region::Zones(8)));
+        assert_eq!(region("1m", K), Ok(Region::Bytes(1 << 20)));
+        assert!(region("101%", K).unwrap_err().contains("0 to 100"));
+        assert!(region("x%", K).is_err());
+        // Elsewhere (bs=8z), fio 3.33 refuses: "bs: 'z' suffix isn't applicable".
+        assert!(size("8z", K).unwrap_err().contains("isn't applicable"));
     }
 
     #[test]

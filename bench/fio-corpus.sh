@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# fio's own examples (Debian's fio-examples, /usr/share/doc/fio/examples) run by fio and by iolab
+# side by side: every example `iolab convert` takes with nothing left out, rewritten to run a
+# short time on scratch files (each job's filename, size, runtime and time_based replaced; the
+# rest of the file as fio ships it), fio with --output-format=json and iolab with --output
+# fio-json, both read the same way: IOPS and bandwidth summed over the file's jobs and
+# directions, and iolab's as a ratio of fio's. One round each, fio first.
+#
+#   bash bench/fio-corpus.sh                              # every converting example, 3 s each
+#   SECS=10 SIZE=256m bash bench/fio-corpus.sh fio-rand-read.fio zipf.fio
+#   IOLAB=target/release/iolab bash bench/fio-corpus.sh   # skip the build
+#
+# Files go under DIR (default /tmp/iolab-fio-corpus, removed at the end). docs/fidelity.md
+# ("fio's examples, side by side") has the table and why each difference is there.
+set -euo pipefail
+
+SECS=${SECS:-3}
+SIZE=${SIZE:-128m}
+EXAMPLES=${EXAMPLES:-/usr/share/doc/fio/examples}
+DIR=${DIR:-/tmp/iolab-fio-corpus}
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+command -v fio >/dev/null || { echo "fio-corpus.sh: fio is not installed" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "fio-corpus.sh: python3 reads the JSON" >&2; exit 1; }
+[ -d "$EXAMPLES" ] || { echo "fio-corpus.sh: $EXAMPLES is missing: apt-get install fio-examples" >&2; exit 1; }
+if [ -n "${IOLAB:-}" ]; then
+    iolab=$(cd "$(dirname "$IOLAB")" && pwd)/$(basename "$IOLAB")
+else
+    cargo build --release -q -p iolab --manifest-path "$root/Cargo.toml"
+    iolab=$root/target/release/iolab
+fi
+
+if [ $# -gt 0 ]; then names=("$@"); else mapfile -t names < <(cd "$EXAMPLES" && ls -- *.fio); fi
+mkdir -p "$DIR"
+trap 'rm -rf "$DIR"' EXIT
+echo "fio-corpus: $(fio --version), iolab $("$iolab" --version | cut -d' ' -f2); $SECS s per example, files of $SIZE in $DIR"
+
+# The example with each job's file, size and time replaced: rewrite SRC OUT FILE.
+rewrite() {
+    python3 - "$@" "$SIZE" "$SECS" <<'PY'
+import re, sys
+src, out, target, size, secs = sys.argv[1:6]
+drop = {"filename", "directory", "size", "filesize", "io_size", "runtime", "time_based", "nrfiles",
+        "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec"}
+lines = []
+for raw in open(src):
+    line = raw.strip()
+    key = re.split(r"[=\s;#]", line, maxsplit=1)[0] if line else ""
+    if key in drop:
+        continue
+    lines.append(raw.rstrip("\n"))
+    m = re.match(r"^\[(.+)\]$", line)
+    if m and m.group(1) != "global":
+        lines += [f"filename={target}", f"size={size}", f"runtime={secs}", "time_based"]
+open(out, "w").write("\n".join(lines) + "\n")
+PY
+}
+
+# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin.
+figures() {
+    python3 -c '
+import json, sys
+t = sys.stdin.read()
+d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
+iops = sum(j[dd]["iops"] for j in d["jobs"] for dd in ("read", "write"))
+bw = sum(j[dd]["bw_bytes"] for j in d["jobs"] for dd in ("read", "write"))
+print(f"{iops:.0f} {bw / 1e6:.1f}")
+'
+}
+
+printf '\n%-32s %12s %12s %9s %10s %10s %9s  %s\n' example "fio IOPS" "iolab IOPS" ratio "fio MB/s" "iolab MB/s" ratio note
+for name in "${names[@]}"; do
+    src=$EXAMPLES/$name
+    rewrite "$src" "$DIR/fio-$name" "$DIR/fio.dat"
+    rewrite "$src" "$DIR/iolab-$name" "$DIR/iolab.dat"
+    if ! why=$("$iolab" convert "$DIR/iolab-$name" 2>&1 >/dev/null); then
+        continue    # not converting clean (the corpus test lists why)
+    fi
+    f=$(cd "$DIR" && fio --output-format=json "fio-$name" 2>/dev/null | figures) || f="0 0"
+    i=$(cd "$DIR" && "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress --sample-interval 0 \
+        --overwrite 2>/dev/null | figures) || i="0 0"
+    read -r fi_iops fi_bw <<<"$f"
+    read -r io_iops io_bw <<<"$i"
+    note=$(grep -o 'note: .*' <<<"$why" | sed -E 's/^note: [^:]+:[0-9]+: //' | head -1 | cut -c1-70 || true)
+    python3 -c "
+import sys
+fi, io, fb, ib = map(float, sys.argv[2:6])
+r = lambda a, b: f'{b / a:.2f}' if a else '-'
+print(f'{sys.argv[1]:32} {fi:12,.0f} {io:12,.0f} {r(fi, io):>9} {fb:10.1f} {ib:10.1f} {r(fb, ib):>9}  {sys.argv[6]}')
+" "$name" "$fi_iops" "$io_iops" "$fi_bw" "$io_bw" "$note"
+    rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.*
+done
