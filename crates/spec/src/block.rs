@@ -44,6 +44,16 @@ pub struct BlockJob {
     /// fall in them (`--keep-holes`), instead of filling them before the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_holes: bool,
+    /// Passes over the job's region in a size-bounded run (fio's loops; `None`: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<u64>,
+    /// Each thread stops after this many reads and writes, if nothing ends it first (fio's
+    /// number_ios).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ios: Option<u64>,
+    /// Think time between I/Os (fio's thinktime and its family).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<crate::think::Think>,
 }
 
 impl BlockJob {
@@ -76,6 +86,9 @@ impl BlockJob {
             refill_buffers: p.refill_buffers.unwrap_or(false),
             invalidate: p.invalidate.unwrap_or(false),
             keep_holes: p.keep_holes.unwrap_or(false),
+            loops: p.loops.filter(|n| *n != 1),
+            max_ios: p.max_ios,
+            think: think_of(p, name)?,
         })
     }
 
@@ -127,6 +140,15 @@ impl BlockJob {
         if self.rate.is_some() && self.rate_iops.is_some() {
             return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
         }
+        if self.loops == Some(0) {
+            return err("loops", "0 passes do nothing; give at least 1".into());
+        }
+        if self.max_ios == Some(0) {
+            return err("max_ios", "0 I/Os do nothing; leave it out, or give at least 1".into());
+        }
+        if let Some(t) = &self.think {
+            t.check(&job.name)?;
+        }
         Ok(())
     }
 
@@ -150,5 +172,34 @@ impl BlockJob {
             (None, Some(stride)) => size.div_ceil(stride.0) * self.bs.max().0,
             (None, None) => size,
         }
+        .saturating_mul(self.loops.unwrap_or(1))
     }
+}
+
+/// The think time a patch asks for: `think` and the options that shape it (each alone is a
+/// mistake, named).
+fn think_of(p: &JobPatch, name: &str) -> Result<Option<crate::think::Think>, SpecError> {
+    let Some(time) = p.think else {
+        let stray = [
+            ("think_every", p.think_every.is_some()),
+            ("think_spin", p.think_spin.is_some()),
+            ("think_on_issue", p.think_on_issue.is_some()),
+            ("think_iotime", p.think_iotime.is_some()),
+        ];
+        if let Some((k, _)) = stray.iter().find(|(_, set)| *set) {
+            return Err(SpecError::field(
+                name,
+                k,
+                format!("--{} shapes a think time; give --think too", k.replace('_', "-")),
+            ));
+        }
+        return Ok(None);
+    };
+    Ok(Some(crate::think::Think {
+        time,
+        every: p.think_every,
+        spin: p.think_spin.unwrap_or_default(),
+        on_issue: p.think_on_issue.unwrap_or(false),
+        iotime: p.think_iotime,
+    }))
 }

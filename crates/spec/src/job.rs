@@ -288,6 +288,10 @@ pub struct Job {
     pub runtime: Option<Duration>,
     #[serde(with = "duration_serde")]
     pub ramp: Duration,
+    /// How long after its phase's start the job starts (fio's startdelay); a range is drawn per
+    /// thread. Absent (zero) in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "crate::Delay::is_zero")]
+    pub start_delay: crate::Delay,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod delay;
 pub mod engine;
 pub mod figures;
 pub mod file;
@@ -17,6 +18,7 @@ pub mod personality;
 pub mod replay;
 pub mod scenario;
 pub mod table;
+pub mod think;
 pub mod units;
 pub mod verify;
 
@@ -32,6 +34,7 @@ personalities! {
 }
 
 pub use block::BlockJob;
+pub use delay::Delay;
 pub use engine::{Caps, EngineKind};
 pub use file::parse_job_file;
 pub use job::{BlockSizes, Dist, Job, JournalSync, Phase, Plan, Rw, SyncMode, VerifyOn};

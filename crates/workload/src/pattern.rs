@@ -40,6 +40,8 @@ pub struct Pattern {
     align: u64,
     wrap: bool,
     remaining: Option<u64>,
+    /// Accesses left before the pattern ends (`--max-ios`; `u64::MAX`: no such bound).
+    ops_left: u64,
     place: Where,
     held: Option<Access>,
 }
@@ -84,9 +86,15 @@ impl Pattern {
             align,
             wrap,
             remaining,
+            ops_left: u64::MAX,
             place,
             held: None,
         }
+    }
+
+    /// End the pattern after `n` accesses, if nothing ends it first (fio's number_ios).
+    pub fn limit_ops(&mut self, n: u64) {
+        self.ops_left = n;
     }
 
     #[inline]
@@ -125,9 +133,10 @@ impl Pattern {
         if let Some(a) = self.held.take() {
             return Some(a);
         }
-        if self.remaining == Some(0) {
+        if self.remaining == Some(0) || self.ops_left == 0 {
             return None;
         }
+        self.ops_left -= 1;
         let mut len = self.pick_len();
         let dir = self.pick_dir();
         let offset = match &mut self.place {

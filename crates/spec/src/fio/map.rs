@@ -68,6 +68,15 @@ struct Raw {
     invalidate: Option<(bool, Loc)>,
     stonewall: bool,
     kb: KbBase,
+    // Start, think time and counts (issue 27's executor capabilities).
+    start_delay: Option<(crate::Delay, Loc)>,
+    thinktime: Option<(Duration, Loc)>,
+    thinktime_spin: Option<(Duration, Loc)>,
+    thinktime_blocks: Option<(u64, Loc)>,
+    thinktime_on_issue: Option<(bool, Loc)>,
+    thinktime_iotime: Option<(Duration, Loc)>,
+    loops: Option<(u64, Loc)>,
+    number_ios: Option<(u64, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -270,9 +279,52 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 other => return Err(bad(o, format!("`{other}`: kb_base is 1024 or 1000"))),
             }
         }
+        // Start, think time and counts (issue 27's executor capabilities).
+        "startdelay" => r.start_delay = Some((start_delay(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime" => r.thinktime = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime_spin" => r.thinktime_spin = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime_blocks" => r.thinktime_blocks = Some((int(o)?, at)),
+        "thinktime_blocks_type" => {
+            let on_issue = match need(o)? {
+                "complete" => false,
+                "issue" => true,
+                other => return Err(bad(o, format!("`{other}`: fio's are complete (the default) and issue"))),
+            };
+            r.thinktime_on_issue = Some((on_issue, at));
+        }
+        "thinktime_iotime" => r.thinktime_iotime = Some((time(o)?, at)),
+        "loops" => r.loops = Some((int(o)?, at)),
+        "number_ios" => r.number_ios = Some((int(o)?, at)),
         _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
     }
     Ok(())
+}
+
+/// A time that is in microseconds without a unit (fio's thinktime, thinktime_spin).
+fn micros(v: &str) -> Result<Duration, String> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        return value::time(&format!("{v}us"));
+    }
+    value::time(v)
+}
+
+/// fio's `startdelay=irange(time)`: a time (seconds without a unit) or a range `LOW-HIGH`,
+/// each clone drawing its own from the range.
+fn start_delay(v: &str) -> Result<crate::Delay, String> {
+    let (low, high) = match v.split_once('-') {
+        Some((a, b)) => (value::time(a)?, value::time(b)?),
+        None => {
+            let d = value::time(v)?;
+            (d, d)
+        }
+    };
+    if high < low {
+        return Err(format!("`{v}`: the range's high end is below its low end"));
+    }
+    if high > crate::delay::MAX_DELAY {
+        return Err(format!("`{v}`: iolab takes a start delay of at most a day"));
+    }
+    Ok(crate::Delay { low, high })
 }
 
 /// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
@@ -471,6 +523,14 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         o.set("seed", at);
         o.p.seed = Some(*v);
     }
+    if let Some((v, at)) = &r.start_delay {
+        o.set("start_delay", at);
+        o.p.start_delay = Some(*v);
+        if r.ramp.as_ref().is_some_and(|(t, _)| !t.is_zero()) {
+            said.note(at, "startdelay with ramp_time: fio ramps each job from its own start; iolab's ramp is the phase's, from the phase's start, and a job delayed past it is measured from its start".into());
+        }
+    }
+    finish_counts(&r, &mut o);
     if let Some((v, at)) = &r.compress {
         o.set("compressibility", at);
         o.p.compressibility = Some(*v);
@@ -485,6 +545,40 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         None => true,
     });
     Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone() })
+}
+
+/// Think time, passes and an I/O count (issue 27's executor capabilities). fio ignores the
+/// thinktime_* options without a thinktime, and so does this.
+fn finish_counts(r: &Raw, o: &mut Out) {
+    if let Some((t, at)) = r.thinktime.as_ref().filter(|t| !t.0.is_zero()) {
+        o.set("think", at);
+        o.p.think = Some(*t);
+        if let Some((v, at)) = &r.thinktime_spin {
+            o.set("think_spin", at);
+            o.p.think_spin = Some((*v).min(*t));
+        }
+        if let Some((v, at)) = &r.thinktime_blocks {
+            o.set("think_every", at);
+            o.p.think_every = Some((*v).max(1));
+        }
+        if let Some((true, at)) = &r.thinktime_on_issue {
+            o.set("think_on_issue", at);
+            o.p.think_on_issue = Some(true);
+        }
+        if let Some((v, at)) = r.thinktime_iotime.as_ref().filter(|v| !v.0.is_zero()) {
+            o.set("think_iotime", at);
+            o.p.think_iotime = Some(*v);
+        }
+    }
+    // loops=1 and number_ios=0 are fio's defaults: nothing to say.
+    if let Some((n, at)) = r.loops.as_ref().filter(|n| n.0 > 1) {
+        o.set("loops", at);
+        o.p.loops = Some(*n);
+    }
+    if let Some((n, at)) = r.number_ios.as_ref().filter(|n| n.0 > 0) {
+        o.set("max_ios", at);
+        o.p.max_ios = Some(*n);
+    }
 }
 
 /// The job's name, its file (or directory) and the region of it.
@@ -717,5 +811,50 @@ mod tests {
         assert!(range_sizes(512, 1 << 20).is_none());
         let b = block_sizes(&Bs::Range(4096, 10240)).unwrap();
         assert_eq!(b.to_string(), "4k:2,8k:2,10k:1");
+    }
+
+    fn job_of(text: &str) -> Result<crate::Job, String> {
+        let env = super::super::tests::Mem {
+            files: [(PathBuf::from("/j/job.fio"), text.to_string())].into_iter().collect(),
+            vars: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).map_err(|e| e.to_string())?;
+        let plan = f.plan(&JobPatch::default()).map_err(|e| e.to_string())?;
+        Ok(plan.phases[0].jobs[0].clone())
+    }
+
+    #[test]
+    fn startdelay_thinktime_loops_and_number_ios_map() {
+        use crate::Delay;
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nstartdelay=2\n").unwrap();
+        assert_eq!(j.start_delay, Delay::fixed(Duration::from_secs(2)));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nstartdelay=500ms-3s\n").unwrap();
+        assert_eq!(j.start_delay, Delay { low: Duration::from_millis(500), high: Duration::from_secs(3) });
+        let e = job_of("[a]\nfilename=/d/f\nstartdelay=5-1\n").unwrap_err();
+        assert!(e.contains("/j/job.fio:3") && e.contains("high end is below"), "{e}");
+
+        // thinktime is in microseconds without a unit; its family only with it, as in fio.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=250\nthinktime_spin=50\nthinktime_blocks=8\nthinktime_blocks_type=issue\n").unwrap();
+        let t = j.workload.block().unwrap().think.unwrap();
+        assert_eq!(
+            (t.time, t.spin, t.every, t.on_issue),
+            (Duration::from_micros(250), Duration::from_micros(50), Some(8), true)
+        );
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=1s\nthinktime_iotime=9\n").unwrap();
+        let t = j.workload.block().unwrap().think.unwrap();
+        assert_eq!((t.time, t.iotime, t.blocks()), (Duration::from_secs(1), Some(Duration::from_secs(9)), u64::MAX));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime_blocks=8\n").unwrap();
+        assert!(j.workload.block().unwrap().think.is_none(), "thinktime_blocks alone does nothing in fio");
+        assert!(job_of("[a]\nfilename=/d/f\nthinktime=1\nthinktime_blocks_type=later\n")
+            .unwrap_err()
+            .contains("complete"));
+
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nloops=3\nnumber_ios=100\n").unwrap();
+        let b = j.workload.block().unwrap();
+        assert_eq!((b.loops, b.max_ios), (Some(3), Some(100)));
+        assert_eq!(b.budget_bytes(1 << 20), 3 << 20, "three passes over the region");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nloops=1\nnumber_ios=0\n").unwrap();
+        let b = j.workload.block().unwrap();
+        assert_eq!((b.loops, b.max_ios), (None, None), "fio's defaults");
     }
 }

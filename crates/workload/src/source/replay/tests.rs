@@ -46,6 +46,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         threads,
         runtime: None,
         ramp: Duration::ZERO,
+        start_delay: Default::default(),
         overwrite: false,
         device: false,
         verify: None,

@@ -1,0 +1,171 @@
+//! fio options that needed new capabilities in iolab's executor and engine (issue 27, item 1):
+//! each run on real files by iolab from a fio job file and, where fio is installed, by fio on
+//! the same job, with fio's counts and times as the reference.
+
+mod common;
+
+use common::{iolab, skip};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn have(cmd: &str) -> bool {
+    Command::new("which").arg(cmd).output().is_ok_and(|o| o.status.success())
+}
+
+/// Run a fio job file (its `${DIR}` the scratch directory) with iolab; its JSON.
+fn iolab_runs(job: &Path, dir: &Path) -> Value {
+    let out = iolab().args(["run", "--output", "json", "--no-progress"]).arg(job).env("DIR", dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iolab: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Run a fio job file with fio 3.33 (`--output-format=json`), or `None` (a skip said) when fio
+/// is not installed.
+fn fio_runs(job: &Path, dir: &Path) -> Option<Value> {
+    if !have("fio") {
+        skip("fio is not installed: iolab's side only");
+        return None;
+    }
+    let out =
+        Command::new("fio").arg("--output-format=json").arg(job).env("DIR", dir).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn job_named<'a>(phase: &'a Value, name: &str) -> &'a Value {
+    phase["jobs"].as_array().unwrap().iter().find(|j| j["name"] == name).unwrap_or_else(|| panic!("no job {name}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `startdelay`: a job starts that long after its phase, beside the others; its time (and so
+/// its rate) counts from its own start, as fio's job_runtime does.
+#[test]
+fn startdelay_starts_a_job_later_within_its_phase() {
+    let d = common::disk_tempdir();
+    let job = d.path().join("delay.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\nbs=4k\nioengine=psync\nruntime=1\ntime_based\nrw=read\n\
+         [now]\n[later]\nstartdelay=1\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let phase = &r["phases"][0];
+    assert_eq!(r["phases"].as_array().unwrap().len(), 1, "both jobs in one phase");
+    let (now, later) = (job_named(phase, "now"), job_named(phase, "later"));
+    // The phase ran for the delay and the delayed job's second; each job for its own second.
+    let pe = f(&phase["elapsed_s"]);
+    assert!((1.9..2.6).contains(&pe), "the phase ran {pe} s (1 s delay + 1 s runtime)");
+    for j in [now, later] {
+        let e = f(&j["elapsed_s"]);
+        assert!((0.9..1.3).contains(&e), "{}: {e} s from its own start", j["name"]);
+        assert!(f(&j["total"]["read"]["ops"]) > 0.0, "{}", j["name"]);
+    }
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        // fio's delayed job also ran one second of I/O (its job_runtime, ms).
+        let later = fio["jobs"].as_array().unwrap().iter().find(|j| j["jobname"] == "later").unwrap();
+        let ms = f(&later["job_runtime"]);
+        assert!((900.0..1300.0).contains(&ms), "fio's delayed job ran {ms} ms");
+    }
+
+    // A range: each thread draws its delay; none starts before the low end or after the high.
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\nbs=4k\nioengine=psync\nrw=read\nio_size=64k\n\
+         [spread]\nnumjobs=4\nstartdelay=300ms-900ms\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let phase = &r["phases"][0];
+    let pe = f(&phase["elapsed_s"]);
+    assert!((0.3..1.5).contains(&pe), "the last thread started by 900 ms: the phase took {pe} s");
+    let threads = phase["jobs"][0]["per_thread"].as_array().unwrap();
+    assert_eq!(threads.len(), 4);
+    assert!(threads.iter().all(|t| f(&t["bytes"]) == 65536.0), "each thread read its 64 KiB");
+}
+
+fn fio_job<'a>(fio: &'a Value, name: &str) -> &'a Value {
+    fio["jobs"].as_array().unwrap().iter().find(|j| j["jobname"] == name).unwrap_or_else(|| panic!("fio ran no {name}"))
+}
+
+/// `loops` (passes over the region) and `number_ios` (I/Os per clone): the same counts as fio's.
+#[test]
+fn loops_and_number_ios_count_as_fios() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("counts.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\n\
+         [passes]\nrw=read\nloops=3\n\
+         [counted]\nstonewall\nrw=randread\nnumber_ios=100\nnumjobs=2\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let passes = job_named(&r["phases"][0], "passes");
+    assert_eq!(f(&passes["total"]["read"]["ops"]), 768.0, "3 passes of 256 blocks");
+    assert_eq!(f(&passes["total"]["read"]["bytes"]), (3 << 20) as f64);
+    let counted = job_named(&r["phases"][1], "counted");
+    assert_eq!(f(&counted["total"]["read"]["ops"]), 200.0, "100 I/Os in each of 2 threads");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        assert_eq!(f(&fio_job(&fio, "passes")["read"]["total_ios"]), 768.0);
+        let fio_counted: f64 = fio["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|j| j["jobname"] == "counted")
+            .map(|j| f(&j["read"]["total_ios"]))
+            .sum();
+        assert_eq!(fio_counted, 200.0, "fio's two clones");
+    }
+}
+
+/// `thinktime` with `thinktime_blocks`: a stall after every 16 blocks, in no I/O's latency; the
+/// job takes as long as fio's.
+#[test]
+fn thinktime_stalls_as_fios_does() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 256 << 10]).unwrap();
+    let job = d.path().join("think.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=256k\nbs=4k\nioengine=psync\nrw=read\n\
+         [thinking]\nthinktime=20ms\nthinktime_blocks=16\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = job_named(&r["phases"][0], "thinking");
+    assert_eq!(f(&j["total"]["read"]["ops"]), 64.0);
+    let e = f(&j["elapsed_s"]);
+    assert!((0.075..0.3).contains(&e), "4 stalls of 20 ms: {e} s");
+    let max_ms = f(&j["total"]["read"]["lat_ns"]["max"]) / 1e6;
+    assert!(max_ms < 15.0, "a stall is in no read's latency: max {max_ms} ms");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "thinking")["job_runtime"]);
+        assert!((75.0..300.0).contains(&ms), "fio's job took {ms} ms");
+        assert!((e * 1000.0 - ms).abs() < 40.0, "iolab {e} s, fio {ms} ms");
+    }
+}
