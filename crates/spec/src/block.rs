@@ -54,6 +54,9 @@ pub struct BlockJob {
     /// Think time between I/Os (fio's thinktime and its family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<crate::think::Think>,
+    /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<BlockSizes>,
 }
 
 impl BlockJob {
@@ -89,17 +92,31 @@ impl BlockJob {
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?,
+            write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
         })
     }
 
     /// The block workload's rules (the job's common fields are given for those that involve them).
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        if self.bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
-            return err("bs", "each block size must be between 1 byte and 1 GiB".into());
+        for (field, bs) in [("bs", &self.bs)].into_iter().chain(self.write_bs.as_ref().map(|w| ("write_bs", w))) {
+            if bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
+                return err(field, "each block size must be between 1 byte and 1 GiB".into());
+            }
+            if job.direct && bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
+                return err(field, format!("`{bs}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)"));
+            }
         }
-        if job.direct && self.bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
-            return err("bs", format!("`{}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)", self.bs));
+        if self.write_bs.is_some() {
+            if !self.rw.writes() {
+                return err("write_bs", format!("`{}` does not write; give the block size with --bs", self.rw));
+            }
+            if self.stride.is_some() {
+                return err("write_bs", "a stride takes one block size (--bs)".into());
+            }
+            if job.verify.is_some() {
+                return err("write_bs", "validation keys blocks by one size list; give --bs only".into());
+            }
         }
         if self.mix > 100 {
             return err("mix", format!("{} is not a percentage; accepted: 0 to 100", self.mix));
@@ -116,8 +133,8 @@ impl BlockJob {
             }
         }
         if let Some(s) = job.size {
-            if s.0 < self.bs.max().0 {
-                return err("size", format!("size {s} is smaller than the block size {}", self.bs.max()));
+            if s.0 < self.max_bs().0 {
+                return err("size", format!("size {s} is smaller than the block size {}", self.max_bs()));
             }
         }
         if let Some(o) = self.offset {
@@ -150,6 +167,28 @@ impl BlockJob {
             t.check(&job.name)?;
         }
         Ok(())
+    }
+
+    /// The writes' block sizes (`write_bs`, else `bs`).
+    pub fn write_sizes(&self) -> &BlockSizes {
+        self.write_bs.as_ref().unwrap_or(&self.bs)
+    }
+
+    /// The largest I/O the job makes, either way.
+    pub fn max_bs(&self) -> Bytes {
+        self.bs.max().max(self.write_sizes().max())
+    }
+
+    /// The mean I/O size, reads and writes weighed by the mix.
+    pub fn mean_bs(&self) -> f64 {
+        match &self.write_bs {
+            None => self.bs.mean(),
+            Some(w) if !self.rw.reads() => w.mean(),
+            Some(w) => {
+                let r = self.mix as f64 / 100.0;
+                r * self.bs.mean() + (1.0 - r) * w.mean()
+            }
+        }
     }
 
     /// Where the job's region starts in its file, in bytes.

@@ -315,6 +315,9 @@ impl Job {
                     words.push(format!("{m}% reads"));
                 }
                 words.push(b.bs.to_string());
+                if let Some(w) = &b.write_bs {
+                    words.push(format!("writes {w}"));
+                }
                 if self.direct {
                     words.push("direct".into());
                 }

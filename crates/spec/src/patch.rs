@@ -61,6 +61,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, short = 'b', value_parser = parse_word::<BlockSizes>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bs: Option<BlockSizes>,
+    /// Block sizes of writes, when they differ from the reads' (--bs): --rw randrw --bs 4k --write-bs 64k (fio's bs=4k,64k).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<BlockSizes>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<BlockSizes>,
     /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -381,6 +385,7 @@ const BLOCK: &[&str] = &[
     "think_spin",
     "think_on_issue",
     "think_iotime",
+    "write_bs",
 ];
 
 /// Each workload's own options, by job-file key: the block workload's, or a personality's own

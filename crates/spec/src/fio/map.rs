@@ -457,8 +457,9 @@ fn block_sizes(bs: &Bs) -> Option<BlockSizes> {
     }
 }
 
-/// The block sizes of the directions `rw` uses, if they agree.
-fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Loc)> {
+/// The block sizes of the directions `rw` uses: the one list, or on a mixed job whose reads
+/// and writes differ, the reads' and the writes' (`write_bs`).
+fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Option<BlockSizes>, Loc)> {
     let source = r.bssplit.as_ref().or(r.bs.as_ref())?;
     let (dirs, text, at) = source;
     let default = Bs::Fixed(4096);
@@ -467,20 +468,13 @@ fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Loc)> {
         .filter(|(_, u)| *u)
         .map(|(i, _)| dirs[i].as_ref().unwrap_or(&default))
         .collect();
-    if used.windows(2).any(|w| w[0] != w[1]) {
-        said.unmapped(
-            at,
-            format!("{text}: reads and writes of different sizes are not mapped (iolab has one size list per job)"),
-        );
+    let lists: Option<Vec<BlockSizes>> = used.iter().map(|b| block_sizes(b)).collect();
+    let Some(mut lists) = lists else {
+        said.unmapped(at, format!("{text}: more than 256 sizes in the range; not mapped"));
         return None;
-    }
-    match block_sizes(used[0]) {
-        Some(b) => Some((b, at.clone())),
-        None => {
-            said.unmapped(at, format!("{text}: more than 256 sizes in the range; not mapped"));
-            None
-        }
-    }
+    };
+    let write = (lists.len() == 2 && lists[0] != lists[1]).then(|| lists.remove(1));
+    Some((lists.swap_remove(0), write, at.clone()))
 }
 
 /// A per-direction rate for the directions `rw` uses: one value for a one-direction job.
@@ -641,9 +635,13 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
             o.p.mix = Some(*m);
         }
     }
-    if let Some((bs, at)) = job_bs(r, rw, said) {
+    if let Some((bs, write, at)) = job_bs(r, rw, said) {
         o.set("bs", &at);
         o.p.bs = Some(bs);
+        if let Some(w) = write {
+            o.set("write_bs", &at);
+            o.p.write_bs = Some(w);
+        }
     }
     if let Some((_, Some(hole), text, at)) = &r.rw {
         if !rw.is_random() && *hole > 0 {

@@ -67,7 +67,7 @@ impl<'a> BlockSource<'a> {
         }
         let per_thread = |v: f64| v / job.threads as f64;
         let rate_interval = match (b.rate, b.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(b.bs.mean() / per_thread(bw.0 as f64))),
+            (Some(bw), _) => Some(Duration::from_secs_f64(b.mean_bs() / per_thread(bw.0 as f64))),
             (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
             _ => None,
         };
@@ -130,7 +130,7 @@ impl<'a> BlockSource<'a> {
 
 impl Source for BlockSource<'_> {
     fn buffer_len(&self) -> usize {
-        self.b.bs.max().0 as usize
+        self.b.max_bs().0 as usize
     }
 
     fn hole_reads(&self) -> Option<(u64, u64)> {
