@@ -213,3 +213,41 @@ fn bssplit_per_direction_sizes_reads_and_writes_apart() {
         assert!((share - fio_share).abs() < 0.05, "read share of bytes: iolab {share}, fio {fio_share}");
     }
 }
+
+/// `exitall`: the first job to end ends the others of its phase (fio's group), not the run:
+/// a later phase still runs.
+#[test]
+fn exitall_ends_the_phase_when_its_first_job_ends() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("exit.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nexitall\n\
+         [short]\nio_size=256k\n\
+         [long]\nruntime=20\ntime_based\n\
+         [after]\nstonewall\nio_size=64k\n",
+    )
+    .unwrap();
+    let begin = std::time::Instant::now();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let took = begin.elapsed().as_secs_f64();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &r["phases"][0];
+    let pe = f(&first["elapsed_s"]);
+    assert!(pe < 3.0 && took < 15.0, "the 20 s job ended with the short one: phase {pe} s, run {took} s");
+    assert!(f(&job_named(first, "long")["total"]["read"]["ops"]) > 0.0);
+    assert_eq!(first["interrupted"], false, "ended by exitall, not interrupted");
+    assert_eq!(f(&job_named(&r["phases"][1], "after")["total"]["read"]["bytes"]), 65536.0, "the next phase ran");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "long")["job_runtime"]);
+        assert!(ms < 3000.0, "fio's long job ran {ms} ms");
+        assert_eq!(f(&fio_job(&fio, "after")["read"]["io_bytes"]), 65536.0);
+    }
+}

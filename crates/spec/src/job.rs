@@ -292,6 +292,10 @@ pub struct Job {
     /// thread. Absent (zero) in plans stored before it existed.
     #[serde(default, skip_serializing_if = "crate::Delay::is_zero")]
     pub start_delay: crate::Delay,
+    /// When this job ends, the phase's other jobs end too (fio's exitall). Absent (off) in
+    /// plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exit_all: bool,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

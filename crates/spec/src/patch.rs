@@ -117,6 +117,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::Delay>, value_name = "TIME[-TIME]"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_delay: Option<crate::Delay>,
+    /// When this job ends (its first thread), end the phase's other jobs too, as fio's exitall.
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_all: Option<bool>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -347,6 +351,7 @@ const COMMON: &[&str] = &[
     "runtime",
     "ramp",
     "start_delay",
+    "exit_all",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -489,6 +494,7 @@ impl JobPatch {
             runtime: workload.runtime(self.runtime),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             start_delay: self.start_delay.unwrap_or_default(),
+            exit_all: self.exit_all.unwrap_or(false),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,

@@ -525,6 +525,12 @@ fn run_phase(
         go: Barrier::new(workers + 1),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // A phase with a job that ends the others (`--exit-all`) gives its workers a stop flag of
+    // its own, which the coordinating thread sets when such a job ends (or the run is stopped);
+    // any other phase's workers watch the run's.
+    let phase_stop = AtomicBool::new(false);
+    let exits = phase.jobs.iter().any(|j| j.exit_all).then_some(&phase_stop);
+    let worker_stop: &AtomicBool = exits.unwrap_or(&ctl.stop);
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
@@ -535,7 +541,7 @@ fn run_phase(
             for t in 0..job.threads {
                 let tx = tx.clone();
                 let shared = &shared;
-                let stop = &*ctl.stop;
+                let stop = worker_stop;
                 let lease = ctl.lease.as_deref();
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
@@ -575,7 +581,7 @@ fn run_phase(
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
         let begins = start_delays(phase).into_iter().map(|d| phase_start + d).collect();
-        Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), ctl, sink))
+        Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), (ctl, exits), sink))
     })
 }
 
@@ -662,7 +668,7 @@ fn coordinate(
     targets: &[Vec<Target>],
     rx: mpsc::Receiver<Msg>,
     (t0, begins): (Instant, Vec<Instant>),
-    ctl: &Control,
+    (ctl, exits): (&Control, Option<&AtomicBool>),
     sink: &mut dyn Sink,
 ) -> PhaseResult {
     // Samples come over their own channel, so a sampler never keeps the workers' channel
@@ -701,8 +707,20 @@ fn coordinate(
         }
     };
     while agg.alive > 0 {
+        if let Some(stop) = exits {
+            if ctl.stop.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(m) => agg.take(m),
+            Ok(m) => {
+                if let (Some(stop), Msg::Done { job, .. }) = (exits, &m) {
+                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                agg.take(m)
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }

@@ -77,6 +77,7 @@ struct Raw {
     thinktime_iotime: Option<(Duration, Loc)>,
     loops: Option<(u64, Loc)>,
     number_ios: Option<(u64, Loc)>,
+    exitall: Option<Loc>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -128,10 +129,20 @@ pub fn map(path: &Path, sections: &[Section], lenient: bool) -> Result<FioFile, 
         )));
     }
     name_phases_and_jobs(&mut phases, &mut said);
+    exit_all(&mut phases);
     if !said.unmapped.is_empty() && !lenient {
         return Err(FioError::Unmapped(said.unmapped));
     }
     Ok(FioFile { path: path.to_path_buf(), phases, notes: said.notes, skipped: said.unmapped })
+}
+
+/// fio's exitall, global once any job sets it: every job's end ends the others of its phase.
+fn exit_all(phases: &mut [FioPhase]) {
+    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else { return };
+    for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+        j.patch.exit_all = Some(true);
+        j.from.entry("exit_all").or_insert_with(|| at.clone());
+    }
 }
 
 /// Job names unique within a phase (fio allows repeats; iolab keys results by name) and each
@@ -295,6 +306,16 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "thinktime_iotime" => r.thinktime_iotime = Some((time(o)?, at)),
         "loops" => r.loops = Some((int(o)?, at)),
         "number_ios" => r.number_ios = Some((int(o)?, at)),
+        // fio's exitall is global: once any job sets it, every job's end ends its group.
+        "exitall" => {
+            if flag(o)? {
+                r.exitall = Some(at);
+            }
+        }
+        "exit_what" => match need(o)? {
+            "group" | "stonewall" => {}
+            other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
+        },
         _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
     }
     Ok(())
@@ -525,6 +546,10 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
     }
     finish_counts(&r, &mut o);
+    if let Some(at) = &r.exitall {
+        o.set("exit_all", at);
+        o.p.exit_all = Some(true);
+    }
     if let Some((v, at)) = &r.compress {
         o.set("compressibility", at);
         o.p.compressibility = Some(*v);
@@ -854,5 +879,24 @@ mod tests {
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nloops=1\nnumber_ios=0\n").unwrap();
         let b = j.workload.block().unwrap();
         assert_eq!((b.loops, b.max_ios), (None, None), "fio's defaults");
+    }
+
+    #[test]
+    fn exitall_anywhere_ends_every_phase_at_its_first_job_end() {
+        let env = super::super::tests::Mem {
+            files: [(
+                PathBuf::from("/j/job.fio"),
+                "[a]\nfilename=/d/f\nsize=1m\n[b]\nfilename=/d/g\nsize=1m\nexitall\n[c]\nstonewall\nfilename=/d/h\nsize=1m\n".to_string(),
+            )]
+            .into_iter()
+            .collect(),
+            vars: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
+        let plan = f.plan(&JobPatch::default()).unwrap();
+        assert!(plan.phases.iter().flat_map(|p| &p.jobs).all(|j| j.exit_all), "fio's exitall is global");
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
+        assert!(e.contains("exit_what=all"), "{e}");
+        assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
     }
 }

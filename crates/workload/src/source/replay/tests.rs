@@ -47,6 +47,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         runtime: None,
         ramp: Duration::ZERO,
         start_delay: Default::default(),
+        exit_all: false,
         overwrite: false,
         device: false,
         verify: None,
