@@ -899,4 +899,26 @@ mod tests {
         assert!(e.contains("exit_what=all"), "{e}");
         assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
     }
+
+    /// `iolab convert` of these options gives TOML that runs as the same plan.
+    #[test]
+    fn the_new_options_convert_to_toml_that_plans_the_same() {
+        let text = "[global]\nfilename=/d/f\nsize=1m\nexitall\n\
+                    [a]\nrw=randrw\nbssplit=4k/50:8k/50,64k/100\nstartdelay=500ms-3\nthinktime=250\nthinktime_spin=50\n\
+                    thinktime_blocks=8\nthinktime_blocks_type=issue\nthinktime_iotime=9\nloops=3\nnumber_ios=100\n";
+        let env = super::super::tests::Mem {
+            files: [(PathBuf::from("/j/job.fio"), text.to_string())].into_iter().collect(),
+            vars: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
+        let toml_text = f.to_toml();
+        let back =
+            crate::parse_job_file(&toml_text, &JobPatch::default()).unwrap_or_else(|e| panic!("{e}\n{toml_text}"));
+        assert_eq!(back, f.plan(&JobPatch::default()).unwrap(), "{toml_text}");
+        let b = back.phases[0].jobs[0].workload.block().unwrap().clone();
+        assert!(
+            b.write_bs.is_some() && b.think.is_some() && b.loops == Some(3) && b.max_ios == Some(100),
+            "{toml_text}"
+        );
+    }
 }
