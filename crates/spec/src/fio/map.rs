@@ -312,6 +312,16 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 r.exitall = Some(at);
             }
         }
+        "random_generator" => match need(o)? {
+            "tausworthe" | "tausworthe64" => said.note(&at, format!("random_generator={}: iolab draws random offsets with xoshiro256++ seeded by randseed: the same distribution, another sequence", need(o)?)),
+            "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
+            other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
+        },
+        "io_submit_mode" => match need(o)? {
+            "inline" => {}
+            "offload" => said.note(&at, "io_submit_mode=offload: iolab's job threads submit and reap their own I/O; a paced job's latency runs from each I/O's due instant, the coordinated omission offload is there to avoid".into()),
+            other => return Err(bad(o, format!("`{other}`: fio's are inline (the default) and offload"))),
+        },
         "exit_what" => match need(o)? {
             "group" | "stonewall" => {}
             other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
@@ -898,6 +908,16 @@ mod tests {
         let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
         assert!(e.contains("exit_what=all"), "{e}");
         assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
+    }
+
+    #[test]
+    fn random_generator_and_io_submit_mode_say_how_iolab_runs_them() {
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=tausworthe64\nio_submit_mode=inline\n").is_ok());
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=lfsr\n").unwrap_err();
+        assert!(e.contains("random_generator=lfsr") && e.contains("norandommap"), "{e}");
+        assert!(job_of("[a]\nfilename=/d/f\nrandom_generator=mt\n").unwrap_err().contains("tausworthe64"));
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nio_submit_mode=offload\n").is_ok());
+        assert!(job_of("[a]\nfilename=/d/f\nio_submit_mode=later\n").unwrap_err().contains("inline"));
     }
 
     /// `iolab convert` of these options gives TOML that runs as the same plan.
