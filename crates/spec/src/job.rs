@@ -296,6 +296,9 @@ pub struct Job {
     /// plans stored before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exit_all: bool,
+    /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpus::Cpus>,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod cpus;
 pub mod delay;
 pub mod engine;
 pub mod figures;

@@ -121,6 +121,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_all: Option<bool>,
+    /// Run the job's threads only on these CPUs, as 0-3,6 (fio's cpus_allowed, cpumask).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpus::Cpus>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -352,6 +356,7 @@ const COMMON: &[&str] = &[
     "ramp",
     "start_delay",
     "exit_all",
+    "cpus",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -495,6 +500,7 @@ impl JobPatch {
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
+            cpus: self.cpus.clone(),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,

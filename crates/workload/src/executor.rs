@@ -864,6 +864,12 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
         }
         Err(e) => (None, Err(e)),
     };
+    // Pinned to the job's CPUs (`--cpus`) before the start; a set the system refuses (no such
+    // CPU online) is the job's error.
+    let setup = match (setup, &job.cpus) {
+        (Ok(e), Some(c)) => pin(c).map(|_| e),
+        (s, _) => s,
+    };
     // The clock before the start (its first making in a process calibrates it, which took
     // milliseconds out of the first phase's start).
     let clk = TscClock::new();
@@ -909,6 +915,19 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+}
+
+/// Pin the calling thread to `cpus` (sched_setaffinity on this thread).
+fn pin(cpus: &iolab_spec::cpus::Cpus) -> Result<(), SourceError> {
+    let mut set = rustix::thread::CpuSet::new();
+    for c in &cpus.0 {
+        set.set(*c as usize);
+    }
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
+        SourceError::Said(format!(
+            "--cpus {cpus}: the system refused to run the job's threads there ({e}); see the CPUs online in /sys/devices/system/cpu/online"
+        ))
+    })
 }
 
 /// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per

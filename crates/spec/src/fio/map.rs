@@ -78,6 +78,7 @@ struct Raw {
     loops: Option<(u64, Loc)>,
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
+    cpus: Option<(crate::cpus::Cpus, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -317,6 +318,17 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
             other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
         },
+        "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        "cpumask" => {
+            let v = need(o)?;
+            let mask = value::int(v).ok().and_then(crate::cpus::Cpus::from_mask);
+            r.cpus = Some((mask.ok_or_else(|| bad(o, format!("`{v}` is not a mask of CPUs 0-63 (0x3 is CPUs 0 and 1)")))?, at));
+        }
+        "cpus_allowed_policy" => {
+            if need(o)? != "shared" {
+                said.unmapped(&at, format!("cpus_allowed_policy={}: iolab runs every thread of a job on the whole set (fio's shared)", need(o)?));
+            }
+        }
         "io_submit_mode" => match need(o)? {
             "inline" => {}
             "offload" => said.note(&at, "io_submit_mode=offload: iolab's job threads submit and reap their own I/O; a paced job's latency runs from each I/O's due instant, the coordinated omission offload is there to avoid".into()),
@@ -556,6 +568,10 @@ fn finish(r: Raw, s: &Section, said: &mut Said) -> Result<FioJob, Problem> {
         }
     }
     finish_counts(&r, &mut o);
+    if let Some((c, at)) = &r.cpus {
+        o.set("cpus", at);
+        o.p.cpus = Some(c.clone());
+    }
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);

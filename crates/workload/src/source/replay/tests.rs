@@ -48,6 +48,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         ramp: Duration::ZERO,
         start_delay: Default::default(),
         exit_all: false,
+        cpus: None,
         overwrite: false,
         device: false,
         verify: None,
