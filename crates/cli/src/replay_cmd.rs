@@ -85,6 +85,9 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         threads,
         runtime: None,
         ramp: Duration::ZERO,
+        start_delay: Default::default(),
+        exit_all: false,
+        cpus: None,
         overwrite: a.overwrite,
         device: false,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {

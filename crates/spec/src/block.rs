@@ -44,6 +44,19 @@ pub struct BlockJob {
     /// fall in them (`--keep-holes`), instead of filling them before the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_holes: bool,
+    /// Passes over the job's region in a size-bounded run (fio's loops; `None`: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<u64>,
+    /// Each thread stops after this many reads and writes, if nothing ends it first (fio's
+    /// number_ios).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ios: Option<u64>,
+    /// Think time between I/Os (fio's thinktime and its family).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<crate::think::Think>,
+    /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<BlockSizes>,
 }
 
 impl BlockJob {
@@ -76,17 +89,34 @@ impl BlockJob {
             refill_buffers: p.refill_buffers.unwrap_or(false),
             invalidate: p.invalidate.unwrap_or(false),
             keep_holes: p.keep_holes.unwrap_or(false),
+            loops: p.loops.filter(|n| *n != 1),
+            max_ios: p.max_ios,
+            think: think_of(p, name)?,
+            write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
         })
     }
 
     /// The block workload's rules (the job's common fields are given for those that involve them).
     pub fn validate(&self, job: &Job) -> Result<(), SpecError> {
         let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
-        if self.bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
-            return err("bs", "each block size must be between 1 byte and 1 GiB".into());
+        for (field, bs) in [("bs", &self.bs)].into_iter().chain(self.write_bs.as_ref().map(|w| ("write_bs", w))) {
+            if bs.0.iter().any(|(b, _)| b.0 == 0 || b.0 > 1 << 30) {
+                return err(field, "each block size must be between 1 byte and 1 GiB".into());
+            }
+            if job.direct && bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
+                return err(field, format!("`{bs}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)"));
+            }
         }
-        if job.direct && self.bs.0.iter().any(|(b, _)| b.0 % 512 != 0) {
-            return err("bs", format!("`{}`: with direct I/O every block size must be a multiple of 512 bytes (the device's logical block)", self.bs));
+        if self.write_bs.is_some() {
+            if !self.rw.writes() {
+                return err("write_bs", format!("`{}` does not write; give the block size with --bs", self.rw));
+            }
+            if self.stride.is_some() {
+                return err("write_bs", "a stride takes one block size (--bs)".into());
+            }
+            if job.verify.is_some() {
+                return err("write_bs", "validation keys blocks by one size list; give --bs only".into());
+            }
         }
         if self.mix > 100 {
             return err("mix", format!("{} is not a percentage; accepted: 0 to 100", self.mix));
@@ -103,8 +133,8 @@ impl BlockJob {
             }
         }
         if let Some(s) = job.size {
-            if s.0 < self.bs.max().0 {
-                return err("size", format!("size {s} is smaller than the block size {}", self.bs.max()));
+            if s.0 < self.max_bs().0 {
+                return err("size", format!("size {s} is smaller than the block size {}", self.max_bs()));
             }
         }
         if let Some(o) = self.offset {
@@ -127,7 +157,38 @@ impl BlockJob {
         if self.rate.is_some() && self.rate_iops.is_some() {
             return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
         }
+        if self.loops == Some(0) {
+            return err("loops", "0 passes do nothing; give at least 1".into());
+        }
+        if self.max_ios == Some(0) {
+            return err("max_ios", "0 I/Os do nothing; leave it out, or give at least 1".into());
+        }
+        if let Some(t) = &self.think {
+            t.check(&job.name)?;
+        }
         Ok(())
+    }
+
+    /// The writes' block sizes (`write_bs`, else `bs`).
+    pub fn write_sizes(&self) -> &BlockSizes {
+        self.write_bs.as_ref().unwrap_or(&self.bs)
+    }
+
+    /// The largest I/O the job makes, either way.
+    pub fn max_bs(&self) -> Bytes {
+        self.bs.max().max(self.write_sizes().max())
+    }
+
+    /// The mean I/O size, reads and writes weighed by the mix.
+    pub fn mean_bs(&self) -> f64 {
+        match &self.write_bs {
+            None => self.bs.mean(),
+            Some(w) if !self.rw.reads() => w.mean(),
+            Some(w) => {
+                let r = self.mix as f64 / 100.0;
+                r * self.bs.mean() + (1.0 - r) * w.mean()
+            }
+        }
     }
 
     /// Where the job's region starts in its file, in bytes.
@@ -150,5 +211,34 @@ impl BlockJob {
             (None, Some(stride)) => size.div_ceil(stride.0) * self.bs.max().0,
             (None, None) => size,
         }
+        .saturating_mul(self.loops.unwrap_or(1))
     }
+}
+
+/// The think time a patch asks for: `think` and the options that shape it (each alone is a
+/// mistake, named).
+fn think_of(p: &JobPatch, name: &str) -> Result<Option<crate::think::Think>, SpecError> {
+    let Some(time) = p.think else {
+        let stray = [
+            ("think_every", p.think_every.is_some()),
+            ("think_spin", p.think_spin.is_some()),
+            ("think_on_issue", p.think_on_issue.is_some()),
+            ("think_iotime", p.think_iotime.is_some()),
+        ];
+        if let Some((k, _)) = stray.iter().find(|(_, set)| *set) {
+            return Err(SpecError::field(
+                name,
+                k,
+                format!("--{} shapes a think time; give --think too", k.replace('_', "-")),
+            ));
+        }
+        return Ok(None);
+    };
+    Ok(Some(crate::think::Think {
+        time,
+        every: p.think_every,
+        spin: p.think_spin.unwrap_or_default(),
+        on_issue: p.think_on_issue.unwrap_or(false),
+        iotime: p.think_iotime,
+    }))
 }

@@ -292,6 +292,17 @@ pub struct Job {
     pub runtime: Option<Duration>,
     #[serde(with = "duration_serde")]
     pub ramp: Duration,
+    /// How long after its phase's start the job starts (fio's startdelay); a range is drawn per
+    /// thread. Absent (zero) in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "crate::Delay::is_zero")]
+    pub start_delay: crate::Delay,
+    /// When this job ends, the phase's other jobs end too (fio's exitall). Absent (off) in
+    /// plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exit_all: bool,
+    /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpus::Cpus>,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.
@@ -315,6 +326,9 @@ impl Job {
                     words.push(format!("{m}% reads"));
                 }
                 words.push(b.bs.to_string());
+                if let Some(w) = &b.write_bs {
+                    words.push(format!("writes {w}"));
+                }
                 if self.direct {
                     words.push("direct".into());
                 }

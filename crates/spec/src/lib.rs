@@ -5,6 +5,8 @@
 #![forbid(unsafe_code)]
 
 pub mod block;
+pub mod cpus;
+pub mod delay;
 pub mod engine;
 pub mod figures;
 pub mod file;
@@ -18,6 +20,7 @@ pub mod replay;
 pub mod scenario;
 pub mod shown;
 pub mod table;
+pub mod think;
 pub mod units;
 pub mod verify;
 
@@ -33,6 +36,7 @@ personalities! {
 }
 
 pub use block::BlockJob;
+pub use delay::Delay;
 pub use engine::{Caps, EngineKind};
 pub use file::parse_job_file;
 pub use job::{BlockSizes, Dist, Job, JournalSync, Phase, Plan, Rw, SyncMode, VerifyOn};

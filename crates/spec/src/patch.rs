@@ -61,6 +61,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, short = 'b', value_parser = parse_word::<BlockSizes>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bs: Option<BlockSizes>,
+    /// Block sizes of writes, when they differ from the reads' (--bs): --rw randrw --bs 4k --write-bs 64k (fio's bs=4k,64k).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<BlockSizes>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_bs: Option<BlockSizes>,
     /// Sequential access that moves this far after each block (32 KiB every 1 MiB: --bs 32k --stride 1M).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +129,18 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Duration>,
+    /// Start the job this long after its phase starts (2s), or a range each thread draws from (1s-5s); its time and rates count from its own start (fio's startdelay).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::Delay>, value_name = "TIME[-TIME]"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_delay: Option<crate::Delay>,
+    /// When this job ends (its first thread), end the phase's other jobs too, as fio's exitall.
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_all: Option<bool>,
+    /// Run the job's threads only on these CPUs, as 0-3,6 (fio's cpus_allowed, cpumask).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::cpus::Cpus>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,6 +149,34 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
+    /// Passes over the region (--size, or --io-size per pass) in a run without --runtime (fio's loops; default 1).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loops: Option<u64>,
+    /// Each thread stops after this many reads and writes, unless the pass, --io-size or --runtime ends it first (fio's number_ios).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "N"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ios: Option<u64>,
+    /// Think time: after each I/O (or each --think-every), let what is in flight complete and stall this long (100us, 2ms), not counted in any latency (fio's thinktime).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub think: Option<Duration>,
+    /// Think after this many blocks instead of after each (fio's thinktime_blocks).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "N"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_every: Option<u64>,
+    /// Of the think time, spin the CPU this long and sleep the rest (fio's thinktime_spin).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub think_spin: Option<Duration>,
+    /// Count --think-every's blocks as issued rather than completed (fio's thinktime_blocks_type=issue).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub think_on_issue: Option<bool>,
+    /// Also think after this much time of I/O, whichever comes first (fio's thinktime_iotime).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub think_iotime: Option<Duration>,
     /// Percent of each written block that compresses (default 0: incompressible).
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -330,6 +374,9 @@ const COMMON: &[&str] = &[
     "threads",
     "runtime",
     "ramp",
+    "start_delay",
+    "exit_all",
+    "cpus",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -361,6 +408,14 @@ const BLOCK: &[&str] = &[
     "overwrite",
     "keep_holes",
     "device",
+    "loops",
+    "max_ios",
+    "think",
+    "think_every",
+    "think_spin",
+    "think_on_issue",
+    "think_iotime",
+    "write_bs",
 ];
 
 /// Each workload's own options, by job-file key: the block workload's, or a personality's own
@@ -469,6 +524,9 @@ impl JobPatch {
             threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
             runtime: workload.runtime(self.runtime),
             ramp: self.ramp.unwrap_or(Duration::ZERO),
+            start_delay: self.start_delay.unwrap_or_default(),
+            exit_all: self.exit_all.unwrap_or(false),
+            cpus: self.cpus.clone(),
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,

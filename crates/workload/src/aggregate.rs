@@ -58,6 +58,8 @@ struct WorkerTally {
     bytes: u64,
     end: Option<Instant>,
     error: Option<String>,
+    /// When its measured time starts, for a worker started after the phase (a start delay).
+    from: Option<Instant>,
 }
 
 pub(crate) struct Aggregator {
@@ -110,6 +112,16 @@ impl Aggregator {
             changed: Vec::new(),
             finalized_upto: -1,
             bytes: 0,
+        }
+    }
+
+    /// Workers that start after the phase's measured window opens (`--start-delay`), each
+    /// with its own start, in worker order: a job's and a thread's time (and so its rates)
+    /// count from it, as fio's do from a delayed job's start. The phase's time stays the phase's.
+    pub(crate) fn starts(&mut self, begins: impl IntoIterator<Item = Instant>) {
+        let t0 = self.t0;
+        for (w, b) in self.workers.iter_mut().zip(begins) {
+            w.from = (b > t0).then_some(b);
         }
     }
 
@@ -242,20 +254,28 @@ impl Aggregator {
         interrupted: bool,
     ) -> PhaseResult {
         let t0 = self.t0;
-        let secs = |end: Option<Instant>| end.unwrap_or(now).saturating_duration_since(t0).as_secs_f64();
+        let since =
+            |from: Instant, end: Option<Instant>| end.unwrap_or(now).saturating_duration_since(from).as_secs_f64();
+        let secs = |end: Option<Instant>| since(t0, end);
         let mut total = Acc::default();
         let mut jobs = Vec::new();
         let mut elapsed = 0f64;
         for (i, job) in phase.jobs.iter().enumerate() {
             let running = self.workers.iter().zip(&self.worker_done).any(|(w, d)| w.job == i && !d);
-            let e = if running { secs(None) } else { self.job_end[i].map_or(0.0, |e| secs(Some(e))) };
-            elapsed = elapsed.max(e);
+            let end = if running { None } else { self.job_end[i] };
+            let phase_e = if running || end.is_some() { secs(end) } else { 0.0 };
+            elapsed = elapsed.max(phase_e);
+            // A delayed job's time counts from its first thread's start.
+            let from = self.workers.iter().filter(|w| w.job == i).map(|w| w.from.unwrap_or(t0)).min().unwrap_or(t0);
+            let e = if running || end.is_some() { since(from, end) } else { 0.0 };
             total.merge(&self.jobs[i]);
             let per_thread = self
                 .workers
                 .iter()
                 .filter(|w| w.job == i)
-                .map(|w| ThreadResult::new(w.thread, secs(w.end), w.ops, w.bytes, w.error.clone()))
+                .map(|w| {
+                    ThreadResult::new(w.thread, since(w.from.unwrap_or(t0), w.end), w.ops, w.bytes, w.error.clone())
+                })
                 .collect();
             let label = job.workload.label();
             let workload =

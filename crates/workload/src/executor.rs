@@ -504,7 +504,12 @@ fn run_phase(
     let max_ramp = phase.jobs.iter().map(|j| j.ramp).max().unwrap_or_default();
     let workers: usize = phase.jobs.iter().map(|j| j.threads as usize).sum();
     let expect = Expect {
-        duration: phase.jobs.iter().filter_map(|j| j.runtime).max().map(|r| r + max_ramp),
+        duration: phase
+            .jobs
+            .iter()
+            .filter_map(|j| j.runtime.map(|r| r + j.start_delay.high))
+            .max()
+            .map(|r| r + max_ramp),
         bytes: if phase.jobs.iter().all(|j| j.runtime.is_none()) {
             Some(phase.jobs.iter().zip(targets).map(|(j, ts)| budget_bytes(j, ts) * j.threads as u64).sum())
         } else {
@@ -520,6 +525,12 @@ fn run_phase(
         go: Barrier::new(workers + 1),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // A phase with a job that ends the others (`--exit-all`) gives its workers a stop flag of
+    // its own, which the coordinating thread sets when such a job ends (or the run is stopped);
+    // any other phase's workers watch the run's.
+    let phase_stop = AtomicBool::new(false);
+    let exits = phase.jobs.iter().any(|j| j.exit_all).then_some(&phase_stop);
+    let worker_stop: &AtomicBool = exits.unwrap_or(&ctl.stop);
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
@@ -530,7 +541,7 @@ fn run_phase(
             for t in 0..job.threads {
                 let tx = tx.clone();
                 let shared = &shared;
-                let stop = &*ctl.stop;
+                let stop = worker_stop;
                 let lease = ctl.lease.as_deref();
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
@@ -569,8 +580,25 @@ fn run_phase(
         shared.set_spawned(true);
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
-        Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
+        let begins = start_delays(phase).into_iter().map(|d| phase_start + d).collect();
+        Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), (ctl, exits), sink))
     })
+}
+
+/// Each worker's start delay (`--start-delay`), in worker order: the same draw its thread makes.
+fn start_delays(phase: &Phase) -> Vec<Duration> {
+    phase.jobs.iter().flat_map(|j| (0..j.threads).map(|t| j.start_delay.for_thread(j.seed, t))).collect()
+}
+
+/// Wait until `at` (no-op if it has passed), waking at least every 50 ms to check for a stop.
+fn sleep_until_instant(at: Instant, stop: &AtomicBool) {
+    loop {
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
 }
 
 /// When a job ended on a full filesystem: the files this run created among the phase's
@@ -639,8 +667,8 @@ fn coordinate(
     phase: &Phase,
     targets: &[Vec<Target>],
     rx: mpsc::Receiver<Msg>,
-    t0: Instant,
-    ctl: &Control,
+    (t0, begins): (Instant, Vec<Instant>),
+    (ctl, exits): (&Control, Option<&AtomicBool>),
     sink: &mut dyn Sink,
 ) -> PhaseResult {
     // Samples come over their own channel, so a sampler never keeps the workers' channel
@@ -657,6 +685,7 @@ fn coordinate(
     let cpu0 = cpu::process_cpu();
     let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
     let mut agg = Aggregator::new(&threads, t0);
+    agg.starts(begins);
     // The phase and its jobs exist from their start: a run killed in its first second still
     // shows them, with nothing measured.
     sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
@@ -678,8 +707,20 @@ fn coordinate(
         }
     };
     while agg.alive > 0 {
+        if let Some(stop) = exits {
+            if ctl.stop.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(m) => agg.take(m),
+            Ok(m) => {
+                if let (Some(stop), Msg::Done { job, .. }) = (exits, &m) {
+                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                agg.take(m)
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
@@ -734,7 +775,8 @@ fn worker_main(
         (None, None) => Root { path: job.target.clone(), dir: None },
     };
     let (barrier, pool) = together;
-    let w = Work { job_idx, worker, job, root, ramp, shared, barrier, stop, lease, tx };
+    let delay = job.start_delay.for_thread(job.seed, thread);
+    let w = Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx };
     let pool = match pool {
         Ok(p) => p.clone(),
         Err(e) => return drive(Err::<NoSource, _>(SourceError::Said(e.to_string())), w),
@@ -742,9 +784,9 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                drive(Ok(Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite)), w)
+                thinking(b, Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite), w)
             }
-            _ => drive(Ok(BlockSource::new(job, b, thread, target)), w),
+            _ => thinking(b, BlockSource::new(job, b, thread, target), w),
         },
         Workload::Replay(_) => {
             let source = match run {
@@ -758,6 +800,15 @@ fn worker_main(
             let dir = w.root.dir.clone();
             source::run_personality(job, thread, (&root, dir.as_ref()), &pool, Files { files, thread, w })
         }
+    }
+}
+
+/// Drive a block job's source, inside its think time when it has one: only such a job runs the
+/// wrapper, so the others' loop has nothing added per operation.
+fn thinking<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
+    match b.think {
+        Some(t) => drive(Ok(source::think::Thinking::new(source, t)), w),
+        None => drive(Ok(source), w),
     }
 }
 
@@ -793,6 +844,8 @@ struct Work<'a> {
     job: &'a Job,
     root: Root,
     ramp: Duration,
+    /// This thread's start delay (`--start-delay`): it starts this long after the phase.
+    delay: Duration,
     shared: &'a Shared,
     /// Where the job's threads line up ([`crate::source::Next::Barrier`]).
     barrier: &'a Rendezvous,
@@ -803,13 +856,19 @@ struct Work<'a> {
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, shared, barrier, stop, lease, tx } = w;
+    let Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx } = w;
     let (mut source, setup) = match source {
         Ok(mut s) => {
             let setup = set_up(job, &mut s);
             (Some(s), setup)
         }
         Err(e) => (None, Err(e)),
+    };
+    // Pinned to the job's CPUs (`--cpus`) before the start; a set the system refuses (no such
+    // CPU online) is the job's error.
+    let setup = match (setup, &job.cpus) {
+        (Ok(e), Some(c)) => pin(c).map(|_| e),
+        (s, _) => s,
     };
     // The clock before the start (its first making in a process calibrates it, which took
     // milliseconds out of the first phase's start).
@@ -821,10 +880,17 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
     let (sec, acc, end, error) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
+            // A delayed thread starts within the phase; its runtime counts from its own start
+            // or the end of the phase's ramp, whichever is later (the ramp is the phase's).
+            let begin = start + delay;
+            if !delay.is_zero() {
+                sleep_until_instant(begin, stop);
+            }
+            let measured_from = (start + ramp).max(begin);
             let w = Window {
-                start: clk.at(start),
+                start: clk.at(begin),
                 t0: clk.at(start + ramp),
-                deadline: job.runtime.map(|r| clk.at(start + ramp + r)),
+                deadline: job.runtime.map(|r| clk.at(measured_from + r)),
             };
             let mut report = |sec, acc| {
                 let _ = tx.send(Msg::Interval { job: job_idx, worker, sec, acc });
@@ -849,6 +915,19 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+}
+
+/// Pin the calling thread to `cpus` (sched_setaffinity on this thread).
+fn pin(cpus: &iolab_spec::cpus::Cpus) -> Result<(), SourceError> {
+    let mut set = rustix::thread::CpuSet::new();
+    for c in &cpus.0 {
+        set.set(*c as usize);
+    }
+    rustix::thread::sched_setaffinity(None, &set).map_err(|e| {
+        SourceError::Said(format!(
+            "--cpus {cpus}: the system refused to run the job's threads there ({e}); see the CPUs online in /sys/devices/system/cpu/online"
+        ))
+    })
 }
 
 /// The worker loop on the engine inside an [`iolab_engine::AnyEngine`]: compiled once per

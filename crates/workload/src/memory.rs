@@ -69,7 +69,9 @@ fn classes(job: &Job) -> u64 {
 /// The largest I/O of a job and the flag that sets it.
 fn slot(job: &Job) -> (u64, &'static str) {
     let len = match &job.workload {
-        Workload::Block(b) => return (align(b.bs.max().0), "--bs"),
+        Workload::Block(b) => {
+            return (align(b.max_bs().0), if b.write_bs.is_some() { "--bs/--write-bs" } else { "--bs" })
+        }
         Workload::Replay(r) => return (align(r.limits.max_buffer.0), "--max-buffer"),
         w => w.app().map_or(ALIGN, |a| a.buffer_len()),
     };

@@ -33,6 +33,8 @@ pub struct Pattern {
     rng: Xoshiro256PlusPlus,
     sizes: Vec<(u32, u32)>,
     total_weight: u32,
+    /// The writes' sizes and their total weight, when they differ from the reads' (`write_bs`).
+    write_sizes: Option<(Vec<(u32, u32)>, u32)>,
     read_pct: u32,
     reads: bool,
     writes: bool,
@@ -40,6 +42,8 @@ pub struct Pattern {
     align: u64,
     wrap: bool,
     remaining: Option<u64>,
+    /// Accesses left before the pattern ends (`--max-ios`; `u64::MAX`: no such bound).
+    ops_left: u64,
     place: Where,
     held: Option<Access>,
 }
@@ -49,9 +53,17 @@ impl Pattern {
     /// `budget`: bytes to issue before the pattern ends (`None` = one pass for sequential, `file_len` for random).
     pub fn new(job: &BlockJob, seed: u64, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Self {
         let seed = seed.wrapping_add((thread as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let sizes: Vec<(u32, u32)> = job.bs.0.iter().map(|(b, w)| (b.0 as u32, *w)).collect();
-        let max_bs = sizes.iter().map(|s| s.0 as u64).max().unwrap_or(4096);
-        let min_bs = sizes.iter().map(|s| s.0 as u64).min().unwrap_or(4096);
+        let list =
+            |bs: &iolab_spec::BlockSizes| -> Vec<(u32, u32)> { bs.0.iter().map(|(b, w)| (b.0 as u32, *w)).collect() };
+        let sizes = list(&job.bs);
+        let write_sizes = job.write_bs.as_ref().map(|w| {
+            let l = list(w);
+            let total = l.iter().map(|s| s.1).sum();
+            (l, total)
+        });
+        let every = || sizes.iter().chain(write_sizes.iter().flat_map(|w| w.0.iter())).map(|s| s.0 as u64);
+        let max_bs = every().max().unwrap_or(4096);
+        let min_bs = every().min().unwrap_or(4096);
         // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
         let align = min_bs;
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
@@ -77,6 +89,7 @@ impl Pattern {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             total_weight: sizes.iter().map(|s| s.1).sum(),
             sizes,
+            write_sizes,
             read_pct: job.mix as u32,
             reads: job.rw.reads(),
             writes: job.rw.writes(),
@@ -84,9 +97,15 @@ impl Pattern {
             align,
             wrap,
             remaining,
+            ops_left: u64::MAX,
             place,
             held: None,
         }
+    }
+
+    /// End the pattern after `n` accesses, if nothing ends it first (fio's number_ios).
+    pub fn limit_ops(&mut self, n: u64) {
+        self.ops_left = n;
     }
 
     #[inline]
@@ -102,6 +121,23 @@ impl Pattern {
             x -= w;
         }
         self.sizes[self.sizes.len() - 1].0
+    }
+
+    /// A write's size from the writes' own list (`write_bs`).
+    #[cold]
+    fn pick_write_len(&mut self) -> u32 {
+        let Some((sizes, total)) = &self.write_sizes else { return self.pick_len() };
+        if sizes.len() == 1 {
+            return sizes[0].0;
+        }
+        let mut x = self.rng.random_range(0..*total);
+        for &(len, w) in sizes {
+            if x < w {
+                return len;
+            }
+            x -= w;
+        }
+        sizes[sizes.len() - 1].0
     }
 
     #[inline]
@@ -125,11 +161,19 @@ impl Pattern {
         if let Some(a) = self.held.take() {
             return Some(a);
         }
-        if self.remaining == Some(0) {
+        if self.remaining == Some(0) || self.ops_left == 0 {
             return None;
         }
-        let mut len = self.pick_len();
-        let dir = self.pick_dir();
+        self.ops_left -= 1;
+        let (mut len, dir) = if self.write_sizes.is_none() {
+            (self.pick_len(), self.pick_dir())
+        } else {
+            // Sizes by direction: the direction first.
+            match self.pick_dir() {
+                Dir::Read => (self.pick_len(), Dir::Read),
+                Dir::Write => (self.pick_write_len(), Dir::Write),
+            }
+        };
         let offset = match &mut self.place {
             Where::Seq { pos, step } => {
                 if *pos + len as u64 > self.file_len {

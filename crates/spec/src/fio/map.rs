@@ -85,6 +85,17 @@ struct Raw {
     logs: [Option<(String, Loc)>; 3],
     log_avg_msec: Option<(u64, Loc)>,
     blockalign: Option<(PerDir<u64>, String, Loc)>,
+    // Start, think time and counts (issue 27's executor capabilities).
+    start_delay: Option<(crate::Delay, Loc)>,
+    thinktime: Option<(Duration, Loc)>,
+    thinktime_spin: Option<(Duration, Loc)>,
+    thinktime_blocks: Option<(u64, Loc)>,
+    thinktime_on_issue: Option<(bool, Loc)>,
+    thinktime_iotime: Option<(Duration, Loc)>,
+    loops: Option<(u64, Loc)>,
+    number_ios: Option<(u64, Loc)>,
+    exitall: Option<Loc>,
+    cpus: Option<(crate::cpus::Cpus, Loc)>,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -140,6 +151,7 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
     }
     name_phases_and_jobs(&mut phases, &mut said);
     let logs = file_logs(&phases, &mut said);
+    exit_all(&mut phases);
     if !said.unmapped.is_empty() && !lenient {
         return Err(FioError::Unmapped(said.unmapped));
     }
@@ -206,6 +218,15 @@ fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
         out.avg_msec = ms;
     }
     any.then_some(out)
+}
+
+/// fio's exitall, global once any job sets it: every job's end ends the others of its phase.
+fn exit_all(phases: &mut [FioPhase]) {
+    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else { return };
+    for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+        j.patch.exit_all = Some(true);
+        j.from.entry("exit_all").or_insert_with(|| at.clone());
+    }
 }
 
 /// Job names unique within a phase (fio allows repeats; iolab keys results by name) and each
@@ -338,14 +359,6 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
             }
         }
-        "io_submit_mode" => match need(o)? {
-            "inline" => {}
-            "offload" => said.unmapped(
-                &at,
-                "io_submit_mode=offload: fio hands submissions to a pool of its own threads; iolab's workers submit their own I/O".into(),
-            ),
-            other => return Err(bad(o, format!("`{other}`: fio's are inline and offload"))),
-        },
         "blockalign" | "ba" => {
             let v = need(o)?;
             let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
@@ -457,6 +470,53 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 other => return Err(bad(o, format!("`{other}`: kb_base is 1024 or 1000"))),
             }
         }
+        // Start, think time and counts (issue 27's executor capabilities).
+        "startdelay" => r.start_delay = Some((start_delay(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime" => r.thinktime = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime_spin" => r.thinktime_spin = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "thinktime_blocks" => r.thinktime_blocks = Some((int(o)?, at)),
+        "thinktime_blocks_type" => {
+            let on_issue = match need(o)? {
+                "complete" => false,
+                "issue" => true,
+                other => return Err(bad(o, format!("`{other}`: fio's are complete (the default) and issue"))),
+            };
+            r.thinktime_on_issue = Some((on_issue, at));
+        }
+        "thinktime_iotime" => r.thinktime_iotime = Some((time(o)?, at)),
+        "loops" => r.loops = Some((int(o)?, at)),
+        "number_ios" => r.number_ios = Some((int(o)?, at)),
+        // fio's exitall is global: once any job sets it, every job's end ends its group.
+        "exitall" => {
+            if flag(o)? {
+                r.exitall = Some(at);
+            }
+        }
+        "random_generator" => match need(o)? {
+            "tausworthe" | "tausworthe64" => said.note(&at, format!("random_generator={}: iolab draws random offsets with xoshiro256++ seeded by randseed: the same distribution, another sequence", need(o)?)),
+            "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
+            other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
+        },
+        "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        "cpumask" => {
+            let v = need(o)?;
+            let mask = value::int(v).ok().and_then(crate::cpus::Cpus::from_mask);
+            r.cpus = Some((mask.ok_or_else(|| bad(o, format!("`{v}` is not a mask of CPUs 0-63 (0x3 is CPUs 0 and 1)")))?, at));
+        }
+        "cpus_allowed_policy" => {
+            if need(o)? != "shared" {
+                said.unmapped(&at, format!("cpus_allowed_policy={}: iolab runs every thread of a job on the whole set (fio's shared)", need(o)?));
+            }
+        }
+        "io_submit_mode" => match need(o)? {
+            "inline" => {}
+            "offload" => said.note(&at, "io_submit_mode=offload: iolab's job threads submit and reap their own I/O; a paced job's latency runs from each I/O's due instant, the coordinated omission offload is there to avoid".into()),
+            other => return Err(bad(o, format!("`{other}`: fio's are inline (the default) and offload"))),
+        },
+        "exit_what" => match need(o)? {
+            "group" | "stonewall" => {}
+            other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
+        },
         _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
     }
     Ok(())
@@ -471,6 +531,33 @@ fn verify_detail(key: &str) -> &'static str {
         "verify_dump" => "iolab reports each bad block (file, offset, first bad sector, expected and found key) rather than dumping it",
         _ => "fio's verify state files have iolab's journal (--journal DIR) as their equivalent; none is kept",
     }
+}
+
+/// A time that is in microseconds without a unit (fio's thinktime, thinktime_spin).
+fn micros(v: &str) -> Result<Duration, String> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        return value::time(&format!("{v}us"));
+    }
+    value::time(v)
+}
+
+/// fio's `startdelay=irange(time)`: a time (seconds without a unit) or a range `LOW-HIGH`,
+/// each clone drawing its own from the range.
+fn start_delay(v: &str) -> Result<crate::Delay, String> {
+    let (low, high) = match v.split_once('-') {
+        Some((a, b)) => (value::time(a)?, value::time(b)?),
+        None => {
+            let d = value::time(v)?;
+            (d, d)
+        }
+    };
+    if high < low {
+        return Err(format!("`{v}`: the range's high end is below its low end"));
+    }
+    if high > crate::delay::MAX_DELAY {
+        return Err(format!("`{v}`: iolab takes a start delay of at most a day"));
+    }
+    Ok(crate::Delay { low, high })
 }
 
 /// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
@@ -616,8 +703,9 @@ fn block_sizes(bs: &Bs) -> Option<BlockSizes> {
     }
 }
 
-/// The block sizes of the directions `rw` uses, if they agree.
-fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Loc)> {
+/// The block sizes of the directions `rw` uses: the one list, or on a mixed job whose reads
+/// and writes differ, the reads' and the writes' (`write_bs`).
+fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Option<BlockSizes>, Loc)> {
     let source = r.bssplit.as_ref().or(r.bs.as_ref())?;
     let (dirs, text, at) = source;
     let default = Bs::Fixed(4096);
@@ -626,20 +714,13 @@ fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Loc)> {
         .filter(|(_, u)| *u)
         .map(|(i, _)| dirs[i].as_ref().unwrap_or(&default))
         .collect();
-    if used.windows(2).any(|w| w[0] != w[1]) {
-        said.unmapped(
-            at,
-            format!("{text}: reads and writes of different sizes are not mapped (iolab has one size list per job)"),
-        );
+    let lists: Option<Vec<BlockSizes>> = used.iter().map(|b| block_sizes(b)).collect();
+    let Some(mut lists) = lists else {
+        said.unmapped(at, format!("{text}: more than 256 sizes in the range; not mapped"));
         return None;
-    }
-    match block_sizes(used[0]) {
-        Some(b) => Some((b, at.clone())),
-        None => {
-            said.unmapped(at, format!("{text}: more than 256 sizes in the range; not mapped"));
-            None
-        }
-    }
+    };
+    let write = (lists.len() == 2 && lists[0] != lists[1]).then(|| lists.remove(1));
+    Some((lists.swap_remove(0), write, at.clone()))
 }
 
 /// A per-direction rate for the directions `rw` uses: one value for a one-direction job.
@@ -690,6 +771,22 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         o.set("seed", at);
         o.p.seed = Some(*v);
     }
+    if let Some((v, at)) = &r.start_delay {
+        o.set("start_delay", at);
+        o.p.start_delay = Some(*v);
+        if r.ramp.as_ref().is_some_and(|(t, _)| !t.is_zero()) {
+            said.note(at, "startdelay with ramp_time: fio ramps each job from its own start; iolab's ramp is the phase's, from the phase's start, and a job delayed past it is measured from its start".into());
+        }
+    }
+    finish_counts(&r, &mut o);
+    if let Some((c, at)) = &r.cpus {
+        o.set("cpus", at);
+        o.p.cpus = Some(c.clone());
+    }
+    if let Some(at) = &r.exitall {
+        o.set("exit_all", at);
+        o.p.exit_all = Some(true);
+    }
     if let Some((v, at)) = &r.compress {
         o.set("compressibility", at);
         o.p.compressibility = Some(*v);
@@ -704,6 +801,40 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         None => true,
     });
     Ok(FioJob { patch: o.p, from: o.from, at: s.at.clone(), logs: None })
+}
+
+/// Think time, passes and an I/O count (issue 27's executor capabilities). fio ignores the
+/// thinktime_* options without a thinktime, and so does this.
+fn finish_counts(r: &Raw, o: &mut Out) {
+    if let Some((t, at)) = r.thinktime.as_ref().filter(|t| !t.0.is_zero()) {
+        o.set("think", at);
+        o.p.think = Some(*t);
+        if let Some((v, at)) = &r.thinktime_spin {
+            o.set("think_spin", at);
+            o.p.think_spin = Some((*v).min(*t));
+        }
+        if let Some((v, at)) = &r.thinktime_blocks {
+            o.set("think_every", at);
+            o.p.think_every = Some((*v).max(1));
+        }
+        if let Some((true, at)) = &r.thinktime_on_issue {
+            o.set("think_on_issue", at);
+            o.p.think_on_issue = Some(true);
+        }
+        if let Some((v, at)) = r.thinktime_iotime.as_ref().filter(|v| !v.0.is_zero()) {
+            o.set("think_iotime", at);
+            o.p.think_iotime = Some(*v);
+        }
+    }
+    // loops=1 and number_ios=0 are fio's defaults: nothing to say.
+    if let Some((n, at)) = r.loops.as_ref().filter(|n| n.0 > 1) {
+        o.set("loops", at);
+        o.p.loops = Some(*n);
+    }
+    if let Some((n, at)) = r.number_ios.as_ref().filter(|n| n.0 > 0) {
+        o.set("max_ios", at);
+        o.p.max_ios = Some(*n);
+    }
 }
 
 /// The job's name, its file (or directory) and the region of it.
@@ -966,9 +1097,13 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
             o.p.mix = Some(*m);
         }
     }
-    if let Some((bs, at)) = job_bs(r, rw, said) {
+    if let Some((bs, write, at)) = job_bs(r, rw, said) {
         o.set("bs", &at);
         o.p.bs = Some(bs);
+        if let Some(w) = write {
+            o.set("write_bs", &at);
+            o.p.write_bs = Some(w);
+        }
     }
     if let Some((_, Some(hole), text, at)) = &r.rw {
         if !rw.is_random() && *hole > 0 {
@@ -1202,5 +1337,104 @@ mod tests {
         assert!(range_sizes(512, 1 << 20).is_none());
         let b = block_sizes(&Bs::Range(4096, 10240)).unwrap();
         assert_eq!(b.to_string(), "4k:2,8k:2,10k:1");
+    }
+
+    fn job_of(text: &str) -> Result<crate::Job, String> {
+        let env = super::super::tests::Mem {
+            files: [(PathBuf::from("/j/job.fio"), text.to_string())].into_iter().collect(),
+            vars: Default::default(),
+            sizes: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).map_err(|e| e.to_string())?;
+        let plan = f.plan(&JobPatch::default()).map_err(|e| e.to_string())?;
+        Ok(plan.phases[0].jobs[0].clone())
+    }
+
+    #[test]
+    fn startdelay_thinktime_loops_and_number_ios_map() {
+        use crate::Delay;
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nstartdelay=2\n").unwrap();
+        assert_eq!(j.start_delay, Delay::fixed(Duration::from_secs(2)));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nstartdelay=500ms-3s\n").unwrap();
+        assert_eq!(j.start_delay, Delay { low: Duration::from_millis(500), high: Duration::from_secs(3) });
+        let e = job_of("[a]\nfilename=/d/f\nstartdelay=5-1\n").unwrap_err();
+        assert!(e.contains("/j/job.fio:3") && e.contains("high end is below"), "{e}");
+
+        // thinktime is in microseconds without a unit; its family only with it, as in fio.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=250\nthinktime_spin=50\nthinktime_blocks=8\nthinktime_blocks_type=issue\n").unwrap();
+        let t = j.workload.block().unwrap().think.unwrap();
+        assert_eq!(
+            (t.time, t.spin, t.every, t.on_issue),
+            (Duration::from_micros(250), Duration::from_micros(50), Some(8), true)
+        );
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=1s\nthinktime_iotime=9\n").unwrap();
+        let t = j.workload.block().unwrap().think.unwrap();
+        assert_eq!((t.time, t.iotime, t.blocks()), (Duration::from_secs(1), Some(Duration::from_secs(9)), u64::MAX));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime_blocks=8\n").unwrap();
+        assert!(j.workload.block().unwrap().think.is_none(), "thinktime_blocks alone does nothing in fio");
+        assert!(job_of("[a]\nfilename=/d/f\nthinktime=1\nthinktime_blocks_type=later\n")
+            .unwrap_err()
+            .contains("complete"));
+
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nloops=3\nnumber_ios=100\n").unwrap();
+        let b = j.workload.block().unwrap();
+        assert_eq!((b.loops, b.max_ios), (Some(3), Some(100)));
+        assert_eq!(b.budget_bytes(1 << 20), 3 << 20, "three passes over the region");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nloops=1\nnumber_ios=0\n").unwrap();
+        let b = j.workload.block().unwrap();
+        assert_eq!((b.loops, b.max_ios), (None, None), "fio's defaults");
+    }
+
+    #[test]
+    fn exitall_anywhere_ends_every_phase_at_its_first_job_end() {
+        let env = super::super::tests::Mem {
+            files: [(
+                PathBuf::from("/j/job.fio"),
+                "[a]\nfilename=/d/f\nsize=1m\n[b]\nfilename=/d/g\nsize=1m\nexitall\n[c]\nstonewall\nfilename=/d/h\nsize=1m\n".to_string(),
+            )]
+            .into_iter()
+            .collect(),
+            vars: Default::default(),
+            sizes: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
+        let plan = f.plan(&JobPatch::default()).unwrap();
+        assert!(plan.phases.iter().flat_map(|p| &p.jobs).all(|j| j.exit_all), "fio's exitall is global");
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
+        assert!(e.contains("exit_what=all"), "{e}");
+        assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
+    }
+
+    #[test]
+    fn random_generator_and_io_submit_mode_say_how_iolab_runs_them() {
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=tausworthe64\nio_submit_mode=inline\n").is_ok());
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=lfsr\n").unwrap_err();
+        assert!(e.contains("random_generator=lfsr") && e.contains("norandommap"), "{e}");
+        assert!(job_of("[a]\nfilename=/d/f\nrandom_generator=mt\n").unwrap_err().contains("tausworthe64"));
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nio_submit_mode=offload\n").is_ok());
+        assert!(job_of("[a]\nfilename=/d/f\nio_submit_mode=later\n").unwrap_err().contains("inline"));
+    }
+
+    /// `iolab convert` of these options gives TOML that runs as the same plan.
+    #[test]
+    fn the_new_options_convert_to_toml_that_plans_the_same() {
+        let text = "[global]\nfilename=/d/f\nsize=1m\nexitall\n\
+                    [a]\nrw=randrw\nbssplit=4k/50:8k/50,64k/100\nstartdelay=500ms-3\nthinktime=250\nthinktime_spin=50\n\
+                    thinktime_blocks=8\nthinktime_blocks_type=issue\nthinktime_iotime=9\nloops=3\nnumber_ios=100\n";
+        let env = super::super::tests::Mem {
+            files: [(PathBuf::from("/j/job.fio"), text.to_string())].into_iter().collect(),
+            vars: Default::default(),
+            sizes: Default::default(),
+        };
+        let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
+        let toml_text = f.to_toml();
+        let back =
+            crate::parse_job_file(&toml_text, &JobPatch::default()).unwrap_or_else(|e| panic!("{e}\n{toml_text}"));
+        assert_eq!(back, f.plan(&JobPatch::default()).unwrap(), "{toml_text}");
+        let b = back.phases[0].jobs[0].workload.block().unwrap().clone();
+        assert!(
+            b.write_bs.is_some() && b.think.is_some() && b.loops == Some(3) && b.max_ios == Some(100),
+            "{toml_text}"
+        );
     }
 }

@@ -52,12 +52,22 @@ impl<'a> BlockSource<'a> {
             Some(t) => (t.path.display().to_string(), t.size.saturating_sub(base)),
             None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
         };
-        // Time-bounded runs wrap around the file until the deadline (or io_size, if given).
-        let wrap = job.runtime.is_some();
-        let budget = b.io_size.map(|b| b.0).or(wrap.then_some(u64::MAX));
+        // Time-bounded runs wrap around the file until the deadline (or io_size, if given);
+        // several passes (`--loops`) wrap until their bytes are done.
+        let loops = b.loops.unwrap_or(1);
+        let wrap = job.runtime.is_some() || loops > 1;
+        let budget = match (b.io_size, job.runtime.is_some()) {
+            (Some(io), _) => Some(io.0.saturating_mul(loops)),
+            (None, true) => Some(u64::MAX),
+            (None, false) => (loops > 1).then(|| b.budget_bytes(size)),
+        };
+        let mut pattern = Pattern::new(b, job.seed, thread, size, wrap, budget);
+        if let Some(n) = b.max_ios {
+            pattern.limit_ops(n);
+        }
         let per_thread = |v: f64| v / job.threads as f64;
         let rate_interval = match (b.rate, b.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(b.bs.mean() / per_thread(bw.0 as f64))),
+            (Some(bw), _) => Some(Duration::from_secs_f64(b.mean_bs() / per_thread(bw.0 as f64))),
             (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
             _ => None,
         };
@@ -67,7 +77,7 @@ impl<'a> BlockSource<'a> {
             thread,
             target,
             path,
-            pattern: Pattern::new(b, job.seed, thread, size, wrap, budget),
+            pattern,
             flush_every: b.flush_every(),
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
             rate_interval,
@@ -120,7 +130,7 @@ impl<'a> BlockSource<'a> {
 
 impl Source for BlockSource<'_> {
     fn buffer_len(&self) -> usize {
-        self.b.bs.max().0 as usize
+        self.b.max_bs().0 as usize
     }
 
     fn hole_reads(&self) -> Option<(u64, u64)> {

@@ -43,6 +43,7 @@ macro_rules! personality_sources {
 
 pub mod block;
 pub mod replay;
+pub mod think;
 pub mod verify;
 pub mod verify_files;
 

@@ -1,0 +1,297 @@
+//! fio options that needed new capabilities in iolab's executor and engine (issue 27, item 1):
+//! each run on real files by iolab from a fio job file and, where fio is installed, by fio on
+//! the same job, with fio's counts and times as the reference.
+
+mod common;
+
+use common::{iolab, skip};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn have(cmd: &str) -> bool {
+    Command::new("which").arg(cmd).output().is_ok_and(|o| o.status.success())
+}
+
+/// Run a fio job file (its `${DIR}` the scratch directory) with iolab; its JSON.
+fn iolab_runs(job: &Path, dir: &Path) -> Value {
+    let out = iolab().args(["run", "--output", "json", "--no-progress"]).arg(job).env("DIR", dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iolab: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Run a fio job file with fio 3.33 (`--output-format=json`), or `None` (a skip said) when fio
+/// is not installed.
+fn fio_runs(job: &Path, dir: &Path) -> Option<Value> {
+    if !have("fio") {
+        skip("fio is not installed: iolab's side only");
+        return None;
+    }
+    let out =
+        Command::new("fio").arg("--output-format=json").arg(job).env("DIR", dir).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn job_named<'a>(phase: &'a Value, name: &str) -> &'a Value {
+    phase["jobs"].as_array().unwrap().iter().find(|j| j["name"] == name).unwrap_or_else(|| panic!("no job {name}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `startdelay`: a job starts that long after its phase, beside the others; its time (and so
+/// its rate) counts from its own start, as fio's job_runtime does.
+#[test]
+fn startdelay_starts_a_job_later_within_its_phase() {
+    let d = common::disk_tempdir();
+    let job = d.path().join("delay.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\nbs=4k\nioengine=psync\nruntime=1\ntime_based\nrw=read\n\
+         [now]\n[later]\nstartdelay=1\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let phase = &r["phases"][0];
+    assert_eq!(r["phases"].as_array().unwrap().len(), 1, "both jobs in one phase");
+    let (now, later) = (job_named(phase, "now"), job_named(phase, "later"));
+    // The phase ran for the delay and the delayed job's second; each job for its own second.
+    let pe = f(&phase["elapsed_s"]);
+    assert!((1.9..2.6).contains(&pe), "the phase ran {pe} s (1 s delay + 1 s runtime)");
+    for j in [now, later] {
+        let e = f(&j["elapsed_s"]);
+        assert!((0.9..1.3).contains(&e), "{}: {e} s from its own start", j["name"]);
+        assert!(f(&j["total"]["read"]["ops"]) > 0.0, "{}", j["name"]);
+    }
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        // fio's delayed job also ran one second of I/O (its job_runtime, ms).
+        let later = fio["jobs"].as_array().unwrap().iter().find(|j| j["jobname"] == "later").unwrap();
+        let ms = f(&later["job_runtime"]);
+        assert!((900.0..1300.0).contains(&ms), "fio's delayed job ran {ms} ms");
+    }
+
+    // A range: each thread draws its delay; none starts before the low end or after the high.
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\nbs=4k\nioengine=psync\nrw=read\nio_size=64k\n\
+         [spread]\nnumjobs=4\nstartdelay=300ms-900ms\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let phase = &r["phases"][0];
+    let pe = f(&phase["elapsed_s"]);
+    assert!((0.3..1.5).contains(&pe), "the last thread started by 900 ms: the phase took {pe} s");
+    let threads = phase["jobs"][0]["per_thread"].as_array().unwrap();
+    assert_eq!(threads.len(), 4);
+    assert!(threads.iter().all(|t| f(&t["bytes"]) == 65536.0), "each thread read its 64 KiB");
+}
+
+fn fio_job<'a>(fio: &'a Value, name: &str) -> &'a Value {
+    fio["jobs"].as_array().unwrap().iter().find(|j| j["jobname"] == name).unwrap_or_else(|| panic!("fio ran no {name}"))
+}
+
+/// `loops` (passes over the region) and `number_ios` (I/Os per clone): the same counts as fio's.
+#[test]
+fn loops_and_number_ios_count_as_fios() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("counts.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\n\
+         [passes]\nrw=read\nloops=3\n\
+         [counted]\nstonewall\nrw=randread\nnumber_ios=100\nnumjobs=2\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let passes = job_named(&r["phases"][0], "passes");
+    assert_eq!(f(&passes["total"]["read"]["ops"]), 768.0, "3 passes of 256 blocks");
+    assert_eq!(f(&passes["total"]["read"]["bytes"]), (3 << 20) as f64);
+    let counted = job_named(&r["phases"][1], "counted");
+    assert_eq!(f(&counted["total"]["read"]["ops"]), 200.0, "100 I/Os in each of 2 threads");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        assert_eq!(f(&fio_job(&fio, "passes")["read"]["total_ios"]), 768.0);
+        let fio_counted: f64 = fio["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|j| j["jobname"] == "counted")
+            .map(|j| f(&j["read"]["total_ios"]))
+            .sum();
+        assert_eq!(fio_counted, 200.0, "fio's two clones");
+    }
+}
+
+/// `thinktime` with `thinktime_blocks`: a stall after every 16 blocks, in no I/O's latency; the
+/// job takes as long as fio's.
+#[test]
+fn thinktime_stalls_as_fios_does() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 256 << 10]).unwrap();
+    let job = d.path().join("think.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=256k\nbs=4k\nioengine=psync\nrw=read\n\
+         [thinking]\nthinktime=20ms\nthinktime_blocks=16\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = job_named(&r["phases"][0], "thinking");
+    assert_eq!(f(&j["total"]["read"]["ops"]), 64.0);
+    let e = f(&j["elapsed_s"]);
+    assert!((0.075..0.6).contains(&e), "4 stalls of 20 ms: {e} s");
+    // The stalls (80 ms in all) are in no read's latency: the 64 reads' latencies add up to
+    // less (page-cache reads; the bound leaves room for a loaded machine).
+    let lat_sum_ms = f(&j["total"]["read"]["lat_ns"]["mean"]) * 64.0 / 1e6;
+    assert!(lat_sum_ms < 60.0, "the reads' latencies add up to {lat_sum_ms} ms");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "thinking")["job_runtime"]);
+        assert!((75.0..600.0).contains(&ms), "fio's job took {ms} ms (iolab {e} s)");
+    }
+}
+
+/// `bssplit` with separate read and write lists on a mixed job: reads take the reads' sizes,
+/// writes the writes', as in fio. (`norandommap`, as iolab draws: with its random map fio 3.33
+/// ended this job after 77 reads and 77 writes, 5.5 MB of the 8 MiB, when the map of 4 KiB
+/// blocks left no room for more 64 KiB writes.)
+#[test]
+fn bssplit_per_direction_sizes_reads_and_writes_apart() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 8 << 20]).unwrap();
+    let job = d.path().join("split.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\nioengine=psync\n\
+         [split]\nrw=randrw\nbssplit=4k/50:8k/50,64k/100\nnorandommap\n",
+    )
+    .unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &job_named(&r["phases"][0], "split")["total"];
+    let (rops, rbytes) = (f(&t["read"]["ops"]), f(&t["read"]["bytes"]));
+    let (wops, wbytes) = (f(&t["write"]["ops"]), f(&t["write"]["bytes"]));
+    let rmean = rbytes / rops;
+    assert!((5200.0..7100.0).contains(&rmean), "reads of 4k and 8k, half each: mean {rmean}");
+    // Every write is 64 KiB (the last may be cut to what is left of the pass).
+    assert!(wbytes / wops > 60000.0, "writes of 64 KiB: mean {}", wbytes / wops);
+    let total = rbytes + wbytes;
+    assert!((total - (8 << 20) as f64).abs() <= 65536.0, "one pass over 8 MiB: {total}");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let j = fio_job(&fio, "split");
+        let fr = f(&j["read"]["io_bytes"]) / f(&j["read"]["total_ios"]);
+        let fw = f(&j["write"]["io_bytes"]) / f(&j["write"]["total_ios"]);
+        assert!((5200.0..7100.0).contains(&fr) && fw == 65536.0, "fio: reads {fr}, writes {fw}");
+        // The bytes split between reads and writes alike (50% of I/Os are reads: by bytes ~8%).
+        let fio_share = f(&j["read"]["io_bytes"]) / (f(&j["read"]["io_bytes"]) + f(&j["write"]["io_bytes"]));
+        let share = rbytes / total;
+        assert!((share - fio_share).abs() < 0.05, "read share of bytes: iolab {share}, fio {fio_share}");
+    }
+}
+
+/// `exitall`: the first job to end ends the others of its phase (fio's group), not the run:
+/// a later phase still runs.
+#[test]
+fn exitall_ends_the_phase_when_its_first_job_ends() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("exit.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nexitall\n\
+         [short]\nio_size=256k\n\
+         [long]\nruntime=20\ntime_based\n\
+         [after]\nstonewall\nio_size=64k\n",
+    )
+    .unwrap();
+    let begin = std::time::Instant::now();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let took = begin.elapsed().as_secs_f64();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &r["phases"][0];
+    let pe = f(&first["elapsed_s"]);
+    assert!(pe < 3.0 && took < 15.0, "the 20 s job ended with the short one: phase {pe} s, run {took} s");
+    assert!(f(&job_named(first, "long")["total"]["read"]["ops"]) > 0.0);
+    assert_eq!(first["interrupted"], false, "ended by exitall, not interrupted");
+    assert_eq!(f(&job_named(&r["phases"][1], "after")["total"]["read"]["bytes"]), 65536.0, "the next phase ran");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "long")["job_runtime"]);
+        assert!(ms < 3000.0, "fio's long job ran {ms} ms");
+        assert_eq!(f(&fio_job(&fio, "after")["read"]["io_bytes"]), 65536.0);
+    }
+}
+
+/// `cpus_allowed`: the job's threads run pinned to the set (read from /proc while it runs).
+#[test]
+fn cpus_allowed_pins_the_jobs_threads() {
+    let d = common::disk_tempdir();
+    let job = d.path().join("pin.fio");
+    std::fs::write(
+        &job,
+        "[pinned]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nruntime=3\ntime_based\nnumjobs=2\ncpus_allowed=0\n",
+    )
+    .unwrap();
+    let child = common::iolab_process()
+        .args(["run", "--no-progress", "--output", "json"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tasks = std::path::PathBuf::from(format!("/proc/{}/task", child.id()));
+    let begin = std::time::Instant::now();
+    // Each worker thread's allowed CPUs, by its name (`iolab-JOB-THREAD`); a thread is pinned
+    // before the start barrier, so poll until both are (or the time is up).
+    let seen = loop {
+        let mut seen = Vec::new();
+        for t in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim().starts_with("iolab-pinned-") {
+                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+                let cpus =
+                    status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap_or("").trim().to_string();
+                seen.push(cpus);
+            }
+        }
+        if (seen.len() == 2 && seen.iter().all(|c| c == "0")) || begin.elapsed() > std::time::Duration::from_secs(10) {
+            break seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(seen, vec!["0".to_string(), "0".to_string()], "both threads pinned to CPU 0");
+}
