@@ -16,6 +16,7 @@ pub mod patch;
 pub mod personality;
 pub mod replay;
 pub mod scenario;
+pub mod steady;
 pub mod table;
 pub mod units;
 pub mod verify;
@@ -39,6 +40,7 @@ pub use patch::{JobPatch, DEFAULT_SEED};
 pub use personality::{OwnDirs, Personality, Registered};
 pub use replay::{ReplayJob, ReplayLimits, Timing};
 pub use scenario::{parse_scenario_file, BuiltinOptions, Part, ScenarioFile, Step, StepPlan};
+pub use steady::{SteadyState, Tracked};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use verify::{VerifyJob, DEFAULT_MAX_ERRORS};
 

@@ -520,6 +520,11 @@ fn run_phase(
         go: Barrier::new(workers + 1),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
+    // A phase judged for steady state ends on its own flag, which the coordinating thread
+    // sets once steady (and copies the run's stop into); others' workers watch the run's.
+    let steady = Plan::steady_of(phase);
+    let phase_stop = AtomicBool::new(false);
+    let workers_stop: &AtomicBool = if steady.is_some() { &phase_stop } else { &ctl.stop };
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
@@ -530,7 +535,7 @@ fn run_phase(
             for t in 0..job.threads {
                 let tx = tx.clone();
                 let shared = &shared;
-                let stop = &*ctl.stop;
+                let stop = workers_stop;
                 let lease = ctl.lease.as_deref();
                 let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
                 let worker = w;
@@ -569,7 +574,8 @@ fn run_phase(
         shared.set_spawned(true);
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
-        Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, ctl, sink))
+        let judge = steady.map(|c| (crate::steady::Judge::new(c, max_ramp), workers_stop));
+        Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, judge, ctl, sink))
     })
 }
 
@@ -633,16 +639,24 @@ fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) ->
 
 /// The coordinating thread while the workers run: their seconds merged into totals and a
 /// timeline, system samples beside the measured window (from `t0`, after the ramp), each handed
-/// to the sink as it comes; the phase's result once every worker has ended.
+/// to the sink as it comes; the phase's result once every worker has ended. A phase judged for
+/// steady state (`judge`, with the flag its workers watch) has each finished second judged
+/// here, off the workers' path, and its flag set once steady.
+#[allow(clippy::too_many_arguments)]
 fn coordinate(
     index: usize,
     phase: &Phase,
     targets: &[Vec<Target>],
     rx: mpsc::Receiver<Msg>,
     t0: Instant,
+    judge: Option<(crate::steady::Judge, &AtomicBool)>,
     ctl: &Control,
     sink: &mut dyn Sink,
 ) -> PhaseResult {
+    let (mut judge, phase_stop) = match judge {
+        Some((j, s)) => (Some(j), Some(s)),
+        None => (None, None),
+    };
     // Samples come over their own channel, so a sampler never keeps the workers' channel
     // open; the coordinating thread hands them on as they arrive.
     let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
@@ -657,10 +671,15 @@ fn coordinate(
     let cpu0 = cpu::process_cpu();
     let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
     let mut agg = Aggregator::new(&threads, t0);
+    if let Some(j) = &judge {
+        if let (Some(len), Some(iolab_spec::SteadyState::Snia(s))) = (j.round_s(), Plan::steady_of(phase)) {
+            agg.keep_rounds(len, s.window as usize);
+        }
+    }
     // The phase and its jobs exist from their start: a run killed in its first second still
     // shows them, with nothing measured.
     sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
-    let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
+    let mut hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
         while let Ok(r) = sample_rx.try_recv() {
             sink.sample(index, &r);
         }
@@ -668,6 +687,16 @@ fn coordinate(
         let points = agg.finalize(now, all);
         for p in &points {
             sink.tick(index, p, agg.bytes_so_far());
+        }
+        if let (Some(j), Some(stop)) = (judge.as_mut(), phase_stop) {
+            for p in &points {
+                if j.second(p) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            if ctl.stop.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+            }
         }
         for p in agg.corrections() {
             sink.correct(index, &p);
@@ -692,8 +721,16 @@ fn coordinate(
     while let Ok(r) = sample_rx.try_recv() {
         sink.sample(index, &r);
     }
-    let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+    let end = Instant::now();
+    if let Some(j) = judge.as_mut() {
+        j.finish(end.saturating_duration_since(t0));
+        if let Some((a, b)) = j.window_rounds() {
+            agg.set_window(a, b);
+        }
+    }
+    let mut r = agg.result(phase, targets, end, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
     r.system = system;
+    r.steady_state = judge.map(|j| j.result());
     r
 }
 

@@ -25,6 +25,7 @@ pub mod pattern;
 pub mod place;
 pub mod rendezvous;
 pub mod source;
+mod steady;
 mod validation;
 pub mod worker;
 
