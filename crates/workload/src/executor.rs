@@ -574,7 +574,8 @@ fn run_phase(
         shared.set_spawned(true);
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
-        let judge = steady.map(|c| (crate::steady::Judge::new(c, max_ramp), workers_stop));
+        let runtime = phase.jobs.iter().find(|j| j.steady.is_some()).and_then(|j| j.runtime);
+        let judge = steady.map(|c| (crate::steady::Judge::new(c, max_ramp, runtime), workers_stop));
         Ok(coordinate(index, phase, targets, rx, phase_start + max_ramp, judge, ctl, sink))
     })
 }

@@ -49,6 +49,9 @@ pub(crate) struct Judge {
     first_sec: i64,
     /// The length of a round or sample, seconds.
     len_s: i64,
+    /// The first second past the job's runtime (SNIA: its last round): a partial second after
+    /// the deadline (the last I/O completing late) is no round or sample.
+    end_sec: i64,
     /// The round or sample being summed (counted from 0) and its sum.
     current: i64,
     sum: Sum,
@@ -61,8 +64,13 @@ pub(crate) struct Judge {
 }
 
 impl Judge {
-    /// The judge of `crit` for a phase whose measured seconds start after `ramp`.
-    pub(crate) fn new(crit: SteadyState, ramp: Duration) -> Judge {
+    /// The judge of `crit` for a phase whose measured seconds start after `ramp`, of a job
+    /// that runs at most `runtime` (SNIA: its rounds).
+    pub(crate) fn new(crit: SteadyState, ramp: Duration, runtime: Option<Duration>) -> Judge {
+        let end_sec = match &crit {
+            SteadyState::Snia(s) => (s.round_s() as i64).saturating_mul(s.max_rounds as i64),
+            SteadyState::Fio(_) => runtime.map_or(i64::MAX, |r| r.as_secs() as i64),
+        };
         let (first_sec, len_s) = match &crit {
             SteadyState::Snia(s) => (0, s.round_s() as i64),
             SteadyState::Fio(f) => {
@@ -74,6 +82,7 @@ impl Judge {
             crit,
             first_sec,
             len_s,
+            end_sec,
             current: 0,
             sum: Sum::default(),
             values: VecDeque::new(),
@@ -110,7 +119,7 @@ impl Judge {
             return true;
         }
         let sec = p.t_s.round() as i64 - 1;
-        if sec < self.first_sec {
+        if sec < self.first_sec || sec >= self.end_sec {
             return false;
         }
         let idx = (sec - self.first_sec) / self.len_s;
@@ -134,7 +143,7 @@ impl Judge {
         if self.steady() {
             return;
         }
-        let secs = elapsed.as_secs() as i64 - self.first_sec;
+        let secs = (elapsed.as_secs() as i64).min(self.end_sec) - self.first_sec;
         while secs > 0 && (self.current + 1) * self.len_s <= secs {
             if self.close() {
                 return;
@@ -223,7 +232,7 @@ mod tests {
     #[test]
     fn rounds_close_on_their_last_second_and_the_fifth_steady_one_ends_the_phase() {
         let s = Snia { round: Duration::from_secs(2), ..Snia::PTS };
-        let mut j = Judge::new(SteadyState::Snia(s), Duration::ZERO);
+        let mut j = Judge::new(SteadyState::Snia(s), Duration::ZERO, None);
         let mut ended = None;
         for t in 1..=20 {
             if j.second(&sec(t, 100 + t % 2)) {
@@ -242,13 +251,15 @@ mod tests {
     #[test]
     fn a_rate_that_climbs_every_round_is_never_steady() {
         let s = Snia { round: Duration::from_secs(1), max_rounds: 12, ..Snia::PTS };
-        let mut j = Judge::new(SteadyState::Snia(s), Duration::ZERO);
+        let mut j = Judge::new(SteadyState::Snia(s), Duration::ZERO, None);
         for t in 1..=12 {
             assert!(!j.second(&sec(t, 100 * t)), "second {t}");
         }
-        j.finish(Duration::from_secs(12));
+        // The last I/O completing past the deadline makes a 13th second of 1 op: no round.
+        assert!(!j.second(&sec(13, 1)));
+        j.finish(Duration::from_secs(13));
         let r = j.result();
-        assert!(!r.attained && r.measured == 12 && r.values.len() == 12);
+        assert!(!r.attained && r.measured == 12 && r.values.len() == 12, "{r:?}");
         assert!(r.verdict().starts_with("not steady after 12 rounds"), "{}", r.verdict());
     }
 
@@ -261,7 +272,7 @@ mod tests {
             interval: Duration::from_secs(1),
         };
         // The job's own ramp of 1 s is inside ss_ramp: 2 measured seconds are skipped.
-        let mut j = Judge::new(SteadyState::Fio(f), Duration::from_secs(1));
+        let mut j = Judge::new(SteadyState::Fio(f), Duration::from_secs(1), None);
         assert!(!j.second(&sec(1, 5000)) && !j.second(&sec(2, 5000)));
         assert!(!j.second(&sec(3, 100)) && !j.second(&sec(4, 100)));
         // Second 5 is silent: its sample is 0 when second 6 arrives, and breaks the window.
