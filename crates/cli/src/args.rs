@@ -80,6 +80,9 @@ pub enum Command {
     /// Work on results databases: copy runs between them (SQLite files into a team's PostgreSQL).
     #[command(subcommand)]
     Db(DbCommand),
+    /// Precondition a device or file before a qualification run (SNIA PTS): purge it, then write its capacity twice in 128 KiB sequential writes.
+    #[command(after_help = PRECONDITION_EXAMPLES)]
+    Precondition(PreconditionArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -484,6 +487,51 @@ pub struct ReportArgs {
     pub noise: f64,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+const PRECONDITION_EXAMPLES: &str = "\
+Examples:
+  A raw SSD before `--steady-state snia` runs (not mounted, no partition of it in use):
+      iolab precondition /dev/nvme1n1 --device
+  A secure erase of the range instead of a plain discard:
+      iolab precondition /dev/sdb --device --purge secure
+  A test file of 8 GiB, created by iolab, purged with a punched hole, then filled twice:
+      iolab precondition /mnt/array/qual.dat --size 8G
+  The purge alone (see what the device does with a discard), as JSON:
+      iolab precondition /dev/sdb --device --passes 0 --output json";
+
+fn parse_purge(s: &str) -> Result<iolab_workload::precondition::Purge, String> {
+    s.parse()
+}
+
+#[derive(Args, Debug)]
+pub struct PreconditionArgs {
+    /// The block device (with --device) or file to precondition.
+    pub target: PathBuf,
+    /// The target is a block device: everything on it is destroyed. Refused while it or a partition of it is mounted or held.
+    #[arg(long)]
+    pub device: bool,
+    /// A file's size: created at this size when missing (4G, 512M).
+    #[arg(long, short = 's', value_parser = iolab_spec::parse_size)]
+    pub size: Option<iolab_spec::Bytes>,
+    /// Write into an existing file iolab did not create.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// auto (discard a device, punch a file; none where the target refuses, said), discard, secure (BLKSECDISCARD), punch, none.
+    #[arg(long, default_value = "auto", value_parser = parse_purge)]
+    pub purge: iolab_workload::precondition::Purge,
+    /// Times the capacity is written after the purge (SNIA PTS: 2; 0: the purge alone).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub passes: u32,
+    /// The fill's write size (SNIA PTS: 128k; a multiple of 4 KiB).
+    #[arg(long, default_value = "128k", value_parser = iolab_spec::parse_size)]
+    pub bs: iolab_spec::Bytes,
+    /// human: progress on stderr and a summary; json: the outcome as one object.
+    #[arg(long, short = 'o', value_parser = Takes("precondition"), default_value = "human")]
+    pub output: Format,
+    /// No progress line.
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 const WATCH_EXAMPLES: &str = "\
@@ -1246,6 +1294,7 @@ impl Command {
             Command::Scenario(a) => is_json(a.out.output),
             Command::Replay(a) => is_json(a.out.output),
             Command::Watch(a) => is_json(a.output),
+            Command::Precondition(a) => is_json(a.output),
             Command::Runs(a) => is_json(a.output),
             Command::Show(a) => is_json(a.output),
             Command::Compare(a) => is_json(a.output),

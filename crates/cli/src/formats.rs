@@ -23,6 +23,7 @@ pub const TAKES: &[(&str, &[Format])] = &[
     ("verify", &[Human, Json]),
     ("trace", &[Human, Json]),
     ("db copy", &[Human, Json]),
+    ("precondition", &[Human, Json]),
 ];
 
 /// The formats `command` takes.
@@ -94,6 +95,7 @@ mod tests {
             (&["trace", "import"], "output", "trace"),
             (&["trace", "show"], "output", "trace"),
             (&["db", "copy"], "output", "db copy"),
+            (&["precondition"], "output", "precondition"),
         ];
         for (path, flag, command) in flags {
             let c = sub(path);

@@ -16,6 +16,7 @@ mod job_file;
 mod live_metrics;
 mod outpath;
 mod output;
+mod precondition_cmd;
 mod progress;
 mod record;
 mod replay_cmd;
@@ -68,6 +69,7 @@ fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Replay(a) => replay_cmd::run(*a, stop()),
         Command::Verify(a) => verify_cmd::run(a),
         Command::Db(DbCommand::Copy(a)) => db_cmd::copy(a),
+        Command::Precondition(a) => precondition_cmd::run(a, stop()),
         Command::Completions { shell } => {
             // Made in memory, then written through the one writer (clap_complete panics on a
             // failed write).

@@ -101,6 +101,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
             peer: None,
             id_root: None,
         }),
+        steady: None,
         workload: Workload::Replay(r),
     }
 }

@@ -23,6 +23,7 @@ pub mod mmap;
 pub mod null;
 pub mod open;
 pub mod psync;
+pub mod purge;
 pub mod realtime;
 pub mod uring;
 

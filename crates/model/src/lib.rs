@@ -25,6 +25,7 @@ pub mod recorder;
 pub mod replay;
 pub mod results;
 pub mod stats;
+pub mod steady;
 pub mod verify;
 pub mod words;
 

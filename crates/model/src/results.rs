@@ -446,6 +446,9 @@ pub struct PhaseResult {
     /// The layout before the measured window, when files were laid out for the phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutDone>,
+    /// The steady-state criterion's rounds and verdict (`--steady-state`), when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::steady::SteadyStateResult>,
 }
 
 impl PhaseResult {

@@ -457,6 +457,75 @@ pub fn bar_chart(
     Ok(tidy_svg(svg))
 }
 
+/// A steady-state convergence chart (issue 29, SNIA PTS's plot): the tracked value of every
+/// round (or sample), the judged window shaded, the window's mean with its limits band (mean ±
+/// half the range limit, PTS's 90%..110% of the mean), and the least-squares line across it.
+pub fn convergence_chart(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    values: &[(f64, f64)],
+    window: Option<&iolab_model::steady::Window>,
+) -> Result<String, ChartError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, side) = root.split_horizontally(WIDTH - LEGEND_W);
+        let x_max = values.iter().map(|p| p.0).fold(1.0f64, f64::max) + 0.5;
+        let band =
+            window.map(|w| (w.mean - w.range_limit.unwrap_or(0.0) / 2.0, w.mean + w.range_limit.unwrap_or(0.0) / 2.0));
+        let y_max = values.iter().map(|p| p.1).chain(band.map(|b| b.1)).fold(0.0f64, f64::max);
+        let y_hi = if y_max > 0.0 { y_max * 1.15 } else { 1.0 };
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(title, (FONT, 20).into_font().color(&INK))
+            .margin(8)
+            .x_label_area_size(40)
+            .y_label_area_size(58)
+            .build_cartesian_2d(0.5f64..x_max, 0f64..y_hi)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_labels(10)
+            .y_labels(6)
+            .x_label_formatter(&|v| axis_num(*v))
+            .y_label_formatter(&|v| axis_num(*v))
+            .label_style((FONT, 15).into_font().color(&INK))
+            .axis_desc_style((FONT, 15).into_font().color(&INK))
+            .bold_line_style(GRID_BOLD)
+            .light_line_style(GRID)
+            .axis_style(INK)
+            .draw()?;
+        let mut entries = vec![("each round".to_string(), color(0), Dash::Solid)];
+        if let Some(w) = window {
+            let (a, b) = (w.first as f64 - 0.5, w.last as f64 + 0.5);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(a, 0.0), (b, y_hi)],
+                RGBColor(0xee, 0xf2, 0xf8).filled(),
+            )))?;
+            if let Some((lo, hi)) = band.filter(|_| w.range_limit.is_some()) {
+                for y in [lo, hi] {
+                    let st = ShapeStyle::from(&color(2)).stroke_width(1);
+                    chart.draw_series(DashedLineSeries::new([(a, y), (b, y)], 6, 4, st))?;
+                }
+                entries.push(("limits band".to_string(), color(2), Dash::Dashed));
+            }
+            let mean = ShapeStyle::from(&color(3)).stroke_width(1);
+            chart.draw_series(LineSeries::new([(a, w.mean), (b, w.mean)], mean))?;
+            entries.push(("window mean".to_string(), color(3), Dash::Solid));
+            let n = (w.last - w.first) as f64;
+            let fit = [(w.first as f64, w.intercept), (w.last as f64, w.intercept + w.slope * n)];
+            chart.draw_series(DashedLineSeries::new(fit, 3, 3, ShapeStyle::from(&color(1)).stroke_width(2)))?;
+            entries.push(("fitted line".to_string(), color(1), Dash::Dotted));
+        }
+        draw_line(&mut chart, &Series { label: String::new(), points: values.to_vec(), color: 0, dash: Dash::Solid })?;
+        legend(&side, &entries)?;
+        root.present()?;
+    }
+    Ok(tidy_svg(svg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

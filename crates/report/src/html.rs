@@ -806,6 +806,7 @@ fn phase_charts(
     let c = PhaseCharts { slug, name, ph: escape(name), rp, by: opts.by.as_deref(), multi: rp.len() > 1 };
     c.rates(h);
     c.latency(h);
+    c.steady(h);
     let sys = c.sampled();
     c.cpu(h, &sys);
     c.disks(h, &sys);
@@ -842,6 +843,32 @@ impl PhaseCharts<'_> {
             })
             .filter(|s| !s.points.is_empty())
             .collect()
+    }
+
+    /// The steady-state convergence of each run that judged the phase (issue 29): every round,
+    /// the window shaded, the limits band, the fitted line; the verdict under it.
+    fn steady(&self, h: &mut String) {
+        for (k, (_, r, p)) in self.rp.iter().enumerate() {
+            let Some(ss) = &p.steady_state else { continue };
+            let what = if ss.method == "snia" { "round" } else { "sample" };
+            let values: Vec<(f64, f64)> =
+                ss.values.iter().enumerate().map(|(i, v)| ((ss.first + i as u64) as f64, *v)).collect();
+            let who = if self.multi { format!(" ({})", escape(&self.label(r))) } else { String::new() };
+            let verdict: Vec<String> = crate::summary::steady_lines(ss).iter().map(|l| escape(l)).collect();
+            figure(
+                h,
+                &format!("steady-{}-{k}", self.slug),
+                Some(charts::convergence_chart(
+                    &format!("{}: steady state", self.name),
+                    what,
+                    &format!("{} ({})", ss.tracked, ss.unit),
+                    &values,
+                    ss.window.as_ref(),
+                )),
+                &format!("Steady state of phase {}{who}: {}", self.ph, verdict.join("<br>")),
+                &format!("Phase {}: no steady-state rounds.", self.ph),
+            );
+        }
     }
 
     /// Throughput and IOPS, one line per run.

@@ -17,6 +17,11 @@ pub fn render(r: &RunResult) -> String {
         for line in crate::system::limit_lines(p) {
             let _ = writeln!(s, "  {line}");
         }
+        if let Some(ss) = &p.steady_state {
+            for line in steady_lines(ss) {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
     }
     if let Some(v) = &r.verdict {
         s.push_str(&crate::nodes::verdict_text(v));
@@ -35,6 +40,31 @@ pub fn render(r: &RunResult) -> String {
         _ => {}
     }
     s
+}
+
+/// A phase's steady state in words: the verdict, then the rounds (or the last samples), the
+/// window's among them marked.
+pub fn steady_lines(ss: &iolab_model::steady::SteadyStateResult) -> Vec<String> {
+    let what = if ss.method == "snia" { "rounds" } else { "last samples" };
+    let (a, b) = ss.window.as_ref().map_or((0, 0), |w| (w.first, w.last));
+    let values: Vec<String> = ss
+        .values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let n = ss.first + i as u64;
+            let v = if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.3}") };
+            if n >= a && n <= b && a > 0 {
+                format!("[{v}]")
+            } else {
+                v
+            }
+        })
+        .collect();
+    vec![
+        format!("steady state: {} ({})", ss.verdict(), ss.criterion),
+        format!("  {what} ({}, {}s each; the window in []): {}", ss.unit, ss.interval_s, values.join(" ")),
+    ]
 }
 
 /// A personality's own figures in words (`files created per second, mixed phase 1,234`; the

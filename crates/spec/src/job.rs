@@ -310,6 +310,9 @@ pub struct Job {
     /// Data validation (`--verify`), when on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::VerifyJob>,
+    /// End the phase once its figure is steady (`--steady-state`), when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::steady::SteadyState>,
     #[serde(flatten)]
     pub workload: Workload,
 }
@@ -365,6 +368,11 @@ impl Job {
         }
         if let Some(v) = &self.verify {
             words.push(v.describe());
+        }
+        match &self.steady {
+            Some(crate::steady::SteadyState::Snia(s)) => words.push(format!("steady snia {}s rounds", s.round_s())),
+            Some(crate::steady::SteadyState::Fio(f)) => words.push(format!("steady {}", f.criterion)),
+            None => {}
         }
         words.join(" ")
     }
@@ -562,7 +570,28 @@ impl Plan {
                     }
                 }
             }
+            // The phase is judged once, on its jobs' summed figure: their criteria must agree.
+            let mut criteria = p.jobs.iter().filter_map(|j| j.steady.map(|s| (j, s)));
+            if let Some((first, c)) = criteria.next() {
+                if let Some((j, _)) = criteria.find(|(_, o)| *o != c) {
+                    return Err(SpecError::field(
+                        &j.name,
+                        "steady_state",
+                        format!(
+                            "phase `{}` is judged once on its jobs' summed figure; this job's criterion differs from job `{}`'s ({}); give them the same or set it on one job",
+                            p.name,
+                            first.name,
+                            c.describe()
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// A phase's steady-state criterion: the one its jobs name (they agree, see `validate`).
+    pub fn steady_of(phase: &Phase) -> Option<crate::steady::SteadyState> {
+        phase.jobs.iter().find_map(|j| j.steady)
     }
 }

@@ -19,6 +19,7 @@ pub mod personality;
 pub mod replay;
 pub mod scenario;
 pub mod shown;
+pub mod steady;
 pub mod table;
 pub mod think;
 pub mod units;
@@ -44,6 +45,7 @@ pub use patch::{JobPatch, DEFAULT_SEED};
 pub use personality::{OwnDirs, Personality, Registered};
 pub use replay::{ReplayJob, ReplayLimits, Timing};
 pub use scenario::{parse_scenario_file, BuiltinOptions, Part, ScenarioFile, Step, StepPlan};
+pub use steady::{SteadyState, Tracked};
 pub use units::{parse_duration, parse_size, Bytes};
 pub use verify::{VerifyJob, DEFAULT_MAX_ERRORS};
 

@@ -208,6 +208,48 @@ pub struct JobPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<bool>,
 
+    // Steady state (issue 29; crate::steady): the phase ends when its figure is steady.
+    /// End the phase once its figure is steady: snia (SNIA PTS: rounds of --round, judged over the last --ss-window rounds: range within --ss-range and the fitted line's excursion within --ss-excursion of the window's mean; at most --ss-max-rounds; the phase's figures are the window's), or one of fio's criteria: iops, iops_slope, bw, bw_slope, lat, lat_slope with a limit (iops_slope:0.3%; a limit without % is in IOPS, B/s or ns) judged every second over --ss-dur, as fio does.
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_word::<crate::steady::SteadyWord>, value_name = "snia|CRITERION"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::steady::SteadyWord>,
+    /// SNIA: the length of a round (default 1m; whole seconds).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub round: Option<Duration>,
+    /// SNIA: rounds in the measurement window (default 5).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_window: Option<u32>,
+    /// SNIA: the most rounds before the phase ends not steady (default 25).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_max_rounds: Option<u32>,
+    /// SNIA: the window's range (max - min) may be at most this much of its mean (default 20%).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = crate::steady::parse_percent, value_name = "PCT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_range: Option<f64>,
+    /// SNIA: the fitted line's excursion across the window may be at most this much of its mean (default 10%).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = crate::steady::parse_percent, value_name = "PCT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_excursion: Option<f64>,
+    /// SNIA: the figure tracked: iops (the default), bw or lat (mean latency).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_word::<crate::steady::Tracked>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ss_track: Option<crate::steady::Tracked>,
+    /// fio's ss_dur: the rolling window a fio criterion is judged over (for example 30s).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub ss_dur: Option<Duration>,
+    /// fio's ss_ramp: no samples for this long after the job's start (its --ramp included).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub ss_ramp: Option<Duration>,
+    /// fio's ss_interval: one sample per this long (default 1s; whole seconds).
+    #[cfg_attr(feature = "clap", arg(help_heading = STEADY, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub ss_interval: Option<Duration>,
+
     // Data validation (crate::verify; the block workload's writes and reads).
     /// Stamp every written key block (the smallest block size) with its offset, file, a rotating key, writer and time in each 512-byte sector, and check what reads bring in; exit status 1 when any block is wrong.
     #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
@@ -264,6 +306,8 @@ const TIMING: &str = "Timing and rate";
 const DATA: &str = "Data";
 #[cfg(feature = "clap")]
 const VALIDATION: &str = "Validation (--verify)";
+#[cfg(feature = "clap")]
+const STEADY: &str = "Steady state (--steady-state)";
 
 impl Serialize for JobPatch {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -385,6 +429,16 @@ const COMMON: &[&str] = &[
     "max_errors",
     "verify_on",
     "verify_rounds",
+    "steady_state",
+    "round",
+    "ss_window",
+    "ss_max_rounds",
+    "ss_range",
+    "ss_excursion",
+    "ss_track",
+    "ss_dur",
+    "ss_ramp",
+    "ss_interval",
 ];
 
 /// The block workload's own options, by job-file key.
@@ -470,6 +524,22 @@ impl JobPatch {
         serde_json::from_value(serde_json::Value::Object(m)).unwrap_or_else(|_| self.clone())
     }
 
+    /// The steady-state options as set here (checked by [`crate::steady::SteadyOptions::resolve`]).
+    pub fn steady(&self) -> crate::steady::SteadyOptions {
+        crate::steady::SteadyOptions {
+            word: self.steady_state,
+            round: self.round,
+            window: self.ss_window,
+            max_rounds: self.ss_max_rounds,
+            range: self.ss_range,
+            excursion: self.ss_excursion,
+            track: self.ss_track,
+            dur: self.ss_dur,
+            ramp: self.ss_ramp,
+            interval: self.ss_interval,
+        }
+    }
+
     /// This patch with personality `P`'s options changed by `f` (how code and tests set them).
     pub fn with<P: Registered>(mut self, f: impl FnOnce(&mut P::Options)) -> JobPatch {
         f(P::options_mut(&mut self.apps));
@@ -508,6 +578,23 @@ impl JobPatch {
             )
         })?;
         let workload = kind.resolve(self, &name)?;
+        let steady = self.steady().resolve().map_err(|(field, message)| SpecError::field(&name, field, message))?;
+        let mut runtime = workload.runtime(self.runtime);
+        if let Some(crate::steady::SteadyState::Snia(s)) = &steady {
+            // A SNIA phase runs at most its rounds; the runtime is theirs.
+            if self.runtime.is_some() {
+                return Err(SpecError::field(
+                    &name,
+                    "runtime",
+                    format!(
+                        "--steady-state snia runs at most --ss-max-rounds x --round ({} x {}s); set those instead of --runtime",
+                        s.max_rounds,
+                        s.round_s()
+                    ),
+                ));
+            }
+            runtime = Some(Duration::from_secs(s.round_s().saturating_mul(s.max_rounds as u64)));
+        }
         Ok(Job {
             target,
             size: self.size,
@@ -522,11 +609,12 @@ impl JobPatch {
             },
             direct: self.direct.unwrap_or(false),
             threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
-            runtime: workload.runtime(self.runtime),
+            runtime,
             ramp: self.ramp.unwrap_or(Duration::ZERO),
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
             cpus: self.cpus.clone(),
+            steady,
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,

@@ -84,6 +84,18 @@ pub(crate) struct Aggregator {
     changed: Vec<i64>,
     finalized_upto: i64,
     bytes: u64,
+    /// SNIA steady state: each job's counts per round, the last few, so that the phase can
+    /// report its window's figures ([`Aggregator::keep_rounds`]).
+    rounds: Option<Rounds>,
+}
+
+/// Each job's counts per round of `len_s` seconds (the last `keep` rounds), and the window of
+/// rounds the phase's figures come from once one is chosen.
+struct Rounds {
+    len_s: i64,
+    keep: usize,
+    by_round: BTreeMap<i64, Vec<Acc>>,
+    window: Option<(i64, i64)>,
 }
 
 impl Aggregator {
@@ -112,6 +124,20 @@ impl Aggregator {
             changed: Vec::new(),
             finalized_upto: -1,
             bytes: 0,
+            rounds: None,
+        }
+    }
+
+    /// Keep each job's counts per round of `len_s` seconds, the last `window` rounds and a few
+    /// more (late reports, the seconds after the last judged round), for the window's figures.
+    pub(crate) fn keep_rounds(&mut self, len_s: i64, window: usize) {
+        self.rounds = Some(Rounds { len_s: len_s.max(1), keep: window + 3, by_round: BTreeMap::new(), window: None });
+    }
+
+    /// The phase's figures are those of rounds `first..=last` (counted from 0).
+    pub(crate) fn set_window(&mut self, first: i64, last: i64) {
+        if let Some(r) = &mut self.rounds {
+            r.window = Some((first, last));
         }
     }
 
@@ -135,6 +161,13 @@ impl Aggregator {
         }
         self.jobs[job].merge(acc);
         self.bytes += acc.bytes();
+        if let Some(r) = &mut self.rounds {
+            let n = self.jobs.len();
+            r.by_round.entry(sec / r.len_s).or_insert_with(|| vec![Acc::default(); n])[job].merge(acc);
+            while r.by_round.len() > r.keep {
+                r.by_round.pop_first();
+            }
+        }
         if let Some(w) = self.workers.get_mut(worker) {
             w.ops += acc.iter().map(|(_, a)| a.ops).sum::<u64>();
             w.bytes += acc.bytes();
@@ -260,15 +293,35 @@ impl Aggregator {
         let mut total = Acc::default();
         let mut jobs = Vec::new();
         let mut elapsed = 0f64;
+        // SNIA steady state: the jobs' counts over the window's rounds, and its length.
+        let window = self.rounds.as_ref().and_then(|r| {
+            let (a, b) = r.window?;
+            let mut accs = vec![Acc::default(); self.jobs.len()];
+            for (_, per_job) in r.by_round.range(a..=b) {
+                for (acc, add) in accs.iter_mut().zip(per_job) {
+                    acc.merge(add);
+                }
+            }
+            Some((accs, ((b - a + 1) * r.len_s) as f64))
+        });
         for (i, job) in phase.jobs.iter().enumerate() {
             let running = self.workers.iter().zip(&self.worker_done).any(|(w, d)| w.job == i && !d);
             let end = if running { None } else { self.job_end[i] };
-            let phase_e = if running || end.is_some() { secs(end) } else { 0.0 };
-            elapsed = elapsed.max(phase_e);
+            let mut phase_e = if running || end.is_some() { secs(end) } else { 0.0 };
             // A delayed job's time counts from its first thread's start.
             let from = self.workers.iter().filter(|w| w.job == i).map(|w| w.from.unwrap_or(t0)).min().unwrap_or(t0);
-            let e = if running || end.is_some() { since(from, end) } else { 0.0 };
-            total.merge(&self.jobs[i]);
+            let mut e = if running || end.is_some() { since(from, end) } else { 0.0 };
+            // SNIA steady state: the window's counts over the window's length.
+            let acc = match &window {
+                Some((accs, len)) => {
+                    e = *len;
+                    phase_e = *len;
+                    &accs[i]
+                }
+                None => &self.jobs[i],
+            };
+            elapsed = elapsed.max(phase_e);
+            total.merge(acc);
             let per_thread = self
                 .workers
                 .iter()
@@ -288,7 +341,7 @@ impl Aggregator {
                 threads: job.threads,
                 files: targets[i].iter().map(|t| t.path.display().to_string()).collect(),
                 elapsed_s: e,
-                total: Totals::from_acc(&self.jobs[i], e),
+                total: Totals::from_acc(acc, e),
                 error: self.job_err[i].clone(),
                 per_thread,
                 workload,

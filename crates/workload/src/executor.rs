@@ -525,12 +525,14 @@ fn run_phase(
         go: Barrier::new(workers + 1),
     };
     let (tx, rx) = mpsc::channel::<Msg>();
-    // A phase with a job that ends the others (`--exit-all`) gives its workers a stop flag of
-    // its own, which the coordinating thread sets when such a job ends (or the run is stopped);
-    // any other phase's workers watch the run's.
+    // A phase with a job that ends the others (`--exit-all`), or judged for steady state, gives
+    // its workers a stop flag of its own, which the coordinating thread sets when such a job
+    // ends, once the phase is steady, or when the run is stopped; any other phase's workers
+    // watch the run's.
+    let steady = Plan::steady_of(phase);
     let phase_stop = AtomicBool::new(false);
     let exits = phase.jobs.iter().any(|j| j.exit_all).then_some(&phase_stop);
-    let worker_stop: &AtomicBool = exits.unwrap_or(&ctl.stop);
+    let worker_stop: &AtomicBool = if exits.is_some() || steady.is_some() { &phase_stop } else { &ctl.stop };
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
@@ -581,7 +583,9 @@ fn run_phase(
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
         let begins = start_delays(phase).into_iter().map(|d| phase_start + d).collect();
-        Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), (ctl, exits), sink))
+        let runtime = phase.jobs.iter().find(|j| j.steady.is_some()).and_then(|j| j.runtime);
+        let judge = steady.map(|c| (crate::steady::Judge::new(c, max_ramp, runtime), worker_stop));
+        Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), judge, (ctl, exits), sink))
     })
 }
 
@@ -661,16 +665,24 @@ fn release(index: usize, shared: &Shared, ctl: &Control, sink: &mut dyn Sink) ->
 
 /// The coordinating thread while the workers run: their seconds merged into totals and a
 /// timeline, system samples beside the measured window (from `t0`, after the ramp), each handed
-/// to the sink as it comes; the phase's result once every worker has ended.
+/// to the sink as it comes; the phase's result once every worker has ended. A phase judged for
+/// steady state (`judge`, with the flag its workers watch) has each finished second judged
+/// here, off the workers' path, and its flag set once steady.
+#[allow(clippy::too_many_arguments)]
 fn coordinate(
     index: usize,
     phase: &Phase,
     targets: &[Vec<Target>],
     rx: mpsc::Receiver<Msg>,
     (t0, begins): (Instant, Vec<Instant>),
+    judge: Option<(crate::steady::Judge, &AtomicBool)>,
     (ctl, exits): (&Control, Option<&AtomicBool>),
     sink: &mut dyn Sink,
 ) -> PhaseResult {
+    let (mut judge, phase_stop) = match judge {
+        Some((j, s)) => (Some(j), Some(s)),
+        None => (None, None),
+    };
     // Samples come over their own channel, so a sampler never keeps the workers' channel
     // open; the coordinating thread hands them on as they arrive.
     let (sample_tx, sample_rx) = mpsc::channel::<iolab_sysstat::Rates>();
@@ -686,10 +698,15 @@ fn coordinate(
     let threads: Vec<u32> = phase.jobs.iter().map(|j| j.threads).collect();
     let mut agg = Aggregator::new(&threads, t0);
     agg.starts(begins);
+    if let Some(j) = &judge {
+        if let (Some(len), Some(iolab_spec::SteadyState::Snia(s))) = (j.round_s(), Plan::steady_of(phase)) {
+            agg.keep_rounds(len, s.window as usize);
+        }
+    }
     // The phase and its jobs exist from their start: a run killed in its first second still
     // shows them, with nothing measured.
     sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
-    let hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
+    let mut hand_on = |agg: &mut Aggregator, sink: &mut dyn Sink, all: bool| {
         while let Ok(r) = sample_rx.try_recv() {
             sink.sample(index, &r);
         }
@@ -697,6 +714,16 @@ fn coordinate(
         let points = agg.finalize(now, all);
         for p in &points {
             sink.tick(index, p, agg.bytes_so_far());
+        }
+        if let (Some(j), Some(stop)) = (judge.as_mut(), phase_stop) {
+            for p in &points {
+                if j.second(p) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            if ctl.stop.load(Ordering::Relaxed) {
+                stop.store(true, Ordering::Relaxed);
+            }
         }
         for p in agg.corrections() {
             sink.correct(index, &p);
@@ -733,8 +760,16 @@ fn coordinate(
     while let Ok(r) = sample_rx.try_recv() {
         sink.sample(index, &r);
     }
-    let mut r = agg.result(phase, targets, Instant::now(), cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+    let end = Instant::now();
+    if let Some(j) = judge.as_mut() {
+        j.finish(end.saturating_duration_since(t0));
+        if let Some((a, b)) = j.window_rounds() {
+            agg.set_window(a, b);
+        }
+    }
+    let mut r = agg.result(phase, targets, end, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
     r.system = system;
+    r.steady_state = judge.map(|j| j.result());
     r
 }
 

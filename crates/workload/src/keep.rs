@@ -122,6 +122,7 @@ mod tests {
                 limit: None,
                 holes: None,
                 layout: None,
+                steady_state: None,
                 name: "p".into(),
                 elapsed_s: 2.0,
                 interrupted: false,

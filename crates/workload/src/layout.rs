@@ -481,6 +481,12 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
                 if block { "block" } else { "character" }
             )));
         }
+        // A block device written while it (or a partition of it) is mounted or held would
+        // corrupt a filesystem in use: refused, whatever --device says.
+        let writes = job.workload.block().is_none_or(|b| b.rw.writes());
+        if let Some(why) = Some(meta.st_rdev).filter(|_| block && writes).and_then(crate::device::in_use) {
+            return Err(refuse(path, why));
+        }
         let _ = at.file.set(held);
         let dev_len = if block {
             at.open(OpenOptions { read: true, ..Default::default() })

@@ -13,6 +13,7 @@ pub mod error;
 mod aggregate;
 pub mod clock;
 pub mod cpu;
+pub mod device;
 pub mod executor;
 mod keep;
 pub mod layout;
@@ -23,8 +24,10 @@ pub mod ns;
 pub mod owned;
 pub mod pattern;
 pub mod place;
+pub mod precondition;
 pub mod rendezvous;
 pub mod source;
+mod steady;
 mod validation;
 pub mod worker;
 

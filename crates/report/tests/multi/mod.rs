@@ -139,6 +139,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         limit: None,
         holes: None,
         layout: None,
+        steady_state: None,
     }
 }
 

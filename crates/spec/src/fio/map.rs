@@ -96,6 +96,7 @@ struct Raw {
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
+    ss: SsRaw,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -424,6 +425,14 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "runtime" => r.runtime = Some((time(o)?, at)),
         "time_based" => r.time_based = Some((flag(o)?, at)),
         "ramp_time" => r.ramp = Some((time(o)?, at)),
+        "steadystate"
+        | "ss"
+        | "steadystate_duration"
+        | "ss_dur"
+        | "steadystate_ramp_time"
+        | "ss_ramp"
+        | "steadystate_check_interval"
+        | "ss_interval" => read_ss(&mut r.ss, o)?,
         "rate" | "rate_iops" => read_rate(r, o)?,
         "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
@@ -763,6 +772,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         }
     }
     finish_time(&r, rw, threads, &mut o, said);
+    finish_ss(&r.ss, &mut o, said);
     if let Some((d, at)) = &r.dist {
         o.set("dist", at);
         o.p.dist = Some(*d);
@@ -1321,6 +1331,92 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
                 format!("rate_iops is per job in fio: {threads} jobs make {} IOPS in all", v.saturating_mul(threads)),
             );
         }
+    }
+}
+
+// Steady state (issue 29): fio's `steadystate`/`ss`, `ss_dur`, `ss_ramp` and `ss_interval`
+// onto `--steady-state CRITERION`, `--ss-dur`, `--ss-ramp`, `--ss-interval`. As in fio, the
+// criterion judges nothing without a window (`ss_dur` unset or 0), and a window without a
+// criterion takes fio's default, `iops_slope:0.01%`.
+
+/// A job's steady-state options as read.
+#[derive(Default, Clone)]
+struct SsRaw {
+    criterion: Option<(crate::steady::FioCriterion, Loc)>,
+    dur: Option<(Duration, Loc)>,
+    ramp: Option<(Duration, Loc)>,
+    interval: Option<(Duration, Loc)>,
+}
+
+fn read_ss(ss: &mut SsRaw, o: &Opt) -> Result<(), Problem> {
+    let at = o.at.clone();
+    let time = |o: &Opt| -> Result<Duration, Problem> { value::time(need(o)?).map_err(|e| bad(o, e)) };
+    match o.key.as_str() {
+        "steadystate" | "ss" => ss.criterion = Some((need(o)?.parse().map_err(|e: String| bad(o, e))?, at)),
+        "steadystate_duration" | "ss_dur" => ss.dur = Some((time(o)?, at)),
+        "steadystate_ramp_time" | "ss_ramp" => ss.ramp = Some((time(o)?, at)),
+        _ => ss.interval = Some((time(o)?, at)),
+    }
+    Ok(())
+}
+
+fn finish_ss(ss: &SsRaw, o: &mut Out, said: &mut Said) {
+    let Some((dur, dat)) = ss.dur.as_ref().filter(|(d, _)| !d.is_zero()) else {
+        if let Some((c, at)) = &ss.criterion {
+            said.note(
+                at,
+                format!("ss={c} without ss_dur: fio judges no steady state without its window, nor does iolab"),
+            );
+        }
+        return;
+    };
+    let criterion = ss.criterion.as_ref().map_or(crate::steady::FioCriterion::FIO_DEFAULT, |(c, _)| *c);
+    o.set("steady_state", ss.criterion.as_ref().map_or(dat, |(_, at)| at));
+    o.p.steady_state = Some(crate::steady::SteadyWord::Fio(criterion));
+    o.set("ss_dur", dat);
+    o.p.ss_dur = Some(*dur);
+    if let Some((r, at)) = &ss.ramp {
+        o.set("ss_ramp", at);
+        o.p.ss_ramp = Some(*r);
+    }
+    if let Some((i, at)) = &ss.interval {
+        o.set("ss_interval", at);
+        o.p.ss_interval = Some(*i);
+    }
+}
+
+#[cfg(test)]
+mod steady_tests {
+    use crate::fio::tests::plan_of_text;
+    use crate::steady::{FioTest, SteadyState, Tracked};
+    use std::time::Duration;
+
+    #[test]
+    fn fio_steady_state_options_map_with_their_aliases_and_defaults() {
+        let plan = plan_of_text(
+            "[a]\nfilename=/d/f\nsize=1m\nrw=randwrite\ntime_based\nruntime=60\nsteadystate=iops_slope:0.3%\nss_dur=20\nss_ramp=5s\n",
+        );
+        let Some(SteadyState::Fio(f)) = plan.phases[0].jobs[0].steady else { panic!("no criterion") };
+        assert_eq!((f.criterion.tracked, f.criterion.test, f.criterion.limit), (Tracked::Iops, FioTest::Slope, 0.3));
+        assert!(f.criterion.percent);
+        assert_eq!(
+            (f.dur, f.ramp, f.interval),
+            (Duration::from_secs(20), Duration::from_secs(5), Duration::from_secs(1))
+        );
+        // A window alone takes fio's default criterion; the long names are fio's too.
+        let plan = plan_of_text("[a]\nfilename=/d/f\nsize=1m\nsteadystate_duration=10\nsteadystate_check_interval=2\n");
+        let Some(SteadyState::Fio(f)) = plan.phases[0].jobs[0].steady else { panic!("no criterion") };
+        assert_eq!(f.criterion.to_string(), "iops_slope:0.01%");
+        assert_eq!(f.samples(), 5);
+        // A criterion without a window judges nothing, as in fio.
+        let plan = plan_of_text("[a]\nfilename=/d/f\nsize=1m\nss=bw:10%\n");
+        assert_eq!(plan.phases[0].jobs[0].steady, None);
+    }
+
+    #[test]
+    fn a_bad_criterion_is_named_at_its_line() {
+        let e = crate::fio::tests::err_of_text("[a]\nfilename=/d/f\nsize=1m\nss=iops_slop:1%\nss_dur=10\n");
+        assert!(e.contains("job.fio:4: ss: `iops_slop`") && e.contains("iops_slope") && !e.contains("snia"), "{e}");
     }
 }
 

@@ -54,6 +54,16 @@ fn plan_of(text: &str) -> Plan {
     parse_one(text).unwrap_or_else(|e| panic!("{e}")).plan(&JobPatch::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A job file's plan, for tests beside the mapping (`map.rs`'s steady-state block).
+pub(crate) fn plan_of_text(text: &str) -> Plan {
+    plan_of(text)
+}
+
+/// A job file's error in words, for tests beside the mapping.
+pub(crate) fn err_of_text(text: &str) -> String {
+    err_of(text)
+}
+
 fn err_of(text: &str) -> String {
     match parse_one(text) {
         Ok(f) => f.plan(&JobPatch::default()).map(|_| String::new()).unwrap_or_else(|e| e.to_string()),

@@ -53,6 +53,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         overwrite: false,
         device: false,
         verify: None,
+        steady: None,
         workload: Workload::Replay(r),
     }
 }
