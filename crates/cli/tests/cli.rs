@@ -115,6 +115,9 @@ fn against_docs(v: &Value, skip: impl Fn(&str) -> bool) -> (Vec<String>, Vec<Str
         {
             continue; // only with reads in kept holes, on several nodes, or a limit naming a device, link or option; checked in tests/figures.rs
         }
+        if d.starts_with("phases[].steady_state") {
+            continue; // only in a phase judged for steady state; checked in json_of_steady_state_runs_matches_docs
+        }
         if skip(d) {
             continue;
         }
@@ -189,6 +192,44 @@ fn json_of_validation_matches_docs() {
     assert!(missing.is_empty(), "documented but absent: {missing:?}");
     assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
     assert!(u(&run["phases"][0]["total"]["classes"]["journal"]["ops"]) > 0, "the journal's writes are timed");
+}
+
+/// A phase judged for steady state, by SNIA's rule and by one of fio's: between them every
+/// documented `phases[].steady_state` field is there, and nothing undocumented.
+#[test]
+fn json_of_steady_state_runs_matches_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let base = ["run", "--target", f.to_str().unwrap(), "--size", "1M", "--rw", "randread", "--rate-iops", "200"];
+    let snia = run_json(
+        &[&base[..], &["--steady-state", "snia", "--round", "1s", "--ss-window", "2", "--ss-max-rounds", "3"]].concat(),
+    );
+    let fio = run_json(&[&base[..], &["--steady-state", "iops:50%", "--ss-dur", "2s", "--runtime", "4s"]].concat());
+    let mut seen = BTreeSet::new();
+    for v in [&snia, &fio] {
+        assert!(v["phases"][0]["steady_state"].is_object(), "{v}");
+        paths(v, "", &mut seen);
+    }
+    seen.retain(|p| p.starts_with("phases[].steady_state"));
+    // The rows name several fields at once (`a.first`, `.last`): each is documented.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let mut docs = BTreeSet::new();
+    for row in text.lines().filter_map(|l| l.strip_prefix("| `phases[].steady_state")) {
+        let cell = row.split(" | ").next().unwrap_or("");
+        let first = format!("phases[].steady_state{}", cell.split('`').next().unwrap_or(""));
+        let parent = first.rsplit_once('.').map_or(first.clone(), |(p, _)| p.to_string());
+        for (i, name) in cell.split('`').enumerate().filter(|(i, _)| i % 2 == 0) {
+            if i == 0 {
+                docs.insert(first.clone());
+            } else if let Some(field) = name.strip_prefix('.') {
+                docs.insert(format!("{parent}.{field}"));
+            }
+        }
+    }
+    let missing: Vec<&String> = docs.difference(&seen).collect();
+    let undocumented: Vec<&String> = seen.difference(&docs).collect();
+    assert!(missing.is_empty(), "documented but absent: {missing:?}");
+    assert!(undocumented.is_empty(), "present but not in docs/json.md: {undocumented:?}");
 }
 
 #[test]

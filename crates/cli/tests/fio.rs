@@ -217,13 +217,13 @@ fn convert_prints_toml_that_runs_as_the_same_plan() {
     let d = tempfile::tempdir().unwrap();
     let job = d.path().join("two.fio");
     let text = format!(
-        "[global]\ndirectory={}\nsize=1m\nioengine=libaio\niodepth=8\n[seq]\nrw=write\nbs=128k\n[rand]\nstonewall\nrw=randread\nbsrange=4k-16k\nnumjobs=2\n",
+        "[global]\ndirectory={}\nsize=1m\nioengine=posixaio\niodepth=8\n[seq]\nrw=write\nbs=128k\n[rand]\nstonewall\nrw=randread\nbsrange=4k-16k\nnumjobs=2\n",
         d.path().display()
     );
     std::fs::write(&job, text).unwrap();
     let conv = iolab().arg("convert").arg(&job).output().unwrap();
     assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
-    assert!(String::from_utf8_lossy(&conv.stderr).contains("two.fio:4: ioengine=libaio runs on io_uring"));
+    assert!(String::from_utf8_lossy(&conv.stderr).contains("two.fio:4: ioengine=posixaio runs on io_uring"));
     let toml_path = d.path().join("two.toml");
     std::fs::write(&toml_path, &conv.stdout).unwrap();
     let plan = |p: &Path| -> Value {

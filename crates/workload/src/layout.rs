@@ -474,44 +474,7 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         ));
     }
     if ft == FileType::BlockDevice || ft == FileType::CharacterDevice {
-        let block = ft == FileType::BlockDevice;
-        if !job.device {
-            return Err(refuse(path, format!(
-                "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
-                if block { "block" } else { "character" }
-            )));
-        }
-        // A block device written while it (or a partition of it) is mounted or held would
-        // corrupt a filesystem in use: refused, whatever --device says.
-        let writes = job.workload.block().is_none_or(|b| b.rw.writes());
-        if let Some(why) = Some(meta.st_rdev).filter(|_| block && writes).and_then(crate::device::in_use) {
-            return Err(refuse(path, why));
-        }
-        let _ = at.file.set(held);
-        let dev_len = if block {
-            at.open(OpenOptions { read: true, ..Default::default() })
-                .and_then(|mut f| f.seek(SeekFrom::End(0)))
-                .map_err(io_err("sizing", path))?
-        } else {
-            0
-        };
-        let size = match (job.size, dev_len) {
-            (Some(s), 0) => s.0.saturating_add(off),
-            (Some(s), n) => s.0.saturating_add(off).min(n),
-            (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
-            (None, n) => n,
-        };
-        return Ok(Target {
-            path: path.to_path_buf(),
-            kind: TargetKind::Device,
-            size: past_offset(size)?,
-            existing: dev_len,
-            exists: true,
-            layout: false,
-            empty: Vec::new(),
-            fill_holes: false,
-            at,
-        });
+        return device_target(job, path, at, held, (ft == FileType::BlockDevice, meta.st_rdev), past_offset);
     }
     if ft == FileType::Directory {
         return Err(refuse(path, "it is a directory".into()));
@@ -574,6 +537,56 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         layout: needs_data && (grows || fill_holes),
         empty,
         fill_holes,
+        at,
+    })
+}
+
+/// A device as a target: only with `--device`, never a block device in use when the job
+/// writes, sized by the device (or `--size` within it).
+fn device_target(
+    job: &Job,
+    path: &Path,
+    at: Arc<Spot>,
+    held: OwnedFd,
+    (block, rdev): (bool, u64),
+    size_of: impl Fn(u64) -> Result<u64, LayoutError>,
+) -> Result<Target, LayoutError> {
+    let off = job.workload.block().map_or(0, |b| b.offset());
+    if !job.device {
+        return Err(refuse(path, format!(
+            "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
+            if block { "block" } else { "character" }
+        )));
+    }
+    // A block device written while it (or a partition of it) is mounted or held would
+    // corrupt a filesystem in use: refused, whatever --device says.
+    let writes = job.workload.block().is_none_or(|b| b.rw.writes());
+    if let Some(why) = Some(rdev).filter(|_| block && writes).and_then(crate::device::in_use) {
+        return Err(refuse(path, why));
+    }
+    let _ = at.file.set(held);
+    let dev_len = if block {
+        at.open(OpenOptions { read: true, ..Default::default() })
+            .and_then(|mut f| f.seek(SeekFrom::End(0)))
+            .map_err(io_err("sizing", path))?
+    } else {
+        0
+    };
+    let size = match (job.size, dev_len) {
+        (Some(s), 0) => s.0.saturating_add(off),
+        (Some(s), n) => s.0.saturating_add(off).min(n),
+        (None, 0) => return Err(refuse(path, "a character device has no size; add --size".into())),
+        (None, n) => n,
+    };
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::Device,
+        size: size_of(size)?,
+        existing: dev_len,
+        exists: true,
+        layout: false,
+        empty: Vec::new(),
+        fill_holes: false,
         at,
     })
 }

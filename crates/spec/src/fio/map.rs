@@ -315,60 +315,6 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         // fio-syntax: filename templates, a percentage offset's alignment, zones.
         "filename_format" => r.filename_format = Some((need(o)?.to_string(), at)),
         "offset_align" => r.offset_align = Some((size(o)?, at)),
-        "verify" => {
-            let v = need(o)?;
-            let on = match v {
-                "0" | "null" => false,
-                "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha512"
-                | "sha256" | "sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => true,
-                other => return Err(bad(o, format!("`{other}`: fio's are md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-224...512, meta, pattern, null"))),
-            };
-            r.verify = Some((on, v.to_string(), at));
-        }
-        "do_verify" => r.do_verify = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
-        "verify_fatal" => r.verify_fatal = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
-        // How fio checks, where iolab's stamp does the same or more: said, not mapped further.
-        "verify_async" | "verify_interval" | "verify_offset" | "verify_pattern" | "verify_dump"
-        | "verify_state_save" | "verify_async_cpus" => {
-            need(o)?;
-            said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
-        }
-        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
-            &at,
-            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
-        ),
-        "verify_only" => said.unmapped(
-            &at,
-            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
-        ),
-        "verify_state_load" => said.unmapped(
-            &at,
-            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
-        ),
-        "write_bw_log" | "write_iops_log" | "write_lat_log" => {
-            let i = match o.key.as_str() {
-                "write_bw_log" => 0,
-                "write_iops_log" => 1,
-                _ => 2,
-            };
-            // Bare, fio names the log after the job.
-            r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
-        }
-        "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
-        "log_offset" => {
-            if flag(o)? {
-                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
-            }
-        }
-        "blockalign" | "ba" => {
-            let v = need(o)?;
-            let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
-            r.blockalign = Some((dirs, format!("{}={v}", o.key), at));
-        }
-        "per_job_logs" => {
-            flag(o)?;
-            said.note(&at, "per_job_logs: iolab writes one log per phase, its jobs and threads together".into());
-        }
         "zonemode" => {
             let v = need(o)?;
             match v {
@@ -479,6 +425,87 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 other => return Err(bad(o, format!("`{other}`: kb_base is 1024 or 1000"))),
             }
         }
+        _ => {
+            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? {
+                said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// fio's verify family and its logs (`Ok(false)`: not one of them).
+fn read_verify_or_log(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
+    let at = o.at.clone();
+    let kb = r.kb;
+    let int = |o: &Opt| -> Result<u64, Problem> { value::int(need(o)?).map_err(|e| bad(o, e)) };
+    match canonical(&o.key) {
+        "verify" => {
+            let v = need(o)?;
+            let on = match v {
+                "0" | "null" => false,
+                "md5" | "crc64" | "crc32c" | "crc32c-intel" | "crc32" | "crc16" | "crc7" | "xxhash" | "sha512"
+                | "sha256" | "sha1" | "sha3-224" | "sha3-256" | "sha3-384" | "sha3-512" | "meta" | "pattern" => true,
+                other => return Err(bad(o, format!("`{other}`: fio's are md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha256, sha512, sha3-224...512, meta, pattern, null"))),
+            };
+            r.verify = Some((on, v.to_string(), at));
+        }
+        "do_verify" => r.do_verify = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "verify_fatal" => r.verify_fatal = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        // How fio checks, where iolab's stamp does the same or more: said, not mapped further.
+        "verify_async" | "verify_interval" | "verify_offset" | "verify_pattern" | "verify_dump"
+        | "verify_state_save" | "verify_async_cpus" => {
+            need(o)?;
+            said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
+        }
+        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
+            &at,
+            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
+        ),
+        "verify_only" => said.unmapped(
+            &at,
+            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
+        ),
+        "verify_state_load" => said.unmapped(
+            &at,
+            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
+        ),
+        "write_bw_log" | "write_iops_log" | "write_lat_log" => {
+            let i = match o.key.as_str() {
+                "write_bw_log" => 0,
+                "write_iops_log" => 1,
+                _ => 2,
+            };
+            // Bare, fio names the log after the job.
+            r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
+        }
+        "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
+        "log_offset" => {
+            if flag(o)? {
+                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
+            }
+        }
+        "blockalign" | "ba" => {
+            let v = need(o)?;
+            let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
+            r.blockalign = Some((dirs, format!("{}={v}", o.key), at));
+        }
+        "per_job_logs" => {
+            flag(o)?;
+            said.note(&at, "per_job_logs: iolab writes one log per phase, its jobs and threads together".into());
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Start delays, think time, counts, job ends, submission and CPUs: the executor's
+/// capabilities fio's options map onto (`Ok(false)`: not one of them).
+fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
+    let at = o.at.clone();
+    let int = |o: &Opt| -> Result<u64, Problem> { value::int(need(o)?).map_err(|e| bad(o, e)) };
+    let time = |o: &Opt| -> Result<Duration, Problem> { value::time(need(o)?).map_err(|e| bad(o, e)) };
+    match canonical(&o.key) {
         // Start, think time and counts (issue 27's executor capabilities).
         "startdelay" => r.start_delay = Some((start_delay(need(o)?).map_err(|e| bad(o, e))?, at)),
         "thinktime" => r.thinktime = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
@@ -526,9 +553,9 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             "group" | "stonewall" => {}
             other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
         },
-        _ => said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key)),
+        _ => return Ok(false),
     }
-    Ok(())
+    Ok(true)
 }
 
 /// What iolab does where fio's verify options tune how fio checks.
@@ -1351,7 +1378,7 @@ struct SsRaw {
 fn read_ss(ss: &mut SsRaw, o: &Opt) -> Result<(), Problem> {
     let at = o.at.clone();
     let time = |o: &Opt| -> Result<Duration, Problem> { value::time(need(o)?).map_err(|e| bad(o, e)) };
-    match o.key.as_str() {
+    match canonical(&o.key) {
         "steadystate" | "ss" => ss.criterion = Some((need(o)?.parse().map_err(|e: String| bad(o, e))?, at)),
         "steadystate_duration" | "ss_dur" => ss.dur = Some((time(o)?, at)),
         "steadystate_ramp_time" | "ss_ramp" => ss.ramp = Some((time(o)?, at)),
