@@ -1,6 +1,7 @@
 //! Steady state (issue 29) as whole commands on real files: SNIA's rounds ending a steady phase
 //! in exactly its window, a phase whose rate changes every round never judged steady, and a
 //! fio job file's `steadystate=iops_slope:0.3%` with `ss_dur` beside fio 3.33 on the same job.
+#![allow(clippy::disallowed_macros)] // a test prints its skips and figures with eprintln!, not user text
 
 mod common;
 use common::*;
