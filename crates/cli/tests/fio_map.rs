@@ -216,7 +216,8 @@ fn bssplit_per_direction_sizes_reads_and_writes_apart() {
 }
 
 /// `exitall`: the first job to end ends the others of its phase (fio's group), not the run:
-/// a later phase still runs.
+/// a later phase still runs. The short job is paced (16 reads at 100 IOPS, ~0.16 s), so the long
+/// one has started on a loaded machine before it is ended.
 #[test]
 fn exitall_ends_the_phase_when_its_first_job_ends() {
     let d = common::disk_tempdir();
@@ -225,7 +226,7 @@ fn exitall_ends_the_phase_when_its_first_job_ends() {
     std::fs::write(
         &job,
         "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nexitall\n\
-         [short]\nio_size=256k\n\
+         [short]\nio_size=64k\nrate_iops=100\n\
          [long]\nruntime=20\ntime_based\n\
          [after]\nstonewall\nio_size=64k\n",
     )
