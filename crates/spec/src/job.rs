@@ -264,7 +264,7 @@ impl Dist {
             access += a as u32;
             if absolute {
                 let r = size(r.trim()).map_err(|e| format!("`{text}`: {e}"))?;
-                region += r;
+                region = region.saturating_add(r);
                 zones.push((a, r));
             } else {
                 let r: u8 =

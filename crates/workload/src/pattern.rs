@@ -106,10 +106,10 @@ impl Pattern {
                     mult: coprime_multiplier(blocks),
                 },
                 Dist::Zoned(z) => Where::Zoned(zone_table(blocks, z.iter().map(|&(a, r)| (a, r as u64)), |at, len| {
-                    (at * blocks / 100, blocks * len / 100)
+                    (pct_of(at, blocks), pct_of(len, blocks))
                 })),
                 Dist::ZonedAbs(z) => Where::Zoned(zone_table(blocks, z.iter().map(|&(a, r)| (a, r.0)), |at, len| {
-                    (at / align, (at + len) / align - at / align)
+                    (at / align, at.saturating_add(len) / align - at / align)
                 })),
                 &Dist::Zipf(theta) => Where::Zipf {
                     blocks,
@@ -308,7 +308,7 @@ fn zone_table(
     let (mut pct, mut size) = (0usize, 0u64);
     for (access, len) in zones {
         let (first, n) = span(size, len);
-        size += len;
+        size = size.saturating_add(len);
         let first = first.min(blocks - 1);
         let span = (first, n.min(blocks - first).max(1));
         for slot in table.iter_mut().skip(pct).take(access as usize) {
@@ -317,6 +317,11 @@ fn zone_table(
         pct += access as usize;
     }
     table
+}
+
+/// `pct` percent of `blocks`, rounded down as fio's integer arithmetic does.
+fn pct_of(pct: u64, blocks: u64) -> u64 {
+    (pct as u128 * blocks as u128 / 100) as u64
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -461,8 +466,9 @@ mod tests {
         let first = b.iter().filter(|&&x| x < 5120).count() as f64 / 1e5;
         assert!((first - 0.6).abs() < 0.01, "{first}");
         assert!(b.iter().all(|&x| x < 25_600), "nothing past 100 MiB");
-        // A zone past the file's end is cut at it.
+        // A zone past the file's end is cut at it, however large.
         assert!(blocks_of("zoned_abs:50/1m:50/1g", 1000, 10_000).iter().all(|&x| x < 1000));
+        assert!(blocks_of("zoned_abs:50/16383P:50/16383P", 1000, 10_000).iter().all(|&x| x < 1000));
     }
 
     #[test]

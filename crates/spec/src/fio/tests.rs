@@ -668,3 +668,9 @@ fn dist_flag_forms_round_trip_and_bad_ones_say_what_is_accepted() {
         assert!(e.contains(says), "{bad}: {e}");
     }
 }
+
+#[test]
+fn huge_zone_sizes_do_not_overflow() {
+    let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();
+    assert!(matches!(d, Dist::ZonedAbs(z) if z.len() == 2));
+}
