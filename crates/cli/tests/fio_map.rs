@@ -296,3 +296,118 @@ fn cpus_allowed_pins_the_jobs_threads() {
     assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(seen, vec!["0".to_string(), "0".to_string()], "both threads pinned to CPU 0");
 }
+
+/// The 4 KiB blocks read by `pread64` in an strace log (`strace -f -P FILE -o`), in order.
+fn pread_blocks(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|l| l.contains("pread64(") && l.ends_with("= 4096"))
+        .filter_map(|l| l.rsplit_once(", ")?.1.split_once(')')?.0.trim().parse::<u64>().ok())
+        .map(|off| off / 4096)
+        .collect()
+}
+
+/// The 4 KiB blocks of a fio iolog's reads (`--write_iolog`, version 3: `TIME FILE read OFFSET LEN`).
+fn iolog_blocks(log: &str) -> Vec<u64> {
+    log.lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, _, "read", off, _] => off.parse::<u64>().ok().map(|o| o / 4096),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Shares of a run's reads: in the first `n` blocks, at or past block `m`, and the hottest 10%
+/// of the file's 4096 blocks (fio hashes pareto's and normal's ranks over the file, iolab
+/// permutes them: where the hot blocks lie differs, how hot they are does not).
+fn shares(blocks: &[u64], n: u64, m: u64) -> (f64, f64, f64) {
+    let total = blocks.len() as f64;
+    let mut hits = std::collections::HashMap::new();
+    for b in blocks {
+        *hits.entry(*b).or_insert(0u64) += 1;
+    }
+    let mut v: Vec<u64> = hits.into_values().collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    let hot = v.iter().take(410).sum::<u64>() as f64 / total;
+    let first = blocks.iter().filter(|&&b| b < n).count() as f64 / total;
+    let past = blocks.iter().filter(|&&b| b >= m).count() as f64 / total;
+    (first, past, hot)
+}
+
+/// `random_distribution` pareto, normal, zoned and zoned_abs on a real 16 MiB file, 20480 reads
+/// of 4 KiB: iolab's offsets (its `pread64` calls, under strace) against fio 3.33's
+/// (`--write_iolog`) on the same job. fio, 2026-11-26: zoned:50/5:50/95 put 50.1% in the first
+/// 5%; zoned_abs:60/2m:40/6m 59.8% in the first 2 MiB, none past 8 MiB; the hottest 10% of the
+/// blocks took 90.5% (pareto:0.9) and 45.6% (normal:10).
+#[test]
+#[allow(clippy::disallowed_macros)] // it prints its figures (--nocapture), not user text
+fn random_distributions_put_offsets_where_fios_do() {
+    if !have("strace") {
+        skip("strace is not installed");
+        return;
+    }
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 16 << 20]).unwrap();
+    let bin = common::iolab_process().get_program().to_owned();
+    // (distribution, first blocks counted, blocks from which none may be read, its zone share)
+    for (dist, n, m, want) in [
+        ("zoned:50/5:50/95", 204, 4096, Some(0.5)),
+        ("zoned_abs:60/2m:40/6m", 512, 2048, Some(0.6)),
+        ("pareto:0.9", 0, 4096, None),
+        ("normal:10", 0, 4096, None),
+    ] {
+        let job = d.path().join("dist.fio");
+        std::fs::write(
+            &job,
+            format!(
+                "[global]\nfilename=${{DIR}}/f\nsize=16m\nbs=4k\nioengine=psync\nrw=randread\nnorandommap\nio_size=80m\n\
+                 [j]\nrandom_distribution={dist}\n"
+            ),
+        )
+        .unwrap();
+        let trace = d.path().join("trace");
+        let out = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=pread64", "-P"])
+            .arg(d.path().join("f"))
+            .arg("-o")
+            .arg(&trace)
+            .arg(&bin)
+            .args(["run", "--output", "json", "--no-progress"])
+            .arg(&job)
+            .env("DIR", d.path())
+            .env("IOLAB_DB", d.path().join("db"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "iolab {dist}: {}", String::from_utf8_lossy(&out.stderr));
+        let ours = pread_blocks(&std::fs::read_to_string(&trace).unwrap());
+        assert!((20_000..=20_480).contains(&ours.len()), "{dist}: {} reads of 4 KiB traced", ours.len());
+        let (first, past, hot) = shares(&ours, n, m);
+        assert_eq!(past, 0.0, "{dist}: reads past block {m}");
+        if let Some(w) = want {
+            assert!((first - w).abs() < 0.02, "{dist}: {first} of the reads in the first {n} blocks, want {w}");
+        }
+        if !have("fio") {
+            skip("fio is not installed: iolab's side only");
+            continue;
+        }
+        let log = d.path().join("fio.iolog");
+        // fio appends to an iolog that exists.
+        let _ = std::fs::remove_file(&log);
+        let fio = Command::new("fio")
+            .arg(format!("--write_iolog={}", log.display()))
+            .arg("--output-format=terse")
+            .arg(&job)
+            .env("DIR", d.path())
+            .output()
+            .unwrap();
+        assert!(fio.status.success(), "fio {dist}: {}", String::from_utf8_lossy(&fio.stderr));
+        let theirs = iolog_blocks(&std::fs::read_to_string(&log).unwrap());
+        assert_eq!(theirs.len(), 20_480, "{dist}: fio's reads");
+        let (ffirst, fpast, fhot) = shares(&theirs, n, m);
+        assert_eq!(fpast, 0.0, "{dist}: fio read past block {m}");
+        eprintln!(
+            "{dist}: first {n} blocks iolab {first:.3} fio {ffirst:.3}; hottest 10% iolab {hot:.3} fio {fhot:.3}"
+        );
+        assert!((first - ffirst).abs() < 0.02, "{dist}: first {n} blocks: iolab {first}, fio {ffirst}");
+        assert!((hot - fhot).abs() < 0.03, "{dist}: the hottest 10% of blocks: iolab {hot}, fio {fhot}");
+    }
+}

@@ -294,8 +294,9 @@ fn job_options(j: &Job) -> Map<String, Value> {
             if let Some(r) = b.rate_iops {
                 put("rate_iops", r.to_string());
             }
-            if let iolab_spec::Dist::Zipf(t) = b.dist {
-                put("random_distribution", format!("zipf:{t}"));
+            if b.dist != iolab_spec::Dist::Uniform {
+                // iolab writes every distribution as fio does (`zipf:1.2`, `zoned:50/5:50/95`).
+                put("random_distribution", b.dist.to_string());
             }
         }
         other => put("iolab_workload", other.label()),

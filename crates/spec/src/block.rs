@@ -79,7 +79,7 @@ impl BlockJob {
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
             stride: p.stride,
-            dist: p.dist.unwrap_or(Dist::Uniform),
+            dist: p.dist.clone().unwrap_or(Dist::Uniform),
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
             fsync_every: p.fsync_every.unwrap_or(1),
             end_fsync: p.end_fsync.unwrap_or(false),

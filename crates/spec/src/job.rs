@@ -218,38 +218,138 @@ impl<'de> Deserialize<'de> for BlockSizes {
     }
 }
 
-/// Where random offsets fall.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Where random offsets fall. Every form but `Uniform` is fio's `random_distribution` of the
+/// same name, drawn as fio draws it (crates/workload's pattern).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Dist {
     Uniform,
     /// Zipf with exponent theta: a few blocks get most of the I/O.
     Zipf(f64),
+    /// fio's pareto with power h (0 < h < 1): block rank `(n-1) * u^(ln h / ln(1-h))`.
+    Pareto(f64),
+    /// fio's normal: a bell around the middle of the blocks, widened by a deviation given as a
+    /// percentage (0..=100) of them.
+    Normal(f64),
+    /// fio's zoned: (access %, region %) pairs, in order from the file's start; the access
+    /// percentages add up to 100, the regions to at most 100.
+    Zoned(Vec<(u8, u8)>),
+    /// fio's zoned_abs: (access %, region size) pairs, in order from the file's start.
+    ZonedAbs(Vec<(u8, Bytes)>),
+}
+
+/// fio's limit on the zones of `zoned` and `zoned_abs`.
+pub const MAX_ZONES: usize = 256;
+
+impl Dist {
+    /// `zoned` (`absolute` false: sizes are percentages of the file) or `zoned_abs` (sizes in
+    /// bytes) from its `ACCESS%/SIZE` pairs; `size` reads one size (fio's and iolab's suffixes differ).
+    pub fn zoned(
+        text: &str,
+        pairs: &str,
+        absolute: bool,
+        size: impl Fn(&str) -> Result<u64, String>,
+    ) -> Result<Dist, String> {
+        let form = if absolute { "zoned_abs:60/20m:40/80m" } else { "zoned:50/5:30/15:20/80" };
+        let mut zones = Vec::new();
+        let (mut access, mut region) = (0u32, 0u64);
+        for pair in pairs.split(':') {
+            let (a, r) =
+                pair.split_once('/').ok_or_else(|| format!("`{text}`: each zone is ACCESS%/SIZE, as in {form}"))?;
+            let a: u8 = a
+                .trim()
+                .parse()
+                .ok()
+                .filter(|a| *a <= 100)
+                .ok_or_else(|| format!("`{text}`: `{a}` is not an access percentage (0 to 100), as in {form}"))?;
+            access += a as u32;
+            if absolute {
+                let r = size(r.trim()).map_err(|e| format!("`{text}`: {e}"))?;
+                region = region.saturating_add(r);
+                zones.push((a, r));
+            } else {
+                let r: u8 =
+                    r.trim().parse().ok().filter(|r| *r <= 100).ok_or_else(|| {
+                        format!("`{text}`: `{r}` is not a region percentage (0 to 100), as in {form}")
+                    })?;
+                region += r as u64;
+                zones.push((a, r as u64));
+            }
+        }
+        if zones.len() > MAX_ZONES {
+            return Err(format!("`{text}`: at most {MAX_ZONES} zones (fio's limit)"));
+        }
+        if access != 100 {
+            return Err(format!("`{text}`: the access percentages add up to {access}, not 100"));
+        }
+        if absolute {
+            if region == 0 {
+                return Err(format!("`{text}`: the zones cover no bytes"));
+            }
+            Ok(Dist::ZonedAbs(zones.into_iter().map(|(a, r)| (a, Bytes(r))).collect()))
+        } else {
+            if region > 100 || region == 0 {
+                return Err(format!(
+                    "`{text}`: the region percentages add up to {region}; they must add up to 1..=100"
+                ));
+            }
+            Ok(Dist::Zoned(zones.into_iter().map(|(a, r)| (a, r as u8)).collect()))
+        }
+    }
 }
 
 impl FromStr for Dist {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let number = |t: &str, what: &str, eg: &str| -> Result<f64, String> {
+            t.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("`{s}`: {what} must be a number, as in {eg}"))
+        };
         match s.split_once(':') {
             None if s == "uniform" => Ok(Dist::Uniform),
             None if s == "zipf" => Ok(Dist::Zipf(1.2)),
             Some(("zipf", t)) => {
-                let theta: f64 =
-                    t.parse().map_err(|_| format!("`{s}`: zipf's theta must be a number, as in zipf:1.2"))?;
-                if !(theta > 0.0 && theta.is_finite()) {
+                let theta = number(t, "zipf's theta", "zipf:1.2")?;
+                if theta <= 0.0 {
                     return Err(format!("`{s}`: zipf's theta must be above 0"));
                 }
                 Ok(Dist::Zipf(theta))
             }
-            _ => Err(format!("unknown distribution `{s}`; accepted: uniform, zipf, zipf:THETA")),
+            Some(("pareto", h)) => {
+                let h = number(h, "pareto's power", "pareto:0.9")?;
+                if !(h > 0.0 && h < 1.0) {
+                    return Err(format!("`{s}`: pareto's power must be above 0 and below 1, as in pareto:0.9"));
+                }
+                Ok(Dist::Pareto(h))
+            }
+            Some(("normal", d)) => {
+                let d = number(d, "normal's deviation", "normal:10")?;
+                if !(0.0..=100.0).contains(&d) {
+                    return Err(format!("`{s}`: normal's deviation is a percentage, 0 to 100, as in normal:10"));
+                }
+                Ok(Dist::Normal(d))
+            }
+            Some(("zoned", z)) => Dist::zoned(s, z, false, |_| Ok(0)),
+            Some(("zoned_abs", z)) => Dist::zoned(s, z, true, |t| parse_size(t).map(|b| b.0)),
+            _ => Err(format!(
+                "unknown distribution `{s}`; accepted: uniform, zipf, zipf:THETA, pareto:H, normal:DEV%, \
+                 zoned:ACCESS%/REGION%:..., zoned_abs:ACCESS%/SIZE:..."
+            )),
         }
     }
 }
 
 impl fmt::Display for Dist {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let zones = |f: &mut fmt::Formatter<'_>, name: &str, z: Vec<String>| write!(f, "{name}:{}", z.join(":"));
         match self {
             Dist::Uniform => f.write_str("uniform"),
             Dist::Zipf(t) => write!(f, "zipf:{t}"),
+            Dist::Pareto(h) => write!(f, "pareto:{h}"),
+            Dist::Normal(d) => write!(f, "normal:{d}"),
+            Dist::Zoned(z) => zones(f, "zoned", z.iter().map(|(a, r)| format!("{a}/{r}")).collect()),
+            Dist::ZonedAbs(z) => zones(f, "zoned_abs", z.iter().map(|(a, r)| format!("{a}/{r}")).collect()),
         }
     }
 }

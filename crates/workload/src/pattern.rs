@@ -1,5 +1,5 @@
 //! Access patterns: where the next I/O goes and how large it is. Sequential, strided,
-//! uniform random and zipf, with weighted block sizes and a read/write mix, all seeded so
+//! uniform random, zipf and fio's pareto, normal, zoned and zoned_abs, with weighted block sizes and a read/write mix, all seeded so
 //! the same job does the same I/O every time.
 
 use iolab_spec::{BlockJob, Dist};
@@ -23,9 +23,33 @@ pub struct Access {
 }
 
 enum Where {
-    Seq { pos: u64, step: Option<u64> },
-    Uniform { blocks: u64 },
-    Zipf { blocks: u64, zipf: Zipf<f64>, mult: u64 },
+    Seq {
+        pos: u64,
+        step: Option<u64>,
+    },
+    Uniform {
+        blocks: u64,
+    },
+    Zipf {
+        blocks: u64,
+        zipf: Zipf<f64>,
+        mult: u64,
+    },
+    /// fio's pareto: rank `(blocks-1) * u^pow`, scattered as zipf's ranks are.
+    Pareto {
+        blocks: u64,
+        pow: f64,
+        mult: u64,
+    },
+    /// fio's normal (lib/gauss.c): the mean of 12 uniform draws over 0..=blocks, plus a uniform
+    /// deviation of `dev` blocks centred on 0, scattered as zipf's ranks are.
+    Normal {
+        blocks: u64,
+        dev: u64,
+        mult: u64,
+    },
+    /// fio's zoned and zoned_abs: for each percent 1..=100, the (first block, blocks) of its zone.
+    Zoned(Box<[(u64, u64); 100]>),
 }
 
 /// Generates the accesses of one worker thread.
@@ -70,9 +94,24 @@ impl Pattern {
         let place = if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
         } else {
-            match job.dist {
+            match &job.dist {
                 Dist::Uniform => Where::Uniform { blocks },
-                Dist::Zipf(theta) => Where::Zipf {
+                Dist::Pareto(h) => {
+                    Where::Pareto { blocks, pow: h.ln() / (1.0 - h).ln(), mult: coprime_multiplier(blocks) }
+                }
+                Dist::Normal(d) => Where::Normal {
+                    blocks,
+                    // fio: ceil(blocks * dev / 100), at most half the blocks.
+                    dev: ((blocks as f64 * d / 100.0).ceil() as u64).min(blocks / 2),
+                    mult: coprime_multiplier(blocks),
+                },
+                Dist::Zoned(z) => Where::Zoned(zone_table(blocks, z.iter().map(|&(a, r)| (a, r as u64)), |at, len| {
+                    (pct_of(at, blocks), pct_of(len, blocks))
+                })),
+                Dist::ZonedAbs(z) => Where::Zoned(zone_table(blocks, z.iter().map(|&(a, r)| (a, r.0)), |at, len| {
+                    (at / align, at.saturating_add(len) / align - at / align)
+                })),
+                &Dist::Zipf(theta) => Where::Zipf {
                     blocks,
                     zipf: Zipf::new(blocks as f64, theta)
                         .unwrap_or_else(|_| Zipf::new(blocks as f64, 1.0).expect("n >= 1")),
@@ -198,6 +237,7 @@ impl Pattern {
                 let rank = (zipf.sample(&mut self.rng) as u64).saturating_sub(1).min(*blocks - 1);
                 ((rank as u128 * *mult as u128) % *blocks as u128) as u64 * self.align
             }
+            Where::Pareto { .. } | Where::Normal { .. } | Where::Zoned(_) => self.skewed_block() * self.align,
         };
         if let Some(r) = &mut self.remaining {
             if (len as u64) > *r {
@@ -214,6 +254,74 @@ impl Pattern {
     pub fn push_back(&mut self, a: Access) {
         self.held = Some(a);
     }
+}
+
+impl Pattern {
+    /// The block of a pareto, normal or zoned draw, as fio draws it (kept out of line: only
+    /// jobs with these distributions come here).
+    #[inline(never)]
+    fn skewed_block(&mut self) -> u64 {
+        match &self.place {
+            Where::Pareto { blocks, pow, mult } => {
+                let rank = ((*blocks - 1) as f64 * self.rng.random::<f64>().powf(*pow)) as u64;
+                scatter(rank.min(*blocks - 1), *mult, *blocks)
+            }
+            Where::Normal { blocks, dev, mult } => {
+                let (n, dev) = (*blocks, *dev);
+                let mut sum: u64 = (0..12).map(|_| self.rng.random_range(0..=n)).sum();
+                sum = sum.div_ceil(12);
+                if dev > 0 {
+                    let mut d = self.rng.random_range(0..dev) as i64 - (dev / 2) as i64;
+                    while sum as i64 + d < 0 || sum as i64 + d >= n as i64 {
+                        d /= 2;
+                    }
+                    sum = (sum as i64 + d) as u64;
+                }
+                scatter(sum.min(n - 1), *mult, n)
+            }
+            Where::Zoned(table) => {
+                let (first, len) = table[self.rng.random_range(0..100usize)];
+                first + self.rng.random_range(0..len)
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// `rank * mult mod blocks`: a permutation of the blocks, so hot ranks are spread over the file
+/// (fio hashes them for the same reason).
+#[inline]
+fn scatter(rank: u64, mult: u64, blocks: u64) -> u64 {
+    ((rank as u128 * mult as u128) % blocks as u128) as u64
+}
+
+/// fio's zone index: for each percent 1..=100 of the draws, the (first block, number of blocks)
+/// of the zone it falls in. `zones` are (access %, size) in file order; `span` turns the sizes
+/// before a zone and its own size into its first block and length, as fio's io_u.c does. Zones
+/// past the file's end are cut at it (fio stops with "zoned_abs sizes exceed file size").
+fn zone_table(
+    blocks: u64,
+    zones: impl Iterator<Item = (u8, u64)>,
+    span: impl Fn(u64, u64) -> (u64, u64),
+) -> Box<[(u64, u64); 100]> {
+    let mut table = Box::new([(0, blocks); 100]);
+    let (mut pct, mut size) = (0usize, 0u64);
+    for (access, len) in zones {
+        let (first, n) = span(size, len);
+        size = size.saturating_add(len);
+        let first = first.min(blocks - 1);
+        let span = (first, n.min(blocks - first).max(1));
+        for slot in table.iter_mut().skip(pct).take(access as usize) {
+            *slot = span;
+        }
+        pct += access as usize;
+    }
+    table
+}
+
+/// `pct` percent of `blocks`, rounded down as fio's integer arithmetic does.
+fn pct_of(pct: u64, blocks: u64) -> u64 {
+    (pct as u128 * blocks as u128 / 100) as u64
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -318,6 +426,79 @@ mod tests {
         assert!(top10 > 50_000 / 3, "the 10 hottest blocks should get a large share, got {top10}");
     }
 
+    /// `n` draws of `dist` over `blocks` 4 KiB blocks: each one's block number.
+    fn blocks_of(dist: &str, blocks: u64, n: usize) -> Vec<u64> {
+        let mut j = job(Rw::RandRead, "4k");
+        j.b.dist = dist.parse().unwrap();
+        let mut p = Pattern::of(&j, 0, 4096 * blocks, true, Some(u64::MAX));
+        (0..n).map(|_| p.next_access().unwrap().offset / 4096).collect()
+    }
+
+    /// Pareto's and normal's draws back in rank order (they are scattered over the file).
+    fn ranks_of(dist: &str, blocks: u64, n: usize) -> Vec<u64> {
+        let mult = coprime_multiplier(blocks);
+        let mut rank = vec![0u64; blocks as usize];
+        for r in 0..blocks {
+            rank[scatter(r, mult, blocks) as usize] = r;
+        }
+        blocks_of(dist, blocks, n).into_iter().map(|b| rank[b as usize]).collect()
+    }
+
+    #[test]
+    fn zoned_puts_each_share_in_its_region() {
+        let b = blocks_of("zoned:50/5:50/95", 10_000, 100_000);
+        let first = b.iter().filter(|&&x| x < 500).count() as f64 / 1e5;
+        assert!((first - 0.5).abs() < 0.01, "50% of the draws in the first 5% of the blocks: {first}");
+        let b = blocks_of("zoned:60/10:30/20:8/30:2/40", 10_000, 100_000);
+        for (lo, hi, want) in [(0, 1000, 0.60), (1000, 3000, 0.30), (3000, 6000, 0.08), (6000, 10_000, 0.02)] {
+            let got = b.iter().filter(|&&x| (lo..hi).contains(&x)).count() as f64 / 1e5;
+            assert!((got - want).abs() < 0.01, "blocks {lo}..{hi}: {got}, want {want}");
+        }
+        // Regions adding up to less than 100%: the rest of the file is never touched (fio alike).
+        let b = blocks_of("zoned:100/10", 10_000, 10_000);
+        assert!(b.iter().all(|&x| x < 1000));
+    }
+
+    #[test]
+    fn zoned_abs_counts_bytes_from_the_start() {
+        // 60% in the first 20 MiB (5120 blocks), 40% in the next 80 MiB, of a 200 MiB file.
+        let b = blocks_of("zoned_abs:60/20m:40/80m", 51_200, 100_000);
+        let first = b.iter().filter(|&&x| x < 5120).count() as f64 / 1e5;
+        assert!((first - 0.6).abs() < 0.01, "{first}");
+        assert!(b.iter().all(|&x| x < 25_600), "nothing past 100 MiB");
+        // A zone past the file's end is cut at it, however large.
+        assert!(blocks_of("zoned_abs:50/1m:50/1g", 1000, 10_000).iter().all(|&x| x < 1000));
+        assert!(blocks_of("zoned_abs:50/16383P:50/16383P", 1000, 10_000).iter().all(|&x| x < 1000));
+    }
+
+    #[test]
+    fn pareto_gives_h_of_the_io_to_1_minus_h_of_the_blocks() {
+        // fio's rank (n-1) u^(ln h / ln(1-h)): the top (1-h) of the ranks get h of the draws.
+        for (h, top) in [(0.9, 0.1), (0.8, 0.2)] {
+            let r = ranks_of(&format!("pareto:{h}"), 10_000, 100_000);
+            let hot = r.iter().filter(|&&x| x as f64 >= 9999.0 * (1.0 - top)).count() as f64 / 1e5;
+            assert!((hot - h).abs() < 0.01, "pareto:{h}: the top {top} of the blocks got {hot}");
+        }
+    }
+
+    #[test]
+    fn normal_spread_follows_fios_deviation() {
+        // fio's gauss: the mean of 12 uniform draws over 0..=n (sd n/12), plus a uniform
+        // deviation of dev% of n (variance dev^2/12).
+        let n = 12_000u64;
+        for (d, want) in [
+            (0.0f64, 1000.0f64),
+            (10.0, (1e6 + 1200f64.powi(2) / 12.0).sqrt()),
+            (50.0, (1e6 + 6000f64.powi(2) / 12.0).sqrt()),
+        ] {
+            let r = ranks_of(&format!("normal:{d}"), n, 100_000);
+            let mean = r.iter().sum::<u64>() as f64 / 1e5;
+            let sd = (r.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / 1e5).sqrt();
+            assert!((mean - 6000.0).abs() < 30.0, "normal:{d}: mean {mean}");
+            assert!((sd / want - 1.0).abs() < 0.03, "normal:{d}: sd {sd}, want {want}");
+        }
+    }
+
     #[test]
     fn same_seed_same_sequence() {
         let j = job(Rw::RandRw, "4k:50,8k:50");
@@ -343,7 +524,7 @@ mod tests {
             rw in prop_oneof![Just(Rw::Read), Just(Rw::Write), Just(Rw::RandRead), Just(Rw::RandWrite), Just(Rw::ReadWrite), Just(Rw::RandRw)],
             sizes in prop::collection::vec((1u64..=64, 1u32..10), 1..4),
             blocks in 1u64..5000,
-            zipf in any::<bool>(),
+            dist in 0usize..6,
             wrap in any::<bool>(),
             seed in any::<u64>(),
         ) {
@@ -353,7 +534,7 @@ mod tests {
             let mut j = job(rw, "4k");
             j.b.bs = bs;
             j.seed = seed;
-            if zipf { j.b.dist = Dist::Zipf(1.1); }
+            j.b.dist = ["uniform", "zipf:1.1", "pareto:0.7", "normal:20", "zoned:30/50:70/50", "zoned_abs:70/64k:30/1m"][dist].parse().unwrap();
             let mut p = Pattern::of(&j, 0, file_len, wrap, Some(file_len * 2));
             let mut n = 0;
             while let Some(a) = p.next_access() {

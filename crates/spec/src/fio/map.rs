@@ -673,17 +673,29 @@ fn read_rate(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
     Ok(())
 }
 
-/// `random_distribution`: random (uniform) and zipf:THETA.
+/// `random_distribution`: random (uniform), zipf:THETA, pareto:H, normal:DEV, zoned and
+/// zoned_abs (one set of zones for every direction; fio's optional center is not mapped).
 fn read_dist(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
     let at = o.at.clone();
     let v = need(o)?;
+    let kb = r.kb;
     let dist = match v.split_once(':') {
         None if v == "random" => Dist::Uniform,
-        Some(("zipf", theta)) if !theta.contains([':', ',']) => {
-            format!("zipf:{theta}").parse().map_err(|e: String| bad(o, e))?
+        Some((name @ ("zipf" | "pareto" | "normal"), x)) if !x.contains([':', ',']) => {
+            format!("{name}:{x}").parse().map_err(|e: String| bad(o, e))?
+        }
+        Some(("zoned", z)) if !z.contains(',') => Dist::zoned(v, z, false, |_| Ok(0)).map_err(|e| bad(o, e))?,
+        Some(("zoned_abs", z)) if !z.contains(',') => {
+            Dist::zoned(v, z, true, |t| value::size(t, kb)).map_err(|e| bad(o, e))?
         }
         _ => {
-            said.unmapped(&at, format!("random_distribution={v}: iolab maps random and zipf:THETA"));
+            said.unmapped(
+                &at,
+                format!(
+                    "random_distribution={v}: iolab maps random, zipf:THETA, pareto:H, normal:DEV, zoned and \
+                     zoned_abs, without a center and with one set of zones for all directions"
+                ),
+            );
             return Ok(());
         }
     };
@@ -802,7 +814,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     finish_ss(&r.ss, &mut o, said);
     if let Some((d, at)) = &r.dist {
         o.set("dist", at);
-        o.p.dist = Some(*d);
+        o.p.dist = Some(d.clone());
     }
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);

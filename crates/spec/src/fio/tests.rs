@@ -266,7 +266,7 @@ fn include_loops_are_refused_with_the_chain() {
 #[test]
 fn unmapped_options_are_all_named_once_or_skipped_when_lenient() {
     let text = "[global]\nlockmem=1m\ngtod_cpu=1\nnorandommap\n[a]\nfilename=/f\nsize=1m\n[b]\nfilename=/g\nsize=1m\n\
-                random_distribution=pareto:0.9\nioengine=rbd\n";
+                random_distribution=zipf:1.2:0.25\nioengine=rbd\n";
     let e = parse_one(text).unwrap_err();
     let FioError::Unmapped(list) = &e else { panic!("{e}") };
     let lines: Vec<usize> = list.iter().map(|p| p.at.line).collect();
@@ -605,4 +605,72 @@ fn an_escaped_colon_is_part_of_a_filename() {
     );
     let u = unmapped_of("[j]\nfilename=/d/a:/d/b\nsize=1m\n");
     assert!(u.len() == 1 && u[0].contains("several files"), "{u:?}");
+}
+
+#[test]
+fn random_distribution_maps_pareto_normal_and_zones() {
+    let dist = |v: &str| {
+        plan_of(&format!("[j]\nfilename=/f\nsize=1g\nrw=randread\nrandom_distribution={v}\n")).phases[0].jobs[0]
+            .workload
+            .block()
+            .unwrap()
+            .dist
+            .clone()
+    };
+    assert_eq!(dist("pareto:0.9"), Dist::Pareto(0.9));
+    assert_eq!(dist("normal:10"), Dist::Normal(10.0));
+    assert_eq!(dist("zoned:60/10:30/20:8/30:2/40"), Dist::Zoned(vec![(60, 10), (30, 20), (8, 30), (2, 40)]));
+    // fio's sizes: with kb_base=1000, 20m is 20 MB.
+    assert_eq!(dist("zoned_abs:60/20m:40/80m"), Dist::ZonedAbs(vec![(60, Bytes::mib(20)), (40, Bytes::mib(80))]));
+    let d = plan_of("[j]\nkb_base=1000\nfilename=/f\nsize=1g\nrw=randread\nrandom_distribution=zoned_abs:100/20m\n")
+        .phases[0]
+        .jobs[0]
+        .workload
+        .block()
+        .unwrap()
+        .dist
+        .clone();
+    assert_eq!(d, Dist::ZonedAbs(vec![(100, Bytes(20_000_000))]));
+    // fio refuses these too: access shares not adding up to 100, pareto's h outside (0, 1).
+    for bad in ["zoned:50/10:40/90", "pareto:1.5", "normal:101", "zoned:50/60:50/60"] {
+        let e = err_of(&format!("[j]\nfilename=/f\nsize=1g\nrw=randread\nrandom_distribution={bad}\n"));
+        assert!(e.contains("random_distribution"), "{bad}: {e}");
+    }
+    // A center, and zones per direction: not mapped, and said.
+    for v in ["zipf:1.2:0.25", "normal:10:0.5", "zoned:100/100,50/50:50/50"] {
+        let u = unmapped_of(&format!("[j]\nfilename=/f\nsize=1g\nrw=randread\nrandom_distribution={v}\n"));
+        assert!(u.iter().any(|s| s.contains("random_distribution")), "{v}: {u:?}");
+    }
+}
+
+#[test]
+fn dist_flag_forms_round_trip_and_bad_ones_say_what_is_accepted() {
+    for s in ["uniform", "zipf:1.2", "pareto:0.9", "normal:10", "zoned:50/5:30/15:20/80", "zoned_abs:60/20M:40/80M"] {
+        let d: Dist = s.parse().unwrap();
+        assert_eq!(d.to_string(), s);
+    }
+    assert_eq!(
+        "zoned_abs:60/20m:40/1g".parse::<Dist>().unwrap(),
+        Dist::ZonedAbs(vec![(60, Bytes::mib(20)), (40, Bytes::gib(1))])
+    );
+    for (bad, says) in [
+        ("pareto:0", "above 0 and below 1"),
+        ("pareto:x", "pareto:0.9"),
+        ("normal:-1", "0 to 100"),
+        ("zoned:50/5:30/15", "add up to 80"),
+        ("zoned:50/60:50/50", "add up to 110"),
+        ("zoned:50-5", "ACCESS%/SIZE"),
+        ("zoned:101/5", "access percentage"),
+        ("zoned_abs:100/lots", "size"),
+        ("gauss:3", "accepted: uniform"),
+    ] {
+        let e = bad.parse::<Dist>().unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn huge_zone_sizes_do_not_overflow() {
+    let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();
+    assert!(matches!(d, Dist::ZonedAbs(z) if z.len() == 2));
 }
