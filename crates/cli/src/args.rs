@@ -1402,6 +1402,8 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let mut out: Vec<std::ffi::OsString> = Vec::new();
+    // Past `--` every word is a positional as given.
+    let mut ended = false;
     for a in args {
         let a: std::ffi::OsString = a.into();
         let negative = a.to_str().is_some_and(|s| {
@@ -1411,8 +1413,6 @@ where
         let after_option = out.last().and_then(|p| p.to_str()).is_some_and(|p| {
             p.starts_with('-') && p.len() > 1 && p != "--" && !p.contains('=') && !p.as_bytes()[1].is_ascii_digit()
         });
-        // Past `--` every word is a positional as given.
-        let ended = out.iter().any(|p| p == "--");
         if negative && after_option && !ended {
             if let Some(prev) = out.last_mut() {
                 prev.push("=");
@@ -1420,6 +1420,7 @@ where
                 continue;
             }
         }
+        ended |= a == "--";
         out.push(a);
     }
     out

@@ -13,9 +13,15 @@ fn have(cmd: &str) -> bool {
     Command::new("which").arg(cmd).output().is_ok_and(|o| o.status.success())
 }
 
-/// Run a fio job file (its `${DIR}` the scratch directory) with iolab; its JSON.
+/// Run a fio job file (its `${DIR}` the scratch directory) with iolab; its JSON (`--overwrite`:
+/// the tests write the files the jobs read).
 fn iolab_runs(job: &Path, dir: &Path) -> Value {
-    let out = iolab().args(["run", "--output", "json", "--no-progress"]).arg(job).env("DIR", dir).output().unwrap();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(job)
+        .env("DIR", dir)
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "iolab: {}\n{}",
@@ -110,14 +116,7 @@ fn loops_and_number_ios_count_as_fios() {
          [counted]\nstonewall\nrw=randread\nnumber_ios=100\nnumjobs=2\n",
     )
     .unwrap();
-    let out = iolab()
-        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
-        .arg(&job)
-        .env("DIR", d.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = iolab_runs(&job, d.path());
     let passes = job_named(&r["phases"][0], "passes");
     assert_eq!(f(&passes["total"]["read"]["ops"]), 768.0, "3 passes of 256 blocks");
     assert_eq!(f(&passes["total"]["read"]["bytes"]), (3 << 20) as f64);
@@ -149,14 +148,7 @@ fn thinktime_stalls_as_fios_does() {
          [thinking]\nthinktime=20ms\nthinktime_blocks=16\n",
     )
     .unwrap();
-    let out = iolab()
-        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
-        .arg(&job)
-        .env("DIR", d.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = iolab_runs(&job, d.path());
     let j = job_named(&r["phases"][0], "thinking");
     assert_eq!(f(&j["total"]["read"]["ops"]), 64.0);
     let e = f(&j["elapsed_s"]);
@@ -186,14 +178,7 @@ fn bssplit_per_direction_sizes_reads_and_writes_apart() {
          [split]\nrw=randrw\nbssplit=4k/50:8k/50,64k/100\nnorandommap\n",
     )
     .unwrap();
-    let out = iolab()
-        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
-        .arg(&job)
-        .env("DIR", d.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = iolab_runs(&job, d.path());
     let t = &job_named(&r["phases"][0], "split")["total"];
     let (rops, rbytes) = (f(&t["read"]["ops"]), f(&t["read"]["bytes"]));
     let (wops, wbytes) = (f(&t["write"]["ops"]), f(&t["write"]["bytes"]));
