@@ -48,7 +48,7 @@ pub enum Command {
     /// Profile the storage under a directory in about a minute and a quarter.
     #[command(after_help = SURVEY_EXAMPLES, mut_arg("output", |a| a.value_parser(Takes("survey"))))]
     Survey(Box<SurveyArgs>),
-    /// Run a scenario (steps of jobs on several nodes at once) from a file, or a built-in: locking, scaling.
+    /// Run a scenario (steps of jobs on several nodes at once) from a file, or a built-in: locking, scaling, pts-iops, pts-throughput, pts-latency.
     #[command(after_help = SCENARIO_EXAMPLES, mut_arg("output", |a| a.value_parser(Takes("scenario"))))]
     Scenario(Box<ScenarioArgs>),
     /// Show CPU, disk and network figures for the storage under PATH, live, while something else runs.
@@ -862,6 +862,11 @@ Examples:
   Three rounds of the locking check, direct I/O, JSON with the verdict for a script:
       iolab scenario locking --node a=10.0.0.1:7700 --node b=10.0.0.2:7700 --direct --repeat 3 \\
           --output json
+  SNIA PTS's IOPS test on a raw device of this machine (purge, 2x fill, 1-minute cells until
+  4k 0/100 IOPS is steady; its convergence, window and tables in `iolab report`):
+      iolab scenario pts-iops --target /dev/nvme1n1 --device
+  PTS's latency test on a file, 30 s cells, at most 10 rounds:
+      iolab scenario pts-latency --target /mnt/x/pts.dat --size 8G --runtime 30s --ss-max-rounds 10
   Your own steps (docs/scenarios.md), with the job flags over every job:
       iolab scenario my-steps.toml --node a=ssh://a,dir=/mnt/x --node b=ssh://b,dir=/mnt/x --size 256M
 
@@ -870,7 +875,8 @@ Targets in a scenario are relative to each node's dir= (an absolute target stays
 
 #[derive(Args, Debug)]
 pub struct ScenarioArgs {
-    /// A scenario file (TOML, see docs/scenarios.md) or a built-in's name: locking, scaling.
+    /// A scenario file (TOML, see docs/scenarios.md) or a built-in's name: locking, scaling,
+    /// pts-iops, pts-throughput, pts-latency.
     #[arg(value_name = "FILE|NAME")]
     pub scenario: String,
     #[command(flatten)]
@@ -887,6 +893,16 @@ pub struct ScenarioArgs {
     /// scaling: stop at this many nodes at once (default: every node given).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub clients: Option<u32>,
+    /// pts-*: the matrix's read percentages instead of the test's own (pts-iops: 100,95,65,50,35,5,0).
+    #[arg(long, value_name = "PCT,...", value_delimiter = ',', value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub pts_mixes: Option<Vec<u8>>,
+    /// pts-*: the matrix's block sizes instead of the test's own (pts-iops: 1024k,128k,64k,32k,16k,8k,4k,512).
+    #[arg(long, value_name = "SIZE,...", value_delimiter = ',', value_parser = iolab_spec::parse_size)]
+    pub pts_bs: Option<Vec<iolab_spec::Bytes>>,
+    /// pts-*: skip the purge and the workload-independent preconditioning (2 x the capacity in
+    /// 128 KiB sequential writes); the report says the figures followed none.
+    #[arg(long)]
+    pub no_precondition: bool,
     /// Run the whole sequence of steps this many times (steps are named `A alone #2`...); with a
     /// file, over its `repeat` (default: the file's, else 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=iolab_spec::scenario::MAX_REPEAT as i64))]
@@ -1189,6 +1205,9 @@ impl ScenarioArgs {
             shared_file: self.shared_file,
             clients: self.clients,
             repeat: self.repeat.unwrap_or(1),
+            pts_mixes: self.pts_mixes.clone(),
+            pts_bs: self.pts_bs.clone(),
+            no_precondition: self.no_precondition,
         }
     }
 }

@@ -294,9 +294,13 @@ fn scenario_of(args: &ScenarioArgs) -> Result<Box<dyn Scenario>> {
 /// `iolab scenario FILE|NAME --node ...`: each step on its nodes at one instant, steps in
 /// order, stored as one run whose phases are the steps; then the scenario's verdict.
 pub fn scenario(args: ScenarioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    let sc = scenario_of(&args)?;
+    // A scenario of rounds (SNIA PTS's tests) runs on this machine.
+    if sc.rounds(&args.job).is_some() {
+        return crate::pts_cmd::run(args, sc.as_ref(), stop);
+    }
     let names = node_names(&args.nodes)?;
     // Expand first: a bad scenario is refused before any node is contacted.
-    let sc = scenario_of(&args)?;
     let steps = sc.steps(&names, &args.job, &args.builtin_options()).with_context(|| args.scenario.clone())?;
     let live = Live::start(&args.out.metrics, args.out.machine())?;
     let on = On { nodes: &args.nodes, out: &args.out, save: &args.save, live: &live };

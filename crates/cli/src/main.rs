@@ -18,6 +18,7 @@ mod outpath;
 mod output;
 mod precondition_cmd;
 mod progress;
+mod pts_cmd;
 mod record;
 mod replay_cmd;
 mod run_cmd;

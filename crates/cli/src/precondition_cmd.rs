@@ -6,7 +6,7 @@ use crate::args::PreconditionArgs;
 use crate::formats::Format;
 use anyhow::{Context, Result};
 use iolab_report::fmt::{fmt_binary, rate};
-use iolab_workload::precondition::{precondition, Progress, Request};
+use iolab_workload::precondition::{precondition, Outcome, Progress, Request};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -29,7 +29,24 @@ pub fn run(a: PreconditionArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     };
     let tty = std::io::stderr().is_terminal();
     let show = !a.no_progress;
-    let mut progress = |p: Progress| {
+    let out = precondition(&req, &stop, &mut progress_line(show, tty))
+        .with_context(|| format!("preconditioning {}", a.target.display()))?;
+    if show && tty {
+        let _ = writeln!(std::io::stderr());
+    }
+    if a.output == Format::Json {
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+    } else {
+        for line in lines(&out) {
+            outln!("{line}")?;
+        }
+    }
+    Ok(if out.interrupted { ExitCode::from(crate::signals::interrupted_status()) } else { ExitCode::SUCCESS })
+}
+
+/// The progress line of the fill on stderr (redrawn in place on a terminal), or nothing.
+pub fn progress_line(show: bool, tty: bool) -> impl FnMut(Progress) {
+    move |p: Progress| {
         if !show {
             return;
         }
@@ -43,18 +60,16 @@ pub fn run(a: PreconditionArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         );
         let mut e = std::io::stderr();
         let _ = if tty { write!(e, "\r\x1b[2K{line}") } else { writeln!(e, "{line}") };
-    };
-    let out =
-        precondition(&req, &stop, &mut progress).with_context(|| format!("preconditioning {}", a.target.display()))?;
-    if show && tty {
-        let _ = writeln!(std::io::stderr());
     }
-    if a.output == Format::Json {
-        outln!("{}", serde_json::to_string_pretty(&out)?)?;
-    } else {
-        outln!("{} ({}, {} bytes)", out.target.display(), out.kind, out.capacity_bytes)?;
-        outln!("purge: {} ({:.2} s)", out.purge_said, out.purge_s)?;
-        outln!(
+}
+
+/// What the purge and the fill did, in words (`iolab precondition` prints them; a PTS
+/// scenario keeps them as its test conditions).
+pub fn lines(out: &Outcome) -> Vec<String> {
+    let mut v = vec![
+        format!("{} ({}, {} bytes)", out.target.display(), out.kind, out.capacity_bytes),
+        format!("purge: {} ({:.2} s)", out.purge_said, out.purge_s),
+        format!(
             "fill: {} written in {} pass{} of {} sequential writes{}, {:.1} s, {}",
             fmt_binary(out.bytes_written as f64),
             out.passes,
@@ -63,10 +78,10 @@ pub fn run(a: PreconditionArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
             if out.direct { " (O_DIRECT)" } else { " (through the page cache, flushed each pass)" },
             out.fill_s,
             rate(if out.fill_s > 0.0 { out.bytes_written as f64 / out.fill_s } else { 0.0 })
-        )?;
-        if out.interrupted {
-            outln!("INTERRUPTED: the fill was stopped before its end; the target is not preconditioned")?;
-        }
+        ),
+    ];
+    if out.interrupted {
+        v.push("INTERRUPTED: the fill was stopped before its end; the target is not preconditioned".into());
     }
-    Ok(if out.interrupted { ExitCode::from(crate::signals::interrupted_status()) } else { ExitCode::SUCCESS })
+    v
 }

@@ -131,6 +131,15 @@ impl Recorder {
         Ok(())
     }
 
+    /// Save the run's plan as it stands (a scenario of rounds grows it round by round).
+    pub fn set_plan(&mut self, plan: &Plan) {
+        if self.broken {
+            return;
+        }
+        let res = self.store.set_plan(self.run, plan);
+        self.keep(res);
+    }
+
     pub fn finish(&mut self, r: &RunResult) {
         let res = self.store.finish_run(self.run, r.status, r.error.as_deref(), now_unix_s());
         self.keep(res);

@@ -174,6 +174,7 @@ pub fn render(runs: &[StoredRun], opts: &ReportOptions) -> String {
     runs_section(&mut h, runs);
     summary_section(&mut h, runs, opts);
     crate::html_nodes::section(&mut h, runs);
+    crate::scenario::alone_section(&mut h, runs);
     if let Some(l) = &opts.survey_locking {
         crate::html_nodes::section(&mut h, std::slice::from_ref(l));
     }

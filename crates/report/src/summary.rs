@@ -24,7 +24,11 @@ pub fn render(r: &RunResult) -> String {
         }
     }
     if let Some(v) = &r.verdict {
-        s.push_str(&crate::nodes::verdict_text(v));
+        // A scenario with a report of its own (SNIA PTS's tests) prints it instead.
+        match crate::scenario::of_run(r).and_then(|sc| sc.text(r)) {
+            Some(text) => s.push_str(&text),
+            None => s.push_str(&crate::nodes::verdict_text(v)),
+        }
     }
     match r.status {
         Status::Interrupted => {

@@ -66,6 +66,12 @@ pub struct BuiltinOptions {
     pub clients: Option<u32>,
     /// Run the whole sequence of steps this many times (0 and 1: once).
     pub repeat: u32,
+    /// `pts-*`: the matrix's read percentages (100: all reads), instead of the test's own.
+    pub pts_mixes: Option<Vec<u8>>,
+    /// `pts-*`: the matrix's block sizes, instead of the test's own.
+    pub pts_bs: Option<Vec<Bytes>>,
+    /// `pts-*`: skip the purge and the workload-independent preconditioning (the report says so).
+    pub no_precondition: bool,
 }
 
 /// The dd-like write the built-ins default to: `bs = 1M`, `size = 1G`, `end_fsync = true`

@@ -365,6 +365,17 @@ impl Store {
         Ok(())
     }
 
+    /// The run's plan as it ran, where it grew as it went (a scenario of rounds: SNIA PTS's
+    /// tests add a round's cells until the tracked cell is steady).
+    pub fn set_plan(&self, run: i64, plan: &Plan) -> Result<()> {
+        self.exec(
+            "saving the run's plan",
+            "UPDATE runs SET plan_json = ?2 WHERE id = ?1",
+            vals![run, serde_json::to_string(plan).unwrap_or_default()],
+        )?;
+        Ok(())
+    }
+
     /// Run ids a selector names: `42`, `last`, `last~2`, `all`, `3..7`, `last~4..`, or
     /// `key=value[,key=value]`.
     pub fn resolve(&self, selector: &str) -> Result<Vec<i64>> {

@@ -10,12 +10,15 @@
 //! the report sees too. Stored runs find their scenario again by their verdict's name.
 
 pub mod locking;
+pub mod pts;
 pub mod scaling;
 
 use crate::charts::{self, Dash, Series};
 use crate::markup::{escape, figure};
 use crate::nodes::{data_bw, headline};
+use iolab_model::steady::SteadyStateResult;
 use iolab_model::{RunResult, Verdict};
+use iolab_spec::steady::Snia;
 use iolab_spec::{BuiltinOptions, JobPatch, ScenarioFile, SpecError, StepPlan};
 use iolab_store::StoredRun;
 use std::fmt::Write;
@@ -41,6 +44,26 @@ pub trait Scenario: Sync {
     fn chart(&self, h: &mut String, run: &StoredRun) {
         default_chart(h, run)
     }
+    /// A scenario of rounds (SNIA PTS's tests): its steps are one round, run again and again
+    /// on this machine until [`Scenario::steady`] finds the run steady or the rule's maximum
+    /// rounds ran. `None` (the default): its steps run once, on the nodes.
+    fn rounds(&self, _job: &JobPatch) -> Option<Snia> {
+        None
+    }
+    /// Whether the purge and the workload-independent preconditioning (`iolab precondition`'s)
+    /// run on the target before its steps (skipped with `--no-precondition`, which it says).
+    fn precondition(&self) -> bool {
+        false
+    }
+    /// A scenario of rounds: its steady state over the run's rounds so far (`None` before the
+    /// first complete round, and for other scenarios).
+    fn steady(&self, _run: &RunResult) -> Option<SteadyStateResult> {
+        None
+    }
+    /// Its report in the terminal, in place of the verdict's lines (`None`: the verdict's).
+    fn text(&self, _run: &RunResult) -> Option<String> {
+        None
+    }
 }
 
 /// A scenario by reference is the scenario (a built-in of [`BUILTINS`] where a scenario is
@@ -61,10 +84,23 @@ impl<S: Scenario + ?Sized> Scenario for &S {
     fn chart(&self, h: &mut String, run: &StoredRun) {
         (**self).chart(h, run)
     }
+    fn rounds(&self, job: &JobPatch) -> Option<Snia> {
+        (**self).rounds(job)
+    }
+    fn precondition(&self) -> bool {
+        (**self).precondition()
+    }
+    fn steady(&self, run: &RunResult) -> Option<SteadyStateResult> {
+        (**self).steady(run)
+    }
+    fn text(&self, run: &RunResult) -> Option<String> {
+        (**self).text(run)
+    }
 }
 
 /// The built-in scenarios, by name.
-pub static BUILTINS: &[&dyn Scenario] = &[&locking::Locking, &scaling::Scaling];
+pub static BUILTINS: &[&dyn Scenario] =
+    &[&locking::Locking, &scaling::Scaling, &pts::IOPS, &pts::THROUGHPUT, &pts::LATENCY];
 
 /// The built-in scenario named `name`.
 pub fn builtin(name: &str) -> Option<&'static dyn Scenario> {
@@ -109,6 +145,25 @@ pub fn chart(h: &mut String, run: &StoredRun) {
         Some(s) => s.chart(h, run),
         None => default_chart(h, run),
     }
+}
+
+/// The report's section on scenario runs of this machine alone (SNIA PTS's tests): each run
+/// whose verdict names a built-in and that ran on no nodes, drawn by its scenario.
+pub fn alone_section(h: &mut String, runs: &[StoredRun]) {
+    let alone: Vec<(&StoredRun, &dyn Scenario)> = runs
+        .iter()
+        .filter(|r| r.result.phases.iter().all(|p| p.nodes.is_empty()))
+        .filter_map(|r| of_run(&r.result).map(|s| (r, s)))
+        .collect();
+    if alone.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"scenario\">\n<h2>Scenario</h2>\n");
+    for (r, s) in alone {
+        let _ = writeln!(h, "<h3>Run #{} {} {}</h3>", r.id, escape(r.kind.as_str()), escape(&r.name));
+        s.chart(h, r);
+    }
+    h.push_str("</section>\n");
 }
 
 /// The default chart ([`sweep`]) and the verdict after it.
