@@ -263,7 +263,10 @@ operation class (read, write, sync, open, create, close, unlink, rename, mkdir, 
 truncate, fallocate, stat, readdir, seek, journal). By default: read-mbs write-mbs read-iops write-iops
 read-p50 read-p99 write-p50 write-p99 sync-p99, and the iops and p99 of other classes present.
 A personality's figure is a metric too (docs/json.md, Workload figures): messages_per_min,
-transactions_per_s, full_s, flowops_per_s, ...; its rates are compared by default.";
+transactions_per_s, full_s, flowops_per_s, ...; its rates are compared by default.
+A steady state's figures are metrics where a run has one (--steady-state, or a pts-* scenario,
+compared as its row `steady state`): steady_iops, steady_mbs, steady_lat_ms (the last window's
+mean), steady_attained (1 or 0), steady_rounds.";
 
 /// Where results are kept.
 #[derive(Args, Debug, Clone)]

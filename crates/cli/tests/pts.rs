@@ -118,6 +118,16 @@ fn pts_iops_on_a_loop_device_purges_fills_and_ends_steady_in_five_rounds() {
     assert_eq!(run["verdict"], v["verdict"]);
     assert_eq!(back[0]["kind"], "scenario");
 
+    // compare: the run as its steady state, one row, not round by round.
+    let out = iolab().args(["compare", "--db", db, "last", "--output", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = c["rows"].as_array().unwrap();
+    assert!(rows.iter().all(|r| r["phase"] == "steady state"), "{c}");
+    let cell = |m: &str| rows.iter().find(|r| r["metric"] == m).map(|r| r["cells"][0]["mean"].as_f64().unwrap());
+    assert_eq!(cell("steady_iops"), Some(mean));
+    assert_eq!((cell("steady_attained"), cell("steady_rounds")), (Some(1.0), Some(5.0)));
+
     // The terminal and the HTML report: PTS's plots, tables and conditions.
     let out = iolab().args(["show", "--db", db, "last"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -78,9 +78,42 @@ const fn m(class: OpClass, stat: Stat) -> Metric {
 impl Metric {
     /// A workload figure as a metric, if `name` is one.
     pub fn figure(name: &str) -> Option<Metric> {
-        // Every personality's figures (iolab_model::figures, docs/json.md's Workload figures).
-        let f = iolab_model::figures::names().into_iter().find(|f| *f == name)?;
+        // Every personality's figures (iolab_model::figures, docs/json.md's Workload figures),
+        // and the steady state's.
+        let f = iolab_model::figures::names().into_iter().chain(STEADY).find(|f| *f == name)?;
         Some(Metric { class: OpClass::Read, stat: Stat::MbS, figure: Some(f) })
+    }
+}
+
+/// The steady state's figures as metrics (issue 29), from a phase's `steady_state` or a
+/// scenario of rounds' (SNIA PTS's tests, compared as the phase [`STEADY_PHASE`]): the last
+/// window's mean in the tracked figure's unit (only the tracked one is present), whether it
+/// was steady (1 or 0), and the rounds (or samples) it took.
+pub const STEADY: [&str; 5] = ["steady_iops", "steady_mbs", "steady_lat_ms", "steady_attained", "steady_rounds"];
+
+/// The row name under which a scenario of rounds' steady state is compared.
+pub const STEADY_PHASE: &str = "steady state";
+
+/// A steady state's figure by its metric name.
+fn steady_figure(name: &str, ss: &iolab_model::steady::SteadyStateResult) -> Option<f64> {
+    let mean = ss.window.as_ref().map(|w| w.mean);
+    match (name, ss.tracked.as_str()) {
+        ("steady_iops", "iops") => mean,
+        ("steady_mbs", "bw") => mean.map(|m| m / 1e6),
+        ("steady_lat_ms", "lat") => mean.map(|m| m / 1e6),
+        ("steady_attained", _) => Some(if ss.attained { 1.0 } else { 0.0 }),
+        ("steady_rounds", _) => Some(ss.measured as f64),
+        _ => None,
+    }
+}
+
+/// A run's steady state in a phase: the phase's own, or for [`STEADY_PHASE`] the scenario
+/// of rounds' that judged it.
+fn steady_in(r: &StoredRun, ph: &str) -> Option<iolab_model::steady::SteadyStateResult> {
+    match phase(r, ph) {
+        Some(p) => p.steady_state.clone(),
+        None if ph == STEADY_PHASE => crate::scenario::of_run(&r.result)?.steady(&r.result),
+        None => None,
     }
 }
 
@@ -101,7 +134,7 @@ impl Metric {
 /// A `--metric` that names no metric; it keeps the text, and says what is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown metric `{0}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {classes} (for example write-mbs, sync-p99, create-iops), or a workload figure such as messages_per_min or transactions_per_s (docs/json.md lists them)",
+    "unknown metric `{0}`; write CLASS-STAT with STAT one of mbs, iops, p50, p99 and CLASS one of {classes} (for example write-mbs, sync-p99, create-iops), or a workload figure such as messages_per_min or transactions_per_s (docs/json.md lists them), or a steady-state figure: steady_iops, steady_mbs, steady_lat_ms, steady_attained, steady_rounds",
     classes = OpClass::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
 )]
 pub struct UnknownMetric(pub String);
@@ -160,6 +193,10 @@ impl Metric {
 
     pub fn higher_is_better(self) -> bool {
         if let Some(f) = self.figure {
+            if STEADY.contains(&f) {
+                // A steady latency and the rounds it took are better smaller.
+                return !matches!(f, "steady_lat_ms" | "steady_rounds");
+            }
             // Seconds, latencies and CPU shares are better smaller; counts and rates higher.
             let smaller =
                 (f.ends_with("_s") && !f.ends_with("_per_s")) || f.ends_with("_latency_us") || f.ends_with("_cpu");
@@ -172,6 +209,7 @@ impl Metric {
     /// phase did no such operation).
     pub fn value_in(self, p: &iolab_model::PhaseResult) -> Option<f64> {
         match self.figure {
+            Some(f) if STEADY.contains(&f) => steady_figure(f, p.steady_state.as_ref()?),
             Some(f) => p.workload.get(f).copied(),
             None => self.value(&p.total),
         }
@@ -453,6 +491,7 @@ impl Member<'_> {
     /// carries no figures of its own).
     fn value(&self, ph: &str, m: Metric) -> Option<f64> {
         match (&self.node, m.figure) {
+            (None, Some(f)) if STEADY.contains(&f) => steady_figure(f, &steady_in(self.run, ph)?),
             (None, Some(_)) => m.value_in(phase(self.run, ph)?),
             (Some(_), Some(_)) => None,
             (_, None) => m.value(self.totals(ph)?),
@@ -464,10 +503,15 @@ impl Member<'_> {
 fn phase_names(base: &[&StoredRun], all: &[StoredRun]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in base.iter().copied().chain(all) {
-        for p in &r.result.phases {
+        // A scenario of rounds (SNIA PTS's) compares as its steady state, not round by round.
+        let rounds = steady_in(r, STEADY_PHASE).is_some();
+        for p in r.result.phases.iter().filter(|_| !rounds) {
             if !names.contains(&p.name) {
                 names.push(p.name.clone());
             }
+        }
+        if !names.iter().any(|n| n == STEADY_PHASE) && steady_in(r, STEADY_PHASE).is_some() {
+            names.push(STEADY_PHASE.to_string());
         }
     }
     names
@@ -533,6 +577,13 @@ pub fn compare(runs: &[StoredRun], opts: &CompareOptions) -> Comparison {
             {
                 v.extend(Metric::figure(f));
             }
+        }
+        // The steady state's figures, where any run has one.
+        let steady = |r: &StoredRun| {
+            r.result.phases.iter().any(|p| p.steady_state.is_some()) || steady_in(r, STEADY_PHASE).is_some()
+        };
+        if runs.iter().any(steady) {
+            v.extend(STEADY.iter().filter_map(|f| Metric::figure(f)));
         }
         v
     } else {
@@ -843,6 +894,69 @@ mod tests {
         // A phase only the second configuration ran is compared too.
         let c = compare(&[a.clone(), stored(3, "c", "other", None, 30.0)], &CompareOptions::default());
         assert!(c.rows.iter().any(|r| r.phase == "other" && r.cells[0].is_none() && r.cells[1].is_some()));
+    }
+
+    /// Steady-state figures compare: a `--steady-state` phase's window mean, whether it was
+    /// steady and the rounds it took; a PTS run as its tracked cell's steady state, in one row
+    /// `steady state`, never round by round.
+    #[test]
+    fn steady_state_figures_compare_and_a_pts_run_as_its_steady_state() {
+        use iolab_model::steady::{judge_snia, SteadyStateResult};
+        let with = |id: i64, config: &str, values: &[f64], attained: bool| {
+            let mut r = stored(id, config, "w", None, 10.0);
+            let n = values.len();
+            let window = judge_snia(&values[n - 5..], (n - 4) as u64, &iolab_spec::steady::Snia::PTS);
+            r.result.phases[0].steady_state = Some(SteadyStateResult {
+                method: "snia".into(),
+                tracked: "iops".into(),
+                unit: "IOPS".into(),
+                values: values.to_vec(),
+                first: 1,
+                measured: n as u64,
+                attained,
+                steady_at: attained.then_some(n as u64),
+                window: Some(window),
+                ..Default::default()
+            });
+            r
+        };
+        let a = with(1, "a", &[500.0, 400.0, 400.0, 400.0, 400.0, 400.0], true);
+        let b = with(2, "b", &[900.0, 800.0, 700.0, 600.0, 500.0, 400.0, 300.0], false);
+        let c = compare(&[a, b], &CompareOptions { by: Some("config".into()), ..Default::default() });
+        let row = |m: &str| {
+            c.rows.iter().find(|r| r.phase == "w" && r.metric.key() == m).unwrap_or_else(|| panic!("{m}: {c:?}"))
+        };
+        let cell = |m: &str, i: usize| row(m).cells[i].as_ref().map(|c| c.mean);
+        assert_eq!((cell("steady_iops", 0), cell("steady_iops", 1)), (Some(400.0), Some(500.0)));
+        assert_eq!((cell("steady_attained", 0), cell("steady_attained", 1)), (Some(1.0), Some(0.0)));
+        assert_eq!((cell("steady_rounds", 0), cell("steady_rounds", 1)), (Some(6.0), Some(7.0)));
+        assert!(!c.rows.iter().any(|r| r.metric.key() == "steady_lat_ms"), "only the tracked figure");
+        assert!(Metric::parse("steady_rounds").is_ok_and(|m| !m.higher_is_better()));
+        assert!(Metric::parse("steady_iops").is_ok_and(|m| m.higher_is_better()));
+        let table = render_table(&c);
+        assert!(table.contains("steady_iops") && table.contains("steady_attained"), "{table}");
+
+        // Two PTS runs: one steady at round 5, one at round 7; compared as `steady state` only.
+        let pts = |id: i64, config: &str, writes: &[u64]| {
+            let mut r = stored(id, config, "x", None, 1.0);
+            r.result = crate::scenario::pts::fixtures::fixture(writes);
+            r.result.verdict = crate::scenario::Scenario::verdict(&crate::scenario::pts::IOPS, &r.result, None);
+            r
+        };
+        let a = pts(3, "a", &[1000, 1000, 1000, 1000, 1000]);
+        let b = pts(4, "b", &[3000, 2000, 900, 900, 900, 900, 900]);
+        let c = compare(&[a, b], &CompareOptions { by: Some("config".into()), ..Default::default() });
+        assert!(
+            c.rows.iter().all(|r| r.phase == STEADY_PHASE),
+            "{:?}",
+            c.rows.iter().map(|r| &r.phase).collect::<Vec<_>>()
+        );
+        let cell = |m: &str, i: usize| {
+            c.rows.iter().find(|r| r.metric.key() == m).and_then(|r| r.cells[i].as_ref()).map(|c| c.mean)
+        };
+        assert_eq!((cell("steady_iops", 0), cell("steady_iops", 1)), (Some(1000.0), Some(900.0)));
+        assert_eq!((cell("steady_rounds", 0), cell("steady_rounds", 1)), (Some(5.0), Some(7.0)));
+        assert_eq!((cell("steady_attained", 0), cell("steady_attained", 1)), (Some(1.0), Some(1.0)));
     }
 
     #[test]

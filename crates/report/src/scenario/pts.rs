@@ -719,10 +719,49 @@ impl Pts {
     }
 }
 
+/// A test's run of pts-iops over a 100/0 and a 0/100 4k cell.
 #[cfg(test)]
-mod tests {
+pub(crate) mod fixtures {
     use super::*;
     use iolab_model::OpClass;
+
+    /// A run of `rounds`, each a 100/0 and a 0/100 4k cell of one second: the writes' IOPS
+    /// given per round, the reads at 1000.
+    pub(crate) fn fixture(write_iops: &[u64]) -> RunResult {
+        let mut phases = Vec::new();
+        let mut plan = Vec::new();
+        let cells = IOPS
+            .steps(
+                &["here".to_string()],
+                &JobPatch { target: Some("f".into()), ..Default::default() },
+                &BuiltinOptions {
+                    pts_mixes: Some(vec![100, 0]),
+                    pts_bs: Some(vec![Bytes::kib(4)]),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        for (r, w) in write_iops.iter().enumerate() {
+            for st in &cells.steps {
+                let name = phase_name(r as u32 + 1, &st.name);
+                let mut p = PhaseResult::new(name.clone());
+                p.elapsed_s = 1.0;
+                let b = st.parts[0].jobs[0].workload.block().unwrap();
+                let (class, ops) = if b.rw == Rw::RandRead { (OpClass::Read, 1000) } else { (OpClass::Write, *w) };
+                p.total.get_mut(class).ops = ops;
+                p.total.get_mut(class).bytes = ops * 4096;
+                phases.push(p);
+                plan.push(iolab_spec::Phase { name, jobs: st.parts[0].jobs.clone() });
+            }
+        }
+        RunResult { phases, ..RunResult::begin(iolab_spec::Plan { phases: plan }) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::fixture;
+    use super::*;
 
     fn job(target: &str) -> JobPatch {
         JobPatch { target: Some(target.into()), ..Default::default() }
@@ -825,36 +864,8 @@ mod tests {
         assert_eq!(bs_word(1536), "1.5k");
     }
 
-    /// A run of `rounds`, each a 100/0 and a 0/100 4k cell of one second: the writes' IOPS
-    /// given per round, the reads at 1000.
     fn run_of(write_iops: &[u64]) -> RunResult {
-        let mut phases = Vec::new();
-        let mut plan = Vec::new();
-        let cells = IOPS
-            .steps(
-                &one(),
-                &job("f"),
-                &BuiltinOptions {
-                    pts_mixes: Some(vec![100, 0]),
-                    pts_bs: Some(vec![Bytes::kib(4)]),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        for (r, w) in write_iops.iter().enumerate() {
-            for st in &cells.steps {
-                let name = phase_name(r as u32 + 1, &st.name);
-                let mut p = PhaseResult::new(name.clone());
-                p.elapsed_s = 1.0;
-                let b = st.parts[0].jobs[0].workload.block().unwrap();
-                let (class, ops) = if b.rw == Rw::RandRead { (OpClass::Read, 1000) } else { (OpClass::Write, *w) };
-                p.total.get_mut(class).ops = ops;
-                p.total.get_mut(class).bytes = ops * 4096;
-                phases.push(p);
-                plan.push(iolab_spec::Phase { name, jobs: st.parts[0].jobs.clone() });
-            }
-        }
-        RunResult { phases, ..RunResult::begin(iolab_spec::Plan { phases: plan }) }
+        fixture(write_iops)
     }
 
     #[test]
