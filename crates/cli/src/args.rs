@@ -535,6 +535,10 @@ pub struct PreconditionArgs {
     /// No progress line.
     #[arg(long)]
     pub no_progress: bool,
+    /// Where the preconditioning is kept (a run of kind `precondition`), so that a later run on
+    /// the same target links to it (`iolab show` says which, when and what ran between).
+    #[command(flatten)]
+    pub save: SaveArgs,
 }
 
 const WATCH_EXAMPLES: &str = "\

@@ -4,9 +4,14 @@
 
 use crate::args::PreconditionArgs;
 use crate::formats::Format;
+use crate::record::Recorder;
 use anyhow::{Context, Result};
 use iolab_report::fmt::{fmt_binary, rate};
+use iolab_spec::Plan;
+use iolab_workload::model::steady::Precondition;
+use iolab_workload::model::RunKind;
 use iolab_workload::precondition::{precondition, Outcome, Progress, Request};
+use iolab_workload::{RunResult, Status};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -29,10 +34,28 @@ pub fn run(a: PreconditionArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     };
     let tty = std::io::stderr().is_terminal();
     let show = !a.no_progress;
-    let out = precondition(&req, &stop, &mut progress_line(show, tty))
-        .with_context(|| format!("preconditioning {}", a.target.display()))?;
+    let name = target_name(&a.target);
+    let mut rec = Recorder::begin(&a.save, RunKind::Precondition, &name, &Plan { phases: Vec::new() })?;
+    let done = precondition(&req, &stop, &mut progress_line(show, tty));
     if show && tty {
         let _ = writeln!(std::io::stderr());
+    }
+    let out = match done {
+        Ok(out) => out,
+        Err(e) => {
+            if let Some(r) = rec.as_mut() {
+                r.finish(&RunResult::failed(Plan { phases: Vec::new() }, e.to_string()));
+            }
+            return Err(e).with_context(|| format!("preconditioning {}", a.target.display()));
+        }
+    };
+    if let Some(r) = rec.as_mut() {
+        r.set_precondition(&record_of(&out, &name));
+        let status = if out.interrupted { Status::Interrupted } else { Status::Complete };
+        r.finish(&RunResult { status, ..RunResult::begin(Plan { phases: Vec::new() }) });
+        if a.output != Format::Json {
+            errln!("iolab: {}", r.where_());
+        }
     }
     if a.output == Format::Json {
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
@@ -84,4 +107,30 @@ pub fn lines(out: &Outcome) -> Vec<String> {
         v.push("INTERRUPTED: the fill was stopped before its end; the target is not preconditioned".into());
     }
     v
+}
+
+/// The name a target's preconditioning is kept and found under: its canonical path (as given
+/// when it cannot be resolved).
+pub fn target_name(target: &std::path::Path) -> String {
+    std::fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf()).display().to_string()
+}
+
+/// The outcome as a run keeps it (ended now).
+pub fn record_of(out: &Outcome, target: &str) -> Precondition {
+    Precondition {
+        target: target.to_string(),
+        kind: out.kind.to_string(),
+        capacity_bytes: out.capacity_bytes,
+        purge: out.purge.clone(),
+        purge_said: out.purge_said.clone(),
+        purge_s: out.purge_s,
+        passes: out.passes,
+        bs: out.bs,
+        direct: out.direct,
+        bytes_written: out.bytes_written,
+        fill_s: out.fill_s,
+        interrupted: out.interrupted,
+        ended_unix_s: iolab_workload::model::now_unix_s(),
+        ..Default::default()
+    }
 }

@@ -44,6 +44,7 @@ pub fn run(args: ScenarioArgs, sc: &dyn Scenario, stop: Arc<AtomicBool>) -> Resu
     // The verdict's figures carry the rule from the start, so the rounds are judged by it.
     let mut conditions: Vec<String> = Vec::new();
     let mut figures: Vec<(String, f64)> = rule_figures(&rule);
+    let mut own = None;
     if opts.no_precondition {
         conditions.push(
             "preconditioning: none (--no-precondition): the figures follow whatever the target held before".into(),
@@ -84,6 +85,7 @@ pub fn run(args: ScenarioArgs, sc: &dyn Scenario, stop: Arc<AtomicBool>) -> Resu
             if out.direct { " (O_DIRECT)" } else { "" },
             out.fill_s
         ));
+        own = Some(crate::precondition_cmd::record_of(&out, &crate::precondition_cmd::target_name(&target)));
         figures.push(("precondition.bytes_written".into(), out.bytes_written as f64));
         figures.push(("precondition.capacity_bytes".into(), out.capacity_bytes as f64));
         figures.push(("precondition.purge_s".into(), out.purge_s as f64));
@@ -109,7 +111,11 @@ pub fn run(args: ScenarioArgs, sc: &dyn Scenario, stop: Arc<AtomicBool>) -> Resu
         reasons: Vec::new(),
         figures: figures.iter().cloned().collect(),
     });
+    overall.precondition = own;
     let mut rec = Recorder::begin(&args.save, RunKind::Scenario, &round.name, &round_plan(1))?;
+    if let (Some(r), Some(p)) = (rec.as_mut(), overall.precondition.as_ref()) {
+        r.set_precondition(p);
+    }
     let stored = rec.is_some();
     let draw = !json && !args.out.no_progress && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let mut progress = Progress::new(draw, json);

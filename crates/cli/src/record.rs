@@ -131,6 +131,39 @@ impl Recorder {
         Ok(())
     }
 
+    /// Save the preconditioning the run followed, or did.
+    pub fn set_precondition(&mut self, p: &iolab_workload::model::steady::Precondition) {
+        if self.broken {
+            return;
+        }
+        let res = self.store.set_precondition(self.run, p);
+        self.keep(res);
+    }
+
+    /// The last `iolab precondition` of `target` on this host recorded before this run, linked
+    /// to it (saved as this run's preconditioning); `None` when there is none (or the store
+    /// cannot say: a warning).
+    pub fn link_precondition(
+        &mut self,
+        target: &std::path::Path,
+    ) -> Option<iolab_workload::model::steady::Precondition> {
+        if self.broken {
+            return None;
+        }
+        let name = crate::precondition_cmd::target_name(target);
+        match self.store.last_precondition(&self.node, &name, self.run) {
+            Ok(Some(p)) => {
+                self.set_precondition(&p);
+                Some(p)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                errln!("iolab: warning: looking for the preconditioning of {name}: {e}");
+                None
+            }
+        }
+    }
+
     /// Save the run's plan as it stands (a scenario of rounds grows it round by round).
     pub fn set_plan(&mut self, plan: &Plan) {
         if self.broken {

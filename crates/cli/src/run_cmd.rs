@@ -108,6 +108,12 @@ pub fn execute(
     // Refusals come before the run is recorded: check the plan's targets first.
     iolab_workload::check_plan(plan)?;
     let mut rec = Recorder::begin(save, kind, name, plan)?;
+    // The preconditioning of the target this run follows, if one is stored (issue 29).
+    let target = plan.phases.iter().flat_map(|p| &p.jobs).map(|j| j.target.clone()).next();
+    let precondition = match (rec.as_mut(), target) {
+        (Some(r), Some(t)) => r.link_precondition(&t),
+        _ => None,
+    };
     // With the store, seconds and samples go to it as they are measured and are read back at
     // the end; without it (--no-store) they are kept in memory, which grows with the run.
     let stored = rec.is_some();
@@ -126,7 +132,7 @@ pub fn execute(
         f.finish(outcome.as_ref().map_or(iolab_workload::Status::Failed, |r| r.status));
     }
     let mut result = match outcome {
-        Ok(r) => r,
+        Ok(r) => RunResult { precondition, ..r },
         Err(e) => {
             // A refusal found at the first phase's layout (no space): nothing was measured.
             if let Some(r) = rec.as_mut() {

@@ -28,7 +28,14 @@ fn attach(backing: &Path) -> Option<Loop> {
 }
 
 fn scenario_json(args: &[&str]) -> Value {
-    let out = iolab().arg("scenario").args(args).args(["--output", "json", "--no-progress"]).output().unwrap();
+    // The whole matrix's 280 cells take about a minute: more than the helpers' usual limit.
+    let out = iolab()
+        .timeout(std::time::Duration::from_secs(600))
+        .arg("scenario")
+        .args(args)
+        .args(["--output", "json", "--no-progress"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
@@ -103,6 +110,10 @@ fn pts_iops_on_a_loop_device_purges_fills_and_ends_steady_in_five_rounds() {
     assert!(reasons.contains("purge: discard"), "{reasons}");
     assert_eq!(f["precondition.bytes_written"].as_f64(), Some((2 * 32 * MIB) as f64), "{f}");
     assert_eq!(f["precondition.capacity_bytes"].as_f64(), Some((32 * MIB) as f64));
+    // The run keeps its own preconditioning (no other run's: no run_id).
+    let own = &v["precondition"];
+    assert_eq!((own["purge"].as_str(), own["bytes_written"].as_u64()), (Some("discard"), Some(2 * 32 * MIB)), "{own}");
+    assert!(own.get("run_id").is_none(), "{own}");
     assert!(reasons.contains("128 KiB sequential writes"), "{reasons}");
     // The written cells are really on the device: the fill replaced the 0xAB everywhere.
     let data = std::fs::read(&backing).unwrap();
@@ -163,8 +174,9 @@ fn pts_iops_runs_the_whole_matrix_on_a_file_with_tiny_cells() {
     }
     let f = dir.path().join("pts.dat");
     let fs = f.to_str().unwrap();
-    // Five rounds of PTS's 56 cells, 200 ms each at a steady pace, on a file iolab makes:
-    // a hole punched (nothing there yet), filled twice, then the rounds.
+    // Five rounds of PTS's 56 cells, 200 ms each at a paced rate, on a file iolab makes: a
+    // hole punched (nothing there yet), filled twice, then the rounds; at most 5 rounds, so
+    // steady or not the run ends after the fifth.
     let v = scenario_json(&[
         "pts-iops",
         "--target",
@@ -180,16 +192,30 @@ fn pts_iops_runs_the_whole_matrix_on_a_file_with_tiny_cells() {
         "--iodepth",
         "2",
         "--ss-max-rounds",
-        "6",
+        "5",
         "--no-store",
     ]);
     assert_eq!(v["status"], "complete", "{v}");
     let n = names(&v);
-    assert_eq!(n.len() % 56, 0, "whole rounds of PTS's 7 x 8 matrix: {}", n.len());
-    let rounds = n.len() / 56;
-    assert_eq!(v["verdict"]["figures"]["rounds"].as_f64(), Some(rounds as f64));
-    assert_eq!(v["verdict"]["figures"]["steady_at"].as_f64(), Some(5.0), "{}", v["verdict"]);
-    assert_eq!(rounds, 5);
+    assert_eq!(n.len(), 5 * 56, "five rounds of PTS's 7 x 8 matrix");
+    let f = &v["verdict"]["figures"];
+    assert_eq!(f["rounds"].as_f64(), Some(5.0), "{}", v["verdict"]);
+    if f["steady"].as_f64() == Some(1.0) {
+        assert_eq!(f["steady_at"].as_f64(), Some(5.0));
+    }
+    // The window is the tracked cell's five rounds, as the phases measured them.
+    let tracked: Vec<f64> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().ends_with(": 0/100 4k"))
+        .map(|p| p["total"]["write"]["ops"].as_f64().unwrap() / p["elapsed_s"].as_f64().unwrap())
+        .collect();
+    assert_eq!(tracked.len(), 5);
+    let mean = tracked.iter().sum::<f64>() / 5.0;
+    assert!((f["window_mean"].as_f64().unwrap() - mean).abs() < 1e-6 * mean, "{f} against {tracked:?}");
+    let range = tracked.iter().copied().fold(f64::MIN, f64::max) - tracked.iter().copied().fold(f64::MAX, f64::min);
+    assert!((f["window_range"].as_f64().unwrap() - range).abs() < 1e-6 * mean, "{f} against {tracked:?}");
     for (i, cell) in
         ["100/0 1024k", "100/0 0.5k", "95/5 1024k", "65/35 4k", "0/100 4k", "0/100 0.5k"].iter().enumerate()
     {
@@ -246,4 +272,70 @@ fn pts_iops_runs_the_whole_matrix_on_a_file_with_tiny_cells() {
         (Some(1), Some(1)),
         "PTS's latency test: one thread at QD1: {job}"
     );
+}
+
+/// `iolab precondition` is kept as a run of kind `precondition`; a later run on the same target
+/// links to it (which run, how long before, how many runs between), in JSON, in the store and
+/// in the summary.
+#[test]
+fn a_run_links_to_the_stored_preconditioning_of_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ssd.dat");
+    let fs = f.to_str().unwrap();
+    let db = dir.path().join("runs.db");
+    let db = db.to_str().unwrap();
+    let out = iolab()
+        .args(["precondition", fs, "--size", "4M", "--passes", "1", "--no-progress", "--db", db, "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = iolab().args(["runs", "--db", db, "--output", "json"]).output().unwrap();
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let pre = &runs.as_array().unwrap()[0];
+    assert_eq!(pre["kind"], "precondition", "{runs}");
+    let pre_id = pre["id"].as_i64().unwrap();
+
+    let job = ["run", "--target", fs, "--size", "4M", "--rw", "randwrite", "--runtime", "1s", "--db", db];
+    let first = run_json(&job);
+    let p = &first["precondition"];
+    assert_eq!(p["run_id"].as_i64(), Some(pre_id), "{first}");
+    assert_eq!((p["purge"].as_str(), p["runs_since"].as_u64()), (Some("punch hole"), Some(0)), "{p}");
+    assert_eq!(p["bytes_written"].as_u64(), Some(4 * MIB));
+    assert!(p["run_uid"].as_str().is_some_and(|u| u.len() == 32), "{p}");
+    let second = run_json(&job);
+    assert_eq!(second["precondition"]["runs_since"].as_u64(), Some(1), "the first run came between");
+
+    // Every documented `precondition` field is there, and nothing undocumented.
+    let mut seen = std::collections::BTreeSet::new();
+    for (k, _) in second["precondition"].as_object().unwrap() {
+        seen.insert(format!("precondition.{k}"));
+    }
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let mut docs = std::collections::BTreeSet::new();
+    for row in text.lines().filter_map(|l| l.strip_prefix("| `precondition.")) {
+        let cell = row.split(" | ").next().unwrap_or("");
+        for (i, name) in cell.split('`').enumerate().filter(|(i, _)| i % 2 == 0) {
+            let name = if i == 0 { name } else { name.trim_start_matches('.') };
+            if !name.is_empty() && !name.starts_with(',') {
+                docs.insert(format!("precondition.{name}"));
+            }
+        }
+    }
+    assert_eq!(docs, seen, "docs/json.md's precondition rows against a linked run's");
+
+    // Stored with the run, and said in its summary.
+    let out = iolab().args(["export", "--db", db, "last", "--format", "json"]).output().unwrap();
+    let back: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(back[0]["result"]["precondition"], second["precondition"]);
+    let out = iolab().args(["show", "--db", db, "last"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("preconditioned by run {pre_id} (punch hole"))
+            && text.contains("1 run recorded on this host since"),
+        "{text}"
+    );
+    // Another target follows no preconditioning.
+    let other = dir.path().join("other.dat");
+    let v = run_json(&["run", "--target", other.to_str().unwrap(), "--size", "1M", "--rw", "write", "--db", db]);
+    assert!(v.get("precondition").is_none(), "{v}");
 }

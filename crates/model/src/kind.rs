@@ -23,11 +23,20 @@ pub enum RunKind {
     Replay,
     /// `iolab verify --journal`.
     Verify,
+    /// `iolab precondition`: the purge and fill, kept so later runs on the target link to it.
+    Precondition,
 }
 
 impl RunKind {
-    pub const ALL: [RunKind; 6] =
-        [RunKind::Run, RunKind::Survey, RunKind::Watch, RunKind::Scenario, RunKind::Replay, RunKind::Verify];
+    pub const ALL: [RunKind; 7] = [
+        RunKind::Run,
+        RunKind::Survey,
+        RunKind::Watch,
+        RunKind::Scenario,
+        RunKind::Replay,
+        RunKind::Verify,
+        RunKind::Precondition,
+    ];
 
     /// The word stored in the database, printed by `iolab runs` and in the JSON.
     pub fn as_str(self) -> &'static str {
@@ -38,6 +47,7 @@ impl RunKind {
             RunKind::Scenario => "scenario",
             RunKind::Replay => "replay",
             RunKind::Verify => "verify",
+            RunKind::Precondition => "precondition",
         }
     }
 }

@@ -572,6 +572,10 @@ pub struct RunResult {
     /// A scenario's verdict (`iolab scenario locking`, `scaling`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// The preconditioning the run followed (issue 29): its own (a `pts-*` scenario's) or the
+    /// last `iolab precondition` of its target on this host, linked by that run's uid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<crate::steady::Precondition>,
 }
 
 impl RunResult {
@@ -589,6 +593,7 @@ impl RunResult {
             phases: Vec::new(),
             nodes: Vec::new(),
             verdict: None,
+            precondition: None,
         }
     }
 

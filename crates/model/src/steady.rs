@@ -183,6 +183,67 @@ impl SteadyStateResult {
     }
 }
 
+/// A preconditioning (SNIA PTS's purge and workload-independent fill) as a run keeps it:
+/// `iolab precondition`'s outcome, when it ended, and for a run that followed a stored one,
+/// which (`run_uid`, `run_id` in the database it was read from) and what came between.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Precondition {
+    pub target: String,
+    /// `block device` or `file`.
+    pub kind: String,
+    pub capacity_bytes: u64,
+    /// `discard`, `secure discard`, `punch hole` or `none`, and why, in words.
+    pub purge: String,
+    pub purge_said: String,
+    pub purge_s: f64,
+    pub passes: u32,
+    pub bs: u64,
+    pub direct: bool,
+    pub bytes_written: u64,
+    pub fill_s: f64,
+    /// Stopped before the fill's end: the target is not preconditioned.
+    pub interrupted: bool,
+    /// When the fill ended, Unix seconds.
+    pub ended_unix_s: f64,
+    /// The stored `iolab precondition` run this run followed (absent: the run's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
+    /// Runs recorded on this host between that run and this one (on any target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_since: Option<u64>,
+}
+
+impl Precondition {
+    /// In words: `preconditioned by run 12 (discard, 2 x 64.0 MiB in 128 KiB writes), 3 min
+    /// before, 1 run recorded since`.
+    pub fn said(&self, run_started_unix_s: f64) -> String {
+        let what = format!(
+            "{}{}, {} pass(es) of {} bytes in {} KiB sequential writes{}",
+            self.purge,
+            if self.purge == "none" { " purged" } else { "" },
+            self.passes,
+            self.capacity_bytes,
+            self.bs / 1024,
+            if self.interrupted { ", INTERRUPTED before its end" } else { "" }
+        );
+        match self.run_id {
+            None => format!("preconditioned first: {what}"),
+            Some(id) => {
+                let ago = (run_started_unix_s - self.ended_unix_s).max(0.0);
+                let ago = if ago >= 120.0 { format!("{:.0} min", ago / 60.0) } else { format!("{ago:.0} s") };
+                let since = match self.runs_since.unwrap_or(0) {
+                    0 => "no run recorded on this host since".to_string(),
+                    1 => "1 run recorded on this host since".to_string(),
+                    n => format!("{n} runs recorded on this host since"),
+                };
+                format!("preconditioned by run {id} ({what}), {ago} before; {since}")
+            }
+        }
+    }
+}
+
 /// A figure with the digits that matter: whole above 100, three decimals below.
 fn short(v: f64) -> String {
     if v.abs() >= 100.0 {

@@ -8,6 +8,9 @@ use std::fmt::Write;
 
 pub fn render(r: &RunResult) -> String {
     let mut s = String::new();
+    if let Some(p) = &r.precondition {
+        let _ = writeln!(s, "{}", p.said(r.started_unix_s));
+    }
     for p in &r.phases {
         s.push_str(&phase(p));
         let jobs = r.plan.phases.iter().find(|ph| ph.name == p.name).map(|ph| ph.jobs.as_slice()).unwrap_or(&[]);

@@ -320,6 +320,7 @@ pub(crate) mod fixtures {
             phases,
             nodes: vec![],
             verdict: None,
+            precondition: None,
         }
     }
 

@@ -46,6 +46,7 @@ pub const RUN_COLUMNS: &[&str] = &[
     "host_json",
     "nodes_json",
     "verdict_json",
+    "precondition_json",
 ];
 
 /// Rows read from the source at a time.

@@ -18,6 +18,7 @@ mod target;
 
 use backend::{vals, Access, Row};
 use conn::Conn;
+use iolab_model::steady::Precondition;
 use iolab_model::{
     NodeInfo, OpClass, PhaseResult, RunKind, RunResult, Status, ThreadResult, TimelinePoint, Totals, UnknownWord,
     Verdict,
@@ -365,6 +366,43 @@ impl Store {
         Ok(())
     }
 
+    /// The preconditioning a run followed, or (a run of kind `precondition`) did.
+    pub fn set_precondition(&self, run: i64, p: &Precondition) -> Result<()> {
+        self.exec(
+            "saving the run's preconditioning",
+            "UPDATE runs SET precondition_json = ?2 WHERE id = ?1",
+            vals![run, serde_json::to_string(p).unwrap_or_default()],
+        )?;
+        Ok(())
+    }
+
+    /// The last complete `iolab precondition` of `target` on host `node` recorded before run
+    /// `before`, linked: its uid and id, and how many runs this host recorded in between.
+    pub fn last_precondition(&self, node: &str, target: &str, before: i64) -> Result<Option<Precondition>> {
+        let row: Option<(i64, Option<String>, String)> = self.row(
+            "reading the last preconditioning",
+            "SELECT id, precondition_json, uid FROM runs WHERE kind = 'precondition' AND status = 'complete' AND node = ?1 AND name = ?2 AND id < ?3 ORDER BY id DESC LIMIT 1",
+            vals![node, target, before],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get::<Option<String>>(2)?.unwrap_or_default())),
+        )?;
+        let Some((id, Some(json), uid)) = row else { return Ok(None) };
+        let mut p: Precondition = serde_json::from_str(&json).map_err(|cause| StoreError::Damaged {
+            run: id,
+            what: "preconditioning".into(),
+            cause,
+        })?;
+        let since: i64 = self
+            .row(
+                "counting the runs since",
+                "SELECT COUNT(*) FROM runs WHERE node = ?1 AND id > ?2 AND id < ?3",
+                vals![node, id, before],
+                |r| r.get(0),
+            )?
+            .unwrap_or(0);
+        (p.run_uid, p.run_id, p.runs_since) = (Some(uid), Some(id), Some(since.max(0) as u64));
+        Ok(Some(p))
+    }
+
     /// The run's plan as it ran, where it grew as it went (a scenario of rounds: SNIA PTS's
     /// tests add a round's cells until the tracked cell is steady).
     pub fn set_plan(&self, run: i64, plan: &Plan) -> Result<()> {
@@ -472,10 +510,10 @@ impl Store {
     pub fn load(&self, id: i64) -> Result<StoredRun> {
         let damaged = |what: &'static str| move |cause| StoreError::Damaged { run: id, what: what.into(), cause };
         type Head = (String, String, String, Option<String>, f64, Option<f64>, String, u32, String, String, String);
-        type Tail = (Option<String>, Option<String>, Option<String>);
+        type Tail = (Option<String>, Option<String>, Option<String>, Option<String>);
         let row: Option<(Head, Tail)> = self.row(
             "reading a run",
-            "SELECT kind, name, status, error, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json, nodes_json, verdict_json, uid FROM runs WHERE id = ?1",
+            "SELECT kind, name, status, error, started_unix_s, ended_unix_s, node, pid, iolab_version, plan_json, host_json, nodes_json, verdict_json, uid, precondition_json FROM runs WHERE id = ?1",
             vals![id],
             |r| {
                 Ok((
@@ -492,13 +530,13 @@ impl Store {
                         r.get(9)?,
                         r.get(10)?,
                     ),
-                    (r.get(11)?, r.get(12)?, r.get(13)?),
+                    (r.get(11)?, r.get(12)?, r.get(13)?, r.get(14)?),
                 ))
             },
         )?;
         let Some((
             (kind, name, status, error, started, ended, node, pid, version, plan_json, host_json),
-            (nodes_json, verdict_json, uid),
+            (nodes_json, verdict_json, uid, precondition_json),
         )) = row
         else {
             return Err(StoreError::NotFound(format!("no run {id} in {}; `iolab runs` lists them", self.at)));
@@ -513,6 +551,10 @@ impl Store {
         };
         let verdict: Option<Verdict> = match verdict_json {
             Some(j) => Some(serde_json::from_str(&j).map_err(damaged("verdict"))?),
+            None => None,
+        };
+        let precondition: Option<Precondition> = match precondition_json {
+            Some(j) => Some(serde_json::from_str(&j).map_err(damaged("preconditioning"))?),
             None => None,
         };
         // (A run of several nodes whose coordinator died before it saved its nodes has no
@@ -545,6 +587,7 @@ impl Store {
             result: RunResult {
                 nodes: infos,
                 verdict,
+                precondition,
                 iolab_version: version,
                 status,
                 error: error.or(why),

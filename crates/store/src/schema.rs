@@ -233,6 +233,13 @@ pub const MIGRATIONS: &[Migration] = &[
     "#,
         ),
     },
+    // 6: the preconditioning a run followed (SNIA PTS's purge and fill; issue 29), as JSON: an
+    // `iolab precondition` run's own outcome, or the one a later run on its target links to.
+    both(
+        r#"
+    ALTER TABLE runs ADD COLUMN precondition_json TEXT;
+    "#,
+    ),
 ];
 
 pub const VERSION: u32 = MIGRATIONS.len() as u32;

@@ -103,6 +103,7 @@ mod tests {
         let mut r = RunResult {
             nodes: Vec::new(),
             verdict: None,
+            precondition: None,
             schema_version: 1,
             iolab_version: String::new(),
             node: String::new(),

@@ -188,6 +188,7 @@ pub fn stored(
             phases,
             nodes: node_infos(nodes),
             verdict,
+            precondition: None,
         },
     }
 }
