@@ -85,6 +85,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         threads,
         runtime: None,
         ramp: Duration::ZERO,
+        ramp_auto: false,
         start_delay: Default::default(),
         exit_all: false,
         cpus: None,

@@ -170,7 +170,10 @@ fn remove(ctx: &Ctx, made: bool) {
 /// The survey's plan: each step a phase of its jobs, each after a warm-up (1 s, or half a
 /// short step). A flag that makes a step's job invalid (`--step-time 0`) is refused here.
 fn plan_of(steps: &[Step], ctx: &Ctx) -> Result<Plan> {
-    let ramp = JobPatch { ramp: Some(Duration::from_secs(1).min(ctx.time / 2)), ..Default::default() };
+    let ramp = JobPatch {
+        ramp: Some(iolab_spec::steady::Ramp::Time(Duration::from_secs(1).min(ctx.time / 2))),
+        ..Default::default()
+    };
     let mut phases = Vec::new();
     for s in steps {
         let jobs = (s.jobs)(ctx)

@@ -154,3 +154,88 @@ fn a_fio_job_file_with_an_iops_slope_criterion_ends_as_fio_does() {
         _ => skip("fio is not installed or failed; iolab's side was checked alone"),
     }
 }
+
+/// `--ramp auto`: a phase that starts fast (a second job adds 600 IOPS for its first 4 s) and
+/// then holds 300 IOPS drops exactly those 4 s: the first steady 10 s window starts there. Its
+/// figures are the 12 s after; what was dropped is in JSON and in the summary.
+#[test]
+fn ramp_auto_drops_exactly_the_warm_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[phase]]\nname = \"warm\"\n\
+         [[phase.job]]\nname = \"steady\"\ntarget = \"{}\"\nsize = \"4M\"\nrw = \"randwrite\"\nrate_iops = 300\nruntime = \"16s\"\nramp = \"auto\"\n\
+         [[phase.job]]\nname = \"fresh\"\ntarget = \"{}\"\nsize = \"4M\"\nrw = \"randwrite\"\nrate_iops = 600\nruntime = \"4s\"\n",
+        dir.path().join("a").display(),
+        dir.path().join("b").display()
+    );
+    let job = dir.path().join("warm.toml");
+    std::fs::write(&job, toml).unwrap();
+    let v = run_json(&["run", "--no-store", job.to_str().unwrap()]);
+    let p = &v["phases"][0];
+    let w = &p["warmup"];
+    assert_eq!(w["found"], true, "{w}");
+    assert_eq!(w["dropped_s"].as_f64(), Some(4.0), "{w}");
+    assert_eq!(
+        (w["window_s"].as_u64(), w["range_pct"].as_f64(), w["excursion_pct"].as_f64()),
+        (Some(10), Some(20.0), Some(10.0))
+    );
+    let win = &w["window"];
+    assert_eq!(
+        (win["first"].as_u64(), win["last"].as_u64()),
+        (Some(5), Some(14)),
+        "seconds 5..14, counted from 1: {w}"
+    );
+    assert!((win["mean"].as_f64().unwrap() - 300.0).abs() < 15.0, "{w}");
+    let dropped = w["dropped_ops"].as_f64().unwrap();
+    assert!((dropped - 4.0 * 900.0).abs() <= 0.04 * 3600.0, "4 s at 900 IOPS dropped: {dropped}");
+    // The figures are the 12 s after the warm-up, at 300 IOPS.
+    let el = p["elapsed_s"].as_f64().unwrap();
+    assert!((el - 12.0).abs() < 0.3, "{el}");
+    let ops = p["total"]["write"]["ops"].as_f64().unwrap();
+    assert!((ops - 12.0 * 300.0).abs() <= 0.04 * 3600.0, "{ops}");
+    assert!((p["total"]["write"]["iops"].as_f64().unwrap() - 300.0).abs() < 15.0, "{p}");
+    // Every documented `phases[].warmup` field is there (the window's as steady_state's).
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    let mut docs = std::collections::BTreeSet::new();
+    for row in text.lines().filter_map(|l| l.strip_prefix("| `phases[].warmup")) {
+        let cell = row.split(" | ").next().unwrap_or("");
+        for (_, name) in cell.split('`').enumerate().filter(|(i, _)| i % 2 == 0) {
+            let name = name.trim_start_matches('.');
+            if !name.is_empty() && !name.starts_with(',') {
+                docs.insert(name.to_string());
+            }
+        }
+    }
+    let seen: std::collections::BTreeSet<String> = w.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(docs, seen, "docs/json.md's phases[].warmup rows against a run's");
+    for k in ["first", "last", "mean", "range", "range_limit", "excursion", "excursion_limit", "steady"] {
+        assert!(win.get(k).is_some(), "warmup.window.{k}: {win}");
+    }
+
+    // The timeline keeps the warm-up seconds: 900 a second at first.
+    let first = &p["timeline"][0];
+    assert!(first["write_ops"].as_f64().unwrap() > 800.0, "{first}");
+
+    // Without a steady window nothing is dropped, and it says so.
+    let out = iolab()
+        .args([
+            "run",
+            "--no-store",
+            "--target",
+            dir.path().join("c").to_str().unwrap(),
+            "--size",
+            "1M",
+            "--rw",
+            "randwrite",
+        ])
+        .args(["--rate-iops", "100", "--runtime", "3s", "--ramp", "auto"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("warm-up (--ramp auto): no 10 s window was steady, nothing dropped"), "{text}");
+    // --ramp auto needs a runtime, and judges what --steady-state would: one of them.
+    let out = iolab().args(["run", "--no-store", "--target", "x", "--size", "1M", "--ramp", "auto"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add a runtime"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -449,6 +449,9 @@ pub struct PhaseResult {
     /// The steady-state criterion's rounds and verdict (`--steady-state`), when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<crate::steady::SteadyStateResult>,
+    /// `--ramp auto`: the warm-up found and dropped, or that none was (issue 29).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<crate::steady::Warmup>,
 }
 
 impl PhaseResult {

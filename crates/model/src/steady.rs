@@ -183,6 +183,62 @@ impl SteadyStateResult {
     }
 }
 
+/// `--ramp auto`'s finding (`phases[].warmup`): where the warm-up ended (the first second of
+/// the first steady window of per-second figures, `iolab_spec::steady::AUTO_RAMP`) and what
+/// was dropped before it; or that no window was steady, when nothing is dropped.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Warmup {
+    /// A steady window was found: the seconds before it are dropped.
+    pub found: bool,
+    /// Seconds dropped from the phase's start (0 when none was found).
+    pub dropped_s: f64,
+    /// Operations and bytes of the dropped seconds (every class), not in the phase's figures.
+    pub dropped_ops: u64,
+    pub dropped_bytes: u64,
+    /// The rule: a window of this many one-second values, range and excursion limits, % of the
+    /// window's mean.
+    pub window_s: u32,
+    pub range_pct: f64,
+    pub excursion_pct: f64,
+    /// The first steady window (in seconds from the phase's start, counted from 1), or the last
+    /// judged when none was steady.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+}
+
+impl Warmup {
+    /// In words: `warm-up: 42 s dropped (12,345 operations) before the first steady 10 s ...`.
+    pub fn said(&self) -> String {
+        let pct = |v: f64, w: &Window| if w.mean > 0.0 { 100.0 * v / w.mean } else { 0.0 };
+        let win = self.window.as_ref().map_or(String::new(), |w| {
+            format!(
+                ": range {:.1}% (limit {}%), excursion {:.1}% (limit {}%) of {} operations/s",
+                pct(w.range, w),
+                self.range_pct,
+                pct(w.excursion, w),
+                self.excursion_pct,
+                short(w.mean)
+            )
+        });
+        if self.found {
+            format!(
+                "warm-up (--ramp auto): {} s dropped ({} operations, {} bytes) before seconds {}-{}, the first steady {} s{win}",
+                self.dropped_s,
+                self.dropped_ops,
+                self.dropped_bytes,
+                self.window.as_ref().map_or(0, |w| w.first),
+                self.window.as_ref().map_or(0, |w| w.last),
+                self.window_s
+            )
+        } else {
+            format!(
+                "warm-up (--ramp auto): no {} s window was steady, nothing dropped; the figures are the whole phase's{win}",
+                self.window_s
+            )
+        }
+    }
+}
+
 /// A preconditioning (SNIA PTS's purge and workload-independent fill) as a run keeps it:
 /// `iolab precondition`'s outcome, when it ended, and for a run that followed a stored one,
 /// which (`run_uid`, `run_id` in the database it was read from) and what came between.

@@ -25,6 +25,9 @@ pub fn render(r: &RunResult) -> String {
                 let _ = writeln!(s, "  {line}");
             }
         }
+        if let Some(w) = &p.warmup {
+            let _ = writeln!(s, "  {}", w.said());
+        }
     }
     if let Some(v) = &r.verdict {
         // A scenario with a report of its own (SNIA PTS's tests) prints it instead.

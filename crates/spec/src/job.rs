@@ -392,6 +392,9 @@ pub struct Job {
     pub runtime: Option<Duration>,
     #[serde(with = "duration_serde")]
     pub ramp: Duration,
+    /// `--ramp auto`: the warm-up is judged (`steady::AUTO_RAMP`) and dropped; `ramp` is then 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ramp_auto: bool,
     /// How long after its phase's start the job starts (fio's startdelay); a range is drawn per
     /// thread. Absent (zero) in plans stored before it existed.
     #[serde(default, skip_serializing_if = "crate::Delay::is_zero")]
@@ -610,6 +613,18 @@ impl Job {
             if r.is_zero() {
                 return err("runtime", "a runtime of 0 measures nothing".into());
             }
+        }
+        if self.ramp_auto && self.runtime.is_none() {
+            return err(
+                "ramp",
+                "--ramp auto judges a time-bounded run's warm-up (the runtime includes it); add a runtime".into(),
+            );
+        }
+        if self.ramp_auto && self.steady.is_some() {
+            return err(
+                "ramp",
+                "--ramp auto and --steady-state both decide which seconds count; give one (--steady-state snia reports the steady window's figures)".into(),
+            );
         }
         if let Some(v) = &self.verify {
             v.validate(self)?;

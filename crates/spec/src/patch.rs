@@ -125,10 +125,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, short = 'r', value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Duration>,
-    /// Run this long first without counting it.
-    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
-    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
-    pub ramp: Option<Duration>,
+    /// Run this long first without counting it (10s), or `auto`: until the phase's operations per second are steady over 10 s (range ≤ 20%, excursion ≤ 10% of their mean), the warm-up before dropped and reported.
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::steady::Ramp>, value_name = "TIME|auto"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<crate::steady::Ramp>,
     /// Start the job this long after its phase starts (2s), or a range each thread draws from (1s-5s); its time and rates count from its own start (fio's startdelay).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::Delay>, value_name = "TIME[-TIME]"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -610,7 +610,11 @@ impl JobPatch {
             direct: self.direct.unwrap_or(false),
             threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
             runtime,
-            ramp: self.ramp.unwrap_or(Duration::ZERO),
+            ramp: match self.ramp {
+                Some(crate::steady::Ramp::Time(d)) => d,
+                _ => Duration::ZERO,
+            },
+            ramp_auto: self.ramp == Some(crate::steady::Ramp::Auto),
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
             cpus: self.cpus.clone(),

@@ -461,3 +461,78 @@ mod tests {
         assert_eq!(e.0, "ss_window");
     }
 }
+
+/// `--ramp`: a time not counted at the job's start, or `auto`: the warm-up ends where the
+/// phase's per-second figure is first steady by SNIA's rule over [`AUTO_RAMP`]'s short window
+/// (issue 29); what came before is dropped and reported (`phases[].warmup`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Ramp {
+    Time(Duration),
+    Auto,
+}
+
+/// `--ramp auto`'s rule: the phase's operations per second (every class) over a window of 10
+/// one-second values, range ≤ 20% and the fitted line's excursion ≤ 10% of their mean (PTS's
+/// limits on a window short enough for a warm-up of seconds to minutes).
+pub const AUTO_RAMP: Snia = Snia {
+    round: Duration::from_secs(1),
+    window: 10,
+    max_rounds: u32::MAX,
+    range_pct: 20.0,
+    excursion_pct: 10.0,
+    tracked: Tracked::Iops,
+};
+
+impl FromStr for Ramp {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "auto" => Ok(Ramp::Auto),
+            t => crate::units::parse_duration(t)
+                .map(Ramp::Time)
+                .map_err(|e| format!("{e}; or `auto`: the warm-up ends once the per-second figure is steady")),
+        }
+    }
+}
+
+impl fmt::Display for Ramp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ramp::Time(d) => write!(f, "{}s", d.as_secs_f64()),
+            Ramp::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+impl Serialize for Ramp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Ramp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Ramp;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration (seconds as a number, or \"30s\", \"2m\") or \"auto\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Ramp, E> {
+                Ok(Ramp::Time(Duration::from_secs(v)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Ramp, E> {
+                u64::try_from(v)
+                    .map(|v| Ramp::Time(Duration::from_secs(v)))
+                    .map_err(|_| E::custom("a ramp cannot be negative"))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Ramp, E> {
+                crate::units::parse_duration(&v.to_string()).map(Ramp::Time).map_err(E::custom)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Ramp, E> {
+                v.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

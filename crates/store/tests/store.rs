@@ -826,6 +826,7 @@ fn a_run_of_two_nodes_round_trips_with_its_aggregate_nodes_and_verdict(b: Backen
         holes: None,
         layout: None,
         steady_state: None,
+        warmup: None,
     };
     store.add_second(id, 0, AGGREGATE, &seconds, &[], None).unwrap();
     store.add_phase(id, 0, AGGREGATE, &aggregate).unwrap();

@@ -87,6 +87,20 @@ pub(crate) struct Aggregator {
     /// SNIA steady state: each job's counts per round, the last few, so that the phase can
     /// report its window's figures ([`Aggregator::keep_rounds`]).
     rounds: Option<Rounds>,
+    /// `--ramp auto`: the seconds held until the warm-up is judged, and those dropped
+    /// ([`Aggregator::judge_warmup`]).
+    auto: Option<AutoRamp>,
+}
+
+/// `--ramp auto`'s seconds: each job's counts per second held while they may still start a
+/// steady window (at most the window's), those found to be warm-up, and the first second that
+/// counts once the judge found it.
+struct AutoRamp {
+    held: BTreeMap<i64, Vec<Acc>>,
+    dropped: Vec<Acc>,
+    /// Seconds before this one are warm-up.
+    before: i64,
+    from: Option<i64>,
 }
 
 /// Each job's counts per round of `len_s` seconds (the last `keep` rounds), and the window of
@@ -125,7 +139,50 @@ impl Aggregator {
             finalized_upto: -1,
             bytes: 0,
             rounds: None,
+            auto: None,
         }
+    }
+
+    /// `--ramp auto`: hold each second's counts until [`Aggregator::warmup`] says whether it
+    /// is warm-up (dropped) or counts.
+    pub(crate) fn judge_warmup(&mut self) {
+        let n = self.jobs.len();
+        self.auto = Some(AutoRamp { held: BTreeMap::new(), dropped: vec![Acc::default(); n], before: 0, from: None });
+    }
+
+    /// What the warm-up judge heard after a second.
+    pub(crate) fn warmup(&mut self, h: crate::warmup::Heard) {
+        use crate::warmup::Heard;
+        let Some(a) = &mut self.auto else { return };
+        let (cut, counts_from) = match h {
+            Heard::Nothing => return,
+            Heard::Before(b) => (b, None),
+            Heard::Ended(e) => (e, Some(e)),
+        };
+        a.before = a.before.max(cut);
+        let kept = a.held.split_off(&cut);
+        for (_, per_job) in std::mem::replace(&mut a.held, kept) {
+            for (d, add) in a.dropped.iter_mut().zip(&per_job) {
+                d.merge(add);
+            }
+        }
+        if let Some(e) = counts_from {
+            a.from = Some(e);
+            for (_, per_job) in std::mem::take(&mut a.held) {
+                for (j, add) in self.jobs.iter_mut().zip(&per_job) {
+                    j.merge(add);
+                }
+            }
+        }
+    }
+
+    /// `--ramp auto`: the operations and bytes dropped as warm-up.
+    pub(crate) fn dropped(&self) -> (u64, u64) {
+        self.auto.as_ref().map_or((0, 0), |a| {
+            a.dropped
+                .iter()
+                .fold((0, 0), |(o, b), acc| (o + acc.iter().map(|(_, c)| c.ops).sum::<u64>(), b + acc.bytes()))
+        })
     }
 
     /// Keep each job's counts per round of `len_s` seconds, the last `window` rounds and a few
@@ -155,11 +212,27 @@ impl Aggregator {
         self.bytes
     }
 
+    /// `--ramp auto`: whether second `sec` counts toward the job's figures; when it does not
+    /// (yet), it is held until judged, or dropped as warm-up.
+    fn counts(&mut self, job: usize, sec: i64, acc: &Acc) -> bool {
+        let n = self.jobs.len();
+        let Some(a) = &mut self.auto else { return true };
+        match a.from {
+            Some(f) if sec >= f => return true,
+            Some(_) => a.dropped[job].merge(acc),
+            None if sec < a.before => a.dropped[job].merge(acc),
+            None => a.held.entry(sec).or_insert_with(|| vec![Acc::default(); n])[job].merge(acc),
+        }
+        false
+    }
+
     fn merge(&mut self, job: usize, worker: usize, sec: i64, acc: &Acc) {
         if sec < 0 || acc.is_empty() {
             return; // ramp: run but not counted
         }
-        self.jobs[job].merge(acc);
+        if self.counts(job, sec, acc) {
+            self.jobs[job].merge(acc);
+        }
         self.bytes += acc.bytes();
         if let Some(r) = &mut self.rounds {
             let n = self.jobs.len();
@@ -312,13 +385,30 @@ impl Aggregator {
             let from = self.workers.iter().filter(|w| w.job == i).map(|w| w.from.unwrap_or(t0)).min().unwrap_or(t0);
             let mut e = if running || end.is_some() { since(from, end) } else { 0.0 };
             // SNIA steady state: the window's counts over the window's length.
-            let acc = match &window {
-                Some((accs, len)) => {
+            let whole;
+            let acc = match (&window, &self.auto) {
+                (Some((accs, len)), _) => {
                     e = *len;
                     phase_e = *len;
                     &accs[i]
                 }
-                None => &self.jobs[i],
+                // --ramp auto: the seconds after the warm-up, over their time.
+                (None, Some(AutoRamp { from: Some(f), .. })) => {
+                    e = (e - *f as f64).max(0.0);
+                    phase_e = (phase_e - *f as f64).max(0.0);
+                    &self.jobs[i]
+                }
+                // --ramp auto before (or without) a steady window: everything so far.
+                (None, Some(a)) => {
+                    let mut all = self.jobs[i].clone();
+                    all.merge(&a.dropped[i]);
+                    for per_job in a.held.values() {
+                        all.merge(&per_job[i]);
+                    }
+                    whole = all;
+                    &whole
+                }
+                (None, None) => &self.jobs[i],
             };
             elapsed = elapsed.max(phase_e);
             total.merge(acc);

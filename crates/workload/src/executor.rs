@@ -703,6 +703,11 @@ fn coordinate(
             agg.keep_rounds(len, s.window as usize);
         }
     }
+    // --ramp auto: the warm-up judged here, second by second, off the workers' path.
+    let mut warm = phase.jobs.iter().any(|j| j.ramp_auto).then(crate::warmup::WarmupJudge::new);
+    if warm.is_some() {
+        agg.judge_warmup();
+    }
     // The phase and its jobs exist from their start: a run killed in its first second still
     // shows them, with nothing measured.
     sink.progress(index, &agg.result(phase, targets, Instant::now(), CpuTime::default(), true));
@@ -714,6 +719,11 @@ fn coordinate(
         let points = agg.finalize(now, all);
         for p in &points {
             sink.tick(index, p, agg.bytes_so_far());
+        }
+        if let Some(w) = warm.as_mut() {
+            for p in &points {
+                agg.warmup(w.second(p));
+            }
         }
         if let (Some(j), Some(stop)) = (judge.as_mut(), phase_stop) {
             for p in &points {
@@ -770,6 +780,8 @@ fn coordinate(
     let mut r = agg.result(phase, targets, end, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
     r.system = system;
     r.steady_state = judge.map(|j| j.result());
+    let (ops, bytes) = agg.dropped();
+    r.warmup = warm.map(|w| w.result(ops, bytes));
     r
 }
 

@@ -124,6 +124,7 @@ mod tests {
                 holes: None,
                 layout: None,
                 steady_state: None,
+                warmup: None,
                 name: "p".into(),
                 elapsed_s: 2.0,
                 interrupted: false,

@@ -29,6 +29,7 @@ pub mod rendezvous;
 pub mod source;
 mod steady;
 mod validation;
+mod warmup;
 pub mod worker;
 
 pub use executor::{check_plan, run_plan, Control, Expect, NoSink, RunError, Sink, StartGate};

@@ -140,6 +140,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
         holes: None,
         layout: None,
         steady_state: None,
+        warmup: None,
     }
 }
 

@@ -1337,7 +1337,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
     if let Some((t, at)) = &r.ramp {
         if !t.is_zero() {
             o.set("ramp", at);
-            o.p.ramp = Some(*t);
+            o.p.ramp = Some(crate::steady::Ramp::Time(*t));
             // fio 3.33, size=4m at 512 IOPS with ramp_time=1: 1024 I/Os in all, 511 reported
             // over 997 ms: on a size-bounded job the ramp's I/O counts toward the size.
             if o.p.runtime.is_none() && o.p.io_size.is_none() {

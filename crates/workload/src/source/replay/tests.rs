@@ -47,6 +47,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         threads,
         runtime: None,
         ramp: Duration::ZERO,
+        ramp_auto: false,
         start_delay: Default::default(),
         exit_all: false,
         cpus: None,
