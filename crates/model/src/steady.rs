@@ -285,7 +285,7 @@ impl Precondition {
             if self.interrupted { ", INTERRUPTED before its end" } else { "" }
         );
         match self.run_id {
-            None => format!("preconditioned first: {what}"),
+            None => format!("preconditioning (the purge and fill before any measurement): {what}"),
             Some(id) => {
                 let ago = (run_started_unix_s - self.ended_unix_s).max(0.0);
                 let ago = if ago >= 120.0 { format!("{:.0} min", ago / 60.0) } else { format!("{ago:.0} s") };
