@@ -443,7 +443,8 @@ pub fn rule_figures(s: &Snia) -> Vec<(String, f64)> {
 }
 
 /// The measurement table: per block size (rows) and mix (columns), the cell's figure averaged
-/// over the window's rounds (the last rounds measured when no window was judged).
+/// over the window's rounds, or its worst (greatest) there for a maximum (every round measured
+/// when no window was judged).
 pub struct Table {
     pub mixes: Vec<u8>,
     pub bs: Vec<u64>,
@@ -452,7 +453,7 @@ pub struct Table {
     pub rounds: (u32, u32),
 }
 
-fn table(pts: &Pts, run: &RunResult, figure: &dyn Fn(&PhaseResult) -> f64) -> Option<Table> {
+fn table(pts: &Pts, run: &RunResult, figure: &dyn Fn(&PhaseResult) -> f64, worst: bool) -> Option<Table> {
     let ss = steady(pts, run)?;
     let cells = cells_of(run);
     let (first, last) = match &ss.window {
@@ -480,7 +481,13 @@ fn table(pts: &Pts, run: &RunResult, figure: &dyn Fn(&PhaseResult) -> f64) -> Op
                         .filter(|c| c.bs == *size && c.mix == *m && (first..=last).contains(&c.round))
                         .map(|c| figure(c.phase))
                         .collect();
-                    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                    (!v.is_empty()).then(|| {
+                        if worst {
+                            v.iter().copied().fold(f64::MIN, f64::max)
+                        } else {
+                            v.iter().sum::<f64>() / v.len() as f64
+                        }
+                    })
                 })
                 .collect()
         })
@@ -489,16 +496,17 @@ fn table(pts: &Pts, run: &RunResult, figure: &dyn Fn(&PhaseResult) -> f64) -> Op
 }
 
 /// The tables PTS tabulates for a test: (title, unit, figure of a cell).
-/// A measurement table: its title, unit and a cell's figure in that unit.
-type TableOf = (&'static str, &'static str, fn(&PhaseResult) -> f64);
+/// A measurement table: its title, unit, a cell's figure in that unit, and whether the table
+/// gives its worst over the window's rounds (a maximum) rather than their mean.
+type TableOf = (&'static str, &'static str, fn(&PhaseResult) -> f64, bool);
 
 fn tables(t: Test) -> Vec<TableOf> {
     match t {
-        Test::Iops => vec![("IOPS", "IOPS", |p| value(Tracked::Iops, p))],
-        Test::Throughput => vec![("Throughput", "MB/s", |p| value(Tracked::Bw, p) / 1e6)],
+        Test::Iops => vec![("IOPS", "IOPS", |p| value(Tracked::Iops, p), false)],
+        Test::Throughput => vec![("Throughput", "MB/s", |p| value(Tracked::Bw, p) / 1e6, false)],
         Test::Latency => vec![
-            ("Mean latency", "ms", |p| value(Tracked::Lat, p) / 1e6),
-            ("Maximum latency", "ms", |p| p.total.read().lat_ns.max.max(p.total.write().lat_ns.max) as f64 / 1e6),
+            ("Mean latency", "ms", |p| value(Tracked::Lat, p) / 1e6, false),
+            ("Maximum latency", "ms", max_latency, true),
         ],
     }
 }
@@ -510,6 +518,11 @@ fn titled(title: &str, unit: &str) -> String {
     } else {
         format!("{title} ({unit})")
     }
+}
+
+/// A cell's greatest latency of reads and writes, ms.
+fn max_latency(p: &PhaseResult) -> f64 {
+    p.total.read().lat_ns.max.max(p.total.write().lat_ns.max) as f64 / 1e6
 }
 
 fn cell_text(v: Option<f64>) -> String {
@@ -582,11 +595,12 @@ impl Pts {
         for l in crate::summary::steady_lines(&ss) {
             let _ = writeln!(s, "  {l}");
         }
-        for (title, unit, f) in tables(self.0) {
-            let Some(t) = table(self, run, &f) else { continue };
+        for (title, unit, f, worst) in tables(self.0) {
+            let Some(t) = table(self, run, &f, worst) else { continue };
+            let what = if worst { "worst" } else { "mean" };
             let _ = writeln!(
                 s,
-                "  {}, mean of rounds {}-{}, block size by read/write mix:",
+                "  {}, {what} of rounds {}-{}, block size by read/write mix:",
                 titled(title, unit),
                 t.rounds.0,
                 t.rounds.1
@@ -688,12 +702,13 @@ impl Pts {
         );
         let lines: Vec<String> = crate::summary::steady_lines(&ss).iter().map(|l| escape(l)).collect();
         figure(h, &format!("pts-window-{id}"), Some(svg), &lines.join("<br>"), "");
-        for (title, unit, f) in tables(self.0) {
-            let Some(t) = table(self, run, &f) else { continue };
+        for (title, unit, f, worst) in tables(self.0) {
+            let Some(t) = table(self, run, &f, worst) else { continue };
             let _ = write!(
                 h,
-                "<h4>{}, mean of rounds {} to {}</h4>\n<div class=\"wide\"><table class=\"pts-table\" data-pts-table=\"{}\">\n<tr><th>block size</th>",
+                "<h4>{}, {} of rounds {} to {}</h4>\n<div class=\"wide\"><table class=\"pts-table\" data-pts-table=\"{}\">\n<tr><th>block size</th>",
                 escape(&titled(title, unit)),
+                if worst { "worst" } else { "mean" },
                 t.rounds.0,
                 t.rounds.1,
                 escape(title)
@@ -881,11 +896,14 @@ mod tests {
         assert_eq!((w.first, w.last), (3, 7));
         assert!((w.mean - 1010.0).abs() < 1e-9);
         // The table is the window's rounds' mean.
-        let t = table(&IOPS, &r, &|p| value(Tracked::Iops, p)).unwrap();
+        let t = table(&IOPS, &r, &|p| value(Tracked::Iops, p), false).unwrap();
         assert_eq!(t.rounds, (3, 7));
         assert_eq!((t.mixes.clone(), t.bs.clone()), (vec![100, 0], vec![4 * K]));
         assert_eq!(t.cells[0][0], Some(1000.0));
         assert!((t.cells[0][1].unwrap() - 1010.0).abs() < 1e-9);
+        // A maximum's table takes the worst round of the window.
+        let worst = table(&IOPS, &r, &|p| value(Tracked::Iops, p), true).unwrap();
+        assert_eq!((worst.cells[0][0], worst.cells[0][1]), (Some(1000.0), Some(1050.0)));
         let v = IOPS.verdict(&r, None).unwrap();
         assert_eq!(v.figures["steady_at"], 7.0);
         assert_eq!(v.figures["rounds"], 7.0);
