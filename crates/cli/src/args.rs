@@ -1145,9 +1145,11 @@ pub struct ReplayArgs {
     /// The traced directory that --target stands for (default: the common directory of the files the trace writes).
     #[arg(long, value_name = "PREFIX")]
     pub strip: Option<PathBuf>,
-    /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
-    #[arg(long, default_value = "psync")]
-    pub engine: String,
+    /// The engine that makes the data calls [default: psync, the calls synchronous as traced;
+    /// for a trace with io_uring operations io_uring, with libaio's only libaio, as deep as the
+    /// rings went].
+    #[arg(long)]
+    pub engine: Option<String>,
     /// Allow the replay to change (write, truncate, rename, remove) files and directories under
     /// --target that iolab did not create.
     #[arg(long)]

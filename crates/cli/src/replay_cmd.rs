@@ -36,10 +36,9 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     if !a.target.is_dir() {
         bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
     }
-    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow!(e))?;
     let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
-    let (r, threads) = replay_job(&a, &trace_file)?;
-    let job = job_of(&a, target, engine, r, threads);
+    let planned = replay_job(&a, &trace_file)?;
+    let job = job_of(&a, target, &planned)?;
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let live = Live::start(&a.out.metrics, a.out.machine())?;
@@ -71,18 +70,33 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     Ok(code)
 }
 
-/// The job that replays `r` under `target` with one worker per traced thread.
-fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, threads: u32) -> Job {
-    Job {
+/// A trace planned for its replay job: the job's options, its threads, and the engine and depth
+/// its asynchronous operations need.
+struct Planned {
+    r: ReplayJob,
+    threads: u32,
+    depth: u32,
+    async_engine: Option<EngineKind>,
+}
+
+/// The job that replays a planned trace under `target` with one worker per traced thread, on
+/// `--engine` or, by default, psync (io_uring or libaio for a trace with asynchronous I/O, as
+/// deep as its rings went).
+fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
+    let engine: EngineKind = match &a.engine {
+        Some(e) => e.parse().map_err(|e: String| anyhow!(e))?,
+        None => p.async_engine.unwrap_or(EngineKind::Psync),
+    };
+    Ok(Job {
         name: "replay".into(),
         target,
         size: None,
         seed: iolab_spec::DEFAULT_SEED,
         engine,
-        iodepth: 1,
+        iodepth: p.depth.clamp(1, engine.caps().max_depth.min(4096)),
         batch: Default::default(),
         direct: false,
-        threads,
+        threads: p.threads,
         runtime: None,
         ramp: Duration::ZERO,
         start_delay: Default::default(),
@@ -102,13 +116,13 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
             id_root: None,
         }),
         steady: None,
-        workload: Workload::Replay(r),
-    }
+        workload: Workload::Replay(p.r.clone()),
+    })
 }
 
 /// The replay job of one trace as these arguments shape it, and its thread count (the trace
 /// read, planned and checked against its limits here, before anything runs).
-fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
+fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<Planned> {
     let strip = match &a.strip {
         Some(s) => s.clone(),
         None => replay::default_strip_of(trace).map_err(|e| anyhow!(e))?,
@@ -129,8 +143,10 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
             max_memory: a.max_memory.unwrap_or(d.max_memory),
         },
     };
-    let threads = replay::plan_for(&r).with_context(|| trace.display().to_string())?.plan.threads.len() as u32;
-    Ok((r, threads))
+    let checked = replay::plan_for(&r).with_context(|| trace.display().to_string())?;
+    let (threads, depth, async_engine) =
+        (checked.plan.threads.len() as u32, checked.plan.max_depth, checked.plan.async_engine);
+    Ok(Planned { r, threads, depth, async_engine })
 }
 
 /// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
@@ -138,7 +154,6 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
 /// its own state directory and replays from there; its executor checks, prepares (`--prepare`)
 /// and judges the fidelity there, which comes back in its job's result.
 fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
     let names = crate::cluster_cmd::node_names(&a.nodes)?;
     // Which trace each node replays.
     let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -160,25 +175,22 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         bail!("node `{n}` has no trace: give one with --node-trace {n}=FILE");
     }
     // Each distinct trace read, planned and checked once.
-    let mut planned: BTreeMap<PathBuf, (ReplayJob, u32)> = BTreeMap::new();
+    let mut planned: BTreeMap<PathBuf, Planned> = BTreeMap::new();
     for path in chosen.values() {
         if !planned.contains_key(path) {
             planned.insert(path.clone(), replay_job(&a, path)?);
         }
     }
-    let job_for = |node: &str| -> Job {
-        let (r, threads) = &planned[&chosen[node]];
-        job_of(&a, a.target.clone(), engine, r.clone(), *threads)
-    };
+    let job_for = |node: &str| -> Result<Job> { job_of(&a, a.target.clone(), &planned[&chosen[node]]) };
     // The run as a whole: one phase, every node's job named by its node.
     let jobs = names
         .iter()
         .map(|n| {
-            let mut j = job_for(n);
+            let mut j = job_for(n)?;
             j.name = format!("{n}:replay");
-            j
+            Ok(j)
         })
-        .collect();
+        .collect::<Result<Vec<Job>>>()?;
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs }] };
     plan.validate()?;
     let name = match &a.trace {
@@ -189,17 +201,17 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let work = names
         .iter()
         .map(|n| {
-            Some(iolab_cluster::Work {
+            Ok(Some(iolab_cluster::Work {
                 plan: std::sync::Arc::new(Plan {
-                    phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }],
+                    phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)?] }],
                 }),
                 // The target directory, made on each node if missing (under its dir=).
                 mkdirs: vec![a.target.clone()],
                 run_mark: run_mark.clone(),
                 keys: Vec::new(),
-            })
+            }))
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let live = Live::start(&a.out.metrics, a.out.machine())?;
     let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save, live: &live };
     let result = crate::cluster_cmd::run_each(on, (RunKind::Replay, &name), plan, work, stop.clone())?;

@@ -14,6 +14,7 @@
 //! job runs: on this machine or on an agent.
 
 pub mod plan;
+pub mod rings;
 pub mod run;
 pub mod target;
 #[cfg(test)]

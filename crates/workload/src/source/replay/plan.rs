@@ -7,10 +7,11 @@
 //! wait too long, need too large a buffer, too many threads or too much memory
 //! ([`ReplayLimits`]), naming the option that allows it.
 
+use super::rings::{self, Gathered, RingStep, Rings};
 use crate::error::SourceError;
 use iolab_model::OpClass;
-use iolab_spec::{ReplayJob, ReplayLimits, Timing};
-use iolab_trace::format::{oflags, FormatError, Kind, Op, Record, NO_FILE};
+use iolab_spec::{EngineKind, ReplayJob, ReplayLimits, Timing};
+use iolab_trace::format::{oflags, AsyncOp, FormatError, Kind, Op, Record, NO_FILE};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -21,6 +22,9 @@ pub const ADOPT: u8 = 1;
 pub const DROP_AFTER: u8 = 2;
 /// A call asking for more than `--max-buffer` that moved no more: replayed asking for the buffer.
 pub const CUT: u8 = 4;
+/// An asynchronous operation (io_uring, libaio): issued without waiting for the thread's
+/// earlier ones, when its ring allows ([`ThreadPlan::rings`]).
+pub const ASYNC: u8 = 8;
 
 /// What the plan counts per replayed call for memory (the step, its share of waits, the merge
 /// order while planning).
@@ -45,6 +49,8 @@ pub struct ThreadPlan {
     pub steps: Vec<Step>,
     /// (ordering key, rank): the step waits until the key's `rank` earlier calls completed.
     pub waits: Vec<(u32, u64)>,
+    /// What each [`ASYNC`] step waits for on its ring, in the order of those steps.
+    pub rings: Vec<RingStep>,
     /// Openings this thread uses that no replayed call opens (opened before the trace began):
     /// opened at setup, untimed, shared with the other threads that use them.
     pub setup: Vec<u32>,
@@ -101,6 +107,14 @@ pub struct ReplayPlan {
     pub recorded_span_ns: u64,
     /// What the plan holds in memory with every thread's buffer, bytes (an estimate).
     pub memory: u64,
+    /// Asynchronous operations per ring (as [`RingStep::ring`] numbers the rings).
+    pub ring_ops: Vec<u64>,
+    /// The deepest any ring was when an operation was submitted (1 without asynchronous I/O):
+    /// the engine depth an asynchronous replay needs.
+    pub max_depth: u32,
+    /// The engine that replays the asynchronous operations as recorded (libaio for libaio
+    /// contexts only, else io_uring); `None` when the trace has none.
+    pub async_engine: Option<EngineKind>,
 }
 
 /// A path under `strip`, relative, with no `..`.
@@ -230,6 +244,8 @@ struct Build<'a> {
     left_out: BTreeMap<String, BTreeMap<String, u64>>,
     steps: u64,
     name_bytes: u64,
+    /// Per thread, its calls that submitted asynchronous I/O: (start, end), in program order.
+    submits: HashMap<u32, Vec<(u64, u64)>>,
 }
 
 impl Build<'_> {
@@ -299,11 +315,45 @@ impl Build<'_> {
     }
 
     fn op(&mut self, tid: u32, op: Op) -> Result<(), SourceError> {
+        if let Kind::Other(n) = op.kind {
+            if self.names.get(&n).is_some_and(|name| rings::submits(name)) {
+                self.submits.entry(tid).or_default().push((op.start_ns, op.start_ns.saturating_add(op.dur_ns)));
+            }
+        }
         if let Some(why) = self.left_out_why(&op) {
             self.leave(why, &op);
             return Ok(());
         }
-        let class = class_of(&op);
+        self.count(&op);
+        let th = self.threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
+        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0 });
+        self.stepped()
+    }
+
+    /// One asynchronous operation of ring `ring`: kept as the call it replays as (merged into
+    /// its thread's steps at the end), or counted as left out.
+    fn async_op(&mut self, rings: &mut Rings, ring: u32, a: &AsyncOp) -> Result<(), SourceError> {
+        let why = match rings::as_op(a) {
+            None => Some(rings::NOT_REPLAYED),
+            Some(op) => self.left_out_why(&op).or_else(|| {
+                self.count(&op);
+                rings.keep(ring, a, op);
+                None
+            }),
+        };
+        match why {
+            Some(why) => {
+                let name = rings::name_of(rings.kind(ring), a.kind);
+                *self.left_out.entry(why.to_string()).or_default().entry(name).or_default() += 1;
+                Ok(())
+            }
+            None => self.stepped(),
+        }
+    }
+
+    /// A call replayed: what it recorded, counted by class.
+    fn count(&mut self, op: &Op) {
+        let class = class_of(op);
         let moved = if op.kind.reads() || op.kind.writes() { op.result as u64 } else { 0 };
         let r = self.recorded.entry(class).or_default();
         r.ops += 1;
@@ -313,8 +363,10 @@ impl Build<'_> {
             f.reads |= op.kind.reads();
             f.writes |= op.kind.writes() || matches!(op.kind, Kind::Ftruncate | Kind::Fallocate);
         }
-        let th = self.threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
-        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0 });
+    }
+
+    /// One more step held: the memory checked every 4096.
+    fn stepped(&mut self) -> Result<(), SourceError> {
         self.steps += 1;
         if self.steps.is_multiple_of(4096) {
             self.check_memory(0)?;
@@ -358,8 +410,10 @@ impl ReplayPlan {
             left_out: BTreeMap::new(),
             steps: 0,
             name_bytes: 0,
+            submits: HashMap::new(),
         };
         let mut tracer_free = false;
+        let mut rings = Rings::default();
         for r in records {
             match r.map_err(|e| format!("{}: {e}", job.trace.display()))? {
                 Record::File { id, path, flags, before, regular } => match under(&strip, &path).filter(|_| regular) {
@@ -388,15 +442,14 @@ impl ReplayPlan {
                         b.op(tid, op)?;
                     }
                 }
-                // Version 2: asynchronous I/O is not replayed yet (counted as left out); a
-                // trace from the eBPF recorder, or strace's with its cost taken off, has no
-                // tracer's gap to remove.
-                Record::RingOps { ops, .. } => {
-                    *b.left_out
-                        .entry("asynchronous I/O (io_uring, libaio): not replayed yet".to_string())
-                        .or_default()
-                        .entry("async".to_string())
-                        .or_default() += ops.len() as u64;
+                // Version 2: asynchronous I/O, merged into the submitting threads' steps at the
+                // end; a trace from the eBPF recorder, or strace's with its cost taken off, has
+                // no tracer's gap to remove.
+                Record::Ring { id, kind, .. } => rings.ring(id, kind),
+                Record::RingOps { ring, ops } => {
+                    for a in &ops {
+                        b.async_op(&mut rings, ring, a)?;
+                    }
                 }
                 Record::Recorder { via, .. } if via == "ebpf" => tracer_free = true,
                 Record::Overhead(_) => tracer_free = true,
@@ -404,6 +457,11 @@ impl ReplayPlan {
             }
         }
         let limits = job.limits;
+        let linked = rings.linked;
+        let gathered = rings.gather(&b.submits);
+        let (ring_ops, max_depth, async_engine) =
+            (gathered.ring_ops.clone(), gathered.max_depth.max(1), gathered.engine);
+        merge_async(&mut b.threads, gathered);
         let mut threads: Vec<ThreadPlan> = std::mem::take(&mut b.threads).into_values().collect();
         if threads.is_empty() {
             return Err(said!(
@@ -419,8 +477,13 @@ impl ReplayPlan {
                 threads.len()
             ));
         }
-        let (adjusted, buffers) = size_buffers(&mut threads, &b.tgids, limits, tracer_free)?;
-        let memory = b.check_memory(buffers)?;
+        let (mut adjusted, buffers) = size_buffers(&mut threads, &b.tgids, limits, tracer_free)?;
+        // An asynchronous replay has a buffer per operation in flight.
+        let memory = b.check_memory(buffers.saturating_mul(max_depth as u64))?;
+        if linked > 0 {
+            adjusted
+                .insert("asynchronous operations linked to the next (IOSQE_IO_LINK) replayed unlinked".into(), linked);
+        }
         let origin_ns = threads.iter().filter_map(|t| t.steps.first()).map(|s| s.op.start_ns).min().unwrap_or(0);
         let end = threads
             .iter()
@@ -443,6 +506,9 @@ impl ReplayPlan {
             origin_ns,
             recorded_span_ns: end.saturating_sub(origin_ns),
             memory,
+            ring_ops,
+            max_depth,
+            async_engine,
         };
         plan.order();
         Ok(plan)
@@ -516,13 +582,24 @@ impl ReplayPlan {
         }
         all.sort_unstable();
         let mut next = vec![0u64; dense.len()];
+        // Per key: the thread of its latest step, and how many steps came before that thread's
+        // run of steps on it.
+        let mut runs: Vec<(u32, u64)> = vec![(u32::MAX, 0); dense.len()];
         // (thread, step, key, rank), then grouped per step in program order.
         let mut waits: Vec<(u32, u32, u32, u64)> = Vec::new();
         for (_, _, ti, si) in all {
-            for k in self.keys_of(&self.threads[ti as usize].steps[si as usize].op) {
+            let s = &self.threads[ti as usize].steps[si as usize];
+            for k in self.keys_of(&s.op) {
                 if let Some(&d) = ids.get(&k).and_then(|id| dense.get(id)) {
-                    waits.push((ti, si, d, next[d as usize]));
-                    next[d as usize] += 1;
+                    let d = d as usize;
+                    if runs[d].0 != ti {
+                        runs[d] = (ti, next[d]);
+                    }
+                    // An asynchronous step waits only for the other threads' steps before it:
+                    // its own thread's earlier ones are in flight with it, as recorded.
+                    let rank = if s.flags & ASYNC != 0 { runs[d].1 } else { next[d] };
+                    waits.push((ti, si, d as u32, rank));
+                    next[d] += 1;
                 }
             }
         }
@@ -545,6 +622,50 @@ impl ReplayPlan {
     }
 }
 
+impl ThreadPlan {
+    /// The think time before step `i` (not the first) as recorded, less the tracer's gap: from
+    /// the end of the step before (its submission, if asynchronous: the thread did not wait
+    /// for it) or, for an asynchronous step (`ring`, its ring step), from the last completion
+    /// it waits for if that came later, to the start of the call that submitted it.
+    pub fn think_ns(&self, i: usize, ring: Option<&RingStep>) -> u64 {
+        let (prev, cur) = (&self.steps[i - 1], &self.steps[i]);
+        let mut from = prev.op.start_ns;
+        if prev.flags & ASYNC == 0 {
+            from = from.saturating_add(prev.op.dur_ns);
+        }
+        let mut to = cur.op.start_ns;
+        if let Some(r) = ring {
+            from = from.max(r.ready_ns);
+            to = r.called_ns;
+        }
+        to.saturating_sub(from).saturating_sub(self.tracer_gap_ns)
+    }
+}
+
+/// Place each thread's asynchronous operations among its calls by submission time (its calls
+/// keep their program order).
+fn merge_async(threads: &mut BTreeMap<u32, ThreadPlan>, g: Gathered) {
+    for (tid, ops) in g.by_thread {
+        let th = threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
+        let sync = std::mem::take(&mut th.steps);
+        let mut steps = Vec::with_capacity(sync.len() + ops.len());
+        let mut ops = ops.into_iter().peekable();
+        let async_step = |op| Step { op, waits_start: 0, waits_len: 0, flags: ASYNC };
+        for s in sync {
+            while let Some((op, r)) = ops.next_if(|(op, _)| op.start_ns < s.op.start_ns) {
+                steps.push(async_step(op));
+                th.rings.push(r);
+            }
+            steps.push(s);
+        }
+        for (op, r) in ops {
+            steps.push(async_step(op));
+            th.rings.push(r);
+        }
+        th.steps = steps;
+    }
+}
+
 /// Refuse a wait longer than the limit (a trace can claim any gap).
 fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: ReplayLimits) -> Result<(), SourceError> {
     let scale = match timing {
@@ -554,14 +675,17 @@ fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: Repl
     };
     let max = limits.max_wait.as_nanos().min(u64::MAX as u128) as u64;
     for th in threads {
+        let mut r = 0usize;
         for (i, s) in th.steps.iter().enumerate() {
+            let mut ring = None;
+            if s.flags & ASYNC != 0 {
+                ring = th.rings.get(r);
+                r += 1;
+            }
             let wait = match (timing, i) {
                 (_, 0) => s.op.start_ns.saturating_sub(origin),
                 (Timing::Recorded, _) => s.op.start_ns.saturating_sub(th.steps[i - 1].op.start_ns),
-                _ => {
-                    let p = &th.steps[i - 1].op;
-                    s.op.start_ns.saturating_sub(p.start_ns.saturating_add(p.dur_ns)).saturating_sub(th.tracer_gap_ns)
-                }
+                _ => th.think_ns(i, ring),
             };
             let wait = (wait as f64 / scale) as u64;
             if wait > max {

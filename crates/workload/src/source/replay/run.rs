@@ -3,7 +3,8 @@
 //! and one traced thread's source ([`ReplaySource`]). At the end the run marks what it made
 //! and turns what it saw into the job's fidelity.
 
-use super::plan::{class_of, ReplayPlan, Step, ADOPT, DROP_AFTER};
+use super::plan::{class_of, ReplayPlan, Step, ADOPT, ASYNC, DROP_AFTER};
+use super::rings::{RingGate, RingStep};
 use super::target::{self, Before};
 use super::{open_flags, Checked};
 use crate::clock::Stamp;
@@ -40,6 +41,8 @@ pub struct ReplayRun {
     before: Before,
     /// Per ordering key, the calls on it completed.
     done: Vec<AtomicU64>,
+    /// Per traced ring, what is in flight on it and what has completed.
+    gates: Vec<RingGate>,
     abort: AtomicBool,
     /// Openings handed between threads: a duplicate descriptor (one open file description)
     /// and how many threads are still to take it.
@@ -62,14 +65,15 @@ impl ReplayRun {
         target::prepare(&beneath, &checked.expect, r.prepare, halt)?;
         let keys = checked.plan.keys as usize;
         Ok(Arc::new(ReplayRun {
-            checked,
             beneath,
             timing: r.timing,
             before,
             done: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            gates: checked.plan.ring_ops.iter().map(|&n| RingGate::new(n)).collect(),
             abort: AtomicBool::new(false),
             handed: Mutex::new(HashMap::new()),
             results: Mutex::new(Results::default()),
+            checked,
         }))
     }
 
@@ -194,7 +198,13 @@ pub struct ReplaySource {
     due: Option<Stamp>,
     /// Short waits not slept yet (see `next`).
     owed: Duration,
+    /// The synchronous step in flight.
     issued: Option<usize>,
+    /// The asynchronous steps in flight: (call, step, its place in the thread's `rings`). A
+    /// completion is matched to the first with an equal call (equal calls are alike).
+    pending: Vec<(Call, usize, usize)>,
+    /// The next asynchronous step's place in the thread's `rings`.
+    ring_i: usize,
     /// Opening → engine file index.
     slots: HashMap<u32, u32>,
     free: Vec<u32>,
@@ -225,6 +235,8 @@ impl ReplaySource {
             due: None,
             owed: Duration::ZERO,
             issued: None,
+            pending: Vec::new(),
+            ring_i: 0,
             slots: HashMap::new(),
             free: Vec::new(),
             next_slot: 0,
@@ -268,8 +280,9 @@ impl ReplaySource {
         }
     }
 
-    /// When step `i` is due, asked right after step `i - 1` completed (at `now`).
-    fn due_of(&self, i: usize, now: Stamp) -> Option<Stamp> {
+    /// When step `i` is due, asked right after step `i - 1` completed (at `now`), or, for an
+    /// asynchronous step (`ring`, its ring step), once what it waits for completed.
+    fn due_of(&self, i: usize, now: Stamp, ring: Option<&RingStep>) -> Option<Stamp> {
         let start = self.start?;
         let plan = self.run.plan();
         let th = &plan.threads[self.thread];
@@ -280,19 +293,41 @@ impl ReplaySource {
             Timing::Think | Timing::Scale(_) => Some(if i == 0 {
                 start + self.scaled(op.start_ns.saturating_sub(plan.origin_ns))
             } else {
-                let prev = &th.steps[i - 1].op;
-                let gap = op.start_ns.saturating_sub(prev.start_ns.saturating_add(prev.dur_ns));
-                now + self.scaled(gap.saturating_sub(th.tracer_gap_ns))
+                now + self.scaled(th.think_ns(i, ring))
             }),
         }
     }
 
-    /// Whether every earlier call on the step's shared paths has completed.
+    /// Whether every earlier call on the step's shared paths has completed and, for an
+    /// asynchronous step, its ring allows it.
     fn ready(&self, step: &Step) -> bool {
         let th = &self.run.plan().threads[self.thread];
         th.waits[step.waits_start as usize..][..step.waits_len as usize]
             .iter()
             .all(|&(k, rank)| self.run.done[k as usize].load(Ordering::Acquire) >= rank)
+            && self.ring_step(step).is_none_or(|r| self.gate(&r).may_issue(&r))
+    }
+
+    /// An asynchronous step's ring step (the next one: steps are asked for in order).
+    fn ring_step(&self, step: &Step) -> Option<RingStep> {
+        if step.flags & ASYNC == 0 {
+            return None;
+        }
+        self.run.plan().threads[self.thread].rings.get(self.ring_i).copied()
+    }
+
+    fn gate(&self, r: &RingStep) -> &RingGate {
+        &self.run.gates[r.ring as usize]
+    }
+
+    /// Whether step `step` must wait for everything in flight first: a synchronous call (made
+    /// after the thread's earlier ones completed, as strace saw it) or one that changes the
+    /// worker's file table (taking another thread's opening, letting one go).
+    fn needs_drain(&self, step: &Step) -> bool {
+        step.flags & ASYNC == 0
+            || self.issued.is_some()
+            || !self.changes.is_empty()
+            || (step.flags & ADOPT != 0 && !self.slots.contains_key(&step.op.file))
     }
 
     fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, SourceError> {
@@ -463,23 +498,33 @@ impl Source for ReplaySource {
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
-        if ctx.inflight > 0 {
-            return Next::Drain;
-        }
         if self.i >= self.steps().len() || ctx.ending || self.run.abort.load(Ordering::Relaxed) {
-            return Next::Done;
+            return if ctx.inflight > 0 && self.issued.is_some() { Next::Drain } else { Next::Done };
         }
         let i = self.i;
-        if self.due.is_none() {
-            self.due = self.due_of(i, ctx.now).or(Some(ctx.now));
-        }
         let step = self.steps()[i];
+        if ctx.inflight > 0 && self.needs_drain(&step) {
+            return Next::Drain;
+        }
+        let ring = self.ring_step(&step);
+        // A synchronous step's think time runs from its predecessor's end; an asynchronous
+        // one's from when what it waits for completed.
+        if self.due.is_none() && ring.is_none() {
+            self.due = self.due_of(i, ctx.now, None).or(Some(ctx.now));
+        }
         if !self.ready(&step) {
+            if ctx.inflight > 0 {
+                // Its own operations in flight: the worker waits for one to complete.
+                return Next::WaitUntil(ctx.now);
+            }
             let wait = (20u64 << self.polls.min(4)).min(200);
             self.polls += 1;
             return Next::WaitUntil(ctx.now + Duration::from_micros(wait));
         }
         self.polls = 0;
+        if let (None, Some(r)) = (self.due, ring) {
+            self.due = self.due_of(i, ctx.now, Some(&r)).or(Some(ctx.now));
+        }
         if let Some(d) = self.due {
             if ctx.now < d {
                 let left = d.saturating_duration_since(ctx.now);
@@ -490,13 +535,25 @@ impl Source for ReplaySource {
                 if left >= SHORT_WAIT || self.run.timing == Timing::Recorded {
                     return Next::WaitUntil(d);
                 }
-                self.owed += left;
-                if self.owed >= SHORT_WAIT {
-                    let d = ctx.now + std::mem::take(&mut self.owed);
-                    self.due = Some(d);
-                    return Next::WaitUntil(d);
+                // With the thread's asynchronous operations in flight a short gap is not owed:
+                // a nap lasts the slack while the ring drains (a program thinking a few µs
+                // between submissions keeps its depth); the replay's own work between calls
+                // stands for it.
+                if ctx.inflight == 0 {
+                    self.owed += left;
+                    if self.owed >= SHORT_WAIT {
+                        let d = ctx.now + std::mem::take(&mut self.owed);
+                        self.due = Some(d);
+                        return Next::WaitUntil(d);
+                    }
                 }
                 self.due = Some(ctx.now);
+            }
+        }
+        if let Some(r) = ring {
+            // Taken in flight at once (another thread on the ring may have got there first).
+            if !self.gate(&r).issue(&r) {
+                return Next::WaitUntil(ctx.now + Duration::from_micros(20));
             }
         }
         let call = match self.call(&step, ctx) {
@@ -505,7 +562,13 @@ impl Source for ReplaySource {
         };
         self.i += 1;
         self.due = None;
-        self.issued = Some(i);
+        match ring {
+            Some(_) => {
+                self.pending.push((call, i, self.ring_i));
+                self.ring_i += 1;
+            }
+            None => self.issued = Some(i),
+        }
         Next::Issue(Issue::now(call))
     }
 
@@ -525,7 +588,17 @@ impl Source for ReplaySource {
     }
 
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        let Some(i) = self.issued.take() else { return Ok(()) };
+        let i = match self.issued.take() {
+            Some(i) => i,
+            None => {
+                let Some(at) = self.pending.iter().position(|p| p.0 == *call) else { return Ok(()) };
+                let (_, i, r) = self.pending.remove(at);
+                if let Some(r) = self.run.plan().threads[self.thread].rings.get(r) {
+                    self.gate(r).complete(r);
+                }
+                i
+            }
+        };
         let step = self.steps()[i];
         let run = self.run.clone();
         let plan = run.plan();
