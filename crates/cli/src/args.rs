@@ -1099,6 +1099,10 @@ Examples:
       iolab replay redo.trace --target /mnt/test --timing scale:2
   A trace with long idle gaps, or one large read, that the limits refuse:
       iolab replay db.trace --target /mnt/test --max-wait 2h --max-buffer 256M
+  A block-level recording onto a file (made if missing), or onto a device it overwrites:
+      iolab trace record --level block --under /data --duration 1m -o blk.trace
+      iolab replay blk.trace --target /mnt/test/blk.img
+      iolab replay blk.trace --target /dev/nvme1n1 --device --strip nvme0n1
   The same trace on two nodes at one start, each under its own directory of the shared mount:
       iolab replay redo.trace --target run1 --node a=ssh://n1,dir=/mnt/ocfs2/a --node b=ssh://n2,dir=/mnt/ocfs2/b
   One trace per node (each node's own recording), at one start:
@@ -1142,7 +1146,7 @@ pub struct ReplayArgs {
     /// Create the files the trace reads or expects to exist, with data up to the extent it reads.
     #[arg(long)]
     pub prepare: bool,
-    /// The traced directory that --target stands for (default: the common directory of the files the trace writes).
+    /// The traced directory that --target stands for (default: the common directory of the files the trace writes); for a block-level trace, the traced device (default: the one with the most requests).
     #[arg(long, value_name = "PREFIX")]
     pub strip: Option<PathBuf>,
     /// The engine that makes the data calls [default: psync, the calls synchronous as traced;
@@ -1154,6 +1158,10 @@ pub struct ReplayArgs {
     /// --target that iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
+    /// A block-level trace (trace record --level block) replayed onto the block device --target
+    /// names, whose data it overwrites (as `iolab run --device`).
+    #[arg(long)]
+    pub device: bool,
     /// The longest wait before one call (think time, or a recorded offset) [default: 10m].
     #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
     pub max_wait: Option<Duration>,

@@ -33,11 +33,18 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         bail!("--node-trace names a node's trace: give the nodes with --node NAME=ADDR,dir=PATH");
     }
     let Some(trace_file) = a.trace.clone() else { bail!("name the trace to replay") };
-    if !a.target.is_dir() {
-        bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
-    }
-    let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
     let planned = replay_job(&a, &trace_file)?;
+    let target = match planned.extent {
+        // A block-level trace replays onto a file (made if missing) or, with --device, a device.
+        Some(_) => std::path::absolute(&a.target).with_context(|| format!("{}", a.target.display()))?,
+        None if !a.target.is_dir() => {
+            bail!(
+                "--target {} is not a directory; make it first (a replay runs inside a directory)",
+                a.target.display()
+            )
+        }
+        None => a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?,
+    };
     let job = job_of(&a, target, &planned)?;
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
@@ -77,6 +84,8 @@ struct Planned {
     threads: u32,
     depth: u32,
     async_engine: Option<EngineKind>,
+    /// A block-level trace's: bytes of the target its requests reach.
+    extent: Option<u64>,
 }
 
 /// The job that replays a planned trace under `target` with one worker per traced thread, on
@@ -90,12 +99,13 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
     Ok(Job {
         name: "replay".into(),
         target,
-        size: None,
+        size: p.extent.map(iolab_spec::Bytes),
         seed: iolab_spec::DEFAULT_SEED,
         engine,
         iodepth: p.depth.clamp(1, engine.caps().max_depth.min(4096)),
         batch: Default::default(),
-        direct: false,
+        // A block-level trace's requests go to the device as they did, past the page cache.
+        direct: p.extent.is_some(),
         threads: p.threads,
         runtime: None,
         ramp: Duration::ZERO,
@@ -103,7 +113,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
         exit_all: false,
         cpus: None,
         overwrite: a.overwrite,
-        device: false,
+        device: a.device,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {
             before_rewrite: false,
             after: a.verify_after,
@@ -144,9 +154,18 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<Planned> {
         },
     };
     let checked = replay::plan_for(&r).with_context(|| trace.display().to_string())?;
-    let (threads, depth, async_engine) =
-        (checked.plan.threads.len() as u32, checked.plan.max_depth, checked.plan.async_engine);
-    Ok(Planned { r, threads, depth, async_engine })
+    let p = &checked.plan;
+    let (mut threads, depth, mut async_engine) = (p.threads.len() as u32, p.max_depth, p.async_engine);
+    let extent = p.blocks.as_ref().map(|b| b.extent);
+    if extent.is_some() {
+        // One worker issues the device's requests, asynchronously at the depth they had.
+        (threads, async_engine) = (1, Some(EngineKind::IoUring));
+    } else if a.device {
+        bail!(
+            "--device replays a block-level trace (trace record --level block) onto a device; this trace records calls"
+        );
+    }
+    Ok(Planned { r, threads, depth, async_engine, extent })
 }
 
 /// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
@@ -281,10 +300,16 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
             format!("{:.3}", c.replayed_p99_ms),
         ]);
     }
-    outln!(
-        "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
-        f.threads
-    )?;
+    // A block-level trace's replay has no traced thread: its device's requests, on one worker.
+    let blocks = f.threads == 0;
+    if blocks {
+        outln!("\nFidelity (recorded: the traced device's requests, replayed onto the target):\n{t}")?;
+    } else {
+        outln!(
+            "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
+            f.threads
+        )?;
+    }
     outln!(
         "Operation counts {}; results {}.",
         if f.counts_equal { "equal" } else { "DIFFER" },
@@ -296,8 +321,8 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
     )?;
     for m in &f.mismatches {
         outln!(
-            "  thread {} call {} {} {}: recorded {}, replayed {}",
-            m.tid,
+            "  {} {} {} {}: recorded {}, replayed {}",
+            if blocks { String::from("request") } else { format!("thread {} call", m.tid) },
             m.call,
             m.name,
             m.path,
@@ -308,10 +333,19 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
     if f.mismatched as usize > f.mismatches.len() {
         outln!("  ... and {} more", f.mismatched as usize - f.mismatches.len())?;
     }
-    outln!(
+    if blocks {
+        outln!(
+            "Elapsed {:.3} s replayed against {:.3} s recorded (the first request's issue to the last one's completion, {:+.1}%).",
+            f.replayed_s,
+            f.recorded_s,
+            f.elapsed_error_pct
+        )?;
+    } else {
+        outln!(
         "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
         f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
     )?;
+    }
     for (why, calls) in &f.left_out {
         let s: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
         outln!("Not replayed, {why}: {}", s.join(", "))?;

@@ -7,11 +7,12 @@
 //! wait too long, need too large a buffer, too many threads or too much memory
 //! ([`ReplayLimits`]), naming the option that allows it.
 
+use super::blocks::{self, BlockPlan, Devices};
 use super::rings::{self, Gathered, RingStep, Rings};
 use crate::error::SourceError;
 use iolab_model::OpClass;
 use iolab_spec::{EngineKind, ReplayJob, ReplayLimits, Timing};
-use iolab_trace::format::{oflags, AsyncOp, FormatError, Kind, Op, Record, NO_FILE};
+use iolab_trace::format::{oflags, AsyncKind, AsyncOp, FormatError, Kind, Op, Record, NO_FILE};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -115,6 +116,9 @@ pub struct ReplayPlan {
     /// The engine that replays the asynchronous operations as recorded (libaio for libaio
     /// contexts only, else io_uring); `None` when the trace has none.
     pub async_engine: Option<EngineKind>,
+    /// A block-level trace's device, replayed onto the job's target (a file or a device): then
+    /// `threads` is empty and one worker replays it.
+    pub blocks: Option<BlockPlan>,
 }
 
 /// A path under `strip`, relative, with no `..`.
@@ -193,6 +197,7 @@ pub fn default_strip(records: impl Iterator<Item = Result<Record, FormatError>>)
     };
     let parent = |p: &str| Path::new(p).parent().unwrap_or(Path::new("/")).to_path_buf();
     let mut done: HashSet<u32> = HashSet::new();
+    let mut devices = Devices::default();
     for r in records {
         match r? {
             Record::File { id, path, regular: true, .. } => {
@@ -219,7 +224,25 @@ pub fn default_strip(records: impl Iterator<Item = Result<Record, FormatError>>)
                     }
                 }
             }
+            Record::RingOps { ops, .. } => {
+                for a in ops {
+                    let written = a.kind.writes() || a.kind.is_sync() || a.kind == AsyncKind::Fallocate;
+                    if written && a.file != NO_FILE && done.insert(a.file) {
+                        if let Some(p) = files.get(&a.file) {
+                            fold(&parent(p));
+                        }
+                    }
+                }
+            }
+            Record::Device { dev, name } => devices.device(dev, name),
+            Record::BlockIos { dev, ios } => devices.ios(dev, ios),
             _ => {}
+        }
+    }
+    // A block-level trace stands the target for its busiest device.
+    if common.is_none() {
+        if let Some(name) = devices.busiest() {
+            return Ok(PathBuf::from(name));
         }
     }
     Ok(common.filter(|c| !c.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("/")))
@@ -414,6 +437,7 @@ impl ReplayPlan {
         };
         let mut tracer_free = false;
         let mut rings = Rings::default();
+        let mut devices = Devices::default();
         for r in records {
             match r.map_err(|e| format!("{}: {e}", job.trace.display()))? {
                 Record::File { id, path, flags, before, regular } => match under(&strip, &path).filter(|_| regular) {
@@ -451,6 +475,8 @@ impl ReplayPlan {
                         b.async_op(&mut rings, ring, a)?;
                     }
                 }
+                Record::Device { dev, name } => devices.device(dev, name),
+                Record::BlockIos { dev, ios } => devices.ios(dev, ios),
                 Record::Recorder { via, .. } if via == "ebpf" => tracer_free = true,
                 Record::Overhead(_) => tracer_free = true,
                 _ => {}
@@ -463,6 +489,9 @@ impl ReplayPlan {
             (gathered.ring_ops.clone(), gathered.max_depth.max(1), gathered.engine);
         merge_async(&mut b.threads, gathered);
         let mut threads: Vec<ThreadPlan> = std::mem::take(&mut b.threads).into_values().collect();
+        if threads.is_empty() && !devices.is_empty() {
+            return block_plan(devices, job);
+        }
         if threads.is_empty() {
             return Err(said!(
                 "nothing to replay: no call of the trace touches a file under {} (name the traced data directory with --strip)",
@@ -509,6 +538,7 @@ impl ReplayPlan {
             ring_ops,
             max_depth,
             async_engine,
+            blocks: None,
         };
         plan.order();
         Ok(plan)
@@ -620,6 +650,64 @@ impl ReplayPlan {
     pub fn thread(&self, i: usize) -> Option<&ThreadPlan> {
         self.threads.get(i)
     }
+}
+
+/// The plan of a block-level trace: the device `--strip` names (by default the busiest),
+/// within the limits.
+fn block_plan(devices: Devices, job: &ReplayJob) -> Result<ReplayPlan, SourceError> {
+    let limits = job.limits;
+    let max_buffer = limits.max_buffer.0.min(0x7fff_f000);
+    let name = job.strip.to_string_lossy();
+    let (p, counted) = blocks::plan(devices, &name, max_buffer)?;
+    let steps = p.steps.len() as u64;
+    let memory =
+        steps.saturating_mul(STEP_BYTES).saturating_add((p.buffer_len as u64).saturating_mul(p.max_depth as u64));
+    if memory > limits.max_memory.0 {
+        return Err(said!(
+            "replaying this trace would hold {} in memory ({steps} requests, their buffers) and the limit is {}; pass --max-memory {} to allow it",
+            mib(memory),
+            mib(limits.max_memory.0),
+            size_arg(memory + memory / 10)
+        ));
+    }
+    let origin_ns = p.steps.first().map_or(0, |s| s.issue_ns);
+    let end = p.steps.iter().map(|s| s.complete_ns).max().unwrap_or(origin_ns);
+    let max = limits.max_wait.as_nanos().min(u64::MAX as u128) as u64;
+    let scale = match job.timing {
+        Timing::Scale(x) => x,
+        _ => 1.0,
+    };
+    if job.timing != Timing::Afap {
+        for (i, w) in p.steps.windows(2).enumerate() {
+            let wait = (w[1].issue_ns.saturating_sub(w[0].issue_ns) as f64 / scale) as u64;
+            if wait > max {
+                return Err(said!(
+                    "the trace waits {} before its request {} (--timing {}); the longest wait allowed is {} (--max-wait): pass --max-wait {}, or --timing afap",
+                    secs(wait),
+                    i + 2,
+                    job.timing,
+                    secs(max),
+                    dur_arg(wait)
+                ));
+            }
+        }
+    }
+    Ok(ReplayPlan {
+        strip: job.strip.clone(),
+        recorded: counted
+            .recorded
+            .into_iter()
+            .map(|(c, [ops, bytes, dur_ns])| (c, Recorded { ops, bytes, dur_ns }))
+            .collect(),
+        left_out: counted.left_out,
+        adjusted: counted.adjusted,
+        origin_ns,
+        recorded_span_ns: end.saturating_sub(origin_ns),
+        memory,
+        max_depth: p.max_depth,
+        blocks: Some(p),
+        ..Default::default()
+    })
 }
 
 impl ThreadPlan {

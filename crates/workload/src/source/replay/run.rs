@@ -36,7 +36,8 @@ struct Results {
 /// What the threads of one replay job share while it runs.
 pub struct ReplayRun {
     checked: Arc<Checked>,
-    beneath: Beneath,
+    /// The job's directory (none for a block-level trace, replayed onto a file or device).
+    beneath: Option<Beneath>,
     timing: Timing,
     before: Before,
     /// Per ordering key, the calls on it completed.
@@ -63,8 +64,17 @@ impl ReplayRun {
     ) -> Result<Arc<ReplayRun>, SourceError> {
         let before = target::check(&beneath, &checked.expect, r.prepare, job.overwrite)?;
         target::prepare(&beneath, &checked.expect, r.prepare, halt)?;
+        Ok(ReplayRun::new(checked, Some(beneath), r, before))
+    }
+
+    /// The shared state of a block-level trace's replay (its target laid out as a block job's).
+    pub fn for_blocks(checked: Arc<Checked>, r: &ReplayJob) -> Arc<ReplayRun> {
+        ReplayRun::new(checked, None, r, Before::default())
+    }
+
+    fn new(checked: Arc<Checked>, beneath: Option<Beneath>, r: &ReplayJob, before: Before) -> Arc<ReplayRun> {
         let keys = checked.plan.keys as usize;
-        Ok(Arc::new(ReplayRun {
+        Arc::new(ReplayRun {
             beneath,
             timing: r.timing,
             before,
@@ -74,7 +84,31 @@ impl ReplayRun {
             handed: Mutex::new(HashMap::new()),
             results: Mutex::new(Results::default()),
             checked,
-        }))
+        })
+    }
+
+    /// The job's directory: a call trace's replay has one.
+    fn dir(&self) -> Result<&Beneath, SourceError> {
+        self.beneath.as_ref().ok_or_else(|| said!("a block-level trace's replay has no directory"))
+    }
+
+    /// A path under the job's directory, as errors say it.
+    fn shown(&self, rel: &Path) -> String {
+        self.beneath.as_ref().map_or_else(|| rel.display().to_string(), |b| b.root().join(rel).display().to_string())
+    }
+
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
+    /// Whether the run was stopped (a thread failed).
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Stop the run's other threads (this one failed).
+    pub fn abort(&self) {
+        self.abort.store(true, Ordering::Relaxed);
     }
 
     pub fn plan(&self) -> &ReplayPlan {
@@ -101,7 +135,7 @@ impl ReplayRun {
         Ok(())
     }
 
-    fn mismatch(&self, m: Mismatch, class: OpClass) {
+    pub(super) fn mismatch(&self, m: Mismatch, class: OpClass) {
         if let Ok(mut r) = self.results.lock() {
             r.mismatched += 1;
             let e = r.by_class.entry(class).or_default();
@@ -118,7 +152,10 @@ impl ReplayRun {
 
     /// After the workers: mark what the replay made, and put the fidelity into the job's result.
     pub fn finish(&self, job: &mut JobResult) {
-        let problems = target::finish(&self.beneath, &self.checked.expect, &self.before);
+        let problems = match &self.beneath {
+            Some(b) => target::finish(b, &self.checked.expect, &self.before),
+            None => Vec::new(),
+        };
         if !problems.is_empty() && job.error.is_none() {
             job.error = Some(problems.join("; "));
         }
@@ -408,7 +445,7 @@ impl ReplaySource {
     fn adopt(&mut self, file: u32) -> Result<(), SourceError> {
         let run = self.run.clone();
         let rel = run.plan().files.get(&file).map(|f| f.rel.clone()).unwrap_or_default();
-        let path = run.beneath.root().join(&rel).display().to_string();
+        let path = run.shown(&rel);
         let f = run
             .take(file)
             .map_err(|e| format!("{path}: taking the descriptor another thread opened: {e}"))?
@@ -444,7 +481,7 @@ impl Source for ReplaySource {
         let mut out = Vec::new();
         for &id in &plan.threads[self.thread].setup {
             let Some(f) = plan.files.get(&id) else { continue };
-            let path = run.beneath.root().join(&f.rel);
+            let path = PathBuf::from(run.shown(&f.rel));
             let file = {
                 // Hold the lock while opening so one thread opens and the rest take.
                 let mut h = run.handed.lock().map_err(|_| "a replay thread panicked".to_string())?;
@@ -467,7 +504,7 @@ impl Source for ReplaySource {
                             flags.read = f.reads || !f.writes;
                             flags.write = f.writes;
                         }
-                        let file = run.beneath.open_file(&f.rel, flags).map_err(|e| {
+                        let file = run.dir()?.open_file(&f.rel, flags).map_err(|e| {
                             format!(
                                 "{}: {e} (a file the trace used without opening it; run with --prepare to create it)",
                                 path.display()
@@ -606,11 +643,7 @@ impl Source for ReplaySource {
             run.done[k as usize].fetch_add(1, Ordering::Release);
         }
         let op: &Op = &step.op;
-        let path = || {
-            plan.rel_of(op)
-                .map(|r| run.beneath.root().join(r).display().to_string())
-                .unwrap_or_else(|| run.beneath.root().display().to_string())
-        };
+        let path = || run.shown(plan.rel_of(op).unwrap_or(Path::new("")));
         match result {
             Err(_) => {
                 run.abort.store(true, Ordering::Relaxed);

@@ -431,3 +431,70 @@ fn asynchronous_operations_replay_at_their_depth_and_wait_for_their_flush() {
     assert!(at(false, Fdatasync, 0) < at(true, Write, 4), "{log:?}");
     assert_eq!(std::fs::metadata(target.join("wal")).unwrap().len(), 5 * 4096);
 }
+
+/// A block-level trace of device loop9 (and a request on another device): four 8 KiB writes
+/// in flight together, one of them FUA, a flush, then two reads of what they wrote.
+fn block_trace(dir: &Path) -> PathBuf {
+    use iolab_trace::format::{BlockIo, Record, Writer};
+    let path = dir.join("blk.trace");
+    let mut w = Writer::new(std::fs::File::create(&path).unwrap()).unwrap();
+    let io = |issue_ns: u64, sector: u64, bytes: u32, op: u8, flags: u32| BlockIo {
+        queued_ns: 0,
+        issue_ns,
+        complete_ns: issue_ns + 5_000,
+        sector,
+        bytes,
+        op,
+        flags,
+        error: 0,
+    };
+    for r in [
+        Record::Header { version: 2, source: "block".into(), epoch_ns: 0 },
+        Record::Device { dev: 7 << 20 | 9, name: "loop9".into() },
+        Record::Device { dev: 8 << 20, name: "sda".into() },
+        Record::BlockIos {
+            dev: 7 << 20 | 9,
+            ios: (0..4).map(|i| io(1_000 + i * 100, 2048 + i * 16, 8192, 1, if i == 3 { 1 << 9 } else { 0 })).collect(),
+        },
+        Record::BlockIos { dev: 8 << 20, ios: vec![io(1_000, 0, 4096, 0, 0)] },
+        Record::BlockIos {
+            dev: 7 << 20 | 9,
+            ios: vec![io(20_000, 0, 0, 2, 0), io(30_000, 2048, 16384, 0, 0), io(40_000, 2080, 16384, 0, 0)],
+        },
+    ] {
+        w.record(&r).unwrap();
+    }
+    w.finish(0, 0, 50_000).unwrap().sync_all().unwrap();
+    path
+}
+
+#[test]
+fn a_block_level_trace_replays_onto_a_file() {
+    let d = tempfile::tempdir().unwrap();
+    let t = block_trace(d.path());
+    assert_eq!(default_strip_of(&t).unwrap(), PathBuf::from("loop9"), "the busiest device");
+    let mut job = replay_job(&t, &d.path().join("blk.img"), Timing::Think, false);
+    let Workload::Replay(r) = &mut job.workload else { unreachable!() };
+    r.strip = "loop9".into();
+    let plan = load(r).unwrap();
+    let b = plan.blocks.as_ref().unwrap();
+    assert_eq!((b.steps.len(), b.max_depth, b.extent), (7, 4, (2080 + 32) * 512));
+    assert_eq!(plan.adjusted.values().sum::<u64>(), 1, "the FUA write, through O_DSYNC");
+    job.threads = 1;
+    job.size = Some(iolab_spec::Bytes(b.extent));
+    let r = run(job.clone()).unwrap();
+    assert_eq!(r.phases[0].jobs[0].error, None);
+    let f = fidelity(&r);
+    assert!(f.counts_equal && f.results_equal, "{f:?}");
+    assert_eq!((replayed(&r, OpClass::Write), replayed(&r, OpClass::Sync), replayed(&r, OpClass::Read)), (4, 1, 2));
+    let data = std::fs::read(d.path().join("blk.img")).unwrap();
+    assert_eq!(data.len() as u64, b.extent);
+    let again = run(job).unwrap();
+    assert!(fidelity(&again).counts_equal, "iolab's own file: replayed onto again");
+    // Another device's name: said, with the trace's devices.
+    let mut j = replay_job(&t, &d.path().join("x.img"), Timing::Afap, false);
+    let Workload::Replay(r) = &mut j.workload else { unreachable!() };
+    r.strip = "nvme0n1".into();
+    let e = load(r).unwrap_err().to_string();
+    assert!(e.contains("no requests of device `nvme0n1`") && e.contains("loop9") && e.contains("sda"), "{e}");
+}
