@@ -628,6 +628,13 @@ fn print_origin(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             fmt::secs(o.recorded_span_ns as f64 / 1e9),
         )?;
     }
+    if an.cpu_wait_s > 0.0 {
+        writeln!(
+            w,
+            "The threads waited {} for a CPU between their calls (the scheduler's run-queue time): replay's think timing does not wait it.",
+            fmt::secs(an.cpu_wait_s)
+        )?;
+    }
     if an.lost.is_empty() {
         if an.via.is_some() {
             writeln!(w, "Nothing was lost while recording.")?;

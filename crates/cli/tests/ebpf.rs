@@ -227,14 +227,14 @@ fn replays_at_the_recorded_depth(engine: &str, rw: &str, depth: u32) {
     assert_eq!((ops("read", "ops"), ops("read", "bytes")), (reads, rbytes), "{ring}");
     assert_eq!((ops("write", "ops"), ops("write", "bytes")), (writes, wbytes), "{ring}");
     assert_eq!(ring["failed"], 0);
-    // Never deeper than recorded, and as deep. The mean in flight is at least 60% of fio's: the
-    // replay reaps its completions in batches and refills what they free together (fio refills
-    // one for one), and a debug build's worker on a shared machine answers a completion later
-    // than fio does. Measured on 2 cores at load 4.4-4.8 (docs/fidelity.md): 0.73-0.88 of fio's
-    // on io_uring QD32, 0.93-0.98 on libaio QD8.
+    // Never deeper than recorded, and as deep; the operations overlap as fio's did (a replay
+    // that waited for each would keep one in flight). The mean in flight depends on how soon
+    // the replay's thread gets a CPU to refill the ring: 73-98% of fio's on 2 cores at load
+    // 4.4-4.8, 47% at QD32 while a fuzz build took both cores (docs/fidelity.md); the check
+    // asks for 35%.
     assert_eq!(ring["max_depth"], depth, "{ring}");
     let (got, want) = (ring["mean_depth"].as_f64().unwrap(), rec.ring["mean_depth"].as_f64().unwrap());
-    assert!(got >= 0.6 * want, "mean depth {got:.2} replayed, {want:.2} recorded: {ring}");
+    assert!(got >= 0.35 * want, "mean depth {got:.2} replayed, {want:.2} recorded: {ring}");
 }
 
 #[test]
@@ -645,4 +645,75 @@ fn a_block_level_trace_replays_onto_a_device_and_a_file() {
         assert_eq!(class("read")["replayed_bytes"], 16 * 16384);
     }
     assert!(std::fs::metadata(&img).unwrap().len() >= (10 + 32) * 65536);
+}
+
+/// Computes for about 1 ms (on the CPU: a busy loop), then writes 4 KiB, ROUNDS times.
+const THINKS: &str = r#"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+static double cpu(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 1;
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    for (int i = 0; i < atoi(argv[2]); i++) {
+        double until = cpu() + 0.001;
+        while (cpu() < until) {}
+        if (pwrite(fd, buf, sizeof buf, (off_t)i * 4096) != sizeof buf) return 1;
+    }
+    return close(fd);
+}
+"#;
+
+#[test]
+fn think_time_leaves_out_the_cpu_waits_of_a_loaded_machine() {
+    if !have("cc") || !have("taskset") {
+        return skip("cc or taskset is missing");
+    }
+    let d = disk_tempdir();
+    let src = d.path().join("thinks.c");
+    std::fs::write(&src, THINKS).unwrap();
+    let Some(prog) = compile(d.path(), "thinks", src.to_str().unwrap()) else { return skip("cannot compile") };
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // The program and a busy loop share one CPU: about half of each computing gap is spent
+    // waiting for it.
+    let script =
+        format!("sh -c 'while :; do :; done' & {} {}/f 100; r=$?; kill $!; exit $r", prog.display(), data.display());
+    let trace = d.path().join("t.trace");
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "--".as_ref(),
+        "taskset".as_ref(),
+        "-c".as_ref(),
+        "0".as_ref(),
+        "sh".as_ref(),
+        "-c".as_ref(),
+        script.as_ref(),
+    ];
+    let Some(_) = record(&trace, &args) else { return };
+    let s = show(&trace);
+    let wait = s["cpu_wait_s"].as_f64().unwrap();
+    let target = d.path().join("replay");
+    std::fs::create_dir(&target).unwrap();
+    let r = run_json(&["replay", trace.to_str().unwrap(), "--target", target.to_str().unwrap(), "--no-store"]);
+    let f = &r["fidelity"];
+    assert_eq!(f["counts_equal"], true, "{f}");
+    let (recorded, gaps, replayed) =
+        (f["recorded_s"].as_f64().unwrap(), f["recorded_gaps_s"].as_f64().unwrap(), f["replayed_s"].as_f64().unwrap());
+    // The gaps (100 ms of computing, stretched by the wait) hold a good part of waiting.
+    assert!(wait > 0.25 * gaps, "CPU waits {wait:.3} s in {gaps:.3} s of gaps");
+    // Think timing waits the computing, not the waiting: the replay is shorter than the
+    // recording by at least half the waits (it would take the whole span otherwise).
+    assert!(
+        replayed < recorded - 0.5 * wait,
+        "replayed {replayed:.3} s, recorded {recorded:.3} s, CPU waits {wait:.3} s"
+    );
 }

@@ -104,6 +104,8 @@ struct ev_sys {
 	u16 len1;
 	u16 len2;
 	u32 pad;
+	u64 rd_start;      /* the thread's run-queue wait so far (sched_info.run_delay) at entry */
+	u64 rd_end;        /* and at exit */
 	/* then path 1 (len1 bytes with its NUL) and, when len2 > 0, path 2 at MAX_PATH bytes
 	 * after the header's end (len2 bytes with its NUL) */
 };
@@ -193,6 +195,7 @@ struct entry {
 	u64 extra;
 	u32 nr;
 	u32 pad;
+	u64 rd;
 };
 
 struct blk_start {
@@ -389,6 +392,13 @@ int handle_exit(u64 *ctx)
 
 /* ---- system calls ---- */
 
+/* The calling thread's run-queue wait so far, ns (0 where the kernel keeps none). */
+static __always_inline u64 run_delay(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	return BPF_CORE_READ(t, sched_info.run_delay);
+}
+
 SEC("tp_btf/sys_enter")
 int handle_sys_enter(u64 *ctx)
 {
@@ -412,6 +422,7 @@ int handle_sys_enter(u64 *ctx)
 	e.args[3] = sys_arg(regs, 3);
 	e.args[4] = sys_arg(regs, 4);
 	e.args[5] = sys_arg(regs, 5);
+	e.rd = run_delay();
 	e.start = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&entries, &tid, &e, BPF_ANY))
 		count_lost(LOST_ENTRY);
@@ -573,6 +584,8 @@ int handle_sys_exit(u64 *ctx)
 			r->len1 = 0;
 			r->len2 = 0;
 			r->pad = 0;
+			r->rd_start = en->rd;
+			r->rd_end = run_delay();
 			bpf_ringbuf_submit(r, rb_flags());
 		}
 		bpf_map_delete_elem(&entries, &tid);
@@ -600,6 +613,8 @@ int handle_sys_exit(u64 *ctx)
 	e->len1 = 0;
 	e->len2 = 0;
 	e->pad = 0;
+	e->rd_start = en->rd;
+	e->rd_end = run_delay();
 	if (special == SP_OPEN_HOW && ret >= 0) {
 		u64 how = 0;
 		bpf_probe_read_user(&how, sizeof(how), (void *)en->args[2]);

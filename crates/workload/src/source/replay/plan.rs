@@ -40,6 +40,9 @@ pub struct Step {
     pub waits_len: u8,
     /// [`ADOPT`], [`DROP_AFTER`], [`CUT`].
     pub flags: u8,
+    /// The time the thread waited for a CPU in the recorded gap before it (since the previous
+    /// replayed call's end), ns: not think time (an eBPF trace of format version 3; else 0).
+    pub cpu_wait_ns: u64,
 }
 
 /// A traced thread's replay.
@@ -269,6 +272,8 @@ struct Build<'a> {
     name_bytes: u64,
     /// Per thread, its calls that submitted asynchronous I/O: (start, end), in program order.
     submits: HashMap<u32, Vec<(u64, u64)>>,
+    /// Per thread, CPU waits before calls left out since its last step (version 3).
+    carried_wait: HashMap<u32, u64>,
 }
 
 impl Build<'_> {
@@ -337,7 +342,8 @@ impl Build<'_> {
         None
     }
 
-    fn op(&mut self, tid: u32, op: Op) -> Result<(), SourceError> {
+    /// One recorded call: a step of its thread (true), or counted as left out (false).
+    fn op(&mut self, tid: u32, op: Op) -> Result<bool, SourceError> {
         if let Kind::Other(n) = op.kind {
             if self.names.get(&n).is_some_and(|name| rings::submits(name)) {
                 self.submits.entry(tid).or_default().push((op.start_ns, op.start_ns.saturating_add(op.dur_ns)));
@@ -345,12 +351,35 @@ impl Build<'_> {
         }
         if let Some(why) = self.left_out_why(&op) {
             self.leave(why, &op);
-            return Ok(());
+            return Ok(false);
         }
         self.count(&op);
         let th = self.threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
-        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0 });
-        self.stepped()
+        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0, cpu_wait_ns: 0 });
+        self.stepped().map(|()| true)
+    }
+
+    /// The CPU waits before each call of `tid`'s last chunk (`kept`: which of its calls became
+    /// steps): each step gets the waits since the step before it, left-out calls' included.
+    fn cpu_waits(&mut self, tid: u32, kept: &[bool], waits: &[u64]) {
+        let carried = self.carried_wait.remove(&tid).unwrap_or(0);
+        let Some(th) = self.threads.get_mut(&tid) else { return };
+        let n = kept.iter().filter(|k| **k).count();
+        let mut at = th.steps.len().saturating_sub(n);
+        let mut acc = carried;
+        for (k, w) in kept.iter().zip(waits.iter().chain(std::iter::repeat(&0))) {
+            acc = acc.saturating_add(*w);
+            if *k {
+                if let Some(s) = th.steps.get_mut(at) {
+                    s.cpu_wait_ns = acc;
+                }
+                at += 1;
+                acc = 0;
+            }
+        }
+        if acc > 0 {
+            self.carried_wait.insert(tid, acc);
+        }
     }
 
     /// One asynchronous operation of ring `ring`: kept as the call it replays as (merged into
@@ -434,10 +463,13 @@ impl ReplayPlan {
             steps: 0,
             name_bytes: 0,
             submits: HashMap::new(),
+            carried_wait: HashMap::new(),
         };
         let mut tracer_free = false;
         let mut rings = Rings::default();
         let mut devices = Devices::default();
+        // Per thread, which calls of its last chunk became steps (for the CPU waits after it).
+        let mut last_chunk: HashMap<u32, Vec<bool>> = HashMap::new();
         for r in records {
             match r.map_err(|e| format!("{}: {e}", job.trace.display()))? {
                 Record::File { id, path, flags, before, regular } => match under(&strip, &path).filter(|_| regular) {
@@ -462,8 +494,16 @@ impl ReplayPlan {
                     b.tgids.insert(tid, tgid);
                 }
                 Record::Chunk { tid, ops } => {
+                    let mut kept = Vec::with_capacity(ops.len());
                     for op in ops {
-                        b.op(tid, op)?;
+                        kept.push(b.op(tid, op)?);
+                    }
+                    last_chunk.insert(tid, kept);
+                }
+                // Version 3: the CPU waits of the chunk just read.
+                Record::CpuWaits { tid, waits } => {
+                    if let Some(kept) = last_chunk.remove(&tid) {
+                        b.cpu_waits(tid, &kept, &waits);
                     }
                 }
                 // Version 2: asynchronous I/O, merged into the submitting threads' steps at the
@@ -711,7 +751,8 @@ fn block_plan(devices: Devices, job: &ReplayJob) -> Result<ReplayPlan, SourceErr
 }
 
 impl ThreadPlan {
-    /// The think time before step `i` (not the first) as recorded, less the tracer's gap: from
+    /// The think time before step `i` (not the first) as recorded, less the tracer's gap and the
+    /// time the thread waited for a CPU in it: from
     /// the end of the step before (its submission, if asynchronous: the thread did not wait
     /// for it) or, for an asynchronous step (`ring`, its ring step), from the last completion
     /// it waits for if that came later, to the start of the call that submitted it.
@@ -726,7 +767,7 @@ impl ThreadPlan {
             from = from.max(r.ready_ns);
             to = r.called_ns;
         }
-        to.saturating_sub(from).saturating_sub(self.tracer_gap_ns)
+        to.saturating_sub(from).saturating_sub(self.tracer_gap_ns).saturating_sub(cur.cpu_wait_ns)
     }
 }
 
@@ -738,7 +779,7 @@ fn merge_async(threads: &mut BTreeMap<u32, ThreadPlan>, g: Gathered) {
         let sync = std::mem::take(&mut th.steps);
         let mut steps = Vec::with_capacity(sync.len() + ops.len());
         let mut ops = ops.into_iter().peekable();
-        let async_step = |op| Step { op, waits_start: 0, waits_len: 0, flags: ASYNC };
+        let async_step = |op| Step { op, waits_start: 0, waits_len: 0, flags: ASYNC, cpu_wait_ns: 0 };
         for s in sync {
             while let Some((op, r)) = ops.next_if(|(op, _)| op.start_ns < s.op.start_ns) {
                 steps.push(async_step(op));
