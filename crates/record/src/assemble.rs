@@ -765,8 +765,9 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
         op.kind = kind;
         if vectored {
             op.count = c.a[2] as u32;
-            // The iovecs are not read: the bytes asked for are taken as those moved.
-            op.size = c.ret.max(0) as u64;
+            // The iovecs' lengths summed by the kernel half; what was moved when that could not
+            // be read (a sum below it).
+            op.size = c.extra.max(c.ret.max(0) as u64);
         } else {
             op.size = c.a[2];
         }
@@ -955,7 +956,7 @@ struct Got {
     /// It returned, and not an error.
     ok: bool,
     a: [u64; 6],
-    /// openat2's open_how.flags, io_setup's context id.
+    /// openat2's open_how.flags, io_setup's context id, a vectored call's iovecs summed.
     extra: u64,
     p1: String,
     p2: String,

@@ -96,7 +96,7 @@ pub struct Sys {
     pub end: u64,
     pub ret: i64,
     pub args: [u64; 6],
-    /// openat2's open_how.flags, io_setup's context id.
+    /// openat2's open_how.flags, io_setup's context id, a vectored call's iovecs summed.
     pub extra: u64,
     pub nr: u32,
     /// The recorder's code for the call (`syscalls::Sys`).
