@@ -154,7 +154,7 @@ impl Source for BlockReplaySource {
         match result {
             Err(_) => {
                 self.run.abort();
-                let path = format!("{} (request {} of {device})", self.plan().device, i + 1);
+                let path = format!("request {} of {device}", i + 1);
                 Err(describe_failure(call, &path, s.len, s.offset, result))
             }
             Ok(n) if s.op <= WRITE && *n != s.len as usize => {
