@@ -1053,8 +1053,33 @@ pub struct TraceImportArgs {
     /// strace output: one file, or the per-thread files of `strace -ff` (NAME.TID).
     #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// Take strace's own cost off the gaps between calls, as `trace record --via strace` does:
+    /// `measure` measures it on this machine (strace -f --seccomp-bpf, as the recorder runs it:
+    /// right when the strace ran here), or give it as CALL,GAP, the cost inside each call and in
+    /// the gap after it (`120us,140us`).
+    #[arg(long, value_name = "measure|CALL,GAP", value_parser = parse_strace_cost)]
+    pub strace_cost: Option<StraceCost>,
     #[arg(long, value_parser = Takes("trace"), default_value = "human")]
     pub output: Format,
+}
+
+/// strace's cost per traced call for `trace import --strace-cost`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StraceCost {
+    /// Measured on this machine.
+    Measure,
+    /// Given: inside each call's duration and in the gap after it.
+    Given { call: Duration, gap: Duration },
+}
+
+fn parse_strace_cost(s: &str) -> Result<StraceCost, String> {
+    if s.trim() == "measure" {
+        return Ok(StraceCost::Measure);
+    }
+    let (call, gap) = s.split_once(',').ok_or_else(|| {
+        format!("`{s}`: give `measure`, or CALL,GAP (strace's cost inside a call and after it: 120us,140us)")
+    })?;
+    Ok(StraceCost::Given { call: parse_dur(call.trim())?, gap: parse_dur(gap.trim())? })
 }
 
 #[derive(Args, Debug)]
