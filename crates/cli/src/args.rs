@@ -1076,8 +1076,33 @@ pub struct TraceImportArgs {
     /// strace output: one file, or the per-thread files of `strace -ff` (NAME.TID).
     #[arg(required = true, value_name = "FILES")]
     pub files: Vec<PathBuf>,
+    /// Take strace's own cost off the gaps between calls, as `trace record --via strace` does:
+    /// `measure` measures it on this machine (strace -f --seccomp-bpf, as the recorder runs it:
+    /// right when the strace ran here), or give it as CALL,GAP, the cost inside each call and in
+    /// the gap after it (`120us,140us`).
+    #[arg(long, value_name = "measure|CALL,GAP", value_parser = parse_strace_cost)]
+    pub strace_cost: Option<StraceCost>,
     #[arg(long, value_parser = Takes("trace"), default_value = "human")]
     pub output: Format,
+}
+
+/// strace's cost per traced call for `trace import --strace-cost`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StraceCost {
+    /// Measured on this machine.
+    Measure,
+    /// Given: inside each call's duration and in the gap after it.
+    Given { call: Duration, gap: Duration },
+}
+
+fn parse_strace_cost(s: &str) -> Result<StraceCost, String> {
+    if s.trim() == "measure" {
+        return Ok(StraceCost::Measure);
+    }
+    let (call, gap) = s.split_once(',').ok_or_else(|| {
+        format!("`{s}`: give `measure`, or CALL,GAP (strace's cost inside a call and after it: 120us,140us)")
+    })?;
+    Ok(StraceCost::Given { call: parse_dur(call.trim())?, gap: parse_dur(gap.trim())? })
 }
 
 #[derive(Args, Debug)]
@@ -1122,6 +1147,10 @@ Examples:
       iolab replay redo.trace --target /mnt/test --timing scale:2
   A trace with long idle gaps, or one large read, that the limits refuse:
       iolab replay db.trace --target /mnt/test --max-wait 2h --max-buffer 256M
+  A block-level recording onto a file (made if missing), or onto a device it overwrites:
+      iolab trace record --level block --under /data --duration 1m -o blk.trace
+      iolab replay blk.trace --target /mnt/test/blk.img
+      iolab replay blk.trace --target /dev/nvme1n1 --device --strip nvme0n1
   The same trace on two nodes at one start, each under its own directory of the shared mount:
       iolab replay redo.trace --target run1 --node a=ssh://n1,dir=/mnt/ocfs2/a --node b=ssh://n2,dir=/mnt/ocfs2/b
   One trace per node (each node's own recording), at one start:
@@ -1165,16 +1194,22 @@ pub struct ReplayArgs {
     /// Create the files the trace reads or expects to exist, with data up to the extent it reads.
     #[arg(long)]
     pub prepare: bool,
-    /// The traced directory that --target stands for (default: the common directory of the files the trace writes).
+    /// The traced directory that --target stands for (default: the common directory of the files the trace writes); for a block-level trace, the traced device (default: the one with the most requests).
     #[arg(long, value_name = "PREFIX")]
     pub strip: Option<PathBuf>,
-    /// The engine that makes the data calls (psync keeps the calls synchronous, as strace saw them).
-    #[arg(long, default_value = "psync")]
-    pub engine: String,
+    /// The engine that makes the data calls [default: psync, the calls synchronous as traced;
+    /// for a trace with io_uring operations io_uring, with libaio's only libaio, as deep as the
+    /// rings went].
+    #[arg(long)]
+    pub engine: Option<String>,
     /// Allow the replay to change (write, truncate, rename, remove) files and directories under
     /// --target that iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
+    /// A block-level trace (trace record --level block) replayed onto the block device --target
+    /// names, whose data it overwrites (as `iolab run --device`).
+    #[arg(long)]
+    pub device: bool,
     /// The longest wait before one call (think time, or a recorded offset) [default: 10m].
     #[arg(long, value_name = "DURATION", value_parser = parse_dur)]
     pub max_wait: Option<Duration>,

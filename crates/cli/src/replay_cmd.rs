@@ -33,13 +33,19 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         bail!("--node-trace names a node's trace: give the nodes with --node NAME=ADDR,dir=PATH");
     }
     let Some(trace_file) = a.trace.clone() else { bail!("name the trace to replay") };
-    if !a.target.is_dir() {
-        bail!("--target {} is not a directory; make it first (a replay runs inside a directory)", a.target.display());
-    }
-    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow!(e))?;
-    let target = a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?;
-    let (r, threads) = replay_job(&a, &trace_file)?;
-    let job = job_of(&a, target, engine, r, threads);
+    let planned = replay_job(&a, &trace_file)?;
+    let target = match planned.extent {
+        // A block-level trace replays onto a file (made if missing) or, with --device, a device.
+        Some(_) => std::path::absolute(&a.target).with_context(|| format!("{}", a.target.display()))?,
+        None if !a.target.is_dir() => {
+            bail!(
+                "--target {} is not a directory; make it first (a replay runs inside a directory)",
+                a.target.display()
+            )
+        }
+        None => a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?,
+    };
+    let job = job_of(&a, target, &planned)?;
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let live = Live::start(&a.out.metrics, a.out.machine())?;
@@ -71,18 +77,36 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     Ok(code)
 }
 
-/// The job that replays `r` under `target` with one worker per traced thread.
-fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, threads: u32) -> Job {
-    Job {
+/// A trace planned for its replay job: the job's options, its threads, and the engine and depth
+/// its asynchronous operations need.
+struct Planned {
+    r: ReplayJob,
+    threads: u32,
+    depth: u32,
+    async_engine: Option<EngineKind>,
+    /// A block-level trace's: bytes of the target its requests reach.
+    extent: Option<u64>,
+}
+
+/// The job that replays a planned trace under `target` with one worker per traced thread, on
+/// `--engine` or, by default, psync (io_uring or libaio for a trace with asynchronous I/O, as
+/// deep as its rings went).
+fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
+    let engine: EngineKind = match &a.engine {
+        Some(e) => e.parse().map_err(|e: String| anyhow!(e))?,
+        None => p.async_engine.unwrap_or(EngineKind::Psync),
+    };
+    Ok(Job {
         name: "replay".into(),
         target,
-        size: None,
+        size: p.extent.map(iolab_spec::Bytes),
         seed: iolab_spec::DEFAULT_SEED,
         engine,
-        iodepth: 1,
+        iodepth: p.depth.clamp(1, engine.caps().max_depth.min(4096)),
         batch: Default::default(),
-        direct: false,
-        threads,
+        // A block-level trace's requests go to the device as they did, past the page cache.
+        direct: p.extent.is_some(),
+        threads: p.threads,
         runtime: None,
         ramp: Duration::ZERO,
         ramp_auto: false,
@@ -90,7 +114,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         exit_all: false,
         cpus: None,
         overwrite: a.overwrite,
-        device: false,
+        device: a.device,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {
             before_rewrite: false,
             after: a.verify_after,
@@ -103,13 +127,13 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
             id_root: None,
         }),
         steady: None,
-        workload: Workload::Replay(r),
-    }
+        workload: Workload::Replay(p.r.clone()),
+    })
 }
 
 /// The replay job of one trace as these arguments shape it, and its thread count (the trace
 /// read, planned and checked against its limits here, before anything runs).
-fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
+fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<Planned> {
     let strip = match &a.strip {
         Some(s) => s.clone(),
         None => replay::default_strip_of(trace).map_err(|e| anyhow!(e))?,
@@ -130,8 +154,19 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
             max_memory: a.max_memory.unwrap_or(d.max_memory),
         },
     };
-    let threads = replay::plan_for(&r).with_context(|| trace.display().to_string())?.plan.threads.len() as u32;
-    Ok((r, threads))
+    let checked = replay::plan_for(&r).with_context(|| trace.display().to_string())?;
+    let p = &checked.plan;
+    let (mut threads, depth, mut async_engine) = (p.threads.len() as u32, p.max_depth, p.async_engine);
+    let extent = p.blocks.as_ref().map(|b| b.extent);
+    if extent.is_some() {
+        // One worker issues the device's requests, asynchronously at the depth they had.
+        (threads, async_engine) = (1, Some(EngineKind::IoUring));
+    } else if a.device {
+        bail!(
+            "--device replays a block-level trace (trace record --level block) onto a device; this trace records calls"
+        );
+    }
+    Ok(Planned { r, threads, depth, async_engine, extent })
 }
 
 /// `iolab replay --node ...`: the same trace (or each node its own) replayed on several nodes
@@ -139,7 +174,6 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<(ReplayJob, u32)> {
 /// its own state directory and replays from there; its executor checks, prepares (`--prepare`)
 /// and judges the fidelity there, which comes back in its job's result.
 fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let engine: EngineKind = a.engine.parse().map_err(|e: String| anyhow::anyhow!(e))?;
     let names = crate::cluster_cmd::node_names(&a.nodes)?;
     // Which trace each node replays.
     let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -161,25 +195,22 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         bail!("node `{n}` has no trace: give one with --node-trace {n}=FILE");
     }
     // Each distinct trace read, planned and checked once.
-    let mut planned: BTreeMap<PathBuf, (ReplayJob, u32)> = BTreeMap::new();
+    let mut planned: BTreeMap<PathBuf, Planned> = BTreeMap::new();
     for path in chosen.values() {
         if !planned.contains_key(path) {
             planned.insert(path.clone(), replay_job(&a, path)?);
         }
     }
-    let job_for = |node: &str| -> Job {
-        let (r, threads) = &planned[&chosen[node]];
-        job_of(&a, a.target.clone(), engine, r.clone(), *threads)
-    };
+    let job_for = |node: &str| -> Result<Job> { job_of(&a, a.target.clone(), &planned[&chosen[node]]) };
     // The run as a whole: one phase, every node's job named by its node.
     let jobs = names
         .iter()
         .map(|n| {
-            let mut j = job_for(n);
+            let mut j = job_for(n)?;
             j.name = format!("{n}:replay");
-            j
+            Ok(j)
         })
-        .collect();
+        .collect::<Result<Vec<Job>>>()?;
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs }] };
     plan.validate()?;
     let name = match &a.trace {
@@ -190,17 +221,17 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let work = names
         .iter()
         .map(|n| {
-            Some(iolab_cluster::Work {
+            Ok(Some(iolab_cluster::Work {
                 plan: std::sync::Arc::new(Plan {
-                    phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)] }],
+                    phases: vec![Phase { name: "replay".into(), jobs: vec![job_for(n)?] }],
                 }),
                 // The target directory, made on each node if missing (under its dir=).
                 mkdirs: vec![a.target.clone()],
                 run_mark: run_mark.clone(),
                 keys: Vec::new(),
-            })
+            }))
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let live = Live::start(&a.out.metrics, a.out.machine())?;
     let on = crate::cluster_cmd::On { nodes: &a.nodes, out: &a.out, save: &a.save, live: &live };
     let result = crate::cluster_cmd::run_each(on, (RunKind::Replay, &name), plan, work, stop.clone())?;
@@ -270,10 +301,16 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
             format!("{:.3}", c.replayed_p99_ms),
         ]);
     }
-    outln!(
-        "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
-        f.threads
-    )?;
+    // A block-level trace's replay has no traced thread: its device's requests, on one worker.
+    let blocks = f.threads == 0;
+    if blocks {
+        outln!("\nFidelity (recorded: the traced device's requests, replayed onto the target):\n{t}")?;
+    } else {
+        outln!(
+            "\nFidelity ({} traced threads replayed; recorded: the trace's calls on the files under the target):\n{t}",
+            f.threads
+        )?;
+    }
     outln!(
         "Operation counts {}; results {}.",
         if f.counts_equal { "equal" } else { "DIFFER" },
@@ -285,8 +322,8 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
     )?;
     for m in &f.mismatches {
         outln!(
-            "  thread {} call {} {} {}: recorded {}, replayed {}",
-            m.tid,
+            "  {} {} {} {}: recorded {}, replayed {}",
+            if blocks { String::from("request") } else { format!("thread {} call", m.tid) },
             m.call,
             m.name,
             m.path,
@@ -297,10 +334,19 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
     if f.mismatched as usize > f.mismatches.len() {
         outln!("  ... and {} more", f.mismatched as usize - f.mismatches.len())?;
     }
-    outln!(
+    if blocks {
+        outln!(
+            "Elapsed {:.3} s replayed against {:.3} s recorded (the first request's issue to the last one's completion, {:+.1}%).",
+            f.replayed_s,
+            f.recorded_s,
+            f.elapsed_error_pct
+        )?;
+    } else {
+        outln!(
         "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
         f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
     )?;
+    }
     for (why, calls) in &f.left_out {
         let s: Vec<String> = calls.iter().map(|(k, v)| format!("{k} {v}")).collect();
         outln!("Not replayed, {why}: {}", s.join(", "))?;

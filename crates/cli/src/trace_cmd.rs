@@ -349,7 +349,7 @@ fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
     }
     print_summary(&sum, &a.out, a.output)?;
     if sum.ops > 0 {
-        take_off_strace(&a.out, a.pid.is_none())?;
+        take_off_strace(&a.out, a.pid.is_none(), None)?;
     }
     if a.pid.is_none() && !status.success() {
         errln!("Note: the command ended with {status}; its trace is kept.");
@@ -358,13 +358,16 @@ fn record_strace(a: TraceRecordArgs) -> Result<ExitCode> {
 }
 
 /// Take strace's own cost off a trace it recorded (crates/trace/src/overhead.rs): measure it
-/// now, with the recording's options, on as many processes as the trace had threads at once,
-/// and write the trace again with it taken off and said.
-fn take_off_strace(trace: &Path, seccomp: bool) -> Result<()> {
+/// now, with the recording's options, on as many processes as the trace had threads at once
+/// (or take the cost `given`), and write the trace again with it taken off and said.
+fn take_off_strace(trace: &Path, seccomp: bool, given: Option<iolab_trace::overhead::Cost>) -> Result<()> {
     use iolab_trace::overhead::{correct, Shape};
     let shape = Shape::of(records(trace)?, None).with_context(|| format!("cannot read {}", trace.display()))?;
     let k = shape.concurrency.clamp(1, 8);
-    let cost = calibrate(k, seccomp).context("cannot measure strace's cost per call")?;
+    let cost = match given {
+        Some(c) => c,
+        None => calibrate(k, seccomp).context("cannot measure strace's cost per call")?,
+    };
     let shape = Shape::of(records(trace)?, Some(&cost)).with_context(|| format!("cannot read {}", trace.display()))?;
     let tmp = {
         let mut s = trace.as_os_str().to_owned();
@@ -466,6 +469,17 @@ fn calibrate(k: usize, seccomp: bool) -> Result<iolab_trace::overhead::Cost> {
 fn import(a: TraceImportArgs) -> Result<ExitCode> {
     let sum = convert(&a.files, None, &a.out)?;
     print_summary(&sum, &a.out, a.output)?;
+    if let (Some(c), true) = (a.strace_cost, sum.ops > 0) {
+        let given = match c {
+            crate::args::StraceCost::Measure => None,
+            crate::args::StraceCost::Given { call, gap } => Some(iolab_trace::overhead::Cost {
+                call_ns: call.as_nanos().min(u64::MAX as u128) as u64,
+                gap_ns: gap.as_nanos().min(u64::MAX as u128) as u64,
+                method: "given to trace import (--strace-cost)".into(),
+            }),
+        };
+        take_off_strace(&a.out, true, given)?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -626,6 +640,13 @@ fn print_origin(w: &mut dyn Write, an: &Analysis) -> std::io::Result<()> {
             fmt::secs(o.calls_taken_ns as f64 / 1e9),
             fmt::secs(o.gaps_taken_ns as f64 / 1e9),
             fmt::secs(o.recorded_span_ns as f64 / 1e9),
+        )?;
+    }
+    if an.cpu_wait_s > 0.0 {
+        writeln!(
+            w,
+            "The threads waited {} for a CPU between their calls (the scheduler's run-queue time): replay's think timing does not wait it.",
+            fmt::secs(an.cpu_wait_s)
         )?;
     }
     if an.lost.is_empty() {

@@ -423,3 +423,26 @@ fn clear_errors_for_missing_commands_and_bad_input() {
     assert_eq!(err.matches("not an iolab trace").count(), 1, "{err}");
     assert!(!err.contains("stdout"), "{err}");
 }
+
+#[test]
+fn import_takes_a_given_strace_cost_off() {
+    let trace = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../trace/tests/fixtures/redo_f.strace"));
+    let d = tempfile::tempdir().unwrap();
+    let (plain, taken) = (d.path().join("plain.trace"), d.path().join("taken.trace"));
+    let out = iolab().args(["trace", "import", "-o"]).arg(&plain).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        iolab().args(["trace", "import", "--strace-cost", "5us,20us", "-o"]).arg(&taken).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (p, t) =
+        (run_json(&["trace", "show", plain.to_str().unwrap()]), run_json(&["trace", "show", taken.to_str().unwrap()]));
+    assert!(p["overhead"].is_null(), "{}", p["overhead"]);
+    let o = &t["overhead"];
+    assert_eq!((u(&o["call_ns"]), u(&o["gap_ns"])), (5_000, 20_000), "{o}");
+    assert!(u(&o["gaps_taken_ns"]) > 0, "{o}");
+    assert!(t["elapsed_s"].as_f64().unwrap() < p["elapsed_s"].as_f64().unwrap(), "the span shrank");
+    assert_eq!(t["totals"]["write"], p["totals"]["write"], "the calls are the same");
+    let bad = iolab().args(["trace", "import", "--strace-cost", "5us", "-o"]).arg(&taken).arg(&trace).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("CALL,GAP"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

@@ -57,7 +57,10 @@ enum special {
 	SP_AIO_EVENTS = 3,     /* io_getevents, io_pgetevents: the io_events at arg 3 */
 	SP_URING_REGISTER = 4, /* io_uring_register: fixed files */
 	SP_READ_U64_ARG1 = 5,  /* io_setup: the context id it stored at arg 1 */
+	SP_IOV_SUM = 6,        /* readv and kin: the iovecs' lengths (arg 1, count arg 2) summed at entry */
 };
+
+#define MAX_IOVS 1024 /* the kernel's UIO_MAXIOV: more is EINVAL */
 
 struct sysinfo {
 	u8 kind;
@@ -104,6 +107,8 @@ struct ev_sys {
 	u16 len1;
 	u16 len2;
 	u32 pad;
+	u64 rd_start;      /* the thread's run-queue wait so far (sched_info.run_delay) at entry */
+	u64 rd_end;        /* and at exit */
 	/* then path 1 (len1 bytes with its NUL) and, when len2 > 0, path 2 at MAX_PATH bytes
 	 * after the header's end (len2 bytes with its NUL) */
 };
@@ -193,6 +198,7 @@ struct entry {
 	u64 extra;
 	u32 nr;
 	u32 pad;
+	u64 rd;
 };
 
 struct blk_start {
@@ -389,6 +395,36 @@ int handle_exit(u64 *ctx)
 
 /* ---- system calls ---- */
 
+/* The calling thread's run-queue wait so far, ns (0 where the kernel keeps none). */
+static __always_inline u64 run_delay(void)
+{
+	struct task_struct *t = (void *)bpf_get_current_task();
+	return BPF_CORE_READ(t, sched_info.run_delay);
+}
+
+struct iov_loop {
+	u64 base;
+	u64 sum;
+};
+
+static long iov_one(u32 i, struct iov_loop *l)
+{
+	u64 len = 0;
+	/* struct iovec { void *iov_base; size_t iov_len; } */
+	bpf_probe_read_user(&len, sizeof(len), (void *)(l->base + (u64)i * 16 + 8));
+	l->sum += len;
+	return 0;
+}
+
+/* The bytes a vectored call asks for: its iovecs' lengths, read from the program's memory. */
+static __always_inline u64 iov_sum(u64 iov, u64 cnt)
+{
+	struct iov_loop l = { .base = iov, .sum = 0 };
+	u32 n = cnt > MAX_IOVS ? MAX_IOVS : cnt;
+	bpf_loop(n, iov_one, &l, 0);
+	return l.sum;
+}
+
 SEC("tp_btf/sys_enter")
 int handle_sys_enter(u64 *ctx)
 {
@@ -412,6 +448,9 @@ int handle_sys_enter(u64 *ctx)
 	e.args[3] = sys_arg(regs, 3);
 	e.args[4] = sys_arg(regs, 4);
 	e.args[5] = sys_arg(regs, 5);
+	if (si->special == SP_IOV_SUM)
+		e.extra = iov_sum(e.args[1], e.args[2]);
+	e.rd = run_delay();
 	e.start = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&entries, &tid, &e, BPF_ANY))
 		count_lost(LOST_ENTRY);
@@ -551,7 +590,7 @@ int handle_sys_exit(u64 *ctx)
 	}
 	s8 p1 = si->path1, p2 = si->path2;
 	u8 special = si->special;
-	if (p1 < 0 && p2 < 0 && special == SP_NONE) {
+	if (p1 < 0 && p2 < 0 && (special == SP_NONE || special == SP_IOV_SUM)) {
 		/* The common case (reads, writes, fsyncs...): straight into the ring. */
 		struct ev_sys *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 		if (!r) {
@@ -573,6 +612,8 @@ int handle_sys_exit(u64 *ctx)
 			r->len1 = 0;
 			r->len2 = 0;
 			r->pad = 0;
+			r->rd_start = en->rd;
+			r->rd_end = run_delay();
 			bpf_ringbuf_submit(r, rb_flags());
 		}
 		bpf_map_delete_elem(&entries, &tid);
@@ -600,6 +641,8 @@ int handle_sys_exit(u64 *ctx)
 	e->len1 = 0;
 	e->len2 = 0;
 	e->pad = 0;
+	e->rd_start = en->rd;
+	e->rd_end = run_delay();
 	if (special == SP_OPEN_HOW && ret >= 0) {
 		u64 how = 0;
 		bpf_probe_read_user(&how, sizeof(how), (void *)en->args[2]);

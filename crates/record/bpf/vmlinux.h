@@ -72,10 +72,17 @@ struct signal_struct {
 	atomic_t live;
 };
 
+/* The scheduler's accounting of a task (CONFIG_SCHED_INFO): run_delay is the time it has
+ * waited on a run queue, in ns, summed since it began. */
+struct sched_info {
+	unsigned long long run_delay;
+};
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct signal_struct *signal;
+	struct sched_info sched_info;
 };
 
 struct file;

@@ -111,6 +111,8 @@ pub struct Builder<W: Write, L: FdLookup = ProcFds> {
     t0: u64,
     procs: HashMap<u32, Proc>,
     tgid_of: HashMap<u32, u32>,
+    /// Each thread's run-queue wait so far at its last recorded call's exit (run_delay, ns).
+    run_delay: HashMap<u32, u64>,
     threads_seen: usize,
     processes_seen: HashSet<u32>,
     /// Processes whose calls are left out until their first successful execve: the command
@@ -195,6 +197,7 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             t0,
             procs: HashMap::new(),
             tgid_of: HashMap::new(),
+            run_delay: HashMap::new(),
             threads_seen: 0,
             processes_seen: HashSet::new(),
             before_exec: HashSet::new(),
@@ -365,6 +368,7 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             }
             Event::Exit { tid, tgid, group_dead, .. } => {
                 self.w.flush_thread(tid)?;
+                self.run_delay.remove(&tid);
                 if self.tgid_of.remove(&tid).is_some() {
                     self.w.record(&Record::Thread { tid, tgid })?;
                 }
@@ -718,7 +722,10 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
             | Sys::Execveat => self.async_sys(&c, &mut op)?,
         }
         self.ops += 1;
-        self.w.op(s.tid, op)
+        // The CPU wait in the gap since the thread's last recorded call (none before its first).
+        let (entry, exit) = s.run_delay;
+        let wait = self.run_delay.insert(s.tid, exit).map_or(0, |before| entry.saturating_sub(before));
+        self.w.op_waited(s.tid, op, wait)
     }
 
     /// open, openat, openat2, creat: a new opening of a path.
@@ -758,8 +765,9 @@ impl<W: Write, L: FdLookup> Builder<W, L> {
         op.kind = kind;
         if vectored {
             op.count = c.a[2] as u32;
-            // The iovecs are not read: the bytes asked for are taken as those moved.
-            op.size = c.ret.max(0) as u64;
+            // The iovecs' lengths summed by the kernel half; what was moved when that could not
+            // be read (a sum below it).
+            op.size = c.extra.max(c.ret.max(0) as u64);
         } else {
             op.size = c.a[2];
         }
@@ -948,7 +956,7 @@ struct Got {
     /// It returned, and not an error.
     ok: bool,
     a: [u64; 6],
-    /// openat2's open_how.flags, io_setup's context id.
+    /// openat2's open_how.flags, io_setup's context id, a vectored call's iovecs summed.
     extra: u64,
     p1: String,
     p2: String,

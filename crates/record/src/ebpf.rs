@@ -294,14 +294,22 @@ mod live {
                 Ok((Some(c), Some(id)))
             }
             What::Attach(pid) => {
+                // The process and the descendants it already has (those it forks from now on
+                // are followed in the kernel).
+                let tree = crate::proctree::descendants(*pid);
                 if opts.syscalls {
                     let mut traced: aya::maps::HashMap<_, u32, u32> =
                         aya::maps::HashMap::try_from(bpf.map_mut("traced").ok_or_else(|| no_map("traced"))?)
                             .map_err(map_err)?;
-                    traced.insert(pid, 1, 0).map_err(map_err)?;
+                    for p in &tree {
+                        traced.insert(p, 1, 0).map_err(map_err)?;
+                    }
                 }
-                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok().map(|p| p.to_string_lossy().into_owned());
-                b.add_process(*pid, cwd, false);
+                for p in tree {
+                    let cwd =
+                        std::fs::read_link(format!("/proc/{p}/cwd")).ok().map(|p| p.to_string_lossy().into_owned());
+                    b.add_process(p, cwd, false);
+                }
                 Ok((None, Some(*pid)))
             }
             What::Watch => Ok((None, None)),

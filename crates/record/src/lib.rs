@@ -9,5 +9,6 @@
 
 pub mod assemble;
 pub mod ebpf;
+pub mod proctree;
 pub mod syscalls;
 pub mod wire;

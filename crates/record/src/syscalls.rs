@@ -63,6 +63,8 @@ pub enum Special {
     AioEvents = 3,
     UringRegister = 4,
     ReadU64Arg1 = 5,
+    /// readv and its kin: the iovecs' lengths summed (the bytes asked for) at entry.
+    IovSum = 6,
 }
 
 /// One traced call: its code, name, numbers, path arguments and special capture.
@@ -107,12 +109,12 @@ pub const CALLS: &[Call] = &[
     c(Sys::Write, "write", Some(1), Some(64), -1, -1),
     c(Sys::Pread, "pread64", Some(17), Some(67), -1, -1),
     c(Sys::Pwrite, "pwrite64", Some(18), Some(68), -1, -1),
-    c(Sys::Readv, "readv", Some(19), Some(65), -1, -1),
-    c(Sys::Writev, "writev", Some(20), Some(66), -1, -1),
-    c(Sys::Preadv, "preadv", Some(295), Some(69), -1, -1),
-    c(Sys::Pwritev, "pwritev", Some(296), Some(70), -1, -1),
-    c(Sys::Preadv2, "preadv2", Some(327), Some(286), -1, -1),
-    c(Sys::Pwritev2, "pwritev2", Some(328), Some(287), -1, -1),
+    sp(Sys::Readv, "readv", 19, 65, Special::IovSum),
+    sp(Sys::Writev, "writev", 20, 66, Special::IovSum),
+    sp(Sys::Preadv, "preadv", 295, 69, Special::IovSum),
+    sp(Sys::Pwritev, "pwritev", 296, 70, Special::IovSum),
+    sp(Sys::Preadv2, "preadv2", 327, 286, Special::IovSum),
+    sp(Sys::Pwritev2, "pwritev2", 328, 287, Special::IovSum),
     c(Sys::Lseek, "lseek", Some(8), Some(62), -1, -1),
     c(Sys::Fsync, "fsync", Some(74), Some(82), -1, -1),
     c(Sys::Fdatasync, "fdatasync", Some(75), Some(83), -1, -1),

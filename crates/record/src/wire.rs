@@ -6,7 +6,7 @@
 /// The C header: type, tid, tgid, size, ts.
 const HEAD: usize = 24;
 /// `struct ev_sys` without its paths.
-pub const SYS: usize = 112;
+pub const SYS: usize = 128;
 /// Where path 2 starts after the `ev_sys` header.
 pub const MAX_PATH: usize = 4096;
 /// Fixed-file slots one registration record carries.
@@ -96,11 +96,14 @@ pub struct Sys {
     pub end: u64,
     pub ret: i64,
     pub args: [u64; 6],
-    /// openat2's open_how.flags, io_setup's context id.
+    /// openat2's open_how.flags, io_setup's context id, a vectored call's iovecs summed.
     pub extra: u64,
     pub nr: u32,
     /// The recorder's code for the call (`syscalls::Sys`).
     pub kind: u16,
+    /// The thread's run-queue wait so far (the scheduler's run_delay) at the call's entry and
+    /// exit, ns: what of a gap the thread spent waiting for a CPU.
+    pub run_delay: (u64, u64),
     /// Paths named by the call (lossy UTF-8), and whether each was cut at 4 KiB.
     pub path1: Option<String>,
     pub path2: Option<String>,
@@ -214,6 +217,7 @@ pub fn decode(b: &[u8]) -> Result<Event, WireError> {
                 extra: u64_at(b, 88),
                 nr: u32_at(b, 96),
                 kind: u16_at(b, 100),
+                run_delay: (u64_at(b, 112), u64_at(b, 120)),
                 path1: if len1 > 0 { c_str(b, SYS, len1) } else { None },
                 path2: if len2 > 0 { c_str(b, SYS + MAX_PATH, len2) } else { None },
                 cut: flags & 3 != 0,
@@ -380,10 +384,12 @@ mod tests {
         b[32..40].copy_from_slice(&(-2i64).to_ne_bytes());
         b[104..106].copy_from_slice(&4u16.to_ne_bytes());
         b[106..108].copy_from_slice(&6u16.to_ne_bytes());
+        b[112..120].copy_from_slice(&300u64.to_ne_bytes());
+        b[120..128].copy_from_slice(&350u64.to_ne_bytes());
         b[SYS..SYS + 4].copy_from_slice(b"/a/\0");
         b[SYS + MAX_PATH..SYS + MAX_PATH + 6].copy_from_slice(b"/b/cd\0");
         let Event::Sys(s) = decode(&b).unwrap() else { panic!() };
-        assert_eq!((s.tid, s.tgid, s.start, s.end, s.ret), (7, 5, 10, 99, -2));
+        assert_eq!((s.tid, s.tgid, s.start, s.end, s.ret, s.run_delay), (7, 5, 10, 99, -2, (300, 350)));
         assert_eq!(s.path1.as_deref(), Some("/a/"));
         assert_eq!(s.path2.as_deref(), Some("/b/cd"));
         // Lengths past the record are refused, not read.

@@ -513,7 +513,10 @@ impl Workload {
     pub fn needs_data(&self) -> bool {
         match self {
             Workload::Block(b) => b.rw.reads() || b.rw.is_random(),
-            // A replay prepares what it reads; a personality makes its own files.
+            // A block-level trace's replay reads its target (laid out as a block job's; a
+            // call trace's replay prepares its own files and is never laid out).
+            Workload::Replay(_) => true,
+            // A personality makes its own files.
             _ => false,
         }
     }

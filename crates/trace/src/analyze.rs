@@ -106,6 +106,9 @@ pub struct Analysis {
     pub lost: BTreeMap<String, u64>,
     /// The tracer's cost taken off the times (strace recordings).
     pub overhead: Option<Overhead>,
+    /// Time the threads waited for a CPU between their calls, summed (eBPF recordings of
+    /// format version 3; 0 otherwise), seconds: what replay's think timing does not wait.
+    pub cpu_wait_s: f64,
     /// Asynchronous I/O rings (io_uring rings, libaio contexts).
     pub rings: Vec<RingStat>,
     /// Block devices of a block-level trace.
@@ -261,6 +264,7 @@ pub struct Analyzer {
     via: Option<(String, String)>,
     lost: BTreeMap<String, u64>,
     overhead: Option<Overhead>,
+    cpu_wait_ns: u64,
     rings: BTreeMap<u32, RingAcc>,
     devices: BTreeMap<u32, (String, DeviceAcc)>,
 }
@@ -293,6 +297,7 @@ impl Analyzer {
             via: None,
             lost: BTreeMap::new(),
             overhead: None,
+            cpu_wait_ns: 0,
             rings: BTreeMap::new(),
             devices: BTreeMap::new(),
         }
@@ -352,6 +357,9 @@ impl Analyzer {
             }
             Record::Device { dev, name } => {
                 self.devices.entry(dev).or_insert_with(|| (String::new(), DeviceAcc::default())).0 = name;
+            }
+            Record::CpuWaits { waits, .. } => {
+                self.cpu_wait_ns = waits.iter().fold(self.cpu_wait_ns, |a, w| a.saturating_add(*w));
             }
             Record::BlockIos { dev, ios } => {
                 if self.devices.len() < MAX_LISTED || self.devices.contains_key(&dev) {
@@ -601,6 +609,7 @@ impl Analyzer {
             via_detail: self.via.map(|v| v.1),
             lost: self.lost,
             overhead: self.overhead,
+            cpu_wait_s: self.cpu_wait_ns as f64 / 1e9,
             rings: self.rings.into_iter().map(|(id, r)| r.finish(id)).collect(),
             devices: self.devices.into_iter().map(|(dev, (name, d))| d.finish(dev, name)).collect(),
         }

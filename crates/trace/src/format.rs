@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 /// The first bytes of every trace file this crate writes (the last byte is the version).
-pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x02";
+pub const MAGIC: &[u8; 16] = b"iolab-trace\0\0\0\0\x03";
 /// The format version this crate writes.
-pub const VERSION: u32 = 2;
-/// The oldest version it reads. Version 2 only added records (each a new variant after the
-/// last of version 1, so a version 1 stream decodes as it did): a version 1 trace is a version
-/// 2 trace that has none of them.
+pub const VERSION: u32 = 3;
+/// The oldest version it reads. Versions 2 and 3 only added records (each a new variant after
+/// the last of the version before, so an older stream decodes as it did): a version 1 trace is
+/// a version 3 trace that has none of them.
 pub const OLDEST: u32 = 1;
 /// Operations per chunk: a chunk is written once a thread has this many.
 pub const CHUNK: usize = 1024;
@@ -186,6 +186,11 @@ pub enum Record {
     Device { dev: u32, name: String },
     /// Block requests of one device, in the order they completed.
     BlockIos { dev: u32, ios: Vec<BlockIo> },
+    // ---- version 3 ----
+    /// The CPU wait in the gap before each operation of `tid`'s chunk just written, ns: how long
+    /// the thread waited on a run queue between the end of its previous recorded call and this
+    /// one's start (the eBPF recorder, from the scheduler's run_delay). Right after its chunk.
+    CpuWaits { tid: u32, waits: Vec<u64> },
 }
 
 impl Record {
@@ -199,6 +204,7 @@ impl Record {
             | Record::Name { .. }
             | Record::Chunk { .. }
             | Record::End { .. } => 1,
+            Record::CpuWaits { .. } => 3,
             _ => 2,
         }
     }
@@ -361,6 +367,8 @@ pub enum FormatError {
 struct Held {
     ops: usize,
     bytes: Vec<u8>,
+    /// Each operation's CPU wait before it, once one is not 0 (empty until then).
+    waits: Vec<u64>,
 }
 
 /// The longest encoded operation: five 10-byte and three 5-byte varints and a 6-byte kind.
@@ -457,6 +465,12 @@ impl<W: Write> Writer<W> {
     /// Queue an operation of `tid`; a full chunk is written, and every thread's chunk when the
     /// writer holds [`MAX_PENDING`] operations.
     pub fn op(&mut self, tid: u32, op: Op) -> io::Result<()> {
+        self.op_waited(tid, op, 0)
+    }
+
+    /// [`Writer::op`] with the CPU wait in the gap before it (ns): a chunk with any such wait
+    /// is followed by its [`Record::CpuWaits`].
+    pub fn op_waited(&mut self, tid: u32, op: Op, wait_ns: u64) -> io::Result<()> {
         self.ops += 1;
         self.held += 1;
         let slot = match self.last {
@@ -465,7 +479,7 @@ impl<W: Write> Writer<W> {
                 let slot = match self.pending.get(&tid) {
                     Some(&slot) => slot,
                     None => {
-                        let buf = Held { ops: 0, bytes: self.spare.pop().unwrap_or_default() };
+                        let buf = Held { ops: 0, bytes: self.spare.pop().unwrap_or_default(), waits: Vec::new() };
                         let slot = match self.free.pop() {
                             Some(slot) => {
                                 self.slots[slot] = buf;
@@ -486,6 +500,12 @@ impl<W: Write> Writer<W> {
         };
         let h = &mut self.slots[slot];
         encode_op(&op, &mut h.bytes);
+        if wait_ns > 0 && h.waits.is_empty() {
+            h.waits.resize(h.ops, 0);
+        }
+        if wait_ns > 0 || !h.waits.is_empty() {
+            h.waits.push(wait_ns);
+        }
         h.ops += 1;
         if h.ops >= CHUNK {
             self.flush_thread(tid)?;
@@ -502,7 +522,7 @@ impl<W: Write> Writer<W> {
             if self.last.is_some_and(|(t, _)| t == tid) {
                 self.last = None;
             }
-            let Held { ops, mut bytes } = std::mem::take(&mut self.slots[slot]);
+            let Held { ops, mut bytes, waits } = std::mem::take(&mut self.slots[slot]);
             self.free.push(slot);
             self.held -= ops;
             if ops > 0 {
@@ -520,6 +540,9 @@ impl<W: Write> Writer<W> {
                 self.out.write_all(&head[..empty - 1])?;
                 self.out.write_all(count)?;
                 self.out.write_all(&bytes)?;
+                if !waits.is_empty() {
+                    self.record(&Record::CpuWaits { tid, waits })?;
+                }
                 if self.spare.len() < SPARE && bytes.capacity() <= SPARE_BYTES {
                     bytes.clear();
                     self.spare.push(bytes);
@@ -601,8 +624,12 @@ impl<R: Read> Reader<R> {
         self.buf.resize(len, 0);
         self.inp.read_exact(&mut self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
         let r: Record = postcard::from_bytes(&self.buf).map_err(|e| FormatError::Corrupt(e.to_string()))?;
-        if self.version < 2 && r.since_version() > self.version {
-            return Err(FormatError::Corrupt(format!("a version 2 record in a version {} trace", self.version)));
+        if r.since_version() > self.version {
+            return Err(FormatError::Corrupt(format!(
+                "a version {} record in a version {} trace",
+                r.since_version(),
+                self.version
+            )));
         }
         if matches!(r, Record::End { .. }) {
             self.done = true;
@@ -702,6 +729,7 @@ impl Trace {
                     t.devices.insert(dev, name);
                 }
                 Record::BlockIos { dev, ios } => by_dev.entry(dev).or_default().extend(ios),
+                Record::CpuWaits { .. } => {}
             }
         }
         if !seen_header {
@@ -883,8 +911,46 @@ mod tests {
         let lost = Record::Lost { why: "x".into(), events: 1 };
         assert!(matches!(Trace::read(&v1(Some(lost))[..]), Err(FormatError::Corrupt(_))));
         let mut future = v1(None);
-        future[MAGIC.len() - 1] = 3;
-        assert!(matches!(Trace::read(&future[..]), Err(FormatError::Version(3))));
+        future[MAGIC.len() - 1] = 4;
+        assert!(matches!(Trace::read(&future[..]), Err(FormatError::Version(4))));
+    }
+
+    #[test]
+    fn cpu_waits_follow_their_chunk_and_only_in_version_3() {
+        let op = |start_ns| Op {
+            start_ns,
+            dur_ns: 1,
+            kind: Kind::Pwrite,
+            file: 0,
+            offset: 0,
+            size: 1,
+            count: 0,
+            flags: 0,
+            result: 1,
+        };
+        let trace = |version: u8, waits: &[u64]| {
+            let mut w = Writer::new(Vec::new()).unwrap();
+            w.record(&Record::Header { version: u32::from(version), source: "w".into(), epoch_ns: 0 }).unwrap();
+            for (i, &wait) in waits.iter().enumerate() {
+                w.op_waited(9, op(i as u64 * 10), wait).unwrap();
+            }
+            let mut b = w.finish(0, 0, 100).unwrap();
+            b[MAGIC.len() - 1] = version;
+            b
+        };
+        let records = |b: &[u8]| {
+            let mut r = Reader::new(b).unwrap();
+            std::iter::from_fn(move || r.next_record().transpose()).collect::<Result<Vec<_>, _>>()
+        };
+        // A wait after the first call: the chunk, then every call's wait (0 before the first).
+        let got = records(&trace(3, &[0, 5, 0])).unwrap();
+        let at = got.iter().position(|r| matches!(r, Record::Chunk { .. })).unwrap();
+        assert_eq!(got[at + 1], Record::CpuWaits { tid: 9, waits: vec![0, 5, 0] });
+        // No wait at all: no record.
+        assert!(!records(&trace(3, &[0, 0])).unwrap().iter().any(|r| matches!(r, Record::CpuWaits { .. })));
+        // A version 2 file that holds one is refused as corrupt.
+        let e = records(&trace(2, &[1])).unwrap_err().to_string();
+        assert!(e.contains("a version 3 record in a version 2 trace"), "{e}");
     }
 
     #[test]

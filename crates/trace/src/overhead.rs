@@ -163,7 +163,8 @@ pub fn correct<W: Write>(
             Record::Header { version, source, epoch_ns } => {
                 w.record(&Record::Header { version: version.max(2), source, epoch_ns })?;
             }
-            Record::Overhead(_) => {}
+            // A strace trace has no CPU waits; one would belong to a chunk this pass rewrites.
+            Record::Overhead(_) | Record::CpuWaits { .. } => {}
             other => w.record(&other)?,
         }
     }

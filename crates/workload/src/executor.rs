@@ -14,6 +14,7 @@ use crate::layout::{self, LayoutError, Target, TargetKind};
 use crate::place::{Place, Roots};
 use crate::rendezvous::Rendezvous;
 use crate::source::block::BlockSource;
+use crate::source::replay::block_source::BlockReplaySource;
 use crate::source::replay::{self, Checked, ReplayRun, ReplaySource};
 use crate::source::verify::Validating;
 use crate::source::verify_files::{FileSet, FilesValidating};
@@ -130,6 +131,14 @@ fn check_all(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> R
         let mut rs: Vec<Option<Arc<Checked>>> = Vec::new();
         for j in &p.jobs {
             if let Workload::Replay(r) = &j.workload {
+                // A block-level trace replays onto a file or a device, checked as a block job's.
+                let blocks =
+                    replay::check_blocks(j, r).map_err(|source| RunError::Replay { job: j.name.clone(), source })?;
+                if let Some(c) = blocks {
+                    rs.push(Some(c));
+                    jobs.push(layout::check_job_at(j, run, place)?);
+                    continue;
+                }
                 // A replay names its own files, under the job's directory: the trace is read,
                 // planned within its limits and checked against the target here, wherever the
                 // job runs.
@@ -300,6 +309,10 @@ fn prepare_phase(
     let mut dirs: Vec<Option<Arc<Beneath>>> = Vec::new();
     for (job, checked) in phase.jobs.iter().zip(replays) {
         runs.push(match (&job.workload, checked) {
+            (Workload::Replay(r), Some(c)) if c.plan.blocks.is_some() => {
+                dirs.push(None);
+                Some(ReplayRun::for_blocks(c.clone(), r))
+            }
             (Workload::Replay(r), Some(c)) => {
                 if r.prepare {
                     sink.message(&format!("preparing {} for the replay", job.target.display()));
@@ -320,9 +333,9 @@ fn prepare_phase(
     // Re-check: an earlier phase may have created or grown these files since the run was
     // checked (each reached through what was opened then).
     let mut targets: Vec<Vec<Target>> = Vec::with_capacity(phase.jobs.len());
-    for j in &phase.jobs {
+    for (j, replaying) in phase.jobs.iter().zip(&runs) {
         let files = (j.engine.caps().opens_files() || j.workload.makes_own_files())
-            && !matches!(j.workload, Workload::Replay(_));
+            && replaying.as_ref().is_none_or(|r| r.plan().blocks.is_some());
         targets.push(if files { layout::check_job_at(j, run, place)? } else { Vec::new() });
     }
     layout::check_space(&targets.iter().flatten().collect::<Vec<_>>(), seq_writes)?;
@@ -835,6 +848,9 @@ fn worker_main(
             }
             _ => thinking(b, BlockSource::new(job, b, thread, target), w),
         },
+        Workload::Replay(_) if run.as_ref().is_some_and(|r| r.plan().blocks.is_some()) => {
+            drive(run.ok_or_else(|| "no replay".into()).and_then(|r| BlockReplaySource::new(r, job, target)), w)
+        }
         Workload::Replay(_) => {
             let source = match run {
                 Some(r) => ReplaySource::new(r, thread),

@@ -13,7 +13,10 @@
 //! (what the replay made marked as iolab's; the fidelity into the job's result), wherever the
 //! job runs: on this machine or on an agent.
 
+pub mod block_source;
+pub mod blocks;
 pub mod plan;
+pub mod rings;
 pub mod run;
 pub mod target;
 #[cfg(test)]
@@ -132,6 +135,25 @@ pub fn check(job: &Job, r: &ReplayJob, b: &iolab_engine::beneath::Beneath) -> Re
         ));
     }
     Ok(checked)
+}
+
+/// A block-level trace's replay job checked (`None` for a call trace's): one worker, and a
+/// size that reaches as far as the trace's requests. Its target, a file or a device, is then
+/// checked and laid out as a block job's.
+pub fn check_blocks(job: &Job, r: &ReplayJob) -> Result<Option<Arc<Checked>>, SourceError> {
+    let checked = plan_for(r)?;
+    let Some(b) = &checked.plan.blocks else { return Ok(None) };
+    if job.threads != 1 {
+        return Err(said!("a block-level trace replays on one thread; the job asks for {}", job.threads));
+    }
+    if job.size.is_none_or(|s| s.0 < b.extent) {
+        return Err(said!(
+            "the trace's requests on {} reach {} bytes in; the job's size must be at least that",
+            b.device,
+            b.extent
+        ));
+    }
+    Ok(Some(checked))
 }
 
 /// A replay job's plan (read once per run; see [`forget`]), without looking at the target:

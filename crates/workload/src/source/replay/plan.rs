@@ -7,10 +7,12 @@
 //! wait too long, need too large a buffer, too many threads or too much memory
 //! ([`ReplayLimits`]), naming the option that allows it.
 
+use super::blocks::{self, BlockPlan, Devices};
+use super::rings::{self, Gathered, RingStep, Rings};
 use crate::error::SourceError;
 use iolab_model::OpClass;
-use iolab_spec::{ReplayJob, ReplayLimits, Timing};
-use iolab_trace::format::{oflags, FormatError, Kind, Op, Record, NO_FILE};
+use iolab_spec::{EngineKind, ReplayJob, ReplayLimits, Timing};
+use iolab_trace::format::{oflags, AsyncKind, AsyncOp, FormatError, Kind, Op, Record, NO_FILE};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -21,6 +23,9 @@ pub const ADOPT: u8 = 1;
 pub const DROP_AFTER: u8 = 2;
 /// A call asking for more than `--max-buffer` that moved no more: replayed asking for the buffer.
 pub const CUT: u8 = 4;
+/// An asynchronous operation (io_uring, libaio): issued without waiting for the thread's
+/// earlier ones, when its ring allows ([`ThreadPlan::rings`]).
+pub const ASYNC: u8 = 8;
 
 /// What the plan counts per replayed call for memory (the step, its share of waits, the merge
 /// order while planning).
@@ -35,6 +40,9 @@ pub struct Step {
     pub waits_len: u8,
     /// [`ADOPT`], [`DROP_AFTER`], [`CUT`].
     pub flags: u8,
+    /// The time the thread waited for a CPU in the recorded gap before it (since the previous
+    /// replayed call's end), ns: not think time (an eBPF trace of format version 3; else 0).
+    pub cpu_wait_ns: u64,
 }
 
 /// A traced thread's replay.
@@ -45,6 +53,8 @@ pub struct ThreadPlan {
     pub steps: Vec<Step>,
     /// (ordering key, rank): the step waits until the key's `rank` earlier calls completed.
     pub waits: Vec<(u32, u64)>,
+    /// What each [`ASYNC`] step waits for on its ring, in the order of those steps.
+    pub rings: Vec<RingStep>,
     /// Openings this thread uses that no replayed call opens (opened before the trace began):
     /// opened at setup, untimed, shared with the other threads that use them.
     pub setup: Vec<u32>,
@@ -101,6 +111,17 @@ pub struct ReplayPlan {
     pub recorded_span_ns: u64,
     /// What the plan holds in memory with every thread's buffer, bytes (an estimate).
     pub memory: u64,
+    /// Asynchronous operations per ring (as [`RingStep::ring`] numbers the rings).
+    pub ring_ops: Vec<u64>,
+    /// The deepest any ring was when an operation was submitted (1 without asynchronous I/O):
+    /// the engine depth an asynchronous replay needs.
+    pub max_depth: u32,
+    /// The engine that replays the asynchronous operations as recorded (libaio for libaio
+    /// contexts only, else io_uring); `None` when the trace has none.
+    pub async_engine: Option<EngineKind>,
+    /// A block-level trace's device, replayed onto the job's target (a file or a device): then
+    /// `threads` is empty and one worker replays it.
+    pub blocks: Option<BlockPlan>,
 }
 
 /// A path under `strip`, relative, with no `..`.
@@ -179,6 +200,7 @@ pub fn default_strip(records: impl Iterator<Item = Result<Record, FormatError>>)
     };
     let parent = |p: &str| Path::new(p).parent().unwrap_or(Path::new("/")).to_path_buf();
     let mut done: HashSet<u32> = HashSet::new();
+    let mut devices = Devices::default();
     for r in records {
         match r? {
             Record::File { id, path, regular: true, .. } => {
@@ -205,7 +227,25 @@ pub fn default_strip(records: impl Iterator<Item = Result<Record, FormatError>>)
                     }
                 }
             }
+            Record::RingOps { ops, .. } => {
+                for a in ops {
+                    let written = a.kind.writes() || a.kind.is_sync() || a.kind == AsyncKind::Fallocate;
+                    if written && a.file != NO_FILE && done.insert(a.file) {
+                        if let Some(p) = files.get(&a.file) {
+                            fold(&parent(p));
+                        }
+                    }
+                }
+            }
+            Record::Device { dev, name } => devices.device(dev, name),
+            Record::BlockIos { dev, ios } => devices.ios(dev, ios),
             _ => {}
+        }
+    }
+    // A block-level trace stands the target for its busiest device.
+    if common.is_none() {
+        if let Some(name) = devices.busiest() {
+            return Ok(PathBuf::from(name));
         }
     }
     Ok(common.filter(|c| !c.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("/")))
@@ -230,6 +270,10 @@ struct Build<'a> {
     left_out: BTreeMap<String, BTreeMap<String, u64>>,
     steps: u64,
     name_bytes: u64,
+    /// Per thread, its calls that submitted asynchronous I/O: (start, end), in program order.
+    submits: HashMap<u32, Vec<(u64, u64)>>,
+    /// Per thread, CPU waits before calls left out since its last step (version 3).
+    carried_wait: HashMap<u32, u64>,
 }
 
 impl Build<'_> {
@@ -298,12 +342,70 @@ impl Build<'_> {
         None
     }
 
-    fn op(&mut self, tid: u32, op: Op) -> Result<(), SourceError> {
+    /// One recorded call: a step of its thread (true), or counted as left out (false).
+    fn op(&mut self, tid: u32, op: Op) -> Result<bool, SourceError> {
+        if let Kind::Other(n) = op.kind {
+            if self.names.get(&n).is_some_and(|name| rings::submits(name)) {
+                self.submits.entry(tid).or_default().push((op.start_ns, op.start_ns.saturating_add(op.dur_ns)));
+            }
+        }
         if let Some(why) = self.left_out_why(&op) {
             self.leave(why, &op);
-            return Ok(());
+            return Ok(false);
         }
-        let class = class_of(&op);
+        self.count(&op);
+        let th = self.threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
+        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0, cpu_wait_ns: 0 });
+        self.stepped().map(|()| true)
+    }
+
+    /// The CPU waits before each call of `tid`'s last chunk (`kept`: which of its calls became
+    /// steps): each step gets the waits since the step before it, left-out calls' included.
+    fn cpu_waits(&mut self, tid: u32, kept: &[bool], waits: &[u64]) {
+        let carried = self.carried_wait.remove(&tid).unwrap_or(0);
+        let Some(th) = self.threads.get_mut(&tid) else { return };
+        let n = kept.iter().filter(|k| **k).count();
+        let mut at = th.steps.len().saturating_sub(n);
+        let mut acc = carried;
+        for (k, w) in kept.iter().zip(waits.iter().chain(std::iter::repeat(&0))) {
+            acc = acc.saturating_add(*w);
+            if *k {
+                if let Some(s) = th.steps.get_mut(at) {
+                    s.cpu_wait_ns = acc;
+                }
+                at += 1;
+                acc = 0;
+            }
+        }
+        if acc > 0 {
+            self.carried_wait.insert(tid, acc);
+        }
+    }
+
+    /// One asynchronous operation of ring `ring`: kept as the call it replays as (merged into
+    /// its thread's steps at the end), or counted as left out.
+    fn async_op(&mut self, rings: &mut Rings, ring: u32, a: &AsyncOp) -> Result<(), SourceError> {
+        let why = match rings::as_op(a) {
+            None => Some(rings::NOT_REPLAYED),
+            Some(op) => self.left_out_why(&op).or_else(|| {
+                self.count(&op);
+                rings.keep(ring, a, op);
+                None
+            }),
+        };
+        match why {
+            Some(why) => {
+                let name = rings::name_of(rings.kind(ring), a.kind);
+                *self.left_out.entry(why.to_string()).or_default().entry(name).or_default() += 1;
+                Ok(())
+            }
+            None => self.stepped(),
+        }
+    }
+
+    /// A call replayed: what it recorded, counted by class.
+    fn count(&mut self, op: &Op) {
+        let class = class_of(op);
         let moved = if op.kind.reads() || op.kind.writes() { op.result as u64 } else { 0 };
         let r = self.recorded.entry(class).or_default();
         r.ops += 1;
@@ -313,8 +415,10 @@ impl Build<'_> {
             f.reads |= op.kind.reads();
             f.writes |= op.kind.writes() || matches!(op.kind, Kind::Ftruncate | Kind::Fallocate);
         }
-        let th = self.threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
-        th.steps.push(Step { op, waits_start: 0, waits_len: 0, flags: 0 });
+    }
+
+    /// One more step held: the memory checked every 4096.
+    fn stepped(&mut self) -> Result<(), SourceError> {
         self.steps += 1;
         if self.steps.is_multiple_of(4096) {
             self.check_memory(0)?;
@@ -358,8 +462,14 @@ impl ReplayPlan {
             left_out: BTreeMap::new(),
             steps: 0,
             name_bytes: 0,
+            submits: HashMap::new(),
+            carried_wait: HashMap::new(),
         };
         let mut tracer_free = false;
+        let mut rings = Rings::default();
+        let mut devices = Devices::default();
+        // Per thread, which calls of its last chunk became steps (for the CPU waits after it).
+        let mut last_chunk: HashMap<u32, Vec<bool>> = HashMap::new();
         for r in records {
             match r.map_err(|e| format!("{}: {e}", job.trace.display()))? {
                 Record::File { id, path, flags, before, regular } => match under(&strip, &path).filter(|_| regular) {
@@ -384,27 +494,44 @@ impl ReplayPlan {
                     b.tgids.insert(tid, tgid);
                 }
                 Record::Chunk { tid, ops } => {
+                    let mut kept = Vec::with_capacity(ops.len());
                     for op in ops {
-                        b.op(tid, op)?;
+                        kept.push(b.op(tid, op)?);
+                    }
+                    last_chunk.insert(tid, kept);
+                }
+                // Version 3: the CPU waits of the chunk just read.
+                Record::CpuWaits { tid, waits } => {
+                    if let Some(kept) = last_chunk.remove(&tid) {
+                        b.cpu_waits(tid, &kept, &waits);
                     }
                 }
-                // Version 2: asynchronous I/O is not replayed yet (counted as left out); a
-                // trace from the eBPF recorder, or strace's with its cost taken off, has no
-                // tracer's gap to remove.
-                Record::RingOps { ops, .. } => {
-                    *b.left_out
-                        .entry("asynchronous I/O (io_uring, libaio): not replayed yet".to_string())
-                        .or_default()
-                        .entry("async".to_string())
-                        .or_default() += ops.len() as u64;
+                // Version 2: asynchronous I/O, merged into the submitting threads' steps at the
+                // end; a trace from the eBPF recorder, or strace's with its cost taken off, has
+                // no tracer's gap to remove.
+                Record::Ring { id, kind, .. } => rings.ring(id, kind),
+                Record::RingOps { ring, ops } => {
+                    for a in &ops {
+                        b.async_op(&mut rings, ring, a)?;
+                    }
                 }
+                Record::Device { dev, name } => devices.device(dev, name),
+                Record::BlockIos { dev, ios } => devices.ios(dev, ios),
                 Record::Recorder { via, .. } if via == "ebpf" => tracer_free = true,
                 Record::Overhead(_) => tracer_free = true,
                 _ => {}
             }
         }
         let limits = job.limits;
+        let linked = rings.linked;
+        let gathered = rings.gather(&b.submits);
+        let (ring_ops, max_depth, async_engine) =
+            (gathered.ring_ops.clone(), gathered.max_depth.max(1), gathered.engine);
+        merge_async(&mut b.threads, gathered);
         let mut threads: Vec<ThreadPlan> = std::mem::take(&mut b.threads).into_values().collect();
+        if threads.is_empty() && !devices.is_empty() {
+            return block_plan(devices, job);
+        }
         if threads.is_empty() {
             return Err(said!(
                 "nothing to replay: no call of the trace touches a file under {} (name the traced data directory with --strip)",
@@ -419,8 +546,13 @@ impl ReplayPlan {
                 threads.len()
             ));
         }
-        let (adjusted, buffers) = size_buffers(&mut threads, &b.tgids, limits, tracer_free)?;
-        let memory = b.check_memory(buffers)?;
+        let (mut adjusted, buffers) = size_buffers(&mut threads, &b.tgids, limits, tracer_free)?;
+        // An asynchronous replay has a buffer per operation in flight.
+        let memory = b.check_memory(buffers.saturating_mul(max_depth as u64))?;
+        if linked > 0 {
+            adjusted
+                .insert("asynchronous operations linked to the next (IOSQE_IO_LINK) replayed unlinked".into(), linked);
+        }
         let origin_ns = threads.iter().filter_map(|t| t.steps.first()).map(|s| s.op.start_ns).min().unwrap_or(0);
         let end = threads
             .iter()
@@ -443,6 +575,10 @@ impl ReplayPlan {
             origin_ns,
             recorded_span_ns: end.saturating_sub(origin_ns),
             memory,
+            ring_ops,
+            max_depth,
+            async_engine,
+            blocks: None,
         };
         plan.order();
         Ok(plan)
@@ -516,13 +652,24 @@ impl ReplayPlan {
         }
         all.sort_unstable();
         let mut next = vec![0u64; dense.len()];
+        // Per key: the thread of its latest step, and how many steps came before that thread's
+        // run of steps on it.
+        let mut runs: Vec<(u32, u64)> = vec![(u32::MAX, 0); dense.len()];
         // (thread, step, key, rank), then grouped per step in program order.
         let mut waits: Vec<(u32, u32, u32, u64)> = Vec::new();
         for (_, _, ti, si) in all {
-            for k in self.keys_of(&self.threads[ti as usize].steps[si as usize].op) {
+            let s = &self.threads[ti as usize].steps[si as usize];
+            for k in self.keys_of(&s.op) {
                 if let Some(&d) = ids.get(&k).and_then(|id| dense.get(id)) {
-                    waits.push((ti, si, d, next[d as usize]));
-                    next[d as usize] += 1;
+                    let d = d as usize;
+                    if runs[d].0 != ti {
+                        runs[d] = (ti, next[d]);
+                    }
+                    // An asynchronous step waits only for the other threads' steps before it:
+                    // its own thread's earlier ones are in flight with it, as recorded.
+                    let rank = if s.flags & ASYNC != 0 { runs[d].1 } else { next[d] };
+                    waits.push((ti, si, d as u32, rank));
+                    next[d] += 1;
                 }
             }
         }
@@ -545,6 +692,109 @@ impl ReplayPlan {
     }
 }
 
+/// The plan of a block-level trace: the device `--strip` names (by default the busiest),
+/// within the limits.
+fn block_plan(devices: Devices, job: &ReplayJob) -> Result<ReplayPlan, SourceError> {
+    let limits = job.limits;
+    let max_buffer = limits.max_buffer.0.min(0x7fff_f000);
+    let name = job.strip.to_string_lossy();
+    let (p, counted) = blocks::plan(devices, &name, max_buffer)?;
+    let steps = p.steps.len() as u64;
+    let memory =
+        steps.saturating_mul(STEP_BYTES).saturating_add((p.buffer_len as u64).saturating_mul(p.max_depth as u64));
+    if memory > limits.max_memory.0 {
+        return Err(said!(
+            "replaying this trace would hold {} in memory ({steps} requests, their buffers) and the limit is {}; pass --max-memory {} to allow it",
+            mib(memory),
+            mib(limits.max_memory.0),
+            size_arg(memory + memory / 10)
+        ));
+    }
+    let origin_ns = p.steps.first().map_or(0, |s| s.issue_ns);
+    let end = p.steps.iter().map(|s| s.complete_ns).max().unwrap_or(origin_ns);
+    let max = limits.max_wait.as_nanos().min(u64::MAX as u128) as u64;
+    let scale = match job.timing {
+        Timing::Scale(x) => x,
+        _ => 1.0,
+    };
+    if job.timing != Timing::Afap {
+        for (i, w) in p.steps.windows(2).enumerate() {
+            let wait = (w[1].issue_ns.saturating_sub(w[0].issue_ns) as f64 / scale) as u64;
+            if wait > max {
+                return Err(said!(
+                    "the trace waits {} before its request {} (--timing {}); the longest wait allowed is {} (--max-wait): pass --max-wait {}, or --timing afap",
+                    secs(wait),
+                    i + 2,
+                    job.timing,
+                    secs(max),
+                    dur_arg(wait)
+                ));
+            }
+        }
+    }
+    Ok(ReplayPlan {
+        strip: job.strip.clone(),
+        recorded: counted
+            .recorded
+            .into_iter()
+            .map(|(c, [ops, bytes, dur_ns])| (c, Recorded { ops, bytes, dur_ns }))
+            .collect(),
+        left_out: counted.left_out,
+        adjusted: counted.adjusted,
+        origin_ns,
+        recorded_span_ns: end.saturating_sub(origin_ns),
+        memory,
+        max_depth: p.max_depth,
+        blocks: Some(p),
+        ..Default::default()
+    })
+}
+
+impl ThreadPlan {
+    /// The think time before step `i` (not the first) as recorded, less the tracer's gap and the
+    /// time the thread waited for a CPU in it: from
+    /// the end of the step before (its submission, if asynchronous: the thread did not wait
+    /// for it) or, for an asynchronous step (`ring`, its ring step), from the last completion
+    /// it waits for if that came later, to the start of the call that submitted it.
+    pub fn think_ns(&self, i: usize, ring: Option<&RingStep>) -> u64 {
+        let (prev, cur) = (&self.steps[i - 1], &self.steps[i]);
+        let mut from = prev.op.start_ns;
+        if prev.flags & ASYNC == 0 {
+            from = from.saturating_add(prev.op.dur_ns);
+        }
+        let mut to = cur.op.start_ns;
+        if let Some(r) = ring {
+            from = from.max(r.ready_ns);
+            to = r.called_ns;
+        }
+        to.saturating_sub(from).saturating_sub(self.tracer_gap_ns).saturating_sub(cur.cpu_wait_ns)
+    }
+}
+
+/// Place each thread's asynchronous operations among its calls by submission time (its calls
+/// keep their program order).
+fn merge_async(threads: &mut BTreeMap<u32, ThreadPlan>, g: Gathered) {
+    for (tid, ops) in g.by_thread {
+        let th = threads.entry(tid).or_insert_with(|| ThreadPlan { tid, ..Default::default() });
+        let sync = std::mem::take(&mut th.steps);
+        let mut steps = Vec::with_capacity(sync.len() + ops.len());
+        let mut ops = ops.into_iter().peekable();
+        let async_step = |op| Step { op, waits_start: 0, waits_len: 0, flags: ASYNC, cpu_wait_ns: 0 };
+        for s in sync {
+            while let Some((op, r)) = ops.next_if(|(op, _)| op.start_ns < s.op.start_ns) {
+                steps.push(async_step(op));
+                th.rings.push(r);
+            }
+            steps.push(s);
+        }
+        for (op, r) in ops {
+            steps.push(async_step(op));
+            th.rings.push(r);
+        }
+        th.steps = steps;
+    }
+}
+
 /// Refuse a wait longer than the limit (a trace can claim any gap).
 fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: ReplayLimits) -> Result<(), SourceError> {
     let scale = match timing {
@@ -554,14 +804,17 @@ fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: Repl
     };
     let max = limits.max_wait.as_nanos().min(u64::MAX as u128) as u64;
     for th in threads {
+        let mut r = 0usize;
         for (i, s) in th.steps.iter().enumerate() {
+            let mut ring = None;
+            if s.flags & ASYNC != 0 {
+                ring = th.rings.get(r);
+                r += 1;
+            }
             let wait = match (timing, i) {
                 (_, 0) => s.op.start_ns.saturating_sub(origin),
                 (Timing::Recorded, _) => s.op.start_ns.saturating_sub(th.steps[i - 1].op.start_ns),
-                _ => {
-                    let p = &th.steps[i - 1].op;
-                    s.op.start_ns.saturating_sub(p.start_ns.saturating_add(p.dur_ns)).saturating_sub(th.tracer_gap_ns)
-                }
+                _ => th.think_ns(i, ring),
             };
             let wait = (wait as f64 / scale) as u64;
             if wait > max {

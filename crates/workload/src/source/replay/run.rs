@@ -3,7 +3,8 @@
 //! and one traced thread's source ([`ReplaySource`]). At the end the run marks what it made
 //! and turns what it saw into the job's fidelity.
 
-use super::plan::{class_of, ReplayPlan, Step, ADOPT, DROP_AFTER};
+use super::plan::{class_of, ReplayPlan, Step, ADOPT, ASYNC, DROP_AFTER};
+use super::rings::{RingGate, RingStep};
 use super::target::{self, Before};
 use super::{open_flags, Checked};
 use crate::clock::Stamp;
@@ -35,11 +36,14 @@ struct Results {
 /// What the threads of one replay job share while it runs.
 pub struct ReplayRun {
     checked: Arc<Checked>,
-    beneath: Beneath,
+    /// The job's directory (none for a block-level trace, replayed onto a file or device).
+    beneath: Option<Beneath>,
     timing: Timing,
     before: Before,
     /// Per ordering key, the calls on it completed.
     done: Vec<AtomicU64>,
+    /// Per traced ring, what is in flight on it and what has completed.
+    gates: Vec<RingGate>,
     abort: AtomicBool,
     /// Openings handed between threads: a duplicate descriptor (one open file description)
     /// and how many threads are still to take it.
@@ -60,17 +64,51 @@ impl ReplayRun {
     ) -> Result<Arc<ReplayRun>, SourceError> {
         let before = target::check(&beneath, &checked.expect, r.prepare, job.overwrite)?;
         target::prepare(&beneath, &checked.expect, r.prepare, halt)?;
+        Ok(ReplayRun::new(checked, Some(beneath), r, before))
+    }
+
+    /// The shared state of a block-level trace's replay (its target laid out as a block job's).
+    pub fn for_blocks(checked: Arc<Checked>, r: &ReplayJob) -> Arc<ReplayRun> {
+        ReplayRun::new(checked, None, r, Before::default())
+    }
+
+    fn new(checked: Arc<Checked>, beneath: Option<Beneath>, r: &ReplayJob, before: Before) -> Arc<ReplayRun> {
         let keys = checked.plan.keys as usize;
-        Ok(Arc::new(ReplayRun {
-            checked,
+        Arc::new(ReplayRun {
             beneath,
             timing: r.timing,
             before,
             done: (0..keys).map(|_| AtomicU64::new(0)).collect(),
+            gates: checked.plan.ring_ops.iter().map(|&n| RingGate::new(n)).collect(),
             abort: AtomicBool::new(false),
             handed: Mutex::new(HashMap::new()),
             results: Mutex::new(Results::default()),
-        }))
+            checked,
+        })
+    }
+
+    /// The job's directory: a call trace's replay has one.
+    fn dir(&self) -> Result<&Beneath, SourceError> {
+        self.beneath.as_ref().ok_or_else(|| said!("a block-level trace's replay has no directory"))
+    }
+
+    /// A path under the job's directory, as errors say it.
+    fn shown(&self, rel: &Path) -> String {
+        self.beneath.as_ref().map_or_else(|| rel.display().to_string(), |b| b.root().join(rel).display().to_string())
+    }
+
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
+    /// Whether the run was stopped (a thread failed).
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Stop the run's other threads (this one failed).
+    pub fn abort(&self) {
+        self.abort.store(true, Ordering::Relaxed);
     }
 
     pub fn plan(&self) -> &ReplayPlan {
@@ -97,7 +135,7 @@ impl ReplayRun {
         Ok(())
     }
 
-    fn mismatch(&self, m: Mismatch, class: OpClass) {
+    pub(super) fn mismatch(&self, m: Mismatch, class: OpClass) {
         if let Ok(mut r) = self.results.lock() {
             r.mismatched += 1;
             let e = r.by_class.entry(class).or_default();
@@ -114,7 +152,10 @@ impl ReplayRun {
 
     /// After the workers: mark what the replay made, and put the fidelity into the job's result.
     pub fn finish(&self, job: &mut JobResult) {
-        let problems = target::finish(&self.beneath, &self.checked.expect, &self.before);
+        let problems = match &self.beneath {
+            Some(b) => target::finish(b, &self.checked.expect, &self.before),
+            None => Vec::new(),
+        };
         if !problems.is_empty() && job.error.is_none() {
             job.error = Some(problems.join("; "));
         }
@@ -194,7 +235,13 @@ pub struct ReplaySource {
     due: Option<Stamp>,
     /// Short waits not slept yet (see `next`).
     owed: Duration,
+    /// The synchronous step in flight.
     issued: Option<usize>,
+    /// The asynchronous steps in flight: (call, step, its place in the thread's `rings`). A
+    /// completion is matched to the first with an equal call (equal calls are alike).
+    pending: Vec<(Call, usize, usize)>,
+    /// The next asynchronous step's place in the thread's `rings`.
+    ring_i: usize,
     /// Opening → engine file index.
     slots: HashMap<u32, u32>,
     free: Vec<u32>,
@@ -225,6 +272,8 @@ impl ReplaySource {
             due: None,
             owed: Duration::ZERO,
             issued: None,
+            pending: Vec::new(),
+            ring_i: 0,
             slots: HashMap::new(),
             free: Vec::new(),
             next_slot: 0,
@@ -268,8 +317,9 @@ impl ReplaySource {
         }
     }
 
-    /// When step `i` is due, asked right after step `i - 1` completed (at `now`).
-    fn due_of(&self, i: usize, now: Stamp) -> Option<Stamp> {
+    /// When step `i` is due, asked right after step `i - 1` completed (at `now`), or, for an
+    /// asynchronous step (`ring`, its ring step), once what it waits for completed.
+    fn due_of(&self, i: usize, now: Stamp, ring: Option<&RingStep>) -> Option<Stamp> {
         let start = self.start?;
         let plan = self.run.plan();
         let th = &plan.threads[self.thread];
@@ -280,19 +330,41 @@ impl ReplaySource {
             Timing::Think | Timing::Scale(_) => Some(if i == 0 {
                 start + self.scaled(op.start_ns.saturating_sub(plan.origin_ns))
             } else {
-                let prev = &th.steps[i - 1].op;
-                let gap = op.start_ns.saturating_sub(prev.start_ns.saturating_add(prev.dur_ns));
-                now + self.scaled(gap.saturating_sub(th.tracer_gap_ns))
+                now + self.scaled(th.think_ns(i, ring))
             }),
         }
     }
 
-    /// Whether every earlier call on the step's shared paths has completed.
+    /// Whether every earlier call on the step's shared paths has completed and, for an
+    /// asynchronous step, its ring allows it.
     fn ready(&self, step: &Step) -> bool {
         let th = &self.run.plan().threads[self.thread];
         th.waits[step.waits_start as usize..][..step.waits_len as usize]
             .iter()
             .all(|&(k, rank)| self.run.done[k as usize].load(Ordering::Acquire) >= rank)
+            && self.ring_step(step).is_none_or(|r| self.gate(&r).may_issue(&r))
+    }
+
+    /// An asynchronous step's ring step (the next one: steps are asked for in order).
+    fn ring_step(&self, step: &Step) -> Option<RingStep> {
+        if step.flags & ASYNC == 0 {
+            return None;
+        }
+        self.run.plan().threads[self.thread].rings.get(self.ring_i).copied()
+    }
+
+    fn gate(&self, r: &RingStep) -> &RingGate {
+        &self.run.gates[r.ring as usize]
+    }
+
+    /// Whether step `step` must wait for everything in flight first: a synchronous call (made
+    /// after the thread's earlier ones completed, as strace saw it) or one that changes the
+    /// worker's file table (taking another thread's opening, letting one go).
+    fn needs_drain(&self, step: &Step) -> bool {
+        step.flags & ASYNC == 0
+            || self.issued.is_some()
+            || !self.changes.is_empty()
+            || (step.flags & ADOPT != 0 && !self.slots.contains_key(&step.op.file))
     }
 
     fn name(&mut self, ctx: &mut Ctx, rel: &Path) -> Result<NameId, SourceError> {
@@ -373,7 +445,7 @@ impl ReplaySource {
     fn adopt(&mut self, file: u32) -> Result<(), SourceError> {
         let run = self.run.clone();
         let rel = run.plan().files.get(&file).map(|f| f.rel.clone()).unwrap_or_default();
-        let path = run.beneath.root().join(&rel).display().to_string();
+        let path = run.shown(&rel);
         let f = run
             .take(file)
             .map_err(|e| format!("{path}: taking the descriptor another thread opened: {e}"))?
@@ -409,7 +481,7 @@ impl Source for ReplaySource {
         let mut out = Vec::new();
         for &id in &plan.threads[self.thread].setup {
             let Some(f) = plan.files.get(&id) else { continue };
-            let path = run.beneath.root().join(&f.rel);
+            let path = PathBuf::from(run.shown(&f.rel));
             let file = {
                 // Hold the lock while opening so one thread opens and the rest take.
                 let mut h = run.handed.lock().map_err(|_| "a replay thread panicked".to_string())?;
@@ -432,7 +504,7 @@ impl Source for ReplaySource {
                             flags.read = f.reads || !f.writes;
                             flags.write = f.writes;
                         }
-                        let file = run.beneath.open_file(&f.rel, flags).map_err(|e| {
+                        let file = run.dir()?.open_file(&f.rel, flags).map_err(|e| {
                             format!(
                                 "{}: {e} (a file the trace used without opening it; run with --prepare to create it)",
                                 path.display()
@@ -463,23 +535,33 @@ impl Source for ReplaySource {
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
-        if ctx.inflight > 0 {
-            return Next::Drain;
-        }
         if self.i >= self.steps().len() || ctx.ending || self.run.abort.load(Ordering::Relaxed) {
-            return Next::Done;
+            return if ctx.inflight > 0 && self.issued.is_some() { Next::Drain } else { Next::Done };
         }
         let i = self.i;
-        if self.due.is_none() {
-            self.due = self.due_of(i, ctx.now).or(Some(ctx.now));
-        }
         let step = self.steps()[i];
+        if ctx.inflight > 0 && self.needs_drain(&step) {
+            return Next::Drain;
+        }
+        let ring = self.ring_step(&step);
+        // A synchronous step's think time runs from its predecessor's end; an asynchronous
+        // one's from when what it waits for completed.
+        if self.due.is_none() && ring.is_none() {
+            self.due = self.due_of(i, ctx.now, None).or(Some(ctx.now));
+        }
         if !self.ready(&step) {
+            if ctx.inflight > 0 {
+                // Its own operations in flight: the worker waits for one to complete.
+                return Next::WaitUntil(ctx.now);
+            }
             let wait = (20u64 << self.polls.min(4)).min(200);
             self.polls += 1;
             return Next::WaitUntil(ctx.now + Duration::from_micros(wait));
         }
         self.polls = 0;
+        if let (None, Some(r)) = (self.due, ring) {
+            self.due = self.due_of(i, ctx.now, Some(&r)).or(Some(ctx.now));
+        }
         if let Some(d) = self.due {
             if ctx.now < d {
                 let left = d.saturating_duration_since(ctx.now);
@@ -490,13 +572,25 @@ impl Source for ReplaySource {
                 if left >= SHORT_WAIT || self.run.timing == Timing::Recorded {
                     return Next::WaitUntil(d);
                 }
-                self.owed += left;
-                if self.owed >= SHORT_WAIT {
-                    let d = ctx.now + std::mem::take(&mut self.owed);
-                    self.due = Some(d);
-                    return Next::WaitUntil(d);
+                // With the thread's asynchronous operations in flight a short gap is not owed:
+                // a nap lasts the slack while the ring drains (a program thinking a few µs
+                // between submissions keeps its depth); the replay's own work between calls
+                // stands for it.
+                if ctx.inflight == 0 {
+                    self.owed += left;
+                    if self.owed >= SHORT_WAIT {
+                        let d = ctx.now + std::mem::take(&mut self.owed);
+                        self.due = Some(d);
+                        return Next::WaitUntil(d);
+                    }
                 }
                 self.due = Some(ctx.now);
+            }
+        }
+        if let Some(r) = ring {
+            // Taken in flight at once (another thread on the ring may have got there first).
+            if !self.gate(&r).issue(&r) {
+                return Next::WaitUntil(ctx.now + Duration::from_micros(20));
             }
         }
         let call = match self.call(&step, ctx) {
@@ -505,7 +599,13 @@ impl Source for ReplaySource {
         };
         self.i += 1;
         self.due = None;
-        self.issued = Some(i);
+        match ring {
+            Some(_) => {
+                self.pending.push((call, i, self.ring_i));
+                self.ring_i += 1;
+            }
+            None => self.issued = Some(i),
+        }
         Next::Issue(Issue::now(call))
     }
 
@@ -525,7 +625,17 @@ impl Source for ReplaySource {
     }
 
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        let Some(i) = self.issued.take() else { return Ok(()) };
+        let i = match self.issued.take() {
+            Some(i) => i,
+            None => {
+                let Some(at) = self.pending.iter().position(|p| p.0 == *call) else { return Ok(()) };
+                let (_, i, r) = self.pending.remove(at);
+                if let Some(r) = self.run.plan().threads[self.thread].rings.get(r) {
+                    self.gate(r).complete(r);
+                }
+                i
+            }
+        };
         let step = self.steps()[i];
         let run = self.run.clone();
         let plan = run.plan();
@@ -533,11 +643,7 @@ impl Source for ReplaySource {
             run.done[k as usize].fetch_add(1, Ordering::Release);
         }
         let op: &Op = &step.op;
-        let path = || {
-            plan.rel_of(op)
-                .map(|r| run.beneath.root().join(r).display().to_string())
-                .unwrap_or_else(|| run.beneath.root().display().to_string())
-        };
+        let path = || run.shown(plan.rel_of(op).unwrap_or(Path::new("")));
         match result {
             Err(_) => {
                 run.abort.store(true, Ordering::Relaxed);

@@ -74,6 +74,8 @@ struct Walk {
     pos: HashMap<u32, u64>,
     /// How far into each file the trace reads.
     extent: HashMap<PathBuf, u64>,
+    /// How far into each file the trace has written so far.
+    written: HashMap<PathBuf, u64>,
     opened: HashSet<u32>,
     /// Directories the trace made.
     made: HashSet<PathBuf>,
@@ -216,9 +218,20 @@ impl Walk {
             }
             _ => None,
         };
-        if let (Some(at), true) = (at, k.reads()) {
+        let end = at.map(|at| at.saturating_add(moved));
+        if let (Some(end), true) = (end, k.writes()) {
+            let w = self.written.entry(rel.clone()).or_insert(0);
+            *w = (*w).max(end);
+        }
+        if let (Some(end), true) = (end, k.reads()) {
+            // A read that brought back bytes past all the trace had written there shows the
+            // file was there with them, though its open may have created it (O_CREAT without
+            // O_EXCL: fio's files, a database's data files): it must be there, that long.
+            if moved > 0 && self.pre.contains(&rel) && end > self.written.get(&rel).copied().unwrap_or(0) {
+                self.e.files.entry(rel.clone()).or_insert(0);
+            }
             let x = self.extent.entry(rel).or_insert(0);
-            *x = (*x).max(at.saturating_add(moved));
+            *x = (*x).max(end);
         }
     }
 }
@@ -405,6 +418,24 @@ mod tests {
     fn expect() -> Expect {
         let p = ReplayPlan::build(records(TREE).into_iter(), &job("/d", Timing::Afap)).unwrap();
         Expect::of(&p)
+    }
+
+    #[test]
+    fn a_file_read_past_what_the_trace_wrote_was_there_though_opened_with_o_creat() {
+        let text = "\
+1  1.0 openat(AT_FDCWD</d>, \"/d/log\", O_RDWR|O_CREAT, 0644) = 3</d/log> <0.000001>
+1  1.1 pwrite64(3</d/log>, \"x\"..., 8192, 0) = 8192 <0.000001>
+1  1.2 pread64(3</d/log>, \"\"..., 4096, 4096) = 4096 <0.000001>
+1  1.3 openat(AT_FDCWD</d>, \"/d/db\", O_RDWR|O_CREAT, 0644) = 4</d/db> <0.000001>
+1  1.4 pwrite64(4</d/db>, \"x\"..., 4096, 0) = 4096 <0.000001>
+1  1.5 pread64(4</d/db>, \"\"..., 4096, 65536) = 4096 <0.000001>
+";
+        let p = ReplayPlan::build(records(text).into_iter(), &job("/d", Timing::Afap)).unwrap();
+        let e = Expect::of(&p);
+        // The log's read was of what it had written; the data file's brought back bytes it never
+        // wrote: it was there, 68 KiB long at least (--prepare makes it so).
+        assert_eq!(e.files, [(PathBuf::from("db"), 69632)].into_iter().collect());
+        assert_eq!(e.changed.get(Path::new("db")), Some(&"write"));
     }
 
     #[test]
