@@ -57,6 +57,9 @@ pub struct BlockJob {
     /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<BlockSizes>,
+    /// Pacing beyond `rate`/`rate_iops`: per direction, a Poisson process, a floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<Box<crate::pace::Pacing>>,
 }
 
 impl BlockJob {
@@ -93,6 +96,7 @@ impl BlockJob {
             max_ios: p.max_ios,
             think: think_of(p, name)?,
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
+            pace: crate::pace::of(p, name)?.map(Box::new),
         })
     }
 
@@ -156,6 +160,14 @@ impl BlockJob {
         }
         if self.rate.is_some() && self.rate_iops.is_some() {
             return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
+        }
+        if let Some(pace) = &self.pace {
+            let total = match (self.rate, self.rate_iops) {
+                (Some(b), _) => Some(crate::pace::Rate::Bytes(b)),
+                (_, Some(n)) => Some(crate::pace::Rate::Iops(n)),
+                _ => None,
+            };
+            pace.check(&job.name, self.rw, total)?;
         }
         if self.loops == Some(0) {
             return err("loops", "0 passes do nothing; give at least 1".into());

@@ -13,6 +13,7 @@ pub mod file;
 pub mod fio;
 pub mod input;
 pub mod job;
+pub mod pace;
 pub mod patch;
 #[macro_use]
 pub mod personality;

@@ -149,6 +149,39 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
+    // Pacing beyond the job's total rate (crate::pace: fio's rate=R,W, rate_process, rate_min).
+    /// On a mixed job, cap reads alone at this bandwidth, bytes/s, writes unpaced unless --write-rate (fio's rate=R,).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_rate: Option<Bytes>,
+    /// On a mixed job, cap writes alone at this bandwidth, bytes/s (fio's rate=,W).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_rate: Option<Bytes>,
+    /// On a mixed job, cap reads alone at this many IOPS (fio's rate_iops=R,).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_rate_iops: Option<u64>,
+    /// On a mixed job, cap writes alone at this many IOPS (fio's rate_iops=,W).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_rate_iops: Option<u64>,
+    /// How paced I/Os are spaced: linear (evenly, the default) or poisson (exponential gaps of the same mean; fio's rate_process).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::pace::RateProcess>, value_name = "linear|poisson"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_process: Option<crate::pace::RateProcess>,
+    /// End the job with an error when a direction it does moves less than this, bytes/s, over a --rate-cycle (after 2 s; fio's rate_min).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_min: Option<Bytes>,
+    /// End the job with an error when a direction it does makes fewer IOPS than this over a --rate-cycle (fio's rate_iops_min).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_min_iops: Option<u64>,
+    /// The window --rate-min is measured over (default 1s; fio's rate_cycle).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub rate_cycle: Option<Duration>,
     /// Passes over the region (--size, or --io-size per pass) in a run without --runtime (fio's loops; default 1).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -456,6 +489,14 @@ const BLOCK: &[&str] = &[
     "end_fsync",
     "rate",
     "rate_iops",
+    "read_rate",
+    "write_rate",
+    "read_rate_iops",
+    "write_rate_iops",
+    "rate_process",
+    "rate_min",
+    "rate_min_iops",
+    "rate_cycle",
     "compressibility",
     "refill_buffers",
     "invalidate",

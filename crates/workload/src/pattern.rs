@@ -250,6 +250,21 @@ impl Pattern {
 }
 
 impl Pattern {
+    /// The access going the other way (a direction ahead of its rate gives way): its size
+    /// drawn again from the other direction's list when the two differ (`write_bs`).
+    pub fn turn(&mut self, a: Access) -> Access {
+        let dir = match a.dir {
+            Dir::Read => Dir::Write,
+            Dir::Write => Dir::Read,
+        };
+        let len = match (&self.write_sizes, dir) {
+            (None, _) => a.len,
+            (Some(_), Dir::Write) => self.pick_write_len(),
+            (Some(_), Dir::Read) => self.pick_len(),
+        };
+        Access { dir, len, ..a }
+    }
+
     /// Give an access back; the next call returns it again (a rate limiter that peeked too early).
     pub fn push_back(&mut self, a: Access) {
         self.held = Some(a);

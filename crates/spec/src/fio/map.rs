@@ -25,6 +25,8 @@ fn canonical(key: &str) -> &str {
         "wait_for_previous" => "stonewall",
         "iodepth_batch" => "iodepth_batch_submit",
         "iodepth_batch_complete" => "iodepth_batch_complete_min",
+        "ratemin" => "rate_min",
+        "ratecycle" => "rate_cycle",
         k => k,
     }
 }
@@ -68,6 +70,11 @@ struct Raw {
     ramp: Option<(Duration, Loc)>,
     rate: Option<(PerDir<u64>, Loc)>,
     rate_iops: Option<(PerDir<u64>, Loc)>,
+    // Pacing (crate::pace): floors, the arrival process, the floor's cycle.
+    rate_min: Option<(PerDir<u64>, Loc)>,
+    rate_iops_min: Option<(PerDir<u64>, Loc)>,
+    rate_process: Option<(crate::pace::RateProcess, Loc)>,
+    rate_cycle: Option<(Duration, Loc)>,
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
@@ -379,7 +386,15 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         | "ss_ramp"
         | "steadystate_check_interval"
         | "ss_interval" => read_ss(&mut r.ss, o)?,
-        "rate" | "rate_iops" => read_rate(r, o)?,
+        "rate" | "rate_iops" | "rate_min" | "rate_iops_min" => read_rate(r, o)?,
+        "rate_process" => r.rate_process = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        "rate_cycle" => {
+            let ms = int(o)?;
+            if ms == 0 {
+                return Err(bad(o, "a cycle of 0 ms measures nothing".into()));
+            }
+            r.rate_cycle = Some((Duration::from_millis(ms), at));
+        }
         "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
@@ -662,13 +677,15 @@ fn read_bs(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
 fn read_rate(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
     let (at, kb) = (o.at.clone(), r.kb);
     let v = need(o)?;
-    let iops = o.key == "rate_iops";
+    let key = canonical(&o.key);
+    let iops = key.starts_with("rate_iops");
     let dirs = per_dir(v, |s| if iops { value::int(s) } else { value::size(s, kb) }).map_err(|e| bad(o, e))?;
-    let dirs = dirs.map(|d| d.filter(|v| *v > 0));
-    if iops {
-        r.rate_iops = Some((dirs, at));
-    } else {
-        r.rate = Some((dirs, at));
+    let dirs = Some((dirs.map(|d| d.filter(|v| *v > 0)), at));
+    match key {
+        "rate_iops" => r.rate_iops = dirs,
+        "rate_min" => r.rate_min = dirs,
+        "rate_iops_min" => r.rate_iops_min = dirs,
+        _ => r.rate = dirs,
     }
     Ok(())
 }
@@ -771,17 +788,95 @@ fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Option<BlockS
     Some((lists.swap_remove(0), write, at.clone()))
 }
 
-/// A per-direction rate for the directions `rw` uses: one value for a one-direction job.
-fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw, what: &str, said: &mut Said) -> Option<(u64, Loc)> {
+/// A per-direction rate for the directions `rw` uses: one value for a one-direction job (a
+/// mixed job's go to [`mixed_rates`]).
+fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw) -> Option<(u64, Loc)> {
     let (dirs, at) = rates.as_ref()?;
     if rw.is_mixed() {
-        if dirs[0].is_some() || dirs[1].is_some() {
-            said.unmapped(at, format!("{what} on a mixed job caps reads and writes each; iolab's caps the job's total, so it is not mapped"));
-        }
         return None;
     }
     let v = if rw.reads() { dirs[0] } else { dirs[1] }?;
     Some((v, at.clone()))
+}
+
+/// A mixed job's rates: fio caps reads and writes each (`rate=1m` caps both at 1 MiB/s,
+/// `rate=,500k` writes alone), iolab's `--read-rate` and `--write-rate` (and their IOPS forms).
+/// Where a direction has both, fio takes the bandwidth (backend.c, setup_rate).
+fn mixed_rates(r: &Raw, threads: u64, o: &mut Out, said: &mut Said) {
+    let per = |v: u64| v.saturating_mul(threads);
+    for (i, word) in [(0, "reads"), (1, "writes")] {
+        let bytes = r.rate.as_ref().and_then(|(d, at)| d[i].map(|v| (v, at)));
+        let iops = r.rate_iops.as_ref().and_then(|(d, at)| d[i].map(|v| (v, at)));
+        if let (Some(_), Some((_, at))) = (bytes, iops) {
+            said.note(at, format!("rate_iops for {word}: fio paces by the bandwidth (rate) when a direction has both"));
+        }
+        match (bytes, iops) {
+            (Some((v, at)), _) => {
+                o.set(if i == 0 { "read_rate" } else { "write_rate" }, at);
+                *(if i == 0 { &mut o.p.read_rate } else { &mut o.p.write_rate }) = Some(Bytes(per(v)));
+            }
+            (None, Some((v, at))) => {
+                o.set(if i == 0 { "read_rate_iops" } else { "write_rate_iops" }, at);
+                *(if i == 0 { &mut o.p.read_rate_iops } else { &mut o.p.write_rate_iops }) = Some(per(v));
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// fio's rate_min and rate_iops_min (per clone, for each direction the job does) onto iolab's
+/// `--rate-min` (the job's, each direction it does), when the directions agree.
+fn job_floor(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
+    for (floor, iops) in [(&r.rate_min, false), (&r.rate_iops_min, true)] {
+        let Some((dirs, at)) = floor else { continue };
+        let used: Vec<Option<u64>> =
+            [(0, rw.reads()), (1, rw.writes())].iter().filter(|d| d.1).map(|d| dirs[d.0]).collect();
+        let Some(v) = used[0] else {
+            if used.iter().any(Option::is_some) {
+                said.unmapped(
+                    at,
+                    "a floor for one direction of a mixed job: iolab's --rate-min holds each direction the job does"
+                        .into(),
+                );
+            }
+            continue;
+        };
+        if used.iter().any(|u| *u != Some(v)) {
+            said.unmapped(
+                at,
+                "different floors for reads and writes: iolab's --rate-min holds each direction to one".into(),
+            );
+            continue;
+        }
+        let key = if iops { "rate_min_iops" } else { "rate_min" };
+        o.set(key, at);
+        if iops {
+            o.p.rate_min_iops = Some(v.saturating_mul(threads));
+        } else {
+            o.p.rate_min = Some(Bytes(v.saturating_mul(threads)));
+        }
+        if threads > 1 {
+            said.note(
+                at,
+                format!(
+                    "{key} is per job in fio: iolab holds each of the {threads} threads to its share of {}",
+                    v.saturating_mul(threads)
+                ),
+            );
+        }
+    }
+    if let Some((p, at)) = &r.rate_process {
+        o.set("rate_process", at);
+        o.p.rate_process = Some(*p);
+    }
+    if let Some((c, at)) = &r.rate_cycle {
+        if o.p.rate_min.is_some() || o.p.rate_min_iops.is_some() {
+            o.set("rate_cycle", at);
+            o.p.rate_cycle = Some(*c);
+        } else {
+            said.note(at, "rate_cycle without rate_min: fio 3.33 uses the cycle only to judge rate_min; iolab paces each I/O by its schedule, as fio does".into());
+        }
+    }
 }
 
 /// The patch a section becomes, and where each of its options was set.
@@ -1351,7 +1446,11 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
     }
 
     // fio's rates are per clone; iolab's are the job's, shared among its threads.
-    if let Some((v, at)) = job_rate(&r.rate, rw, "rate", said) {
+    if rw.is_mixed() {
+        mixed_rates(r, threads, o, said);
+    }
+    job_floor(r, rw, threads, o, said);
+    if let Some((v, at)) = job_rate(&r.rate, rw) {
         o.set("rate", &at);
         o.p.rate = Some(Bytes(v.saturating_mul(threads)));
         if threads > 1 {
@@ -1361,7 +1460,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
             );
         }
     }
-    if let Some((v, at)) = job_rate(&r.rate_iops, rw, "rate_iops", said) {
+    if let Some((v, at)) = job_rate(&r.rate_iops, rw) {
         o.set("rate_iops", &at);
         o.p.rate_iops = Some(v.saturating_mul(threads));
         if threads > 1 {
@@ -1538,6 +1637,40 @@ mod tests {
         let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
         assert!(e.contains("exit_what=all"), "{e}");
         assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
+    }
+
+    #[test]
+    fn rates_per_direction_floors_and_the_arrival_process_map() {
+        use crate::pace::{Rate, RateProcess};
+        let b = |text: &str| job_of(text).map(|j| j.workload.block().cloned().unwrap());
+        // rate=1m on randrw caps each direction (fio's rate is per direction and per clone).
+        let j = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate=1m\nnumjobs=2\n").unwrap();
+        let p = j.pace.unwrap();
+        assert_eq!(
+            (p.read, p.write, j.rate),
+            (Some(Rate::Bytes(Bytes::mib(2))), Some(Rate::Bytes(Bytes::mib(2))), None)
+        );
+        // rate_iops=,50: writes alone; rate=1m,2m: each its own.
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=rw\nrate_iops=,50\n").unwrap().pace.unwrap();
+        assert_eq!((p.read, p.write), (None, Some(Rate::Iops(50))));
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate=1m,2m\n").unwrap().pace.unwrap();
+        assert_eq!((p.read, p.write), (Some(Rate::Bytes(Bytes::mib(1))), Some(Rate::Bytes(Bytes::mib(2)))));
+        // ratemin (fio's alias), ratecycle, rate_process=poisson.
+        let j =
+            b("[a]\nfilename=/d/f\nsize=1m\nrate=1250\nratemin=1024\nratecycle=500\nrate_process=poisson\n").unwrap();
+        let p = j.pace.unwrap();
+        assert_eq!(
+            (j.rate, p.min, p.cycle, p.process),
+            (Some(Bytes(1250)), Some(Rate::Bytes(Bytes(1024))), Duration::from_millis(500), RateProcess::Poisson)
+        );
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_iops_min=10\n").unwrap().pace.unwrap();
+        assert_eq!(p.min, Some(Rate::Iops(10)));
+        // fio 3.33: "minimum rate exceeds rate"; a floor for one direction of a mixed job.
+        let e = b("[a]\nfilename=/d/f\nsize=1m\nrate=100k\nratemin=1m\n").unwrap_err();
+        assert!(e.contains("rate_min") && e.contains("above the rate"), "{e}");
+        let e = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_min=,1m\n").unwrap_err();
+        assert!(e.contains("one direction of a mixed job"), "{e}");
+        assert!(b("[a]\nfilename=/d/f\nsize=1m\nrate_process=bursty\n").unwrap_err().contains("poisson"));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! is over the schedule, never over a near-zero window), and never past the deadline. Reads
 //! of a file whose holes were kept are counted, with those that fell in a hole.
 
+use super::pace::{Admit, Pacer};
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
@@ -13,7 +14,6 @@ use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, refill, OpKind, OpenOptions};
 use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
-use std::time::Duration;
 
 pub struct BlockSource<'a> {
     job: &'a Job,
@@ -24,8 +24,8 @@ pub struct BlockSource<'a> {
     pattern: Pattern,
     flush_every: u64,
     flush_kind: OpKind,
-    rate_interval: Option<Duration>,
-    next_due: Stamp,
+    /// Its rates and floor (`None`: neither).
+    pace: Option<Pacer>,
     writes_since_flush: u64,
     /// A flush is in flight: nothing else is issued until it completes.
     flushing: bool,
@@ -65,12 +65,6 @@ impl<'a> BlockSource<'a> {
         if let Some(n) = b.max_ios {
             pattern.limit_ops(n);
         }
-        let per_thread = |v: f64| v / job.threads as f64;
-        let rate_interval = match (b.rate, b.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(b.mean_bs() / per_thread(bw.0 as f64))),
-            (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
-            _ => None,
-        };
         BlockSource {
             job,
             b,
@@ -80,8 +74,7 @@ impl<'a> BlockSource<'a> {
             pattern,
             flush_every: b.flush_every(),
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
-            rate_interval,
-            next_due: Stamp(0),
+            pace: Pacer::new(b, job.threads, job.seed, thread),
             writes_since_flush: 0,
             flushing: false,
             exhausted: false,
@@ -113,8 +106,11 @@ impl<'a> BlockSource<'a> {
     /// (so its rate is over its schedule; never past the deadline), then the final fsync, then
     /// done.
     fn finish(&mut self, ctx: &Ctx) -> Next {
-        if !self.schedule_done && !ctx.ending && self.rate_interval.is_some() && ctx.now < self.next_due {
-            return Next::WaitUntil(self.next_due);
+        let due = self.pace.as_ref().and_then(Pacer::next_due);
+        if let (false, false, Some(due)) = (self.schedule_done, ctx.ending, due) {
+            if ctx.now < due {
+                return Next::WaitUntil(due);
+            }
         }
         self.schedule_done = true;
         if self.b.end_fsync && !self.end_fsync_done {
@@ -166,7 +162,9 @@ impl Source for BlockSource<'_> {
     }
 
     fn start(&mut self, at: Stamp) {
-        self.next_due = at;
+        if let Some(p) = &mut self.pace {
+            p.start(at);
+        }
     }
 
     #[inline(always)]
@@ -185,21 +183,23 @@ impl Source for BlockSource<'_> {
             self.flushing = true;
             return Self::flush(self.flush_kind);
         }
-        let Some(a) = self.pattern.next_access() else {
+        let Some(mut a) = self.pattern.next_access() else {
             self.exhausted = true;
             return self.finish(ctx);
         };
-        let due = match self.rate_interval {
-            Some(iv) => {
-                if ctx.now < self.next_due {
+        let due = match &mut self.pace {
+            Some(p) => match p.admit(ctx.now, a.dir) {
+                Admit::Go(due) => due,
+                Admit::Turn(due) => {
+                    a = self.pattern.turn(a);
+                    due
+                }
+                Admit::Wait(t) => {
                     // Not due yet: keep this access for later.
                     self.pattern.push_back(a);
-                    return Next::WaitUntil(self.next_due);
+                    return Next::WaitUntil(t);
                 }
-                let due = self.next_due;
-                self.next_due += iv;
-                Some(due)
-            }
+            },
             None => None,
         };
         let kind = match a.dir {
@@ -240,6 +240,10 @@ impl Source for BlockSource<'_> {
         }
         if !self.holes.is_empty() && kind == OpKind::Read {
             self.count_hole_read(offset, len);
+        }
+        if let (Some(p), Ok(n), false) = (&mut self.pace, result, kind.is_sync()) {
+            let dir = if kind == OpKind::Read { Dir::Read } else { Dir::Write };
+            p.completed(dir, *n as u64).map_err(SourceError::Said)?;
         }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
@@ -340,6 +344,80 @@ mod tests {
                 assert!(stamped > 4, "{rw}: {stamped} blocks of the region written");
             }
         }
+    }
+
+    /// A job on a real 1 MiB file (2 s unless it says), its result.
+    fn paced(p: JobPatch) -> iolab_model::JobResult {
+        let dir = tempfile::tempdir().unwrap();
+        let job = JobPatch {
+            target: Some(dir.path().join("f")),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+            size: Some(Bytes::mib(1)),
+            runtime: p.runtime.or(Some(std::time::Duration::from_secs(2))),
+            ..p
+        }
+        .resolve("p")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job] }] };
+        plan.validate().unwrap();
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        r.phases[0].jobs[0].clone()
+    }
+
+    #[test]
+    fn a_mixed_job_paces_each_direction_on_its_own() {
+        // fio's rate_iops=,50 on randrw: writes at 50 IOPS, reads flat out.
+        let j = paced(JobPatch { rw: Some(Rw::RandRw), write_rate_iops: Some(50), ..Default::default() });
+        let (r, w) = (j.total.read().ops, j.total.write().ops);
+        assert!((80..=110).contains(&w), "writes at 50 IOPS for 2 s: {w}");
+        assert!(r > 4 * w, "reads unpaced: {r} reads, {w} writes");
+        // Both capped: each at its own rate, the mix set aside (fio's rate_iops=100,25).
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRw),
+            read_rate_iops: Some(100),
+            write_rate_iops: Some(25),
+            ..Default::default()
+        });
+        let (r, w) = (j.total.read().ops, j.total.write().ops);
+        assert!((170..=210).contains(&r) && (40..=55).contains(&w), "{r} reads, {w} writes");
+    }
+
+    #[test]
+    fn a_job_below_its_floor_ends_with_the_reason() {
+        // 50 IOPS of 4 KiB is 200 KB/s: a floor of 1 MiB/s fails once the 2 s settling and a
+        // cycle have passed; one of 100 KiB/s holds.
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(50),
+            rate_min: Some(Bytes::mib(1)),
+            runtime: Some(std::time::Duration::from_secs(5)),
+            ..Default::default()
+        });
+        let e = j.error.unwrap_or_default();
+        assert!(e.contains("reads fell below the floor") && e.contains("rate_min"), "{e}");
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(50),
+            rate_min: Some(Bytes::kib(100)),
+            rate_cycle: Some(std::time::Duration::from_millis(500)),
+            runtime: Some(std::time::Duration::from_secs(4)),
+            ..Default::default()
+        });
+        assert_eq!(j.error, None);
+        assert!(j.total.read().ops >= 150, "{}", j.total.read().ops);
+    }
+
+    #[test]
+    fn a_poisson_process_keeps_the_rate() {
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(200),
+            rate_process: Some(iolab_spec::pace::RateProcess::Poisson),
+            ..Default::default()
+        });
+        let n = j.total.read().ops;
+        // 400 expected; a Poisson count's standard deviation is 20.
+        assert!((320..=480).contains(&n), "{n} reads in 2 s at 200 IOPS");
     }
 
     #[test]

@@ -42,6 +42,7 @@ macro_rules! personality_sources {
 }
 
 pub mod block;
+mod pace;
 pub mod replay;
 pub mod think;
 pub mod verify;
