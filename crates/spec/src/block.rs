@@ -22,6 +22,10 @@ pub struct BlockJob {
     pub bs: BlockSizes,
     /// Sequential access that advances by `stride` after each block (a redo log's initialisation).
     pub stride: Option<Bytes>,
+    /// Sequential access backwards: each I/O starts this far before the end of the one before
+    /// (fio's `rw=read:-N`), wrapping from the region's start to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backward: Option<Bytes>,
     pub dist: Dist,
     pub sync: SyncMode,
     /// With `sync = fsync|fdatasync`: flush after this many writes.
@@ -82,6 +86,7 @@ impl BlockJob {
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
             stride: p.stride,
+            backward: p.backward,
             dist: p.dist.clone().unwrap_or(Dist::Uniform),
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
             fsync_every: p.fsync_every.unwrap_or(1),
@@ -134,6 +139,21 @@ impl BlockJob {
             }
             if stride < self.bs.max() {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
+            }
+        }
+        if let Some(back) = self.backward {
+            if self.rw.is_random() || self.rw.is_mixed() || self.stride.is_some() {
+                return err(
+                    "backward",
+                    format!(
+                        "going backwards applies to read and write, alone (not `{}`{})",
+                        self.rw,
+                        if self.stride.is_some() { " with a stride" } else { "" }
+                    ),
+                );
+            }
+            if back <= self.max_bs() {
+                return err("backward", format!("{back} is not more than the block size {}: each I/O would not start before the one before it (a forward stride is --stride)", self.max_bs()));
             }
         }
         if let Some(s) = job.size {

@@ -69,6 +69,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stride: Option<Bytes>,
+    /// Sequential access backwards: each I/O starts this far before the end of the one before, wrapping from the region's start to its end (--bs 4k --backward 8k reads the blocks in reverse order; fio's rw=read:-8k).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backward: Option<Bytes>,
     /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%), zoned_abs:60/20m:40/80m (fio's random_distribution).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -483,6 +487,7 @@ const BLOCK: &[&str] = &[
     "mix",
     "bs",
     "stride",
+    "backward",
     "dist",
     "sync",
     "fsync_every",

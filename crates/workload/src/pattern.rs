@@ -27,6 +27,13 @@ enum Where {
         pos: u64,
         step: Option<u64>,
     },
+    /// fio's `rw=read:-N` (io_u.c, get_next_seq_offset): the first I/O at the region's start,
+    /// each next one `back` bytes before the previous one's end, and from before the start to
+    /// `back` before the region's end.
+    Back {
+        end: Option<u64>,
+        back: u64,
+    },
     Uniform {
         blocks: u64,
     },
@@ -91,7 +98,9 @@ impl Pattern {
         // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
         let align = min_bs;
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
-        let place = if !job.rw.is_random() {
+        let place = if let Some(back) = job.backward {
+            Where::Back { end: None, back: back.0 }
+        } else if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
         } else {
             match &job.dist {
@@ -121,7 +130,8 @@ impl Pattern {
         };
         let remaining = match budget {
             Some(b) => Some(b),
-            None if job.rw.is_random() => Some(file_len),
+            // A backward pass moves the region's size, as fio's does (it never meets the end).
+            None if job.rw.is_random() || job.backward.is_some() => Some(file_len),
             None => None,
         };
         Pattern {
@@ -229,6 +239,17 @@ impl Pattern {
                 }
                 let at = *pos;
                 *pos += step.unwrap_or(len as u64);
+                at
+            }
+            Where::Back { end, back } => {
+                let at = match *end {
+                    None => 0,
+                    Some(e) => match e.checked_sub(*back) {
+                        Some(p) if p + len as u64 <= self.file_len => p,
+                        _ => self.file_len.saturating_sub(*back),
+                    },
+                };
+                *end = Some(at + len as u64);
                 at
             }
             Where::Uniform { blocks } => self.rng.random_range(0..*blocks) * self.align,
@@ -382,6 +403,21 @@ mod tests {
         fn of(j: &J, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Pattern {
             Pattern::new(&j.b, j.seed, thread, file_len, wrap, budget)
         }
+    }
+
+    #[test]
+    fn backwards_goes_as_fio_3_33_does() {
+        // fio 3.33 --debug=io, --size=64k --bs=4k --rw=read:-8k: 0, then 0xe000 down to 0 (the
+        // last block is never read; the first twice), 16 I/Os.
+        let mut j = job(Rw::Read, "4k");
+        j.b.backward = Some(Bytes::kib(8));
+        let mut p = Pattern::of(&j, 0, 64 << 10, false, None);
+        let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset >> 12).collect();
+        assert_eq!(offs, [0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        // Time-bounded, it keeps wrapping.
+        let mut p = Pattern::of(&j, 0, 64 << 10, true, Some(u64::MAX));
+        let offs: Vec<u64> = (0..18).filter_map(|_| p.next_access()).map(|a| a.offset >> 12).collect();
+        assert_eq!(offs[15..], [0, 14, 13]);
     }
 
     #[test]

@@ -1224,9 +1224,9 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
                     at,
                     format!("rw={text}: fio issues {m} I/Os one after another at each random offset before it draws the next; iolab draws a new offset for every I/O"),
                 ),
-                Some(m) if !rw.is_random() && *m < 0 => said.unmapped(
+                Some(m) if !rw.is_random() && *m < 0 && rw.is_mixed() => said.unmapped(
                     at,
-                    format!("rw={text}: fio starts each I/O {} before the end of the previous one (backwards when that is more than the block size), wrapping from the file's start to its end; iolab's sequential patterns go forwards only", -m),
+                    format!("rw={text}: fio keeps a position per direction, each going back {}; iolab's mixed pattern has one position", -m),
                 ),
                 _ => {}
             }
@@ -1247,6 +1247,18 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
         if let Some(w) = write {
             o.set("write_bs", &at);
             o.p.write_bs = Some(w);
+        }
+    }
+    if let Some((_, Some(back), text, at)) = &r.rw {
+        if !rw.is_random() && !rw.is_mixed() && *back < 0 {
+            let back = back.unsigned_abs();
+            let bs = o.p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
+            if back > bs.max().0 {
+                o.set("backward", at);
+                o.p.backward = Some(Bytes(back));
+            } else {
+                said.unmapped(at, format!("rw={text}: each I/O starts {back} before the previous one's end, overlapping it and moving forwards; iolab's forward stride is at least the block size"));
+            }
         }
     }
     if let Some((_, Some(hole), text, at)) = &r.rw {

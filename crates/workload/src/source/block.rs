@@ -421,6 +421,45 @@ mod tests {
     }
 
     #[test]
+    fn backward_writes_and_reads_go_through_the_file_from_its_end() {
+        // fio's rw=write:-8k on 64 KiB: 16 writes at 0, then 56k down to 0; every block but
+        // the last carries its offset, the last is never written.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let run = |rw: Rw| {
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(rw),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::kib(64)),
+                backward: Some(Bytes::kib(8)),
+                ..Default::default()
+            }
+            .resolve("b")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "b".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            run_plan(&plan, &Control::default(), &mut NoSink).unwrap()
+        };
+        let r = run(Rw::Write);
+        assert_eq!((r.phases[0].total.write().ops, r.phases[0].total.write().bytes), (16, 64 << 10));
+        let data = std::fs::read(&path).unwrap();
+        let stamped: Vec<bool> = data
+            .chunks(4096)
+            .enumerate()
+            .map(|(i, b)| {
+                b.len() >= 8
+                    && u64::from_le_bytes(b[..8].try_into().unwrap()) == i as u64 * 4096
+                    && b[8..].iter().any(|&x| x != 0)
+            })
+            .collect();
+        assert!(stamped[..15].iter().all(|s| *s), "{stamped:?}");
+        assert!(!stamped.get(15).copied().unwrap_or(false), "the last block is never written");
+        let r = run(Rw::Read);
+        assert_eq!(r.phases[0].total.read().ops, 16);
+    }
+
+    #[test]
     fn refill_buffers_gives_every_write_new_data() {
         let same = written_blocks(false);
         let fresh = written_blocks(true);
