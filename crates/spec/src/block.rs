@@ -64,6 +64,9 @@ pub struct BlockJob {
     /// Pacing beyond `rate`/`rate_iops`: per direction, a Poisson process, a floor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<Box<crate::pace::Pacing>>,
+    /// The job's share of a flow between jobs (fio's flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Box<crate::flow::Flow>>,
 }
 
 impl BlockJob {
@@ -102,6 +105,7 @@ impl BlockJob {
             think: think_of(p, name)?,
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
             pace: crate::pace::of(p, name)?.map(Box::new),
+            flow: crate::flow::of(p, name)?.map(Box::new),
         })
     }
 

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod figures;
 pub mod file;
 pub mod fio;
+pub mod flow;
 pub mod input;
 pub mod job;
 pub mod pace;

@@ -186,6 +186,19 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
     pub rate_cycle: Option<Duration>,
+    // Flow between jobs (crate::flow: fio's flow, flow_id, flow_sleep).
+    /// Keep this job's I/O count in proportion to the other jobs of its flow: weights 3 and 1 make 3 I/Os of this job for each of the other (fio's flow).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "WEIGHT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<u32>,
+    /// The flow the job belongs to (default 0: one flow for every job with --flow; fio's flow_id).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "ID"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<u32>,
+    /// A thread ahead of its flow's share waits for what it has in flight, then sleeps this long before it looks again (default 0: at once; fio's flow_sleep).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub flow_sleep: Option<Duration>,
     /// Passes over the region (--size, or --io-size per pass) in a run without --runtime (fio's loops; default 1).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -502,6 +515,9 @@ const BLOCK: &[&str] = &[
     "rate_min",
     "rate_min_iops",
     "rate_cycle",
+    "flow",
+    "flow_id",
+    "flow_sleep",
     "compressibility",
     "refill_buffers",
     "invalidate",

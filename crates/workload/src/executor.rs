@@ -536,6 +536,7 @@ fn run_phase(
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
+    let flows = flows_of(phase);
 
     std::thread::scope(|s| {
         let mut w = 0;
@@ -551,6 +552,7 @@ fn run_phase(
                 let dir = dirs.get(ji).cloned().flatten();
                 let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let together = &per_job[ji];
+                let flow = flows.get(ji).cloned().flatten();
                 let files = file_sets.get(ji).cloned().flatten();
                 let started =
                     std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
@@ -565,7 +567,7 @@ fn run_phase(
                                 (tracked, files),
                                 max_ramp,
                                 shared,
-                                together,
+                                (together, flow),
                                 (stop, lease),
                                 tx,
                             )
@@ -780,6 +782,9 @@ fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
 }
 
+/// What a job's threads share: their barrier, and a personality's pool.
+type Together = (Rendezvous, Result<JobShared, SourceError>);
+
 #[allow(clippy::too_many_arguments)]
 fn worker_main(
     job_idx: usize,
@@ -791,7 +796,7 @@ fn worker_main(
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
-    together: &(Rendezvous, Result<JobShared, SourceError>),
+    (together, flow): (&Together, Option<Arc<source::flow::Flow>>),
     (stop, lease): (&AtomicBool, Option<&crate::lease::Lease>),
     tx: Sender<Msg>,
 ) {
@@ -819,9 +824,10 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                thinking(b, Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite), w)
+                let s = Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite);
+                flowing(b, flow, s, w)
             }
-            _ => thinking(b, BlockSource::new(job, b, thread, target), w),
+            _ => flowing(b, flow, BlockSource::new(job, b, thread, target), w),
         },
         Workload::Replay(_) => {
             let source = match run {
@@ -840,6 +846,28 @@ fn worker_main(
 
 /// Drive a block job's source, inside its think time when it has one: only such a job runs the
 /// wrapper, so the others' loop has nothing added per operation.
+/// Run a block source inside its job's flow, when it has one (fio's flow), then its think time.
+fn flowing<S: Source>(b: &iolab_spec::BlockJob, flow: Option<Arc<source::flow::Flow>>, source: S, w: Work) {
+    match (flow, b.flow.as_deref().copied()) {
+        (Some(f), Some(share)) => thinking(b, source::flow::Flowing::new(source, f, share), w),
+        _ => thinking(b, source, w),
+    }
+}
+
+/// Each job's flow in the phase (fio's flow_id), every thread's weight counted before any starts.
+fn flows_of(phase: &Phase) -> Vec<Option<Arc<source::flow::Flow>>> {
+    let share = |j: &Job| j.workload.block().and_then(|b| b.flow.as_deref().copied());
+    let mut weights: std::collections::BTreeMap<u32, u64> = Default::default();
+    for j in &phase.jobs {
+        if let Some(f) = share(j) {
+            *weights.entry(f.id).or_default() += f.weight as u64 * j.threads as u64;
+        }
+    }
+    let flows: std::collections::BTreeMap<u32, Arc<source::flow::Flow>> =
+        weights.into_iter().map(|(id, w)| (id, source::flow::Flow::new(w))).collect();
+    phase.jobs.iter().map(|j| share(j).and_then(|f| flows.get(&f.id).cloned())).collect()
+}
+
 fn thinking<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
     match b.think {
         Some(t) => drive(Ok(source::think::Thinking::new(source, t)), w),

@@ -75,6 +75,10 @@ struct Raw {
     rate_iops_min: Option<(PerDir<u64>, Loc)>,
     rate_process: Option<(crate::pace::RateProcess, Loc)>,
     rate_cycle: Option<(Duration, Loc)>,
+    // Flow between jobs (crate::flow).
+    flow: Option<(u32, Loc)>,
+    flow_id: Option<(u32, Loc)>,
+    flow_sleep: Option<(Duration, Loc)>,
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
@@ -548,6 +552,17 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
             "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
             other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
         },
+        "flow" | "flow_id" => {
+            let v = need(o)?;
+            // fio reads flow as a signed weight; a negative one is no weight iolab takes.
+            let n = v.parse::<u32>().map_err(|_| bad(o, format!("`{v}` is not a whole number from 0 up")))?;
+            if o.key == "flow" {
+                r.flow = Some((n, at));
+            } else {
+                r.flow_id = Some((n, at));
+            }
+        }
+        "flow_sleep" => r.flow_sleep = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         "cpumask" => {
             let v = need(o)?;
@@ -821,6 +836,21 @@ fn mixed_rates(r: &Raw, threads: u64, o: &mut Out, said: &mut Said) {
             }
             (None, None) => {}
         }
+    }
+}
+
+/// fio's flow, flow_id and flow_sleep (only with a weight, as fio ignores the others without).
+fn job_flow(r: &Raw, o: &mut Out) {
+    let Some((w, at)) = r.flow.as_ref().filter(|f| f.0 > 0) else { return };
+    o.set("flow", at);
+    o.p.flow = Some(*w);
+    if let Some((id, at)) = &r.flow_id {
+        o.set("flow_id", at);
+        o.p.flow_id = Some(*id);
+    }
+    if let Some((t, at)) = r.flow_sleep.as_ref().filter(|t| !t.0.is_zero()) {
+        o.set("flow_sleep", at);
+        o.p.flow_sleep = Some(*t);
     }
 }
 
@@ -1462,6 +1492,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
         mixed_rates(r, threads, o, said);
     }
     job_floor(r, rw, threads, o, said);
+    job_flow(r, o);
     if let Some((v, at)) = job_rate(&r.rate, rw) {
         o.set("rate", &at);
         o.p.rate = Some(Bytes(v.saturating_mul(threads)));
@@ -1683,6 +1714,16 @@ mod tests {
         let e = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_min=,1m\n").unwrap_err();
         assert!(e.contains("one direction of a mixed job"), "{e}");
         assert!(b("[a]\nfilename=/d/f\nsize=1m\nrate_process=bursty\n").unwrap_err().contains("poisson"));
+    }
+
+    #[test]
+    fn flow_weights_ids_and_sleeps_map() {
+        let b = |text: &str| job_of(text).map(|j| j.workload.block().cloned().unwrap());
+        let f = b("[a]\nfilename=/d/f\nsize=1m\nflow=8\nflow_id=2\nflow_sleep=1000\n").unwrap().flow.unwrap();
+        assert_eq!((f.weight, f.id, f.sleep), (8, 2, Duration::from_millis(1)));
+        // Without a weight fio ignores the rest; so does the mapping.
+        assert_eq!(b("[a]\nfilename=/d/f\nsize=1m\nflow_sleep=1000\nflow_id=3\n").unwrap().flow, None);
+        assert!(b("[a]\nfilename=/d/f\nsize=1m\nflow=-1\n").unwrap_err().contains("from 0 up"));
     }
 
     #[test]

@@ -42,6 +42,7 @@ macro_rules! personality_sources {
 }
 
 pub mod block;
+pub mod flow;
 mod pace;
 pub mod replay;
 pub mod think;
