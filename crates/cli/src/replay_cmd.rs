@@ -88,6 +88,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         start_delay: Default::default(),
         exit_all: false,
         cpus: None,
+        numa: None,
         overwrite: a.overwrite,
         device: false,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {

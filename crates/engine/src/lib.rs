@@ -21,6 +21,7 @@ pub mod extents;
 pub mod libaio;
 pub mod mmap;
 pub mod null;
+pub mod numa;
 pub mod open;
 pub mod psync;
 pub mod purge;

@@ -403,6 +403,10 @@ pub struct Job {
     /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,
+    /// The NUMA nodes its threads run on and their memory policy (fio's numa_*); `None`: the
+    /// system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::numa::Numa>,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

@@ -14,6 +14,7 @@ pub mod fio;
 pub mod flow;
 pub mod input;
 pub mod job;
+pub mod numa;
 pub mod pace;
 pub mod patch;
 #[macro_use]

@@ -145,6 +145,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,
+    /// Run the job's threads on the CPUs of these NUMA nodes, as 0-1 (fio's numa_cpu_nodes; the CPUs read from /sys/devices/system/node when the job starts).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "NODES"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa_nodes: Option<crate::cpus::Cpus>,
+    /// The NUMA memory policy of the job's threads and their buffers: default, prefer:N, bind:NODES, interleave:NODES, local (fio's numa_mem_policy).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::numa::MemPolicy>, value_name = "POLICY"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_policy: Option<crate::numa::MemPolicy>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -471,6 +479,8 @@ const COMMON: &[&str] = &[
     "start_delay",
     "exit_all",
     "cpus",
+    "numa_nodes",
+    "mem_policy",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -676,6 +686,8 @@ impl JobPatch {
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
             cpus: self.cpus.clone(),
+            numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())
+                .then(|| crate::numa::Numa { nodes: self.numa_nodes.clone(), mem: self.mem_policy.clone() }),
             steady,
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),

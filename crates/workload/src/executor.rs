@@ -920,12 +920,19 @@ struct Work<'a> {
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx } = w;
-    let (mut source, setup) = match source {
-        Ok(mut s) => {
-            let setup = set_up(job, &mut s);
+    // NUMA placement first (`--mem-policy`: the engine's buffers are made under it).
+    let placed = job.numa.as_ref().map(crate::numa::place).transpose().map(Option::flatten);
+    let (mut source, setup) = match (source, placed) {
+        (Ok(mut s), Ok(nodes_cpus)) => {
+            // On the CPUs of its nodes (`--numa-nodes`) before its buffers are touched.
+            let setup = match nodes_cpus.as_ref().map(pin).transpose() {
+                Ok(_) => set_up(job, &mut s),
+                Err(e) => Err(e),
+            };
             (Some(s), setup)
         }
-        Err(e) => (None, Err(e)),
+        (Ok(s), Err(e)) => (Some(s), Err(e)),
+        (Err(e), _) => (None, Err(e)),
     };
     // Pinned to the job's CPUs (`--cpus`) before the start; a set the system refuses (no such
     // CPU online) is the job's error.

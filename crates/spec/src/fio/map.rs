@@ -107,6 +107,8 @@ struct Raw {
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
+    numa_nodes: Option<(crate::cpus::Cpus, Loc)>,
+    mem_policy: Option<(crate::numa::MemPolicy, Loc)>,
     ss: SsRaw,
 }
 
@@ -564,6 +566,15 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         }
         "flow_sleep" => r.flow_sleep = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
+        // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
+        // nodes are.
+        "numa_cpu_nodes" => {
+            let v = need(o)?;
+            let nodes = v.parse::<crate::cpus::Cpus>().map_err(|e| bad(o, e.replace("CPU", "node")))?;
+            r.numa_nodes = Some((nodes, at));
+        }
+        "numa_mem_policy" => r.mem_policy = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         "cpumask" => {
             let v = need(o)?;
             let mask = value::int(v).ok().and_then(crate::cpus::Cpus::from_mask);
@@ -957,6 +968,14 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         o.set("cpus", at);
         o.p.cpus = Some(c.clone());
     }
+    if let Some((n, at)) = &r.numa_nodes {
+        o.set("numa_nodes", at);
+        o.p.numa_nodes = Some(n.clone());
+    }
+    if let Some((m, at)) = &r.mem_policy {
+        o.set("mem_policy", at);
+        o.p.mem_policy = Some(m.clone());
+    }
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);
@@ -1337,7 +1356,10 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
                 "mmap" => EngineKind::Mmap,
                 "null" => EngineKind::Null,
                 other => {
-                    said.unmapped(at, format!("ioengine={other}: iolab's engines are psync, io_uring, mmap and null"));
+                    said.unmapped(
+                        at,
+                        format!("ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap and null"),
+                    );
                     EngineKind::Psync
                 }
             }
@@ -1714,6 +1736,17 @@ mod tests {
         let e = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_min=,1m\n").unwrap_err();
         assert!(e.contains("one direction of a mixed job"), "{e}");
         assert!(b("[a]\nfilename=/d/f\nsize=1m\nrate_process=bursty\n").unwrap_err().contains("poisson"));
+    }
+
+    #[test]
+    fn numa_nodes_and_memory_policies_map() {
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_cpu_nodes=0-1\nnuma_mem_policy=interleave:0-1\n").unwrap();
+        let n = j.numa.unwrap();
+        assert_eq!(n.nodes, Some(crate::cpus::Cpus(vec![0, 1])));
+        assert_eq!(n.mem, Some(crate::numa::MemPolicy::Interleave(crate::cpus::Cpus(vec![0, 1]))));
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_mem_policy=prefer:0-1\n").unwrap_err();
+        assert!(e.contains("prefer takes one node"), "{e}");
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_cpu_nodes=x\n").unwrap_err().contains("not a node number"));
     }
 
     #[test]
