@@ -27,6 +27,9 @@ pub struct BlockJob {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backward: Option<Bytes>,
     pub dist: Dist,
+    /// Uniform random offsets visit each block once per pass (fio's random map).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub random_map: bool,
     pub sync: SyncMode,
     /// With `sync = fsync|fdatasync`: flush after this many writes.
     pub fsync_every: u64,
@@ -91,6 +94,7 @@ impl BlockJob {
             stride: p.stride,
             backward: p.backward,
             dist: p.dist.clone().unwrap_or(Dist::Uniform),
+            random_map: p.random_map.unwrap_or(false),
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
             fsync_every: p.fsync_every.unwrap_or(1),
             end_fsync: p.end_fsync.unwrap_or(false),
@@ -144,6 +148,9 @@ impl BlockJob {
             if stride < self.bs.max() {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
             }
+        }
+        if self.random_map && (!self.rw.is_random() || self.dist != Dist::Uniform) {
+            return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw with --dist uniform), not `{}` with {}", self.rw, self.dist));
         }
         if let Some(back) = self.backward {
             if self.rw.is_random() || self.rw.is_mixed() || self.stride.is_some() {

@@ -77,6 +77,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
+    /// Uniform random offsets visit each block once per pass, as fio's random map (its default without norandommap): a drawn block already done gives way to the next free one, and an I/O is cut short where it would reach a block done.
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_map: Option<bool>,
     /// Seed of offsets and data (same seed, same I/O).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -512,6 +516,7 @@ const BLOCK: &[&str] = &[
     "stride",
     "backward",
     "dist",
+    "random_map",
     "sync",
     "fsync_every",
     "end_fsync",

@@ -79,6 +79,9 @@ struct Raw {
     flow: Option<(u32, Loc)>,
     flow_id: Option<(u32, Loc)>,
     flow_sleep: Option<(Duration, Loc)>,
+    // fio's random map: norandommap, and random_generator=lfsr (which needs none).
+    norandommap: Option<(bool, Loc)>,
+    lfsr: Option<Loc>,
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
@@ -427,12 +430,8 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "thread" => {
             flag(o)?;
         }
-        // iolab draws random offsets independently, as fio does without its random map.
-        "norandommap" => {
-            if !flag(o)? {
-                said.unmapped(&at, "norandommap=0: iolab keeps no random map (each block once per pass)".into());
-            }
-        }
+        // fio keeps a random map unless norandommap: iolab's `random_map`.
+        "norandommap" => r.norandommap = Some((flag(o)?, at)),
         // iolab's offsets repeat from the seed, as fio's do under randrepeat=1 (its default).
         "randrepeat" => {
             if !value::boolean(need(o)?).map_err(|e| bad(o, e))? {
@@ -551,7 +550,7 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         }
         "random_generator" => match need(o)? {
             "tausworthe" | "tausworthe64" => said.note(&at, format!("random_generator={}: iolab draws random offsets with xoshiro256++ seeded by randseed: the same distribution, another sequence", need(o)?)),
-            "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
+            "lfsr" => r.lfsr = Some(at),
             other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
         },
         "flow" | "flow_id" => {
@@ -952,6 +951,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         o.set("dist", at);
         o.p.dist = Some(d.clone());
     }
+    finish_random_map(&r, rw, &mut o, said);
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);
         o.p.seed = Some(*v);
@@ -1326,6 +1326,33 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     }
 
     rw
+}
+
+/// fio's random map, its default for uniform random offsets (each block once per pass, an I/O
+/// cut at a block done): iolab's `random_map`, unless `norandommap`. `random_generator=lfsr`
+/// never repeats an offset within a pass and keeps no map (so cuts no I/O): the map gives the
+/// same with one block size, not with several. fio's other distributions take offsets busy or
+/// not (io_u.c sets IO_U_F_BUSY_OK), so the map changes nothing there.
+fn finish_random_map(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    let uniform = matches!(o.p.dist, None | Some(Dist::Uniform));
+    if !rw.is_random() || !uniform || r.norandommap.as_ref().is_some_and(|n| n.0) {
+        return;
+    }
+    if let Some(at) = &r.lfsr {
+        if o.p.bs.as_ref().is_some_and(|b| b.0.len() > 1) || o.p.write_bs.is_some() {
+            said.unmapped(at, "random_generator=lfsr with several block sizes: fio's LFSR visits each block once and keeps every I/O's size; iolab's random map cuts an I/O at a block done".into());
+            return;
+        }
+        said.note(
+            at,
+            "random_generator=lfsr: each block once per pass, as iolab's random map does (another sequence)".into(),
+        );
+    }
+    let at = r.norandommap.as_ref().map(|n| &n.1).or(r.rw.as_ref().map(|r| &r.3));
+    if let Some(at) = at {
+        o.set("random_map", at);
+    }
+    o.p.random_map = Some(true);
 }
 
 /// Threads, the engine, its depth and O_DIRECT; the job's threads.
@@ -1760,10 +1787,26 @@ mod tests {
     }
 
     #[test]
+    fn fios_random_map_is_the_default_for_uniform_random_offsets() {
+        let map = |text: &str| job_of(text).unwrap().workload.block().unwrap().random_map;
+        assert!(map("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\n"));
+        assert!(map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nnorandommap=0\n"));
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nnorandommap\n"));
+        // Sequential, or another distribution (fio takes busy offsets there): no map.
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=read\n"));
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.1\n"));
+    }
+
+    #[test]
     fn random_generator_and_io_submit_mode_say_how_iolab_runs_them() {
         assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=tausworthe64\nio_submit_mode=inline\n").is_ok());
-        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=lfsr\n").unwrap_err();
-        assert!(e.contains("random_generator=lfsr") && e.contains("norandommap"), "{e}");
+        // lfsr: each block once per pass, iolab's random map with one block size; with several,
+        // the map's cut I/Os are not fio's (it keeps every size): not mapped.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandom_generator=lfsr\n").unwrap();
+        assert!(j.workload.block().unwrap().random_map);
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nbssplit=4k/50:8k/50\nrandom_generator=lfsr\n")
+            .unwrap_err();
+        assert!(e.contains("random_generator=lfsr") && e.contains("several block sizes"), "{e}");
         assert!(job_of("[a]\nfilename=/d/f\nrandom_generator=mt\n").unwrap_err().contains("tausworthe64"));
         assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nio_submit_mode=offload\n").is_ok());
         assert!(job_of("[a]\nfilename=/d/f\nio_submit_mode=later\n").unwrap_err().contains("inline"));

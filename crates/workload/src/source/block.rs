@@ -421,6 +421,37 @@ mod tests {
     }
 
     #[test]
+    fn a_random_map_writes_each_block_of_the_file_once() {
+        // 256 random 4 KiB writes over 1 MiB: with the map every block is written (and carries
+        // its offset); drawn independently, about a third are missed.
+        let dir = tempfile::tempdir().unwrap();
+        let stamped = |map: bool| {
+            let path = dir.path().join(format!("f{map}"));
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::RandWrite),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::mib(1)),
+                random_map: Some(map),
+                ..Default::default()
+            }
+            .resolve("m")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "m".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            assert_eq!(r.phases[0].total.write().ops, 256);
+            let data = std::fs::read(&path).unwrap();
+            data.chunks(4096)
+                .enumerate()
+                .filter(|(i, b)| u64::from_le_bytes(b[..8].try_into().unwrap()) == *i as u64 * 4096)
+                .count()
+        };
+        assert_eq!(stamped(true), 256);
+        assert!(stamped(false) < 200, "independent draws miss blocks");
+    }
+
+    #[test]
     fn backward_writes_and_reads_go_through_the_file_from_its_end() {
         // fio's rw=write:-8k on 64 KiB: 16 writes at 0, then 56k down to 0; every block but
         // the last carries its offset, the last is never written.
