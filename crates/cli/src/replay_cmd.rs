@@ -89,6 +89,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, engine: EngineKind, r: ReplayJob, thr
         exit_all: false,
         cpus: None,
         numa: None,
+        sched: None,
         overwrite: a.overwrite,
         device: false,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {

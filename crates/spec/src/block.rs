@@ -60,7 +60,7 @@ pub struct BlockJob {
     pub max_ios: Option<u64>,
     /// Think time between I/Os (fio's thinktime and its family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think: Option<crate::think::Think>,
+    pub think: Option<Box<crate::think::Think>>,
     /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<BlockSizes>,
@@ -70,6 +70,9 @@ pub struct BlockJob {
     /// The job's share of a flow between jobs (fio's flow).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<Box<crate::flow::Flow>>,
+    /// Priorities per request for shares of the I/Os (fio's cmdprio_*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdprio: Option<Box<crate::prio::CmdPrio>>,
 }
 
 impl BlockJob {
@@ -106,10 +109,11 @@ impl BlockJob {
             keep_holes: p.keep_holes.unwrap_or(false),
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
-            think: think_of(p, name)?,
+            think: think_of(p, name)?.map(Box::new),
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
             pace: crate::pace::of(p, name)?.map(Box::new),
             flow: crate::flow::of(p, name)?.map(Box::new),
+            cmdprio: p.cmdprio.clone().map(Box::new),
         })
     }
 
@@ -148,6 +152,9 @@ impl BlockJob {
             if stride < self.bs.max() {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
             }
+        }
+        if self.cmdprio.is_some() && job.engine.caps().synchronous {
+            return err("cmdprio", format!("a priority per request rides in io_uring's SQE or libaio's iocb; {} makes each call itself (give --engine io_uring or libaio, or --ioprio for the job's threads)", job.engine));
         }
         if self.random_map && (!self.rw.is_random() || self.dist != Dist::Uniform) {
             return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw with --dist uniform), not `{}` with {}", self.rw, self.dist));

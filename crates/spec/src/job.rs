@@ -407,6 +407,9 @@ pub struct Job {
     /// system's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<crate::numa::Numa>,
+    /// Its threads' I/O priority and nice value (fio's prio, prioclass, nice); `None`: as iolab runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::prio::Sched>,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

@@ -19,6 +19,7 @@ pub mod pace;
 pub mod patch;
 #[macro_use]
 pub mod personality;
+pub mod prio;
 pub mod replay;
 pub mod scenario;
 pub mod shown;

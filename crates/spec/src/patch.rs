@@ -157,6 +157,18 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::numa::MemPolicy>, value_name = "POLICY"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_policy: Option<crate::numa::MemPolicy>,
+    /// The I/O priority of the job's threads, CLASS[/LEVEL]: rt/0, be/4, idle (ionice's classes; fio's prioclass and prio). The requests they submit inherit it.
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::prio::IoPrio>, value_name = "CLASS[/LEVEL]"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ioprio: Option<crate::prio::IoPrio>,
+    /// The nice value of the job's threads, -20 to 19 (fio's nice).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, allow_negative_numbers = true, value_parser = clap::value_parser!(i8).range(-20..=19)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i8>,
+    /// A priority per request for shares of the I/Os, on io_uring and libaio: 20%rt (a fifth of them at rt/0), by direction (20%rt,5%be/2) and block size (64k@25%rt/1:64k@75%be/2) (fio's cmdprio_percentage, cmdprio_class, cmdprio, cmdprio_bssplit).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::prio::CmdPrio>, value_name = "SHARES"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cmdprio: Option<crate::prio::CmdPrio>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -485,6 +497,8 @@ const COMMON: &[&str] = &[
     "cpus",
     "numa_nodes",
     "mem_policy",
+    "ioprio",
+    "nice",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -517,6 +531,7 @@ const BLOCK: &[&str] = &[
     "backward",
     "dist",
     "random_map",
+    "cmdprio",
     "sync",
     "fsync_every",
     "end_fsync",
@@ -693,6 +708,8 @@ impl JobPatch {
             cpus: self.cpus.clone(),
             numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())
                 .then(|| crate::numa::Numa { nodes: self.numa_nodes.clone(), mem: self.mem_policy.clone() }),
+            sched: (self.ioprio.is_some() || self.nice.is_some())
+                .then_some(crate::prio::Sched { ioprio: self.ioprio, nice: self.nice }),
             steady,
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),

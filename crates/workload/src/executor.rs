@@ -869,7 +869,7 @@ fn flows_of(phase: &Phase) -> Vec<Option<Arc<source::flow::Flow>>> {
 }
 
 fn thinking<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
-    match b.think {
+    match b.think.as_deref().copied() {
         Some(t) => drive(Ok(source::think::Thinking::new(source, t)), w),
         None => drive(Ok(source), w),
     }
@@ -940,6 +940,11 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
         (Ok(e), Some(c)) => pin(c).map(|_| e),
         (s, _) => s,
     };
+    // Its I/O priority and nice value (`--ioprio`, `--nice`), on this thread.
+    let setup = match (setup, &job.sched) {
+        (Ok(e), Some(s)) => schedule(s).map(|_| e),
+        (s, _) => s,
+    };
     // The clock before the start (its first making in a process calibrates it, which took
     // milliseconds out of the first phase's start).
     let clk = TscClock::new();
@@ -985,6 +990,23 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+}
+
+/// The calling thread's I/O priority and nice value.
+fn schedule(s: &iolab_spec::prio::Sched) -> Result<(), SourceError> {
+    if let Some(p) = s.ioprio {
+        iolab_engine::prio::set_ioprio(p.value()).map_err(|e| {
+            SourceError::Said(format!("--ioprio {p}: the system refused it ({e}); rt needs root or CAP_SYS_ADMIN"))
+        })?;
+    }
+    if let Some(n) = s.nice {
+        iolab_engine::prio::set_nice(n).map_err(|e| {
+            SourceError::Said(format!(
+                "--nice {n}: the system refused it ({e}); a value below 0 needs root or CAP_SYS_NICE"
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Pin the calling thread to `cpus` (sched_setaffinity on this thread).

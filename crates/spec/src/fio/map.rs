@@ -82,6 +82,14 @@ struct Raw {
     // fio's random map: norandommap, and random_generator=lfsr (which needs none).
     norandommap: Option<(bool, Loc)>,
     lfsr: Option<Loc>,
+    // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
+    prio: Option<(u8, Loc)>,
+    prioclass: Option<(u8, Loc)>,
+    nice: Option<(i8, Loc)>,
+    cmdprio_pct: Option<(PerDir<u64>, Loc)>,
+    cmdprio_class: Option<(PerDir<u8>, Loc)>,
+    cmdprio_level: Option<(PerDir<u8>, Loc)>,
+    cmdprio_bssplit: Option<(String, Loc)>,
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
@@ -564,6 +572,26 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
             }
         }
         "flow_sleep" => r.flow_sleep = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "prio" => r.prio = Some((crate::prio::IoPrio::level_of(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "prioclass" => r.prioclass = Some((crate::prio::IoPrio::class_of(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "nice" => {
+            let v = need(o)?;
+            let n = v.parse::<i8>().ok().filter(|n| (-20..=19).contains(n));
+            r.nice = Some((n.ok_or_else(|| bad(o, format!("`{v}`: a nice value is -20 to 19")))?, at));
+        }
+        "cmdprio_percentage" => {
+            let d = per_dir(need(o)?, |s| value::int(s).and_then(|p| if p <= 100 { Ok(p) } else { Err(format!("{p} is not a percentage (0 to 100)")) }));
+            r.cmdprio_pct = Some((d.map_err(|e| bad(o, e))?, at));
+        }
+        "cmdprio_class" => r.cmdprio_class = Some((per_dir(need(o)?, crate::prio::IoPrio::class_of).map_err(|e| bad(o, e))?, at)),
+        "cmdprio" => r.cmdprio_level = Some((per_dir(need(o)?, crate::prio::IoPrio::level_of).map_err(|e| bad(o, e))?, at)),
+        "cmdprio_bssplit" => r.cmdprio_bssplit = Some((need(o)?.to_string(), at)),
+        // fio's latency logs then hold each I/O's priority; iolab's are per-second figures.
+        "log_prio" => {
+            if flag(o)? {
+                said.unmapped(&at, "log_prio=1: iolab's logs are per-second figures from its histograms, with no column for each I/O's priority".into());
+            }
+        }
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
         // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
@@ -952,6 +980,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         o.p.dist = Some(d.clone());
     }
     finish_random_map(&r, rw, &mut o, said);
+    finish_prio(&r, &mut o).map_err(|(at, m)| Problem::new(at, m))?;
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);
         o.p.seed = Some(*v);
@@ -1328,6 +1357,81 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     rw
 }
 
+/// fio's prio, prioclass and nice onto the job's threads (a level without a class is
+/// best-effort's, a class without a level has level 0: fio 3.33's ioprio_set), and its
+/// cmdprio_* onto per-request shares: cmdprio_percentage of each direction at cmdprio_class
+/// (default rt) and cmdprio (default 0), or cmdprio_bssplit's `bs/pct[/class/level]` entries.
+fn finish_prio(r: &Raw, o: &mut Out) -> Result<(), (Loc, String)> {
+    use crate::prio::{CmdPrio, IoPrio, PrioShare};
+    if let Some(at) = r.prio.as_ref().map(|p| &p.1).or(r.prioclass.as_ref().map(|p| &p.1)) {
+        o.set("ioprio", at);
+        o.p.ioprio =
+            Some(IoPrio { class: r.prioclass.as_ref().map_or(2, |c| c.0), level: r.prio.as_ref().map_or(0, |p| p.0) });
+    }
+    if let Some((n, at)) = &r.nice {
+        o.set("nice", at);
+        o.p.nice = Some(*n);
+    }
+    let class = |i: usize| r.cmdprio_class.as_ref().and_then(|c| c.0[i]).unwrap_or(1);
+    let level = |i: usize| r.cmdprio_level.as_ref().and_then(|c| c.0[i]).unwrap_or(0);
+    let shares = match (&r.cmdprio_pct, &r.cmdprio_bssplit) {
+        (Some(_), Some((_, at))) => {
+            return Err((
+                at.clone(),
+                "cmdprio_bssplit and cmdprio_percentage exclude each other (fio refuses both)".into(),
+            ))
+        }
+        (Some((pct, at)), None) => {
+            let dir = |i: usize| -> Vec<PrioShare> {
+                pct[i]
+                    .filter(|p| *p > 0)
+                    .map(|p| PrioShare { bs: None, pct: p as u8, prio: IoPrio { class: class(i), level: level(i) } })
+                    .into_iter()
+                    .collect()
+            };
+            Some((CmdPrio { read: dir(0), write: dir(1) }, at))
+        }
+        (None, Some((text, at))) => {
+            let [rd, wr, _] = value::per_direction(text);
+            let dir = |i: usize, t: Option<String>| -> Result<Vec<PrioShare>, String> {
+                let mut out = Vec::new();
+                for e in t.unwrap_or_default().split(':').map(str::trim).filter(|e| !e.is_empty()) {
+                    let parts: Vec<&str> = e.split('/').collect();
+                    let (bs, pct, prio) = match parts.as_slice() {
+                        [b, p] => (b, p, IoPrio { class: class(i), level: level(i) }),
+                        [b, p, c, l] => (b, p, IoPrio { class: IoPrio::class_of(c)?, level: IoPrio::level_of(l)? }),
+                        _ => {
+                            return Err(format!("`{e}`: fio's entries are bs/percentage or bs/percentage/class/level"))
+                        }
+                    };
+                    let bs = value::size(bs, r.kb)?;
+                    let pct = value::int(pct)?;
+                    if pct > 100 {
+                        return Err(format!("{pct} is not a percentage (0 to 100)"));
+                    }
+                    if pct > 0 {
+                        out.push(PrioShare { bs: Some(Bytes(bs)), pct: pct as u8, prio });
+                    }
+                }
+                Ok(out)
+            };
+            let c = CmdPrio {
+                read: dir(0, rd).map_err(|e| (at.clone(), format!("cmdprio_bssplit: {e}")))?,
+                write: dir(1, wr).map_err(|e| (at.clone(), format!("cmdprio_bssplit: {e}")))?,
+            };
+            Some((c, at))
+        }
+        (None, None) => None,
+    };
+    if let Some((c, at)) = shares {
+        if !c.read.is_empty() || !c.write.is_empty() {
+            o.set("cmdprio", at);
+            o.p.cmdprio = Some(c);
+        }
+    }
+    Ok(())
+}
+
 /// fio's random map, its default for uniform random offsets (each block once per pass, an I/O
 /// cut at a block done): iolab's `random_map`, unless `norandommap`. `random_generator=lfsr`
 /// never repeats an offset within a pass and keeps no map (so cuts no I/O): the map gives the
@@ -1688,13 +1792,13 @@ mod tests {
 
         // thinktime is in microseconds without a unit; its family only with it, as in fio.
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=250\nthinktime_spin=50\nthinktime_blocks=8\nthinktime_blocks_type=issue\n").unwrap();
-        let t = j.workload.block().unwrap().think.unwrap();
+        let t = j.workload.block().unwrap().think.as_deref().copied().unwrap();
         assert_eq!(
             (t.time, t.spin, t.every, t.on_issue),
             (Duration::from_micros(250), Duration::from_micros(50), Some(8), true)
         );
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=1s\nthinktime_iotime=9\n").unwrap();
-        let t = j.workload.block().unwrap().think.unwrap();
+        let t = j.workload.block().unwrap().think.as_deref().copied().unwrap();
         assert_eq!((t.time, t.iotime, t.blocks()), (Duration::from_secs(1), Some(Duration::from_secs(9)), u64::MAX));
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime_blocks=8\n").unwrap();
         assert!(j.workload.block().unwrap().think.is_none(), "thinktime_blocks alone does nothing in fio");
@@ -1774,6 +1878,42 @@ mod tests {
         let e = job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_mem_policy=prefer:0-1\n").unwrap_err();
         assert!(e.contains("prefer takes one node"), "{e}");
         assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_cpu_nodes=x\n").unwrap_err().contains("not a node number"));
+    }
+
+    #[test]
+    fn priorities_of_threads_and_requests_map() {
+        use crate::prio::{IoPrio, PrioShare};
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nprio=5\nnice=3\n").unwrap();
+        // fio 3.33 under strace: a level alone is best-effort's.
+        assert_eq!(j.sched.unwrap().ioprio, Some(IoPrio { class: 2, level: 5 }));
+        assert_eq!(j.sched.unwrap().nice, Some(3));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nioengine=libaio\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n").unwrap();
+        assert_eq!(j.sched.unwrap().ioprio, Some(IoPrio { class: 3, level: 0 }));
+        let c = j.workload.block().unwrap().cmdprio.clone().unwrap();
+        assert_eq!(c.read, [PrioShare { bs: None, pct: 20, prio: IoPrio { class: 1, level: 0 } }]);
+        // fio's cmdprio-bssplit.fio, its advanced entries; 0% entries keep the thread's.
+        let j = job_of(
+            "[a]\nfilename=/d/f\nsize=4m\nrw=randrw\nioengine=libaio\nbssplit=64k/40:1024k/60,1024k/100\n\
+                        cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n",
+        )
+        .unwrap();
+        let c = j.workload.block().unwrap().cmdprio.clone().unwrap();
+        assert_eq!(c.read.len(), 2);
+        assert_eq!(
+            c.read[1],
+            PrioShare { bs: Some(crate::Bytes::kib(64)), pct: 75, prio: IoPrio { class: 3, level: 2 } }
+        );
+        assert!(c.write.is_empty());
+        let e = job_of(
+            "[a]\nfilename=/d/f\nsize=1m\nrw=randread\nioengine=libaio\ncmdprio_percentage=5\ncmdprio_bssplit=4k/5\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        // A synchronous engine has no per-request priority.
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\ncmdprio_percentage=5\n").unwrap_err();
+        assert!(e.contains("io_uring's SQE or libaio's iocb"), "{e}");
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\n").unwrap_err();
+        assert!(e.contains("log_prio=1"), "{e}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! is over the schedule, never over a near-zero window), and never past the deadline. Reads
 //! of a file whose holes were kept are counted, with those that fell in a hole.
 
+use super::cmdprio::Chooser;
 use super::pace::{Admit, Pacer};
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
@@ -26,6 +27,8 @@ pub struct BlockSource<'a> {
     flush_kind: OpKind,
     /// Its rates and floor (`None`: neither).
     pace: Option<Pacer>,
+    /// Priorities per request (`--cmdprio`).
+    cmdprio: Option<Chooser>,
     writes_since_flush: u64,
     /// A flush is in flight: nothing else is issued until it completes.
     flushing: bool,
@@ -75,6 +78,7 @@ impl<'a> BlockSource<'a> {
             flush_every: b.flush_every(),
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
             pace: Pacer::new(b, job.threads, job.seed, thread),
+            cmdprio: b.cmdprio.as_deref().map(|c| Chooser::new(c, job.seed, thread)),
             writes_since_flush: 0,
             flushing: false,
             exhausted: false,
@@ -213,6 +217,10 @@ impl Source for BlockSource<'_> {
             call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len },
             due,
             timed: true,
+            prio: match &mut self.cmdprio {
+                None => 0,
+                Some(c) => c.draw(a.dir, a.len),
+            },
         })
     }
 

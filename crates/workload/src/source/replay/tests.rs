@@ -51,6 +51,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         exit_all: false,
         cpus: None,
         numa: None,
+        sched: None,
         overwrite: false,
         device: false,
         verify: None,
