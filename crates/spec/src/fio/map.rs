@@ -289,11 +289,16 @@ fn name_phases_and_jobs(phases: &mut [FioPhase], said: &mut Said) {
 /// applies to the section's sizes above it too (checked with fio 3.33: `size=4k` then
 /// `kb_base=1000` is 4000 bytes).
 fn read_section(r: &mut Raw, opts: &[Opt], said: &mut Said) -> Result<(), Problem> {
-    if let Some(kb) = opts.iter().rev().find(|o| o.key == "kb_base") {
+    if let Some(kb) = opts.iter().rev().find(|o| o.key == "kb_base" && o.unset.is_none()) {
         read_option(r, kb, said)?;
     }
     for o in opts {
-        read_option(r, o, said)?;
+        match &o.unset {
+            // fio 3.33 reads the empty value (and refuses it where a value is needed); the
+            // option is not read here, and the job's other options still are.
+            Some(why) => said.unmapped(&o.at, why.clone()),
+            None => read_option(r, o, said)?,
+        }
     }
     Ok(())
 }

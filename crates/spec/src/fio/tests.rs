@@ -228,7 +228,17 @@ fn environment_and_reserved_words() {
     assert_eq!(j.workload.block().unwrap().io_size, Some(Bytes(2000)));
     env.vars.remove("DIR");
     let e = parse(Path::new("/j/job.fio"), &env, false).unwrap_err().to_string();
-    assert!(e.starts_with("/j/job.fio:2:") && e.contains("${DIR}` is not set"), "{e}");
+    // Named with its line among the job's other problems (fio 3.33 reads an empty value).
+    assert!(e.contains("/j/job.fio:2: `${DIR}` is not set"), "{e}");
+}
+
+#[test]
+fn an_unset_variable_is_named_beside_the_files_other_problems() {
+    // fio's xnvme-zoned.fio: its hardware-specific zone mode, and the variables its comments
+    // tell the user to set.
+    let u = unmapped_of("[global]\nzonemode=zbd\nfilename=/f\nsize=1m\n[default]\n[override]\nrw=${NOPE_RW}\n");
+    assert!(u.iter().any(|p| p.contains("zonemode=zbd")), "{u:?}");
+    assert!(u.iter().any(|p| p.contains("job.fio:7: `${NOPE_RW}` is not set")), "{u:?}");
 }
 
 #[test]
