@@ -82,6 +82,7 @@ struct Raw {
     // fio's random map: norandommap, and random_generator=lfsr (which needs none).
     norandommap: Option<(bool, Loc)>,
     lfsr: Option<Loc>,
+    randrepeat: Option<(bool, Loc)>,
     // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
     prio: Option<(u8, Loc)>,
     prioclass: Option<(u8, Loc)>,
@@ -446,11 +447,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         // fio keeps a random map unless norandommap: iolab's `random_map`.
         "norandommap" => r.norandommap = Some((flag(o)?, at)),
         // iolab's offsets repeat from the seed, as fio's do under randrepeat=1 (its default).
-        "randrepeat" => {
-            if !value::boolean(need(o)?).map_err(|e| bad(o, e))? {
-                said.unmapped(&at, "randrepeat=0: iolab's offsets always repeat from the seed (randseed)".into());
-            }
-        }
+        "randrepeat" => r.randrepeat = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         "kb_base" => {
             r.kb = match need(o)? {
                 "1024" => KbBase(1024),
@@ -597,6 +594,15 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
                 said.unmapped(&at, "log_prio=1: iolab's logs are per-second figures from its histograms, with no column for each I/O's priority".into());
             }
         }
+        // Not built: the reason, once per job.
+        "latency_target" => {
+            need(o)?;
+            said.unmapped(&at, "latency_target: fio searches for the highest queue depth whose latency_percentile of I/Os stays within the target over each latency_window; iolab runs a job at its one iodepth (run it at several --iodepth values to find that depth)".into());
+        }
+        "latency_window" | "latency_percentile" | "latency_run" => {
+            need(o)?;
+            said.unmapped(&at, format!("{}: a setting of latency_target's search, which iolab does not make", o.key));
+        }
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
         // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
@@ -629,6 +635,13 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// A seed no earlier reading of the file had: the process's random hash keys and the time.
+fn fresh_seed() -> u64 {
+    use std::hash::BuildHasher;
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    std::collections::hash_map::RandomState::new().hash_one(t)
 }
 
 /// What iolab does where fio's verify options tune how fio checks.
@@ -989,6 +1002,12 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);
         o.p.seed = Some(*v);
+    } else if let Some((false, at)) = &r.randrepeat {
+        // fio seeds from the time at each run; iolab draws a seed each time it reads the file
+        // (and a run keeps it in its stored plan).
+        o.set("seed", at);
+        o.p.seed = Some(fresh_seed());
+        said.note(at, "randrepeat=0: a new seed each time the file is read, as fio seeds each run anew (`iolab convert` writes the one it drew; a run keeps its own in its stored plan)".into());
     }
     if let Some((v, at)) = &r.start_delay {
         o.set("start_delay", at);
@@ -1919,6 +1938,17 @@ mod tests {
         assert!(e.contains("io_uring's SQE or libaio's iocb"), "{e}");
         let e = job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\n").unwrap_err();
         assert!(e.contains("log_prio=1"), "{e}");
+    }
+
+    #[test]
+    fn randrepeat_0_draws_a_seed_each_reading_and_randseed_wins() {
+        let text = "[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=0\n";
+        let seeds: std::collections::HashSet<u64> = (0..4).map(|_| job_of(text).unwrap().seed).collect();
+        assert_eq!(seeds.len(), 4, "a new seed each reading: {seeds:?}");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=0\nrandseed=7\n").unwrap();
+        assert_eq!(j.seed, 7);
+        let a = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n").unwrap().seed;
+        assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
     }
 
     #[test]
