@@ -73,6 +73,20 @@ pub struct BlockJob {
     /// Priorities per request for shares of the I/Os (fio's cmdprio_*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmdprio: Option<Box<crate::prio::CmdPrio>>,
+    /// Writes that repeat an earlier block's data (fio's dedupe_*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<Dedupe>,
+}
+
+/// A share of the writes that repeat earlier data (`--dedupe`, `--dedupe-set`): each repeats
+/// the last unique write, or, with a working set, one of the first unique blocks (fio's
+/// dedupe_mode repeat and working_set, get_buf_state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dedupe {
+    pub pct: u8,
+    /// The working set, as a percentage of the job's size (`None`: repeat the last unique).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<u8>,
 }
 
 impl BlockJob {
@@ -114,6 +128,17 @@ impl BlockJob {
             pace: crate::pace::of(p, name)?.map(Box::new),
             flow: crate::flow::of(p, name)?.map(Box::new),
             cmdprio: p.cmdprio.clone().map(Box::new),
+            dedupe: match (p.dedupe, p.dedupe_set) {
+                (Some(pct), set) => Some(Dedupe { pct, working_set: set }),
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "dedupe_set",
+                        "--dedupe-set is where --dedupe's repeats come from; give --dedupe PCT too",
+                    ))
+                }
+                (None, None) => None,
+            },
         })
     }
 
@@ -152,6 +177,9 @@ impl BlockJob {
             if stride < self.bs.max() {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
             }
+        }
+        if self.dedupe.is_some() && job.verify.is_some() {
+            return err("dedupe", "validation stamps every sector with its place and time, so no two blocks are alike: give --dedupe or --verify".into());
         }
         if self.cmdprio.is_some() && job.engine.caps().synchronous {
             return err("cmdprio", format!("a priority per request rides in io_uring's SQE or libaio's iocb; {} makes each call itself (give --engine io_uring or libaio, or --ioprio for the job's threads)", job.engine));

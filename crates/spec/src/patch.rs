@@ -255,6 +255,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressibility: Option<u8>,
+    /// This percentage of the writes repeat an earlier block's data, so a deduplicating target folds them (fio's dedupe_percentage): by default each repeats the last unique write (fio's dedupe_mode=repeat).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<u8>,
+    /// With --dedupe: the repeats come from a working set of this percentage of the job's size, the first unique blocks written (fio's dedupe_mode=working_set, dedupe_working_set_percentage).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe_set: Option<u8>,
     /// Write new data into the buffer before every write, as an application producing its data
     /// would (fio's refill_buffers). Off by default: the same data is written again, only its
     /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
@@ -549,6 +557,8 @@ const BLOCK: &[&str] = &[
     "flow_id",
     "flow_sleep",
     "compressibility",
+    "dedupe",
+    "dedupe_set",
     "refill_buffers",
     "invalidate",
     "overwrite",

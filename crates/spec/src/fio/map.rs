@@ -83,6 +83,10 @@ struct Raw {
     norandommap: Option<(bool, Loc)>,
     lfsr: Option<Loc>,
     randrepeat: Option<(bool, Loc)>,
+    // Dedupe (the block job's `dedupe`): percentage, working set (mode, its percentage).
+    dedupe: Option<(u8, Loc)>,
+    dedupe_working_set: Option<(bool, Loc)>,
+    dedupe_set_pct: Option<(u8, Loc)>,
     // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
     prio: Option<(u8, Loc)>,
     prioclass: Option<(u8, Loc)>,
@@ -421,6 +425,26 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
+        "dedupe_percentage" => r.dedupe = Some((pct(o)?, at)),
+        "dedupe_mode" => {
+            let ws = match need(o)? {
+                "repeat" => false,
+                "working_set" => true,
+                other => {
+                    return Err(bad(
+                        o,
+                        format!("`{other}`: fio's dedupe modes are repeat (the default) and working_set"),
+                    ))
+                }
+            };
+            r.dedupe_working_set = Some((ws, at));
+        }
+        "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
+        "dedupe_global" => {
+            if flag(o)? {
+                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
+            }
+        }
         "stonewall" => r.stonewall = flag(o)?,
         // Reporting groups: iolab reports each job (its threads merged) as fio does under
         // group_reporting, so these change nothing.
@@ -999,6 +1023,15 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     }
     finish_random_map(&r, rw, &mut o, said);
     finish_prio(&r, &mut o).map_err(|(at, m)| Problem::new(at, m))?;
+    // fio's dedupe_percentage (0: none), its working set 5% unless given.
+    if let Some((p, at)) = r.dedupe.as_ref().filter(|d| d.0 > 0) {
+        o.set("dedupe", at);
+        o.p.dedupe = Some(*p);
+        if let Some((true, at)) = &r.dedupe_working_set {
+            o.set("dedupe_set", at);
+            o.p.dedupe_set = Some(r.dedupe_set_pct.as_ref().map_or(5, |s| s.0).max(1));
+        }
+    }
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);
         o.p.seed = Some(*v);
@@ -1949,6 +1982,24 @@ mod tests {
         assert_eq!(j.seed, 7);
         let a = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n").unwrap().seed;
         assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
+    }
+
+    #[test]
+    fn dedupe_percentages_and_modes_map() {
+        let d = |text: &str| job_of(text).map(|j| j.workload.block().unwrap().dedupe);
+        let base = "[a]\nfilename=/d/f\nsize=1m\nrw=write\n";
+        assert_eq!(
+            d(&format!("{base}dedupe_percentage=50\n")).unwrap(),
+            Some(crate::block::Dedupe { pct: 50, working_set: None })
+        );
+        // fio's working set is 5% unless given.
+        let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n")).unwrap();
+        assert_eq!(ws.unwrap().working_set, Some(5));
+        let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n"))
+            .unwrap();
+        assert_eq!(ws.unwrap().working_set, Some(50));
+        assert!(d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap_err().contains("dedupe_global=1"));
+        assert!(d(&format!("{base}dedupe_mode=spread\n")).unwrap_err().contains("working_set"));
     }
 
     #[test]

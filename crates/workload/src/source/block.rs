@@ -7,6 +7,7 @@
 //! of a file whose holes were kept are counted, with those that fell in a hole.
 
 use super::cmdprio::Chooser;
+use super::dedupe::Dedup;
 use super::pace::{Admit, Pacer};
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
@@ -29,6 +30,8 @@ pub struct BlockSource<'a> {
     pace: Option<Pacer>,
     /// Priorities per request (`--cmdprio`).
     cmdprio: Option<Chooser>,
+    /// Writes that repeat earlier data (`--dedupe`).
+    dedupe: Option<Dedup>,
     writes_since_flush: u64,
     /// A flush is in flight: nothing else is issued until it completes.
     flushing: bool,
@@ -79,6 +82,7 @@ impl<'a> BlockSource<'a> {
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
             pace: Pacer::new(b, job.threads, job.seed, thread),
             cmdprio: b.cmdprio.as_deref().map(|c| Chooser::new(c, job.seed, thread)),
+            dedupe: b.dedupe.map(|d| Dedup::new(d, job.seed, thread, (size as f64 / b.mean_bs()) as u64)),
             writes_since_flush: 0,
             flushing: false,
             exhausted: false,
@@ -227,6 +231,12 @@ impl Source for BlockSource<'_> {
     #[inline]
     fn fill(&mut self, call: &Call, buf: &mut [u8]) {
         if let Call::Data { offset, len, .. } = call {
+            if let Some(d) = &mut self.dedupe {
+                // Data from its key alone, no offset stamp: equal keys, equal blocks.
+                let n = (*len as usize).min(buf.len());
+                fill_pattern(&mut buf[..n], d.next_key(), self.b.compressibility);
+                return;
+            }
             if self.b.refill_buffers {
                 self.refills += 1;
                 let key = splitmix64(self.job.seed ^ ((self.thread as u64) << 48) ^ self.refills);
@@ -262,7 +272,7 @@ impl Source for BlockSource<'_> {
 
 /// A well-mixed 64-bit key from a counter (SplitMix64's finaliser), so consecutive writes get
 /// unrelated data.
-fn splitmix64(mut z: u64) -> u64 {
+pub(super) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -496,6 +506,39 @@ mod tests {
         assert!(!stamped.get(15).copied().unwrap_or(false), "the last block is never written");
         let r = run(Rw::Read);
         assert_eq!(r.phases[0].total.read().ops, 16);
+    }
+
+    #[test]
+    fn dedupe_repeats_the_share_of_writes_fio_repeats() {
+        // fio 3.33, 1024 writes of 4 KiB, dedupe_percentage=50: 513 distinct blocks with
+        // dedupe_mode=repeat, 514 with working_set at 25%.
+        let dir = tempfile::tempdir().unwrap();
+        let distinct = |dedupe: Option<u8>, set: Option<u8>| {
+            let path = dir.path().join(format!("d{dedupe:?}{set:?}"));
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::Write),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::mib(4)),
+                dedupe,
+                dedupe_set: set,
+                compressibility: Some(50),
+                ..Default::default()
+            }
+            .resolve("d")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "d".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            let data = std::fs::read(&path).unwrap();
+            let blocks: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
+            blocks.len()
+        };
+        assert_eq!(distinct(None, None), 1024);
+        for set in [None, Some(25)] {
+            let n = distinct(Some(50), set);
+            assert!((460..=570).contains(&n), "{set:?}: {n} distinct blocks of 1024");
+        }
     }
 
     #[test]

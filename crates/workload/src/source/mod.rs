@@ -43,6 +43,7 @@ macro_rules! personality_sources {
 
 pub mod block;
 mod cmdprio;
+mod dedupe;
 pub mod flow;
 mod pace;
 pub mod replay;
