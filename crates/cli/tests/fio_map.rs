@@ -468,3 +468,57 @@ fn prioclass_and_cmdprio_give_the_threads_and_the_requests_fios_priorities() {
     assert_eq!(fiocbs, iocbs);
     assert!((frt as f64 / fiocbs as f64 - share).abs() < 0.06, "fio {frt} of {fiocbs}, iolab {rt} of {iocbs}");
 }
+
+/// fio's fadvise_hint (default 1): each job's file advised FADV_RANDOM for random offsets and
+/// FADV_SEQUENTIAL for sequential ones, the calls fio 3.33 makes (strace).
+#[test]
+fn fadvise_hint_advises_the_kernel_as_fio_does() {
+    if !have("strace") {
+        skip("strace is not installed");
+        return;
+    }
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("adv.fio");
+    std::fs::write(&job, "[global]\nfilename=${DIR}/f\nsize=1m\n[r]\nrw=randread\n[s]\nstonewall\nrw=read\n").unwrap();
+    let trace = d.path().join("trace");
+    let advice = |cmd: &mut Command| -> Vec<String> {
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let log = std::fs::read_to_string(&trace).unwrap();
+        let mut a: Vec<String> = log
+            .lines()
+            .filter_map(|l| l.split("POSIX_FADV_").nth(1))
+            .map(|r| r.split(')').next().unwrap_or("").to_string())
+            .filter(|a| a == "RANDOM" || a == "SEQUENTIAL")
+            .collect();
+        a.dedup();
+        a
+    };
+    let bin = common::iolab_process().get_program().to_owned();
+    let ours = advice(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=fadvise64", "-o"])
+            .arg(&trace)
+            .arg(&bin)
+            .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+            .arg(&job)
+            .env("DIR", d.path())
+            .env("IOLAB_DB", d.path().join("db")),
+    );
+    assert_eq!(ours, ["RANDOM", "SEQUENTIAL"]);
+    if !have("fio") {
+        skip("fio is not installed: iolab's side only");
+        return;
+    }
+    let theirs = advice(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=fadvise64", "-o"])
+            .arg(&trace)
+            .arg("fio")
+            .arg(&job)
+            .env("DIR", d.path())
+            .current_dir(d.path()),
+    );
+    assert_eq!(theirs, ours, "fio 3.33's advice");
+}

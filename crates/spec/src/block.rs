@@ -76,6 +76,52 @@ pub struct BlockJob {
     /// Writes that repeat an earlier block's data (fio's dedupe_*).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedupe: Option<Dedupe>,
+    /// The kernel's advice on the file (posix_fadvise), given as each thread opens it.
+    #[serde(default, skip_serializing_if = "Fadvise::is_none")]
+    pub fadvise: Fadvise,
+}
+
+/// What a block job tells the kernel of how it reads its file (`--fadvise`, fio's fadvise_hint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fadvise {
+    /// Nothing (the kernel's readahead as it sees fit).
+    #[default]
+    None,
+    /// RANDOM for random offsets, SEQUENTIAL for sequential ones (fio's fadvise_hint=1).
+    Pattern,
+    Random,
+    Sequential,
+}
+
+impl Fadvise {
+    fn is_none(&self) -> bool {
+        *self == Fadvise::None
+    }
+    /// The advice for a job going `rw` (`None`: none).
+    pub fn random_for(self, rw: Rw) -> Option<bool> {
+        match self {
+            Fadvise::None => None,
+            Fadvise::Pattern => Some(rw.is_random()),
+            Fadvise::Random => Some(true),
+            Fadvise::Sequential => Some(false),
+        }
+    }
+}
+
+impl std::str::FromStr for Fadvise {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Fadvise::None),
+            "pattern" => Ok(Fadvise::Pattern),
+            "random" => Ok(Fadvise::Random),
+            "sequential" => Ok(Fadvise::Sequential),
+            other => Err(format!(
+                "`{other}`: a hint is pattern (random or sequential as the job goes), random, sequential or none"
+            )),
+        }
+    }
 }
 
 /// A share of the writes that repeat earlier data (`--dedupe`, `--dedupe-set`): each repeats
@@ -128,6 +174,7 @@ impl BlockJob {
             pace: crate::pace::of(p, name)?.map(Box::new),
             flow: crate::flow::of(p, name)?.map(Box::new),
             cmdprio: p.cmdprio.clone().map(Box::new),
+            fadvise: p.fadvise.unwrap_or_default(),
             dedupe: match (p.dedupe, p.dedupe_set) {
                 (Some(pct), set) => Some(Dedupe { pct, working_set: set }),
                 (None, Some(_)) => {

@@ -275,6 +275,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidate: Option<bool>,
+    /// Tell the kernel how the job reads its file (posix_fadvise): pattern (RANDOM for random offsets, which turns readahead off, SEQUENTIAL for sequential ones), random, sequential or none (the default; fio's fadvise_hint, whose default is pattern).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = parse_word::<crate::block::Fadvise>, value_name = "HINT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fadvise: Option<crate::block::Fadvise>,
     /// Allow writing into an existing file that iolab did not create.
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -561,6 +565,7 @@ const BLOCK: &[&str] = &[
     "dedupe_set",
     "refill_buffers",
     "invalidate",
+    "fadvise",
     "overwrite",
     "keep_holes",
     "device",

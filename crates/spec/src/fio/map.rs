@@ -83,6 +83,7 @@ struct Raw {
     norandommap: Option<(bool, Loc)>,
     lfsr: Option<Loc>,
     randrepeat: Option<(bool, Loc)>,
+    fadvise: Option<(crate::block::Fadvise, Loc)>,
     // Dedupe (the block job's `dedupe`): percentage, working set (mode, its percentage).
     dedupe: Option<(u8, Loc)>,
     dedupe_working_set: Option<(bool, Loc)>,
@@ -426,6 +427,17 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
         "dedupe_percentage" => r.dedupe = Some((pct(o)?, at)),
+        "fadvise_hint" => {
+            use crate::block::Fadvise;
+            let h = match need(o)? {
+                "0" | "false" | "no" => Fadvise::None,
+                "1" | "true" | "yes" => Fadvise::Pattern,
+                "random" => Fadvise::Random,
+                "sequential" => Fadvise::Sequential,
+                other => return Err(bad(o, format!("`{other}`: fio's hints are 0, 1, sequential and random"))),
+            };
+            r.fadvise = Some((h, at));
+        }
         "dedupe_mode" => {
             let ws = match need(o)? {
                 "repeat" => false,
@@ -1023,6 +1035,15 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     }
     finish_random_map(&r, rw, &mut o, said);
     finish_prio(&r, &mut o).map_err(|(at, m)| Problem::new(at, m))?;
+    // fio advises the kernel of the pattern unless fadvise_hint=0 (its default is 1): RANDOM
+    // turns readahead off, so buffered random reads miss as fio's do.
+    match &r.fadvise {
+        Some((h, at)) => {
+            o.set("fadvise", at);
+            o.p.fadvise = Some(*h);
+        }
+        None => o.p.fadvise = Some(crate::block::Fadvise::Pattern),
+    }
     // fio's dedupe_percentage (0: none), its working set 5% unless given.
     if let Some((p, at)) = r.dedupe.as_ref().filter(|d| d.0 > 0) {
         o.set("dedupe", at);
@@ -2000,6 +2021,17 @@ mod tests {
         assert_eq!(ws.unwrap().working_set, Some(50));
         assert!(d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap_err().contains("dedupe_global=1"));
         assert!(d(&format!("{base}dedupe_mode=spread\n")).unwrap_err().contains("working_set"));
+    }
+
+    #[test]
+    fn fadvise_hint_maps_with_fios_default() {
+        use crate::block::Fadvise;
+        let f = |text: &str| job_of(text).unwrap().workload.block().unwrap().fadvise;
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n"), Fadvise::Pattern, "fio's default is 1");
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nfadvise_hint=0\n"), Fadvise::None);
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nfadvise_hint=random\n"), Fadvise::Random);
+        assert_eq!(Fadvise::Pattern.random_for(crate::Rw::RandRead), Some(true));
+        assert_eq!(Fadvise::Pattern.random_for(crate::Rw::Read), Some(false));
     }
 
     #[test]

@@ -162,6 +162,12 @@ impl Source for BlockSource<'_> {
             };
             io_error("opening", &t.path, hint)(e)
         })?;
+        // fio's fadvise_hint: RANDOM turns the kernel's readahead off for random offsets.
+        if let Some(random) = b.fadvise.random_for(b.rw) {
+            let advice = if random { rustix::fs::Advice::Random } else { rustix::fs::Advice::Sequential };
+            rustix::fs::fadvise(&file, 0, None, advice)
+                .map_err(|e| io_error("advising the kernel on", &t.path, "")(io::Error::from(e)))?;
+        }
         Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
     }
 
