@@ -4,7 +4,8 @@
 # short time on scratch files (each job's filename, size, runtime and time_based replaced; the
 # rest of the file as fio ships it), fio with --output-format=json and iolab with --output
 # fio-json, both read the same way: IOPS and bandwidth summed over the file's jobs and
-# directions, and iolab's as a ratio of fio's. One round each, fio first.
+# directions, and iolab's as a ratio of fio's (a file of several jobs, each job's row under it).
+# One round each, fio first.
 #
 #   bash bench/fio-corpus.sh                              # every converting example, 3 s each
 #   SECS=10 SIZE=256m bash bench/fio-corpus.sh fio-rand-read.fio zipf.fio
@@ -56,16 +57,42 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
 }
 
-# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin.
+# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin; with JOB, over that
+# job's entries only (fio lists a job's clones apart without group_reporting).
 figures() {
     python3 -c '
 import json, sys
 t = sys.stdin.read()
 d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
-iops = sum(j[dd]["iops"] for j in d["jobs"] for dd in ("read", "write"))
-bw = sum(j[dd]["bw_bytes"] for j in d["jobs"] for dd in ("read", "write"))
+jobs = [j for j in d["jobs"] if len(sys.argv) < 2 or j["jobname"] == sys.argv[1]]
+iops = sum(j[dd]["iops"] for j in jobs for dd in ("read", "write"))
+bw = sum(j[dd]["bw_bytes"] for j in jobs for dd in ("read", "write"))
 print(f"{iops:.0f} {bw / 1e6:.1f}")
+' "$@"
+}
+
+# The job names of fio's JSON on stdin, each once, in order.
+job_names() {
+    python3 -c '
+import json, sys
+t = sys.stdin.read()
+d = json.loads(t[t.find("{"):])
+seen = []
+for j in d["jobs"]:
+    if j["jobname"] not in seen:
+        seen.append(j["jobname"])
+print("\n".join(seen))
 '
+}
+
+# One row: NAME FIO_IOPS IOLAB_IOPS FIO_MBS IOLAB_MBS NOTE.
+row() {
+    python3 -c "
+import sys
+fi, io, fb, ib = map(float, sys.argv[2:6])
+r = lambda a, b: f'{b / a:.2f}' if a else '-'
+print(f'{sys.argv[1]:32} {fi:12,.0f} {io:12,.0f} {r(fi, io):>9} {fb:10.1f} {ib:10.1f} {r(fb, ib):>9}  {sys.argv[6]}')
+" "$@"
 }
 
 printf '\n%-32s %12s %12s %9s %10s %10s %9s  %s\n' example "fio IOPS" "iolab IOPS" ratio "fio MB/s" "iolab MB/s" ratio note
@@ -76,17 +103,21 @@ for name in "${names[@]}"; do
     if ! why=$("$iolab" convert "$DIR/iolab-$name" 2>&1 >/dev/null); then
         continue    # not converting clean (the corpus test lists why)
     fi
-    f=$(cd "$DIR" && fio --output-format=json "fio-$name" 2>/dev/null | figures) || f="0 0"
-    i=$(cd "$DIR" && "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress --sample-interval 0 \
-        --overwrite 2>/dev/null | figures) || i="0 0"
-    read -r fi_iops fi_bw <<<"$f"
-    read -r io_iops io_bw <<<"$i"
+    (cd "$DIR" && fio --output-format=json "fio-$name" >"$DIR/fio.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/fio.json"
+    (cd "$DIR" && "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress --sample-interval 0 \
+        --overwrite >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
+    read -r fi_iops fi_bw < <(figures <"$DIR/fio.json")
+    read -r io_iops io_bw < <(figures <"$DIR/iolab.json")
     note=$(grep -o 'note: .*' <<<"$why" | sed -E 's/^note: [^:]+:[0-9]+: //' | head -1 | cut -c1-70 || true)
-    python3 -c "
-import sys
-fi, io, fb, ib = map(float, sys.argv[2:6])
-r = lambda a, b: f'{b / a:.2f}' if a else '-'
-print(f'{sys.argv[1]:32} {fi:12,.0f} {io:12,.0f} {r(fi, io):>9} {fb:10.1f} {ib:10.1f} {r(fb, ib):>9}  {sys.argv[6]}')
-" "$name" "$fi_iops" "$io_iops" "$fi_bw" "$io_bw" "$note"
-    rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.*
+    row "$name" "$fi_iops" "$io_iops" "$fi_bw" "$io_bw" "$note"
+    # A file of several jobs (phases run one after another): each job's own row too.
+    mapfile -t jobs < <(job_names <"$DIR/fio.json")
+    if [ "${#jobs[@]}" -gt 1 ]; then
+        for j in "${jobs[@]}"; do
+            read -r a b < <(figures "$j" <"$DIR/fio.json")
+            read -r c e < <(figures "$j" <"$DIR/iolab.json")
+            row "  $j" "$a" "$c" "$b" "$e" ""
+        done
+    fi
+    rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.* "$DIR"/fio.json "$DIR"/iolab.json
 done

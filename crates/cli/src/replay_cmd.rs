@@ -113,6 +113,8 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
         start_delay: Default::default(),
         exit_all: false,
         cpus: None,
+        numa: None,
+        sched: None,
         overwrite: a.overwrite,
         device: a.device,
         verify: (a.verify || a.verify_after).then(|| iolab_spec::VerifyJob {

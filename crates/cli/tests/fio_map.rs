@@ -396,3 +396,129 @@ fn random_distributions_put_offsets_where_fios_do() {
         assert!((hot - fhot).abs() < 0.03, "{dist}: the hottest 10% of blocks: iolab {hot}, fio {fhot}");
     }
 }
+
+/// The thread's `ioprio_set` and the share of `io_submit` iocbs with a priority of their own in
+/// an strace log: (the thread's value as strace prints it, iocbs, iocbs at rt/0).
+fn prio_calls(log: &str) -> (Vec<String>, usize, usize) {
+    let set = log
+        .lines()
+        .filter_map(|l| {
+            l.split_once("ioprio_set(IOPRIO_WHO_PROCESS, 0, ")
+                .map(|(_, r)| r.split(')').next().unwrap_or("").to_string())
+        })
+        .collect();
+    let iocbs = log.matches("aio_lio_opcode=IOCB_CMD_PREAD").count();
+    let rt = log.matches("aio_reqprio=IOPRIO_PRIO_VALUE(IOPRIO_CLASS_RT, 0)").count();
+    (set, iocbs, rt)
+}
+
+/// `prioclass`, `cmdprio_percentage` and `cmdprio_class` (fio's cmdprio-percentage.fio on a
+/// scratch file, without its log): each worker thread sets the idle class with ioprio_set, and
+/// a fifth of the reads go to io_submit at rt/0 (aio_reqprio with IOCB_FLAG_IOPRIO), as fio
+/// 3.33 does under strace (46 of 256 on this job).
+#[test]
+fn prioclass_and_cmdprio_give_the_threads_and_the_requests_fios_priorities() {
+    if !have("strace") {
+        skip("strace is not installed");
+        return;
+    }
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 8 << 20]).unwrap();
+    let job = d.path().join("prio.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=8m\ndirect=1\n[randread]\nrw=randread\nbs=4k\nioengine=libaio\n\
+         iodepth=8\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n",
+    )
+    .unwrap();
+    let trace = d.path().join("trace");
+    let bin = common::iolab_process().get_program().to_owned();
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=ioprio_set,io_submit", "-o"])
+        .arg(&trace)
+        .arg(&bin)
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .env("IOLAB_DB", d.path().join("db"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let (set, iocbs, rt) = prio_calls(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(set, ["IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0"], "the worker thread's class");
+    assert_eq!(iocbs, 2048, "8 MiB of 4 KiB reads");
+    let share = rt as f64 / iocbs as f64;
+    assert!((0.16..=0.24).contains(&share), "{rt} of {iocbs} reads at rt/0");
+    if !have("fio") {
+        skip("fio is not installed: iolab's side only");
+        return;
+    }
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=ioprio_set,io_submit", "-o"])
+        .arg(&trace)
+        .arg("fio")
+        .arg(&job)
+        .env("DIR", d.path())
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "fio: {}", String::from_utf8_lossy(&out.stderr));
+    let (fset, fiocbs, frt) = prio_calls(&std::fs::read_to_string(&trace).unwrap());
+    assert_eq!(fset, set, "fio's thread class");
+    assert_eq!(fiocbs, iocbs);
+    assert!((frt as f64 / fiocbs as f64 - share).abs() < 0.06, "fio {frt} of {fiocbs}, iolab {rt} of {iocbs}");
+}
+
+/// fio's fadvise_hint (default 1): each job's file advised FADV_RANDOM for random offsets and
+/// FADV_SEQUENTIAL for sequential ones, the calls fio 3.33 makes (strace).
+#[test]
+fn fadvise_hint_advises_the_kernel_as_fio_does() {
+    if !have("strace") {
+        skip("strace is not installed");
+        return;
+    }
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("adv.fio");
+    std::fs::write(&job, "[global]\nfilename=${DIR}/f\nsize=1m\n[r]\nrw=randread\n[s]\nstonewall\nrw=read\n").unwrap();
+    let trace = d.path().join("trace");
+    let advice = |cmd: &mut Command| -> Vec<String> {
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let log = std::fs::read_to_string(&trace).unwrap();
+        let mut a: Vec<String> = log
+            .lines()
+            .filter_map(|l| l.split("POSIX_FADV_").nth(1))
+            .map(|r| r.split(')').next().unwrap_or("").to_string())
+            .filter(|a| a == "RANDOM" || a == "SEQUENTIAL")
+            .collect();
+        a.dedup();
+        a
+    };
+    let bin = common::iolab_process().get_program().to_owned();
+    let ours = advice(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=fadvise64", "-o"])
+            .arg(&trace)
+            .arg(&bin)
+            .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+            .arg(&job)
+            .env("DIR", d.path())
+            .env("IOLAB_DB", d.path().join("db")),
+    );
+    assert_eq!(ours, ["RANDOM", "SEQUENTIAL"]);
+    if !have("fio") {
+        skip("fio is not installed: iolab's side only");
+        return;
+    }
+    let theirs = advice(
+        Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=fadvise64", "-o"])
+            .arg(&trace)
+            .arg("fio")
+            .arg(&job)
+            .env("DIR", d.path())
+            .current_dir(d.path()),
+    );
+    assert_eq!(theirs, ours, "fio 3.33's advice");
+}

@@ -21,7 +21,9 @@ pub mod extents;
 pub mod libaio;
 pub mod mmap;
 pub mod null;
+pub mod numa;
 pub mod open;
+pub mod prio;
 pub mod psync;
 pub mod purge;
 pub mod realtime;
@@ -173,13 +175,17 @@ pub struct Op {
     pub len: u32,
     pub slot: u32,
     pub flags: RwFlags,
+    /// The request's own I/O priority (IOPRIO_PRIO_VALUE; 0: the thread's), which io_uring
+    /// carries in the SQE and libaio in the iocb; the synchronous engines make calls that have
+    /// none.
+    pub prio: u16,
 }
 
 impl Op {
-    /// An operation without per-call flags.
+    /// An operation without per-call flags or priority.
     #[inline]
     pub fn new(kind: OpKind, file: u32, offset: u64, len: u32, slot: u32) -> Op {
-        Op { kind, file, offset, len, slot, flags: RwFlags::NONE }
+        Op { kind, file, offset, len, slot, flags: RwFlags::NONE, prio: 0 }
     }
 }
 

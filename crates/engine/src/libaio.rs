@@ -40,6 +40,9 @@ struct Iocb {
     resfd: u32,
 }
 
+/// aio_abi.h: the iocb's `aio_reqprio` is the request's I/O priority.
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
+
 /// The kernel's `struct io_event`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -379,6 +382,9 @@ impl Engine for Libaio {
                 buf,
                 nbytes,
                 offset: op.offset as i64,
+                // A request's own priority (else the thread's, which the kernel takes).
+                reqprio: op.prio as i16,
+                flags: if op.prio != 0 { IOCB_FLAG_IOPRIO } else { 0 },
                 ..Iocb::default()
             }
         };

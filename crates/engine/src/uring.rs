@@ -50,40 +50,56 @@ macro_rules! entry {
             // With the pool registered (one buffer, index 0), pread/pwrite read and write it
             // without the kernel pinning the user pages for each I/O.
             // The operation's RWF_* flags ride in the SQE's rw_flags, as preadv2/pwritev2 take them.
-            OpKind::Read if $fixed_buf => {
-                opcode::ReadFixed::new(fd, ptr, op.len, 0).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
-            }
-            OpKind::Write if $fixed_buf => {
-                opcode::WriteFixed::new(fd, ptr, op.len, 0).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
-            }
-            OpKind::Read => {
-                opcode::Read::new(fd, ptr, op.len).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
-            }
-            OpKind::Write => {
-                opcode::Write::new(fd, ptr, op.len).offset(op.offset).rw_flags(op.flags.bits() as i32).build()
-            }
+            OpKind::Read if $fixed_buf => opcode::ReadFixed::new(fd, ptr, op.len, 0)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
+            OpKind::Write if $fixed_buf => opcode::WriteFixed::new(fd, ptr, op.len, 0)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
+            OpKind::Read => opcode::Read::new(fd, ptr, op.len)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
+            OpKind::Write => opcode::Write::new(fd, ptr, op.len)
+                .offset(op.offset)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
             // An offset of -1 reads or writes at (and advances) the file position.
-            OpKind::ReadCur => {
-                opcode::Read::new(fd, ptr, op.len).offset(u64::MAX).rw_flags(op.flags.bits() as i32).build()
-            }
-            OpKind::WriteCur => {
-                opcode::Write::new(fd, ptr, op.len).offset(u64::MAX).rw_flags(op.flags.bits() as i32).build()
-            }
+            OpKind::ReadCur => opcode::Read::new(fd, ptr, op.len)
+                .offset(u64::MAX)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
+            OpKind::WriteCur => opcode::Write::new(fd, ptr, op.len)
+                .offset(u64::MAX)
+                .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
+                .build(),
             OpKind::Readv(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32)
                 .offset(op.offset)
                 .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
                 .build(),
             OpKind::Writev(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32)
                 .offset(op.offset)
                 .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
                 .build(),
             OpKind::ReadvCur(_) => opcode::Readv::new(fd, $iov.as_ptr(), $iov.len() as u32)
                 .offset(u64::MAX)
                 .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
                 .build(),
             OpKind::WritevCur(_) => opcode::Writev::new(fd, $iov.as_ptr(), $iov.len() as u32)
                 .offset(u64::MAX)
                 .rw_flags(op.flags.bits() as i32)
+                .ioprio(op.prio)
                 .build(),
             OpKind::Fsync => opcode::Fsync::new(fd).build(),
             OpKind::Fdatasync => opcode::Fsync::new(fd).flags(types::FsyncFlags::DATASYNC).build(),

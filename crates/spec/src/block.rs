@@ -22,7 +22,14 @@ pub struct BlockJob {
     pub bs: BlockSizes,
     /// Sequential access that advances by `stride` after each block (a redo log's initialisation).
     pub stride: Option<Bytes>,
+    /// Sequential access backwards: each I/O starts this far before the end of the one before
+    /// (fio's `rw=read:-N`), wrapping from the region's start to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backward: Option<Bytes>,
     pub dist: Dist,
+    /// Uniform random offsets visit each block once per pass (fio's random map).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub random_map: bool,
     pub sync: SyncMode,
     /// With `sync = fsync|fdatasync`: flush after this many writes.
     pub fsync_every: u64,
@@ -53,10 +60,79 @@ pub struct BlockJob {
     pub max_ios: Option<u64>,
     /// Think time between I/Os (fio's thinktime and its family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think: Option<crate::think::Think>,
+    pub think: Option<Box<crate::think::Think>>,
     /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<BlockSizes>,
+    /// Pacing beyond `rate`/`rate_iops`: per direction, a Poisson process, a floor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<Box<crate::pace::Pacing>>,
+    /// The job's share of a flow between jobs (fio's flow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Box<crate::flow::Flow>>,
+    /// Priorities per request for shares of the I/Os (fio's cmdprio_*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdprio: Option<Box<crate::prio::CmdPrio>>,
+    /// Writes that repeat an earlier block's data (fio's dedupe_*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<Dedupe>,
+    /// The kernel's advice on the file (posix_fadvise), given as each thread opens it.
+    #[serde(default, skip_serializing_if = "Fadvise::is_none")]
+    pub fadvise: Fadvise,
+}
+
+/// What a block job tells the kernel of how it reads its file (`--fadvise`, fio's fadvise_hint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fadvise {
+    /// Nothing (the kernel's readahead as it sees fit).
+    #[default]
+    None,
+    /// RANDOM for random offsets, SEQUENTIAL for sequential ones (fio's fadvise_hint=1).
+    Pattern,
+    Random,
+    Sequential,
+}
+
+impl Fadvise {
+    fn is_none(&self) -> bool {
+        *self == Fadvise::None
+    }
+    /// The advice for a job going `rw` (`None`: none).
+    pub fn random_for(self, rw: Rw) -> Option<bool> {
+        match self {
+            Fadvise::None => None,
+            Fadvise::Pattern => Some(rw.is_random()),
+            Fadvise::Random => Some(true),
+            Fadvise::Sequential => Some(false),
+        }
+    }
+}
+
+impl std::str::FromStr for Fadvise {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Fadvise::None),
+            "pattern" => Ok(Fadvise::Pattern),
+            "random" => Ok(Fadvise::Random),
+            "sequential" => Ok(Fadvise::Sequential),
+            other => Err(format!(
+                "`{other}`: a hint is pattern (random or sequential as the job goes), random, sequential or none"
+            )),
+        }
+    }
+}
+
+/// A share of the writes that repeat earlier data (`--dedupe`, `--dedupe-set`): each repeats
+/// the last unique write, or, with a working set, one of the first unique blocks (fio's
+/// dedupe_mode repeat and working_set, get_buf_state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dedupe {
+    pub pct: u8,
+    /// The working set, as a percentage of the job's size (`None`: repeat the last unique).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_set: Option<u8>,
 }
 
 impl BlockJob {
@@ -79,7 +155,9 @@ impl BlockJob {
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
             stride: p.stride,
+            backward: p.backward,
             dist: p.dist.clone().unwrap_or(Dist::Uniform),
+            random_map: p.random_map.unwrap_or(false),
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
             fsync_every: p.fsync_every.unwrap_or(1),
             end_fsync: p.end_fsync.unwrap_or(false),
@@ -91,8 +169,23 @@ impl BlockJob {
             keep_holes: p.keep_holes.unwrap_or(false),
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
-            think: think_of(p, name)?,
+            think: think_of(p, name)?.map(Box::new),
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
+            pace: crate::pace::of(p, name)?.map(Box::new),
+            flow: crate::flow::of(p, name)?.map(Box::new),
+            cmdprio: p.cmdprio.clone().map(Box::new),
+            fadvise: p.fadvise.unwrap_or_default(),
+            dedupe: match (p.dedupe, p.dedupe_set) {
+                (Some(pct), set) => Some(Dedupe { pct, working_set: set }),
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "dedupe_set",
+                        "--dedupe-set is where --dedupe's repeats come from; give --dedupe PCT too",
+                    ))
+                }
+                (None, None) => None,
+            },
         })
     }
 
@@ -132,6 +225,30 @@ impl BlockJob {
                 return err("stride", format!("stride {stride} is smaller than the block size {}; a stride is the distance from one block's start to the next", self.bs.max()));
             }
         }
+        if self.dedupe.is_some() && job.verify.is_some() {
+            return err("dedupe", "validation stamps every sector with its place and time, so no two blocks are alike: give --dedupe or --verify".into());
+        }
+        if self.cmdprio.is_some() && job.engine.caps().synchronous {
+            return err("cmdprio", format!("a priority per request rides in io_uring's SQE or libaio's iocb; {} makes each call itself (give --engine io_uring or libaio, or --ioprio for the job's threads)", job.engine));
+        }
+        if self.random_map && (!self.rw.is_random() || self.dist != Dist::Uniform) {
+            return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw with --dist uniform), not `{}` with {}", self.rw, self.dist));
+        }
+        if let Some(back) = self.backward {
+            if self.rw.is_random() || self.rw.is_mixed() || self.stride.is_some() {
+                return err(
+                    "backward",
+                    format!(
+                        "going backwards applies to read and write, alone (not `{}`{})",
+                        self.rw,
+                        if self.stride.is_some() { " with a stride" } else { "" }
+                    ),
+                );
+            }
+            if back <= self.max_bs() {
+                return err("backward", format!("{back} is not more than the block size {}: each I/O would not start before the one before it (a forward stride is --stride)", self.max_bs()));
+            }
+        }
         if let Some(s) = job.size {
             if s.0 < self.max_bs().0 {
                 return err("size", format!("size {s} is smaller than the block size {}", self.max_bs()));
@@ -156,6 +273,14 @@ impl BlockJob {
         }
         if self.rate.is_some() && self.rate_iops.is_some() {
             return err("rate", "give either a bandwidth rate or an IOPS rate, not both".into());
+        }
+        if let Some(pace) = &self.pace {
+            let total = match (self.rate, self.rate_iops) {
+                (Some(b), _) => Some(crate::pace::Rate::Bytes(b)),
+                (_, Some(n)) => Some(crate::pace::Rate::Iops(n)),
+                _ => None,
+            };
+            pace.check(&job.name, self.rw, total)?;
         }
         if self.loops == Some(0) {
             return err("loops", "0 passes do nothing; give at least 1".into());

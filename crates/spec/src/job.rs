@@ -406,6 +406,13 @@ pub struct Job {
     /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,
+    /// The NUMA nodes its threads run on and their memory policy (fio's numa_*); `None`: the
+    /// system's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<crate::numa::Numa>,
+    /// Its threads' I/O priority and nice value (fio's prio, prioclass, nice); `None`: as iolab runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::prio::Sched>,
     /// Allow writing into an existing file iolab did not create.
     pub overwrite: bool,
     /// Allow a block device as target.

@@ -11,11 +11,15 @@ pub mod engine;
 pub mod figures;
 pub mod file;
 pub mod fio;
+pub mod flow;
 pub mod input;
 pub mod job;
+pub mod numa;
+pub mod pace;
 pub mod patch;
 #[macro_use]
 pub mod personality;
+pub mod prio;
 pub mod replay;
 pub mod scenario;
 pub mod shown;

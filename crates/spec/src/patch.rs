@@ -69,10 +69,18 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stride: Option<Bytes>,
+    /// Sequential access backwards: each I/O starts this far before the end of the one before, wrapping from the region's start to its end (--bs 4k --backward 8k reads the blocks in reverse order; fio's rw=read:-8k).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backward: Option<Bytes>,
     /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%), zoned_abs:60/20m:40/80m (fio's random_distribution).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
+    /// Uniform random offsets visit each block once per pass, as fio's random map (its default without norandommap): a drawn block already done gives way to the next free one, and an I/O is cut short where it would reach a block done.
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub random_map: Option<bool>,
     /// Seed of offsets and data (same seed, same I/O).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +149,26 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,
+    /// Run the job's threads on the CPUs of these NUMA nodes, as 0-1 (fio's numa_cpu_nodes; the CPUs read from /sys/devices/system/node when the job starts).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "NODES"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numa_nodes: Option<crate::cpus::Cpus>,
+    /// The NUMA memory policy of the job's threads and their buffers: default, prefer:N, bind:NODES, interleave:NODES, local (fio's numa_mem_policy).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::numa::MemPolicy>, value_name = "POLICY"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_policy: Option<crate::numa::MemPolicy>,
+    /// The I/O priority of the job's threads, CLASS[/LEVEL]: rt/0, be/4, idle (ionice's classes; fio's prioclass and prio). The requests they submit inherit it.
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::prio::IoPrio>, value_name = "CLASS[/LEVEL]"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ioprio: Option<crate::prio::IoPrio>,
+    /// The nice value of the job's threads, -20 to 19 (fio's nice).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, allow_negative_numbers = true, value_parser = clap::value_parser!(i8).range(-20..=19)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i8>,
+    /// A priority per request for shares of the I/Os, on io_uring and libaio: 20%rt (a fifth of them at rt/0), by direction (20%rt,5%be/2) and block size (64k@25%rt/1:64k@75%be/2) (fio's cmdprio_percentage, cmdprio_class, cmdprio, cmdprio_bssplit).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::prio::CmdPrio>, value_name = "SHARES"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cmdprio: Option<crate::prio::CmdPrio>,
     /// Open-loop bandwidth for the job, bytes/s (for example 50M).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,6 +177,52 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_iops: Option<u64>,
+    // Pacing beyond the job's total rate (crate::pace: fio's rate=R,W, rate_process, rate_min).
+    /// On a mixed job, cap reads alone at this bandwidth, bytes/s, writes unpaced unless --write-rate (fio's rate=R,).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_rate: Option<Bytes>,
+    /// On a mixed job, cap writes alone at this bandwidth, bytes/s (fio's rate=,W).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_rate: Option<Bytes>,
+    /// On a mixed job, cap reads alone at this many IOPS (fio's rate_iops=R,).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_rate_iops: Option<u64>,
+    /// On a mixed job, cap writes alone at this many IOPS (fio's rate_iops=,W).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_rate_iops: Option<u64>,
+    /// How paced I/Os are spaced: linear (evenly, the default) or poisson (exponential gaps of the same mean; fio's rate_process).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_word::<crate::pace::RateProcess>, value_name = "linear|poisson"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_process: Option<crate::pace::RateProcess>,
+    /// End the job with an error when a direction it does moves less than this, bytes/s, over a --rate-cycle (after 2 s; fio's rate_min).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_min: Option<Bytes>,
+    /// End the job with an error when a direction it does makes fewer IOPS than this over a --rate-cycle (fio's rate_iops_min).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_min_iops: Option<u64>,
+    /// The window --rate-min is measured over (default 1s; fio's rate_cycle).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub rate_cycle: Option<Duration>,
+    // Flow between jobs (crate::flow: fio's flow, flow_id, flow_sleep).
+    /// Keep this job's I/O count in proportion to the other jobs of its flow: weights 3 and 1 make 3 I/Os of this job for each of the other (fio's flow).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "WEIGHT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow: Option<u32>,
+    /// The flow the job belongs to (default 0: one flow for every job with --flow; fio's flow_id).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "ID"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_id: Option<u32>,
+    /// A thread ahead of its flow's share waits for what it has in flight, then sleeps this long before it looks again (default 0: at once; fio's flow_sleep).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub flow_sleep: Option<Duration>,
     /// Passes over the region (--size, or --io-size per pass) in a run without --runtime (fio's loops; default 1).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,6 +255,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = clap::value_parser!(u8).range(0..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressibility: Option<u8>,
+    /// This percentage of the writes repeat an earlier block's data, so a deduplicating target folds them (fio's dedupe_percentage): by default each repeats the last unique write (fio's dedupe_mode=repeat).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe: Option<u8>,
+    /// With --dedupe: the repeats come from a working set of this percentage of the job's size, the first unique blocks written (fio's dedupe_mode=working_set, dedupe_working_set_percentage).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe_set: Option<u8>,
     /// Write new data into the buffer before every write, as an application producing its data
     /// would (fio's refill_buffers). Off by default: the same data is written again, only its
     /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
@@ -193,6 +275,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidate: Option<bool>,
+    /// Tell the kernel how the job reads its file (posix_fadvise): pattern (RANDOM for random offsets, which turns readahead off, SEQUENTIAL for sequential ones), random, sequential or none (the default; fio's fadvise_hint, whose default is pattern).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_parser = parse_word::<crate::block::Fadvise>, value_name = "HINT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fadvise: Option<crate::block::Fadvise>,
     /// Allow writing into an existing file that iolab did not create.
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -421,6 +507,10 @@ const COMMON: &[&str] = &[
     "start_delay",
     "exit_all",
     "cpus",
+    "numa_nodes",
+    "mem_policy",
+    "ioprio",
+    "nice",
     "verify",
     "verify_before_rewrite",
     "verify_after",
@@ -450,15 +540,32 @@ const BLOCK: &[&str] = &[
     "mix",
     "bs",
     "stride",
+    "backward",
     "dist",
+    "random_map",
+    "cmdprio",
     "sync",
     "fsync_every",
     "end_fsync",
     "rate",
     "rate_iops",
+    "read_rate",
+    "write_rate",
+    "read_rate_iops",
+    "write_rate_iops",
+    "rate_process",
+    "rate_min",
+    "rate_min_iops",
+    "rate_cycle",
+    "flow",
+    "flow_id",
+    "flow_sleep",
     "compressibility",
+    "dedupe",
+    "dedupe_set",
     "refill_buffers",
     "invalidate",
+    "fadvise",
     "overwrite",
     "keep_holes",
     "device",
@@ -618,6 +725,10 @@ impl JobPatch {
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
             cpus: self.cpus.clone(),
+            numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())
+                .then(|| crate::numa::Numa { nodes: self.numa_nodes.clone(), mem: self.mem_policy.clone() }),
+            sched: (self.ioprio.is_some() || self.nice.is_some())
+                .then_some(crate::prio::Sched { ioprio: self.ioprio, nice: self.nice }),
             steady,
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),

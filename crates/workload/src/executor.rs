@@ -549,6 +549,7 @@ fn run_phase(
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
         phase.jobs.iter().map(|j| (Rendezvous::new(j.threads as usize), JobShared::for_job(j))).collect();
+    let flows = flows_of(phase);
 
     std::thread::scope(|s| {
         let mut w = 0;
@@ -564,6 +565,7 @@ fn run_phase(
                 let dir = dirs.get(ji).cloned().flatten();
                 let tracked = target.filter(|_| job.verify.is_some()).and_then(|t| validated.get(&t.path).cloned());
                 let together = &per_job[ji];
+                let flow = flows.get(ji).cloned().flatten();
                 let files = file_sets.get(ji).cloned().flatten();
                 let started =
                     std::thread::Builder::new().name(format!("iolab-{}-{t}", job.name)).spawn_scoped(s, move || {
@@ -578,7 +580,7 @@ fn run_phase(
                                 (tracked, files),
                                 max_ramp,
                                 shared,
-                                together,
+                                (together, flow),
                                 (stop, lease),
                                 tx,
                             )
@@ -805,6 +807,9 @@ fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
 }
 
+/// What a job's threads share: their barrier, and a personality's pool.
+type Together = (Rendezvous, Result<JobShared, SourceError>);
+
 #[allow(clippy::too_many_arguments)]
 fn worker_main(
     job_idx: usize,
@@ -816,7 +821,7 @@ fn worker_main(
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
     shared: &Shared,
-    together: &(Rendezvous, Result<JobShared, SourceError>),
+    (together, flow): (&Together, Option<Arc<source::flow::Flow>>),
     (stop, lease): (&AtomicBool, Option<&crate::lease::Lease>),
     tx: Sender<Msg>,
 ) {
@@ -844,9 +849,10 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                thinking(b, Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite), w)
+                let s = Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite);
+                flowing(b, flow, s, w)
             }
-            _ => thinking(b, BlockSource::new(job, b, thread, target), w),
+            _ => flowing(b, flow, BlockSource::new(job, b, thread, target), w),
         },
         Workload::Replay(_) if run.as_ref().is_some_and(|r| r.plan().blocks.is_some()) => {
             drive(run.ok_or_else(|| "no replay".into()).and_then(|r| BlockReplaySource::new(r, job, target)), w)
@@ -868,8 +874,30 @@ fn worker_main(
 
 /// Drive a block job's source, inside its think time when it has one: only such a job runs the
 /// wrapper, so the others' loop has nothing added per operation.
+/// Run a block source inside its job's flow, when it has one (fio's flow), then its think time.
+fn flowing<S: Source>(b: &iolab_spec::BlockJob, flow: Option<Arc<source::flow::Flow>>, source: S, w: Work) {
+    match (flow, b.flow.as_deref().copied()) {
+        (Some(f), Some(share)) => thinking(b, source::flow::Flowing::new(source, f, share), w),
+        _ => thinking(b, source, w),
+    }
+}
+
+/// Each job's flow in the phase (fio's flow_id), every thread's weight counted before any starts.
+fn flows_of(phase: &Phase) -> Vec<Option<Arc<source::flow::Flow>>> {
+    let share = |j: &Job| j.workload.block().and_then(|b| b.flow.as_deref().copied());
+    let mut weights: std::collections::BTreeMap<u32, u64> = Default::default();
+    for j in &phase.jobs {
+        if let Some(f) = share(j) {
+            *weights.entry(f.id).or_default() += f.weight as u64 * j.threads as u64;
+        }
+    }
+    let flows: std::collections::BTreeMap<u32, Arc<source::flow::Flow>> =
+        weights.into_iter().map(|(id, w)| (id, source::flow::Flow::new(w))).collect();
+    phase.jobs.iter().map(|j| share(j).and_then(|f| flows.get(&f.id).cloned())).collect()
+}
+
 fn thinking<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
-    match b.think {
+    match b.think.as_deref().copied() {
         Some(t) => drive(Ok(source::think::Thinking::new(source, t)), w),
         None => drive(Ok(source), w),
     }
@@ -920,17 +948,29 @@ struct Work<'a> {
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx } = w;
-    let (mut source, setup) = match source {
-        Ok(mut s) => {
-            let setup = set_up(job, &mut s);
+    // NUMA placement first (`--mem-policy`: the engine's buffers are made under it).
+    let placed = job.numa.as_ref().map(crate::numa::place).transpose().map(Option::flatten);
+    let (mut source, setup) = match (source, placed) {
+        (Ok(mut s), Ok(nodes_cpus)) => {
+            // On the CPUs of its nodes (`--numa-nodes`) before its buffers are touched.
+            let setup = match nodes_cpus.as_ref().map(pin).transpose() {
+                Ok(_) => set_up(job, &mut s),
+                Err(e) => Err(e),
+            };
             (Some(s), setup)
         }
-        Err(e) => (None, Err(e)),
+        (Ok(s), Err(e)) => (Some(s), Err(e)),
+        (Err(e), _) => (None, Err(e)),
     };
     // Pinned to the job's CPUs (`--cpus`) before the start; a set the system refuses (no such
     // CPU online) is the job's error.
     let setup = match (setup, &job.cpus) {
         (Ok(e), Some(c)) => pin(c).map(|_| e),
+        (s, _) => s,
+    };
+    // Its I/O priority and nice value (`--ioprio`, `--nice`), on this thread.
+    let setup = match (setup, &job.sched) {
+        (Ok(e), Some(s)) => schedule(s).map(|_| e),
         (s, _) => s,
     };
     // The clock before the start (its first making in a process calibrates it, which took
@@ -978,6 +1018,23 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
     let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+}
+
+/// The calling thread's I/O priority and nice value.
+fn schedule(s: &iolab_spec::prio::Sched) -> Result<(), SourceError> {
+    if let Some(p) = s.ioprio {
+        iolab_engine::prio::set_ioprio(p.value()).map_err(|e| {
+            SourceError::Said(format!("--ioprio {p}: the system refused it ({e}); rt needs root or CAP_SYS_ADMIN"))
+        })?;
+    }
+    if let Some(n) = s.nice {
+        iolab_engine::prio::set_nice(n).map_err(|e| {
+            SourceError::Said(format!(
+                "--nice {n}: the system refused it ({e}); a value below 0 needs root or CAP_SYS_NICE"
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// Pin the calling thread to `cpus` (sched_setaffinity on this thread).

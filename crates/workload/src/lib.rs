@@ -21,6 +21,7 @@ pub mod lease;
 pub mod memory;
 pub mod names;
 pub mod ns;
+pub mod numa;
 pub mod owned;
 pub mod pattern;
 pub mod place;

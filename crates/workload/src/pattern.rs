@@ -27,9 +27,18 @@ enum Where {
         pos: u64,
         step: Option<u64>,
     },
+    /// fio's `rw=read:-N` (io_u.c, get_next_seq_offset): the first I/O at the region's start,
+    /// each next one `back` bytes before the previous one's end, and from before the start to
+    /// `back` before the region's end.
+    Back {
+        end: Option<u64>,
+        back: u64,
+    },
     Uniform {
         blocks: u64,
     },
+    /// Uniform with fio's random map (`--random-map`): each block once per pass.
+    Mapped(Box<BlockMap>),
     Zipf {
         blocks: u64,
         zipf: Zipf<f64>,
@@ -91,10 +100,13 @@ impl Pattern {
         // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
         let align = min_bs;
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
-        let place = if !job.rw.is_random() {
+        let place = if let Some(back) = job.backward {
+            Where::Back { end: None, back: back.0 }
+        } else if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
         } else {
             match &job.dist {
+                Dist::Uniform if job.random_map => Where::Mapped(Box::new(BlockMap::new(file_len / align))),
                 Dist::Uniform => Where::Uniform { blocks },
                 Dist::Pareto(h) => {
                     Where::Pareto { blocks, pow: h.ln() / (1.0 - h).ln(), mult: coprime_multiplier(blocks) }
@@ -121,7 +133,8 @@ impl Pattern {
         };
         let remaining = match budget {
             Some(b) => Some(b),
-            None if job.rw.is_random() => Some(file_len),
+            // A backward pass moves the region's size, as fio's does (it never meets the end).
+            None if job.rw.is_random() || job.backward.is_some() => Some(file_len),
             None => None,
         };
         Pattern {
@@ -231,7 +244,23 @@ impl Pattern {
                 *pos += step.unwrap_or(len as u64);
                 at
             }
+            Where::Back { end, back } => {
+                let at = match *end {
+                    None => 0,
+                    Some(e) => match e.checked_sub(*back) {
+                        Some(p) if p + len as u64 <= self.file_len => p,
+                        _ => self.file_len.saturating_sub(*back),
+                    },
+                };
+                *end = Some(at + len as u64);
+                at
+            }
             Where::Uniform { blocks } => self.rng.random_range(0..*blocks) * self.align,
+            Where::Mapped(map) => {
+                let (at, cut) = map.take(&mut self.rng, len as u64, self.align, self.file_len, self.wrap)?;
+                len = cut as u32;
+                at
+            }
             Where::Zipf { blocks, zipf, mult } => {
                 // Zipf ranks are 1-based; scatter them over the file so hot blocks are not all at its start.
                 let rank = (zipf.sample(&mut self.rng) as u64).saturating_sub(1).min(*blocks - 1);
@@ -250,6 +279,21 @@ impl Pattern {
 }
 
 impl Pattern {
+    /// The access going the other way (a direction ahead of its rate gives way): its size
+    /// drawn again from the other direction's list when the two differ (`write_bs`).
+    pub fn turn(&mut self, a: Access) -> Access {
+        let dir = match a.dir {
+            Dir::Read => Dir::Write,
+            Dir::Write => Dir::Read,
+        };
+        let len = match (&self.write_sizes, dir) {
+            (None, _) => a.len,
+            (Some(_), Dir::Write) => self.pick_write_len(),
+            (Some(_), Dir::Read) => self.pick_len(),
+        };
+        Access { dir, len, ..a }
+    }
+
     /// Give an access back; the next call returns it again (a rate limiter that peeked too early).
     pub fn push_back(&mut self, a: Access) {
         self.held = Some(a);
@@ -285,6 +329,75 @@ impl Pattern {
             }
             _ => 0,
         }
+    }
+}
+
+/// fio's random map (lib/axmap.c, io_u.c): which blocks of a pass are done. A drawn block that is
+/// done gives way to the next free one after it (wrapping to the start), and an I/O is cut at
+/// the first done block it would reach (fio's mark_random_map); a full map ends the pass, or,
+/// time-bounded, starts the next.
+pub(crate) struct BlockMap {
+    bits: Vec<u64>,
+    blocks: u64,
+    done: u64,
+}
+
+impl BlockMap {
+    fn new(blocks: u64) -> BlockMap {
+        let blocks = blocks.max(1);
+        BlockMap { bits: vec![0; blocks.div_ceil(64) as usize], blocks, done: 0 }
+    }
+
+    fn is_set(&self, b: u64) -> bool {
+        self.bits[(b / 64) as usize] >> (b % 64) & 1 == 1
+    }
+
+    /// The first free block at or after `from`, else the first from the start.
+    fn next_free(&self, from: u64) -> Option<u64> {
+        let scan = |lo: u64, hi: u64| -> Option<u64> {
+            let mut b = lo;
+            while b < hi {
+                let w = self.bits[(b / 64) as usize] | ((1u64 << (b % 64)) - 1);
+                if w != u64::MAX {
+                    let f = (b / 64) * 64 + (!w).trailing_zeros() as u64;
+                    return (f < hi).then_some(f);
+                }
+                b = (b / 64 + 1) * 64;
+            }
+            None
+        };
+        scan(from, self.blocks).or_else(|| scan(0, from))
+    }
+
+    /// A block for an I/O of `len` bytes and the length it keeps, marked done; `None` when the
+    /// pass is over (not `wrap`).
+    fn take(
+        &mut self,
+        rng: &mut Xoshiro256PlusPlus,
+        len: u64,
+        align: u64,
+        file_len: u64,
+        wrap: bool,
+    ) -> Option<(u64, u64)> {
+        if self.done >= self.blocks {
+            if !wrap {
+                return None;
+            }
+            self.bits.iter_mut().for_each(|w| *w = 0);
+            self.done = 0;
+        }
+        let drawn = rng.random_range(0..self.blocks);
+        let first = if self.is_set(drawn) { self.next_free(drawn)? } else { drawn };
+        let want = len.div_ceil(align).max(1);
+        let mut run = 0;
+        while run < want && first + run < self.blocks && !self.is_set(first + run) {
+            let b = first + run;
+            self.bits[(b / 64) as usize] |= 1 << (b % 64);
+            run += 1;
+        }
+        self.done += run;
+        let at = first * align;
+        Some((at, len.min(run * align).min(file_len.saturating_sub(at)).max(align.min(len))))
     }
 }
 
@@ -367,6 +480,50 @@ mod tests {
         fn of(j: &J, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Pattern {
             Pattern::new(&j.b, j.seed, thread, file_len, wrap, budget)
         }
+    }
+
+    #[test]
+    fn a_random_map_visits_each_block_once_and_cuts_what_would_reach_a_done_one() {
+        let mut j = job(Rw::RandRead, "4k");
+        j.b.random_map = true;
+        let mut p = Pattern::of(&j, 0, 1 << 20, false, None);
+        let mut offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
+        assert_eq!(offs.len(), 256, "one pass: each of 256 blocks once");
+        offs.sort_unstable();
+        offs.dedup();
+        assert_eq!(offs.len(), 256);
+        // Time-bounded, a full map starts the next pass.
+        let mut p = Pattern::of(&j, 0, 1 << 20, true, Some(u64::MAX));
+        assert_eq!((0..600).filter_map(|_| p.next_access()).count(), 600);
+        // Mixed sizes (fio's iometer bssplit): as the map fills, I/Os are cut at done blocks,
+        // so the mean falls below the sizes' (fio 3.33 made 4.95 KB of an 11.3 KB mix).
+        let mut j = job(Rw::RandRead, "512:10,1k:5,2k:5,4k:60,8k:2,16k:4,32k:4,64k:10");
+        j.b.random_map = true;
+        let mut p = Pattern::of(&j, 0, 128 << 20, false, None);
+        let lens: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.len as u64).collect();
+        let mean = lens.iter().sum::<u64>() as f64 / lens.len() as f64;
+        assert_eq!(lens.iter().sum::<u64>(), 128 << 20, "the pass covers the file once");
+        assert!(mean < 8000.0 && mean > 2000.0, "mean {mean}");
+        j.b.random_map = false;
+        let mut p = Pattern::of(&j, 0, 128 << 20, false, None);
+        let lens: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.len as u64).collect();
+        let mean = lens.iter().sum::<u64>() as f64 / lens.len() as f64;
+        assert!(mean > 10_500.0, "without the map, the mix's mean: {mean}");
+    }
+
+    #[test]
+    fn backwards_goes_as_fio_3_33_does() {
+        // fio 3.33 --debug=io, --size=64k --bs=4k --rw=read:-8k: 0, then 0xe000 down to 0 (the
+        // last block is never read; the first twice), 16 I/Os.
+        let mut j = job(Rw::Read, "4k");
+        j.b.backward = Some(Bytes::kib(8));
+        let mut p = Pattern::of(&j, 0, 64 << 10, false, None);
+        let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset >> 12).collect();
+        assert_eq!(offs, [0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+        // Time-bounded, it keeps wrapping.
+        let mut p = Pattern::of(&j, 0, 64 << 10, true, Some(u64::MAX));
+        let offs: Vec<u64> = (0..18).filter_map(|_| p.next_access()).map(|a| a.offset >> 12).collect();
+        assert_eq!(offs[15..], [0, 14, 13]);
     }
 
     #[test]

@@ -326,7 +326,9 @@ where
             },
         };
         match issue.call {
-            Call::Data { kind, file, offset, len } => self.data(issue, Op::new(kind, file, offset, len, 0), t),
+            Call::Data { kind, file, offset, len } => {
+                self.data(issue, Op { prio: issue.prio, ..Op::new(kind, file, offset, len, 0) }, t)
+            }
             _ => self.namespace(issue, t),
         }
     }

@@ -176,7 +176,7 @@ pub fn read_args(args: &[String]) -> Result<CmdLine, Problem> {
                 cmd.sections.push(Section { name: v.clone(), at: here.clone(), opts: Vec::new() });
                 // fio keeps the name as the job's option too.
                 let section = cmd.sections.last_mut().ok_or_else(|| Problem::new(here.clone(), "no section".into()))?;
-                section.opts.push(Opt { key: "name".into(), value: Some(v), at: here });
+                section.opts.push(Opt { key: "name".into(), value: Some(v), at: here, unset: None });
             }
             "" => return Err(Problem::new(here, "`--` alone is not a fio option".into())),
             k => {
@@ -185,7 +185,7 @@ pub fn read_args(args: &[String]) -> Result<CmdLine, Problem> {
                     cmd.sections.push(Section { name: "global".into(), at: here.clone(), opts: Vec::new() });
                 }
                 if let Some(s) = cmd.sections.last_mut() {
-                    s.opts.push(Opt { key: k.to_string(), value: v, at: here });
+                    s.opts.push(Opt { key: k.to_string(), value: v, at: here, unset: None });
                 }
             }
         }

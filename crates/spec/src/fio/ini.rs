@@ -18,6 +18,9 @@ pub struct Opt {
     pub key: String,
     pub value: Option<String>,
     pub at: Loc,
+    /// The value names an environment variable that is not set: why the option is not read
+    /// (the mapping says so where the option's job is mapped, beside its other problems).
+    pub unset: Option<String>,
 }
 
 /// One `[name]` section and its options, includes expanded.
@@ -98,14 +101,17 @@ fn option_line(
     if let Some(rest) = line.strip_prefix("include").filter(|r| r.starts_with(char::is_whitespace)) {
         return include(rest.trim(), at, file, env, stack, out);
     }
-    let (key, value) = match line.split_once('=') {
-        Some((k, v)) => (k.trim(), Some(substitute(k.trim(), v.trim(), &at, env)?)),
-        None => (line, None),
+    let (key, value, unset) = match line.split_once('=') {
+        Some((k, v)) => match unset_var(v.trim(), env) {
+            Some(name) => (k.trim(), None, Some(format!("`${{{name}}}` is not set in the environment (fio would put nothing there); set it or write the value"))),
+            None => (k.trim(), Some(substitute(k.trim(), v.trim(), &at, env)?), None),
+        },
+        None => (line, None, None),
     };
     if key.is_empty() || key.contains(char::is_whitespace) {
         return Err(Problem::new(at, format!("`{line}` is not an option; write name=value")));
     }
-    out.push(Opt { key: key.to_string(), value, at });
+    out.push(Opt { key: key.to_string(), value, at, unset });
     Ok(())
 }
 
@@ -195,6 +201,21 @@ fn takes_text(key: &str) -> bool {
             | "write_hist_log"
             | "verify_pattern"
     )
+}
+
+/// The first `${NAME}` in `value` that the environment does not set.
+fn unset_var(value: &str, env: &dyn Env) -> Option<String> {
+    let mut rest = value;
+    while let Some(i) = rest.find("${") {
+        let inner = &rest[i + 2..];
+        let end = inner.find('}')?;
+        let name = &inner[..end];
+        if env.var(name).is_none() {
+            return Some(name.to_string());
+        }
+        rest = &inner[end + 1..];
+    }
+    None
 }
 
 /// `${VAR}` from the environment, fio's reserved `$pagesize`, `$mb_memory` and `$ncpus`, and,

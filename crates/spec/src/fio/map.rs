@@ -25,6 +25,8 @@ fn canonical(key: &str) -> &str {
         "wait_for_previous" => "stonewall",
         "iodepth_batch" => "iodepth_batch_submit",
         "iodepth_batch_complete" => "iodepth_batch_complete_min",
+        "ratemin" => "rate_min",
+        "ratecycle" => "rate_cycle",
         k => k,
     }
 }
@@ -68,6 +70,32 @@ struct Raw {
     ramp: Option<(Duration, Loc)>,
     rate: Option<(PerDir<u64>, Loc)>,
     rate_iops: Option<(PerDir<u64>, Loc)>,
+    // Pacing (crate::pace): floors, the arrival process, the floor's cycle.
+    rate_min: Option<(PerDir<u64>, Loc)>,
+    rate_iops_min: Option<(PerDir<u64>, Loc)>,
+    rate_process: Option<(crate::pace::RateProcess, Loc)>,
+    rate_cycle: Option<(Duration, Loc)>,
+    // Flow between jobs (crate::flow).
+    flow: Option<(u32, Loc)>,
+    flow_id: Option<(u32, Loc)>,
+    flow_sleep: Option<(Duration, Loc)>,
+    // fio's random map: norandommap, and random_generator=lfsr (which needs none).
+    norandommap: Option<(bool, Loc)>,
+    lfsr: Option<Loc>,
+    randrepeat: Option<(bool, Loc)>,
+    fadvise: Option<(crate::block::Fadvise, Loc)>,
+    // Dedupe (the block job's `dedupe`): percentage, working set (mode, its percentage).
+    dedupe: Option<(u8, Loc)>,
+    dedupe_working_set: Option<(bool, Loc)>,
+    dedupe_set_pct: Option<(u8, Loc)>,
+    // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
+    prio: Option<(u8, Loc)>,
+    prioclass: Option<(u8, Loc)>,
+    nice: Option<(i8, Loc)>,
+    cmdprio_pct: Option<(PerDir<u64>, Loc)>,
+    cmdprio_class: Option<(PerDir<u8>, Loc)>,
+    cmdprio_level: Option<(PerDir<u8>, Loc)>,
+    cmdprio_bssplit: Option<(String, Loc)>,
     dist: Option<(Dist, Loc)>,
     seed: Option<(u64, Loc)>,
     compress: Option<(u8, Loc)>,
@@ -96,6 +124,8 @@ struct Raw {
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
+    numa_nodes: Option<(crate::cpus::Cpus, Loc)>,
+    mem_policy: Option<(crate::numa::MemPolicy, Loc)>,
     ss: SsRaw,
 }
 
@@ -265,11 +295,16 @@ fn name_phases_and_jobs(phases: &mut [FioPhase], said: &mut Said) {
 /// applies to the section's sizes above it too (checked with fio 3.33: `size=4k` then
 /// `kb_base=1000` is 4000 bytes).
 fn read_section(r: &mut Raw, opts: &[Opt], said: &mut Said) -> Result<(), Problem> {
-    if let Some(kb) = opts.iter().rev().find(|o| o.key == "kb_base") {
+    if let Some(kb) = opts.iter().rev().find(|o| o.key == "kb_base" && o.unset.is_none()) {
         read_option(r, kb, said)?;
     }
     for o in opts {
-        read_option(r, o, said)?;
+        match &o.unset {
+            // fio 3.33 reads the empty value (and refuses it where a value is needed); the
+            // option is not read here, and the job's other options still are.
+            Some(why) => said.unmapped(&o.at, why.clone()),
+            None => read_option(r, o, said)?,
+        }
     }
     Ok(())
 }
@@ -379,10 +414,49 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         | "ss_ramp"
         | "steadystate_check_interval"
         | "ss_interval" => read_ss(&mut r.ss, o)?,
-        "rate" | "rate_iops" => read_rate(r, o)?,
+        "rate" | "rate_iops" | "rate_min" | "rate_iops_min" => read_rate(r, o)?,
+        "rate_process" => r.rate_process = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        "rate_cycle" => {
+            let ms = int(o)?;
+            if ms == 0 {
+                return Err(bad(o, "a cycle of 0 ms measures nothing".into()));
+            }
+            r.rate_cycle = Some((Duration::from_millis(ms), at));
+        }
         "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
+        "dedupe_percentage" => r.dedupe = Some((pct(o)?, at)),
+        "fadvise_hint" => {
+            use crate::block::Fadvise;
+            let h = match need(o)? {
+                "0" | "false" | "no" => Fadvise::None,
+                "1" | "true" | "yes" => Fadvise::Pattern,
+                "random" => Fadvise::Random,
+                "sequential" => Fadvise::Sequential,
+                other => return Err(bad(o, format!("`{other}`: fio's hints are 0, 1, sequential and random"))),
+            };
+            r.fadvise = Some((h, at));
+        }
+        "dedupe_mode" => {
+            let ws = match need(o)? {
+                "repeat" => false,
+                "working_set" => true,
+                other => {
+                    return Err(bad(
+                        o,
+                        format!("`{other}`: fio's dedupe modes are repeat (the default) and working_set"),
+                    ))
+                }
+            };
+            r.dedupe_working_set = Some((ws, at));
+        }
+        "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
+        "dedupe_global" => {
+            if flag(o)? {
+                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
+            }
+        }
         "stonewall" => r.stonewall = flag(o)?,
         // Reporting groups: iolab reports each job (its threads merged) as fio does under
         // group_reporting, so these change nothing.
@@ -406,18 +480,10 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "thread" => {
             flag(o)?;
         }
-        // iolab draws random offsets independently, as fio does without its random map.
-        "norandommap" => {
-            if !flag(o)? {
-                said.unmapped(&at, "norandommap=0: iolab keeps no random map (each block once per pass)".into());
-            }
-        }
+        // fio keeps a random map unless norandommap: iolab's `random_map`.
+        "norandommap" => r.norandommap = Some((flag(o)?, at)),
         // iolab's offsets repeat from the seed, as fio's do under randrepeat=1 (its default).
-        "randrepeat" => {
-            if !value::boolean(need(o)?).map_err(|e| bad(o, e))? {
-                said.unmapped(&at, "randrepeat=0: iolab's offsets always repeat from the seed (randseed)".into());
-            }
-        }
+        "randrepeat" => r.randrepeat = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         "kb_base" => {
             r.kb = match need(o)? {
                 "1024" => KbBase(1024),
@@ -530,10 +596,59 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         }
         "random_generator" => match need(o)? {
             "tausworthe" | "tausworthe64" => said.note(&at, format!("random_generator={}: iolab draws random offsets with xoshiro256++ seeded by randseed: the same distribution, another sequence", need(o)?)),
-            "lfsr" => said.unmapped(&at, "random_generator=lfsr: it never repeats an offset within a pass; iolab draws offsets independently (as fio's norandommap)".into()),
+            "lfsr" => r.lfsr = Some(at),
             other => return Err(bad(o, format!("`{other}`: fio's are tausworthe, lfsr and tausworthe64"))),
         },
+        "flow" | "flow_id" => {
+            let v = need(o)?;
+            // fio reads flow as a signed weight; a negative one is no weight iolab takes.
+            let n = v.parse::<u32>().map_err(|_| bad(o, format!("`{v}` is not a whole number from 0 up")))?;
+            if o.key == "flow" {
+                r.flow = Some((n, at));
+            } else {
+                r.flow_id = Some((n, at));
+            }
+        }
+        "flow_sleep" => r.flow_sleep = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "prio" => r.prio = Some((crate::prio::IoPrio::level_of(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "prioclass" => r.prioclass = Some((crate::prio::IoPrio::class_of(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "nice" => {
+            let v = need(o)?;
+            let n = v.parse::<i8>().ok().filter(|n| (-20..=19).contains(n));
+            r.nice = Some((n.ok_or_else(|| bad(o, format!("`{v}`: a nice value is -20 to 19")))?, at));
+        }
+        "cmdprio_percentage" => {
+            let d = per_dir(need(o)?, |s| value::int(s).and_then(|p| if p <= 100 { Ok(p) } else { Err(format!("{p} is not a percentage (0 to 100)")) }));
+            r.cmdprio_pct = Some((d.map_err(|e| bad(o, e))?, at));
+        }
+        "cmdprio_class" => r.cmdprio_class = Some((per_dir(need(o)?, crate::prio::IoPrio::class_of).map_err(|e| bad(o, e))?, at)),
+        "cmdprio" => r.cmdprio_level = Some((per_dir(need(o)?, crate::prio::IoPrio::level_of).map_err(|e| bad(o, e))?, at)),
+        "cmdprio_bssplit" => r.cmdprio_bssplit = Some((need(o)?.to_string(), at)),
+        // fio's latency logs then hold each I/O's priority; iolab's are per-second figures.
+        "log_prio" => {
+            if flag(o)? {
+                said.unmapped(&at, "log_prio=1: iolab's logs are per-second figures from its histograms, with no column for each I/O's priority".into());
+            }
+        }
+        // Not built: the reason, once per job.
+        "latency_target" => {
+            need(o)?;
+            said.unmapped(&at, "latency_target: fio searches for the highest queue depth whose latency_percentile of I/Os stays within the target over each latency_window; iolab runs a job at its one iodepth (run it at several --iodepth values to find that depth)".into());
+        }
+        "latency_window" | "latency_percentile" | "latency_run" => {
+            need(o)?;
+            said.unmapped(&at, format!("{}: a setting of latency_target's search, which iolab does not make", o.key));
+        }
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
+        // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
+        // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
+        // nodes are.
+        "numa_cpu_nodes" => {
+            let v = need(o)?;
+            let nodes = v.parse::<crate::cpus::Cpus>().map_err(|e| bad(o, e.replace("CPU", "node")))?;
+            r.numa_nodes = Some((nodes, at));
+        }
+        "numa_mem_policy" => r.mem_policy = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         "cpumask" => {
             let v = need(o)?;
             let mask = value::int(v).ok().and_then(crate::cpus::Cpus::from_mask);
@@ -556,6 +671,13 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// A seed no earlier reading of the file had: the process's random hash keys and the time.
+fn fresh_seed() -> u64 {
+    use std::hash::BuildHasher;
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    std::collections::hash_map::RandomState::new().hash_one(t)
 }
 
 /// What iolab does where fio's verify options tune how fio checks.
@@ -662,13 +784,15 @@ fn read_bs(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
 fn read_rate(r: &mut Raw, o: &Opt) -> Result<(), Problem> {
     let (at, kb) = (o.at.clone(), r.kb);
     let v = need(o)?;
-    let iops = o.key == "rate_iops";
+    let key = canonical(&o.key);
+    let iops = key.starts_with("rate_iops");
     let dirs = per_dir(v, |s| if iops { value::int(s) } else { value::size(s, kb) }).map_err(|e| bad(o, e))?;
-    let dirs = dirs.map(|d| d.filter(|v| *v > 0));
-    if iops {
-        r.rate_iops = Some((dirs, at));
-    } else {
-        r.rate = Some((dirs, at));
+    let dirs = Some((dirs.map(|d| d.filter(|v| *v > 0)), at));
+    match key {
+        "rate_iops" => r.rate_iops = dirs,
+        "rate_min" => r.rate_min = dirs,
+        "rate_iops_min" => r.rate_iops_min = dirs,
+        _ => r.rate = dirs,
     }
     Ok(())
 }
@@ -771,17 +895,110 @@ fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Option<BlockS
     Some((lists.swap_remove(0), write, at.clone()))
 }
 
-/// A per-direction rate for the directions `rw` uses: one value for a one-direction job.
-fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw, what: &str, said: &mut Said) -> Option<(u64, Loc)> {
+/// A per-direction rate for the directions `rw` uses: one value for a one-direction job (a
+/// mixed job's go to [`mixed_rates`]).
+fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw) -> Option<(u64, Loc)> {
     let (dirs, at) = rates.as_ref()?;
     if rw.is_mixed() {
-        if dirs[0].is_some() || dirs[1].is_some() {
-            said.unmapped(at, format!("{what} on a mixed job caps reads and writes each; iolab's caps the job's total, so it is not mapped"));
-        }
         return None;
     }
     let v = if rw.reads() { dirs[0] } else { dirs[1] }?;
     Some((v, at.clone()))
+}
+
+/// A mixed job's rates: fio caps reads and writes each (`rate=1m` caps both at 1 MiB/s,
+/// `rate=,500k` writes alone), iolab's `--read-rate` and `--write-rate` (and their IOPS forms).
+/// Where a direction has both, fio takes the bandwidth (backend.c, setup_rate).
+fn mixed_rates(r: &Raw, threads: u64, o: &mut Out, said: &mut Said) {
+    let per = |v: u64| v.saturating_mul(threads);
+    for (i, word) in [(0, "reads"), (1, "writes")] {
+        let bytes = r.rate.as_ref().and_then(|(d, at)| d[i].map(|v| (v, at)));
+        let iops = r.rate_iops.as_ref().and_then(|(d, at)| d[i].map(|v| (v, at)));
+        if let (Some(_), Some((_, at))) = (bytes, iops) {
+            said.note(at, format!("rate_iops for {word}: fio paces by the bandwidth (rate) when a direction has both"));
+        }
+        match (bytes, iops) {
+            (Some((v, at)), _) => {
+                o.set(if i == 0 { "read_rate" } else { "write_rate" }, at);
+                *(if i == 0 { &mut o.p.read_rate } else { &mut o.p.write_rate }) = Some(Bytes(per(v)));
+            }
+            (None, Some((v, at))) => {
+                o.set(if i == 0 { "read_rate_iops" } else { "write_rate_iops" }, at);
+                *(if i == 0 { &mut o.p.read_rate_iops } else { &mut o.p.write_rate_iops }) = Some(per(v));
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+/// fio's flow, flow_id and flow_sleep (only with a weight, as fio ignores the others without).
+fn job_flow(r: &Raw, o: &mut Out) {
+    let Some((w, at)) = r.flow.as_ref().filter(|f| f.0 > 0) else { return };
+    o.set("flow", at);
+    o.p.flow = Some(*w);
+    if let Some((id, at)) = &r.flow_id {
+        o.set("flow_id", at);
+        o.p.flow_id = Some(*id);
+    }
+    if let Some((t, at)) = r.flow_sleep.as_ref().filter(|t| !t.0.is_zero()) {
+        o.set("flow_sleep", at);
+        o.p.flow_sleep = Some(*t);
+    }
+}
+
+/// fio's rate_min and rate_iops_min (per clone, for each direction the job does) onto iolab's
+/// `--rate-min` (the job's, each direction it does), when the directions agree.
+fn job_floor(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
+    for (floor, iops) in [(&r.rate_min, false), (&r.rate_iops_min, true)] {
+        let Some((dirs, at)) = floor else { continue };
+        let used: Vec<Option<u64>> =
+            [(0, rw.reads()), (1, rw.writes())].iter().filter(|d| d.1).map(|d| dirs[d.0]).collect();
+        let Some(v) = used[0] else {
+            if used.iter().any(Option::is_some) {
+                said.unmapped(
+                    at,
+                    "a floor for one direction of a mixed job: iolab's --rate-min holds each direction the job does"
+                        .into(),
+                );
+            }
+            continue;
+        };
+        if used.iter().any(|u| *u != Some(v)) {
+            said.unmapped(
+                at,
+                "different floors for reads and writes: iolab's --rate-min holds each direction to one".into(),
+            );
+            continue;
+        }
+        let key = if iops { "rate_min_iops" } else { "rate_min" };
+        o.set(key, at);
+        if iops {
+            o.p.rate_min_iops = Some(v.saturating_mul(threads));
+        } else {
+            o.p.rate_min = Some(Bytes(v.saturating_mul(threads)));
+        }
+        if threads > 1 {
+            said.note(
+                at,
+                format!(
+                    "{key} is per job in fio: iolab holds each of the {threads} threads to its share of {}",
+                    v.saturating_mul(threads)
+                ),
+            );
+        }
+    }
+    if let Some((p, at)) = &r.rate_process {
+        o.set("rate_process", at);
+        o.p.rate_process = Some(*p);
+    }
+    if let Some((c, at)) = &r.rate_cycle {
+        if o.p.rate_min.is_some() || o.p.rate_min_iops.is_some() {
+            o.set("rate_cycle", at);
+            o.p.rate_cycle = Some(*c);
+        } else {
+            said.note(at, "rate_cycle without rate_min: fio 3.33 uses the cycle only to judge rate_min; iolab paces each I/O by its schedule, as fio does".into());
+        }
+    }
 }
 
 /// The patch a section becomes, and where each of its options was set.
@@ -816,9 +1033,35 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         o.set("dist", at);
         o.p.dist = Some(d.clone());
     }
+    finish_random_map(&r, rw, &mut o, said);
+    finish_prio(&r, &mut o).map_err(|(at, m)| Problem::new(at, m))?;
+    // fio advises the kernel of the pattern unless fadvise_hint=0 (its default is 1): RANDOM
+    // turns readahead off, so buffered random reads miss as fio's do.
+    match &r.fadvise {
+        Some((h, at)) => {
+            o.set("fadvise", at);
+            o.p.fadvise = Some(*h);
+        }
+        None => o.p.fadvise = Some(crate::block::Fadvise::Pattern),
+    }
+    // fio's dedupe_percentage (0: none), its working set 5% unless given.
+    if let Some((p, at)) = r.dedupe.as_ref().filter(|d| d.0 > 0) {
+        o.set("dedupe", at);
+        o.p.dedupe = Some(*p);
+        if let Some((true, at)) = &r.dedupe_working_set {
+            o.set("dedupe_set", at);
+            o.p.dedupe_set = Some(r.dedupe_set_pct.as_ref().map_or(5, |s| s.0).max(1));
+        }
+    }
     if let Some((v, at)) = &r.seed {
         o.set("seed", at);
         o.p.seed = Some(*v);
+    } else if let Some((false, at)) = &r.randrepeat {
+        // fio seeds from the time at each run; iolab draws a seed each time it reads the file
+        // (and a run keeps it in its stored plan).
+        o.set("seed", at);
+        o.p.seed = Some(fresh_seed());
+        said.note(at, "randrepeat=0: a new seed each time the file is read, as fio seeds each run anew (`iolab convert` writes the one it drew; a run keeps its own in its stored plan)".into());
     }
     if let Some((v, at)) = &r.start_delay {
         o.set("start_delay", at);
@@ -831,6 +1074,14 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some((c, at)) = &r.cpus {
         o.set("cpus", at);
         o.p.cpus = Some(c.clone());
+    }
+    if let Some((n, at)) = &r.numa_nodes {
+        o.set("numa_nodes", at);
+        o.p.numa_nodes = Some(n.clone());
+    }
+    if let Some((m, at)) = &r.mem_policy {
+        o.set("mem_policy", at);
+        o.p.mem_policy = Some(m.clone());
     }
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
@@ -1129,9 +1380,9 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
                     at,
                     format!("rw={text}: fio issues {m} I/Os one after another at each random offset before it draws the next; iolab draws a new offset for every I/O"),
                 ),
-                Some(m) if !rw.is_random() && *m < 0 => said.unmapped(
+                Some(m) if !rw.is_random() && *m < 0 && rw.is_mixed() => said.unmapped(
                     at,
-                    format!("rw={text}: fio starts each I/O {} before the end of the previous one (backwards when that is more than the block size), wrapping from the file's start to its end; iolab's sequential patterns go forwards only", -m),
+                    format!("rw={text}: fio keeps a position per direction, each going back {}; iolab's mixed pattern has one position", -m),
                 ),
                 _ => {}
             }
@@ -1154,6 +1405,18 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
             o.p.write_bs = Some(w);
         }
     }
+    if let Some((_, Some(back), text, at)) = &r.rw {
+        if !rw.is_random() && !rw.is_mixed() && *back < 0 {
+            let back = back.unsigned_abs();
+            let bs = o.p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
+            if back > bs.max().0 {
+                o.set("backward", at);
+                o.p.backward = Some(Bytes(back));
+            } else {
+                said.unmapped(at, format!("rw={text}: each I/O starts {back} before the previous one's end, overlapping it and moving forwards; iolab's forward stride is at least the block size"));
+            }
+        }
+    }
     if let Some((_, Some(hole), text, at)) = &r.rw {
         if !rw.is_random() && *hole > 0 {
             let bs = o.p.bs.clone().unwrap_or(BlockSizes::single(Bytes(4096)));
@@ -1170,6 +1433,108 @@ fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     }
 
     rw
+}
+
+/// fio's prio, prioclass and nice onto the job's threads (a level without a class is
+/// best-effort's, a class without a level has level 0: fio 3.33's ioprio_set), and its
+/// cmdprio_* onto per-request shares: cmdprio_percentage of each direction at cmdprio_class
+/// (default rt) and cmdprio (default 0), or cmdprio_bssplit's `bs/pct[/class/level]` entries.
+fn finish_prio(r: &Raw, o: &mut Out) -> Result<(), (Loc, String)> {
+    use crate::prio::{CmdPrio, IoPrio, PrioShare};
+    if let Some(at) = r.prio.as_ref().map(|p| &p.1).or(r.prioclass.as_ref().map(|p| &p.1)) {
+        o.set("ioprio", at);
+        o.p.ioprio =
+            Some(IoPrio { class: r.prioclass.as_ref().map_or(2, |c| c.0), level: r.prio.as_ref().map_or(0, |p| p.0) });
+    }
+    if let Some((n, at)) = &r.nice {
+        o.set("nice", at);
+        o.p.nice = Some(*n);
+    }
+    let class = |i: usize| r.cmdprio_class.as_ref().and_then(|c| c.0[i]).unwrap_or(1);
+    let level = |i: usize| r.cmdprio_level.as_ref().and_then(|c| c.0[i]).unwrap_or(0);
+    let shares = match (&r.cmdprio_pct, &r.cmdprio_bssplit) {
+        (Some(_), Some((_, at))) => {
+            return Err((
+                at.clone(),
+                "cmdprio_bssplit and cmdprio_percentage exclude each other (fio refuses both)".into(),
+            ))
+        }
+        (Some((pct, at)), None) => {
+            let dir = |i: usize| -> Vec<PrioShare> {
+                pct[i]
+                    .filter(|p| *p > 0)
+                    .map(|p| PrioShare { bs: None, pct: p as u8, prio: IoPrio { class: class(i), level: level(i) } })
+                    .into_iter()
+                    .collect()
+            };
+            Some((CmdPrio { read: dir(0), write: dir(1) }, at))
+        }
+        (None, Some((text, at))) => {
+            let [rd, wr, _] = value::per_direction(text);
+            let dir = |i: usize, t: Option<String>| -> Result<Vec<PrioShare>, String> {
+                let mut out = Vec::new();
+                for e in t.unwrap_or_default().split(':').map(str::trim).filter(|e| !e.is_empty()) {
+                    let parts: Vec<&str> = e.split('/').collect();
+                    let (bs, pct, prio) = match parts.as_slice() {
+                        [b, p] => (b, p, IoPrio { class: class(i), level: level(i) }),
+                        [b, p, c, l] => (b, p, IoPrio { class: IoPrio::class_of(c)?, level: IoPrio::level_of(l)? }),
+                        _ => {
+                            return Err(format!("`{e}`: fio's entries are bs/percentage or bs/percentage/class/level"))
+                        }
+                    };
+                    let bs = value::size(bs, r.kb)?;
+                    let pct = value::int(pct)?;
+                    if pct > 100 {
+                        return Err(format!("{pct} is not a percentage (0 to 100)"));
+                    }
+                    if pct > 0 {
+                        out.push(PrioShare { bs: Some(Bytes(bs)), pct: pct as u8, prio });
+                    }
+                }
+                Ok(out)
+            };
+            let c = CmdPrio {
+                read: dir(0, rd).map_err(|e| (at.clone(), format!("cmdprio_bssplit: {e}")))?,
+                write: dir(1, wr).map_err(|e| (at.clone(), format!("cmdprio_bssplit: {e}")))?,
+            };
+            Some((c, at))
+        }
+        (None, None) => None,
+    };
+    if let Some((c, at)) = shares {
+        if !c.read.is_empty() || !c.write.is_empty() {
+            o.set("cmdprio", at);
+            o.p.cmdprio = Some(c);
+        }
+    }
+    Ok(())
+}
+
+/// fio's random map, its default for uniform random offsets (each block once per pass, an I/O
+/// cut at a block done): iolab's `random_map`, unless `norandommap`. `random_generator=lfsr`
+/// never repeats an offset within a pass and keeps no map (so cuts no I/O): the map gives the
+/// same with one block size, not with several. fio's other distributions take offsets busy or
+/// not (io_u.c sets IO_U_F_BUSY_OK), so the map changes nothing there.
+fn finish_random_map(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    let uniform = matches!(o.p.dist, None | Some(Dist::Uniform));
+    if !rw.is_random() || !uniform || r.norandommap.as_ref().is_some_and(|n| n.0) {
+        return;
+    }
+    if let Some(at) = &r.lfsr {
+        if o.p.bs.as_ref().is_some_and(|b| b.0.len() > 1) || o.p.write_bs.is_some() {
+            said.unmapped(at, "random_generator=lfsr with several block sizes: fio's LFSR visits each block once and keeps every I/O's size; iolab's random map cuts an I/O at a block done".into());
+            return;
+        }
+        said.note(
+            at,
+            "random_generator=lfsr: each block once per pass, as iolab's random map does (another sequence)".into(),
+        );
+    }
+    let at = r.norandommap.as_ref().map(|n| &n.1).or(r.rw.as_ref().map(|r| &r.3));
+    if let Some(at) = at {
+        o.set("random_map", at);
+    }
+    o.p.random_map = Some(true);
 }
 
 /// Threads, the engine, its depth and O_DIRECT; the job's threads.
@@ -1200,7 +1565,10 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
                 "mmap" => EngineKind::Mmap,
                 "null" => EngineKind::Null,
                 other => {
-                    said.unmapped(at, format!("ioengine={other}: iolab's engines are psync, io_uring, mmap and null"));
+                    said.unmapped(
+                        at,
+                        format!("ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap and null"),
+                    );
                     EngineKind::Psync
                 }
             }
@@ -1351,7 +1719,12 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
     }
 
     // fio's rates are per clone; iolab's are the job's, shared among its threads.
-    if let Some((v, at)) = job_rate(&r.rate, rw, "rate", said) {
+    if rw.is_mixed() {
+        mixed_rates(r, threads, o, said);
+    }
+    job_floor(r, rw, threads, o, said);
+    job_flow(r, o);
+    if let Some((v, at)) = job_rate(&r.rate, rw) {
         o.set("rate", &at);
         o.p.rate = Some(Bytes(v.saturating_mul(threads)));
         if threads > 1 {
@@ -1361,7 +1734,7 @@ fn finish_time(r: &Raw, rw: Rw, threads: u64, o: &mut Out, said: &mut Said) {
             );
         }
     }
-    if let Some((v, at)) = job_rate(&r.rate_iops, rw, "rate_iops", said) {
+    if let Some((v, at)) = job_rate(&r.rate_iops, rw) {
         o.set("rate_iops", &at);
         o.p.rate_iops = Some(v.saturating_mul(threads));
         if threads > 1 {
@@ -1497,13 +1870,13 @@ mod tests {
 
         // thinktime is in microseconds without a unit; its family only with it, as in fio.
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=250\nthinktime_spin=50\nthinktime_blocks=8\nthinktime_blocks_type=issue\n").unwrap();
-        let t = j.workload.block().unwrap().think.unwrap();
+        let t = j.workload.block().unwrap().think.as_deref().copied().unwrap();
         assert_eq!(
             (t.time, t.spin, t.every, t.on_issue),
             (Duration::from_micros(250), Duration::from_micros(50), Some(8), true)
         );
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime=1s\nthinktime_iotime=9\n").unwrap();
-        let t = j.workload.block().unwrap().think.unwrap();
+        let t = j.workload.block().unwrap().think.as_deref().copied().unwrap();
         assert_eq!((t.time, t.iotime, t.blocks()), (Duration::from_secs(1), Some(Duration::from_secs(9)), u64::MAX));
         let j = job_of("[a]\nfilename=/d/f\nsize=1m\nthinktime_blocks=8\n").unwrap();
         assert!(j.workload.block().unwrap().think.is_none(), "thinktime_blocks alone does nothing in fio");
@@ -1541,10 +1914,157 @@ mod tests {
     }
 
     #[test]
+    fn rates_per_direction_floors_and_the_arrival_process_map() {
+        use crate::pace::{Rate, RateProcess};
+        let b = |text: &str| job_of(text).map(|j| j.workload.block().cloned().unwrap());
+        // rate=1m on randrw caps each direction (fio's rate is per direction and per clone).
+        let j = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate=1m\nnumjobs=2\n").unwrap();
+        let p = j.pace.unwrap();
+        assert_eq!(
+            (p.read, p.write, j.rate),
+            (Some(Rate::Bytes(Bytes::mib(2))), Some(Rate::Bytes(Bytes::mib(2))), None)
+        );
+        // rate_iops=,50: writes alone; rate=1m,2m: each its own.
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=rw\nrate_iops=,50\n").unwrap().pace.unwrap();
+        assert_eq!((p.read, p.write), (None, Some(Rate::Iops(50))));
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate=1m,2m\n").unwrap().pace.unwrap();
+        assert_eq!((p.read, p.write), (Some(Rate::Bytes(Bytes::mib(1))), Some(Rate::Bytes(Bytes::mib(2)))));
+        // ratemin (fio's alias), ratecycle, rate_process=poisson.
+        let j =
+            b("[a]\nfilename=/d/f\nsize=1m\nrate=1250\nratemin=1024\nratecycle=500\nrate_process=poisson\n").unwrap();
+        let p = j.pace.unwrap();
+        assert_eq!(
+            (j.rate, p.min, p.cycle, p.process),
+            (Some(Bytes(1250)), Some(Rate::Bytes(Bytes(1024))), Duration::from_millis(500), RateProcess::Poisson)
+        );
+        let p = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_iops_min=10\n").unwrap().pace.unwrap();
+        assert_eq!(p.min, Some(Rate::Iops(10)));
+        // fio 3.33: "minimum rate exceeds rate"; a floor for one direction of a mixed job.
+        let e = b("[a]\nfilename=/d/f\nsize=1m\nrate=100k\nratemin=1m\n").unwrap_err();
+        assert!(e.contains("rate_min") && e.contains("above the rate"), "{e}");
+        let e = b("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\nrate_min=,1m\n").unwrap_err();
+        assert!(e.contains("one direction of a mixed job"), "{e}");
+        assert!(b("[a]\nfilename=/d/f\nsize=1m\nrate_process=bursty\n").unwrap_err().contains("poisson"));
+    }
+
+    #[test]
+    fn numa_nodes_and_memory_policies_map() {
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_cpu_nodes=0-1\nnuma_mem_policy=interleave:0-1\n").unwrap();
+        let n = j.numa.unwrap();
+        assert_eq!(n.nodes, Some(crate::cpus::Cpus(vec![0, 1])));
+        assert_eq!(n.mem, Some(crate::numa::MemPolicy::Interleave(crate::cpus::Cpus(vec![0, 1]))));
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_mem_policy=prefer:0-1\n").unwrap_err();
+        assert!(e.contains("prefer takes one node"), "{e}");
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nnuma_cpu_nodes=x\n").unwrap_err().contains("not a node number"));
+    }
+
+    #[test]
+    fn priorities_of_threads_and_requests_map() {
+        use crate::prio::{IoPrio, PrioShare};
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nprio=5\nnice=3\n").unwrap();
+        // fio 3.33 under strace: a level alone is best-effort's.
+        assert_eq!(j.sched.unwrap().ioprio, Some(IoPrio { class: 2, level: 5 }));
+        assert_eq!(j.sched.unwrap().nice, Some(3));
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nioengine=libaio\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n").unwrap();
+        assert_eq!(j.sched.unwrap().ioprio, Some(IoPrio { class: 3, level: 0 }));
+        let c = j.workload.block().unwrap().cmdprio.clone().unwrap();
+        assert_eq!(c.read, [PrioShare { bs: None, pct: 20, prio: IoPrio { class: 1, level: 0 } }]);
+        // fio's cmdprio-bssplit.fio, its advanced entries; 0% entries keep the thread's.
+        let j = job_of(
+            "[a]\nfilename=/d/f\nsize=4m\nrw=randrw\nioengine=libaio\nbssplit=64k/40:1024k/60,1024k/100\n\
+                        cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n",
+        )
+        .unwrap();
+        let c = j.workload.block().unwrap().cmdprio.clone().unwrap();
+        assert_eq!(c.read.len(), 2);
+        assert_eq!(
+            c.read[1],
+            PrioShare { bs: Some(crate::Bytes::kib(64)), pct: 75, prio: IoPrio { class: 3, level: 2 } }
+        );
+        assert!(c.write.is_empty());
+        let e = job_of(
+            "[a]\nfilename=/d/f\nsize=1m\nrw=randread\nioengine=libaio\ncmdprio_percentage=5\ncmdprio_bssplit=4k/5\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("exclude each other"), "{e}");
+        // A synchronous engine has no per-request priority.
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\ncmdprio_percentage=5\n").unwrap_err();
+        assert!(e.contains("io_uring's SQE or libaio's iocb"), "{e}");
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\n").unwrap_err();
+        assert!(e.contains("log_prio=1"), "{e}");
+    }
+
+    #[test]
+    fn randrepeat_0_draws_a_seed_each_reading_and_randseed_wins() {
+        let text = "[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=0\n";
+        let seeds: std::collections::HashSet<u64> = (0..4).map(|_| job_of(text).unwrap().seed).collect();
+        assert_eq!(seeds.len(), 4, "a new seed each reading: {seeds:?}");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=0\nrandseed=7\n").unwrap();
+        assert_eq!(j.seed, 7);
+        let a = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n").unwrap().seed;
+        assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
+    }
+
+    #[test]
+    fn dedupe_percentages_and_modes_map() {
+        let d = |text: &str| job_of(text).map(|j| j.workload.block().unwrap().dedupe);
+        let base = "[a]\nfilename=/d/f\nsize=1m\nrw=write\n";
+        assert_eq!(
+            d(&format!("{base}dedupe_percentage=50\n")).unwrap(),
+            Some(crate::block::Dedupe { pct: 50, working_set: None })
+        );
+        // fio's working set is 5% unless given.
+        let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n")).unwrap();
+        assert_eq!(ws.unwrap().working_set, Some(5));
+        let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n"))
+            .unwrap();
+        assert_eq!(ws.unwrap().working_set, Some(50));
+        assert!(d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap_err().contains("dedupe_global=1"));
+        assert!(d(&format!("{base}dedupe_mode=spread\n")).unwrap_err().contains("working_set"));
+    }
+
+    #[test]
+    fn fadvise_hint_maps_with_fios_default() {
+        use crate::block::Fadvise;
+        let f = |text: &str| job_of(text).unwrap().workload.block().unwrap().fadvise;
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n"), Fadvise::Pattern, "fio's default is 1");
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nfadvise_hint=0\n"), Fadvise::None);
+        assert_eq!(f("[a]\nfilename=/d/f\nsize=1m\nfadvise_hint=random\n"), Fadvise::Random);
+        assert_eq!(Fadvise::Pattern.random_for(crate::Rw::RandRead), Some(true));
+        assert_eq!(Fadvise::Pattern.random_for(crate::Rw::Read), Some(false));
+    }
+
+    #[test]
+    fn flow_weights_ids_and_sleeps_map() {
+        let b = |text: &str| job_of(text).map(|j| j.workload.block().cloned().unwrap());
+        let f = b("[a]\nfilename=/d/f\nsize=1m\nflow=8\nflow_id=2\nflow_sleep=1000\n").unwrap().flow.unwrap();
+        assert_eq!((f.weight, f.id, f.sleep), (8, 2, Duration::from_millis(1)));
+        // Without a weight fio ignores the rest; so does the mapping.
+        assert_eq!(b("[a]\nfilename=/d/f\nsize=1m\nflow_sleep=1000\nflow_id=3\n").unwrap().flow, None);
+        assert!(b("[a]\nfilename=/d/f\nsize=1m\nflow=-1\n").unwrap_err().contains("from 0 up"));
+    }
+
+    #[test]
+    fn fios_random_map_is_the_default_for_uniform_random_offsets() {
+        let map = |text: &str| job_of(text).unwrap().workload.block().unwrap().random_map;
+        assert!(map("[a]\nfilename=/d/f\nsize=1m\nrw=randrw\n"));
+        assert!(map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nnorandommap=0\n"));
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nnorandommap\n"));
+        // Sequential, or another distribution (fio takes busy offsets there): no map.
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=read\n"));
+        assert!(!map("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.1\n"));
+    }
+
+    #[test]
     fn random_generator_and_io_submit_mode_say_how_iolab_runs_them() {
         assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=tausworthe64\nio_submit_mode=inline\n").is_ok());
-        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrandom_generator=lfsr\n").unwrap_err();
-        assert!(e.contains("random_generator=lfsr") && e.contains("norandommap"), "{e}");
+        // lfsr: each block once per pass, iolab's random map with one block size; with several,
+        // the map's cut I/Os are not fio's (it keeps every size): not mapped.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandom_generator=lfsr\n").unwrap();
+        assert!(j.workload.block().unwrap().random_map);
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nbssplit=4k/50:8k/50\nrandom_generator=lfsr\n")
+            .unwrap_err();
+        assert!(e.contains("random_generator=lfsr") && e.contains("several block sizes"), "{e}");
         assert!(job_of("[a]\nfilename=/d/f\nrandom_generator=mt\n").unwrap_err().contains("tausworthe64"));
         assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nio_submit_mode=offload\n").is_ok());
         assert!(job_of("[a]\nfilename=/d/f\nio_submit_mode=later\n").unwrap_err().contains("inline"));

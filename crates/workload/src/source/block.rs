@@ -6,6 +6,9 @@
 //! is over the schedule, never over a near-zero window), and never past the deadline. Reads
 //! of a file whose holes were kept are counted, with those that fell in a hole.
 
+use super::cmdprio::Chooser;
+use super::dedupe::Dedup;
+use super::pace::{Admit, Pacer};
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
@@ -13,7 +16,6 @@ use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, refill, OpKind, OpenOptions};
 use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
-use std::time::Duration;
 
 pub struct BlockSource<'a> {
     job: &'a Job,
@@ -24,8 +26,12 @@ pub struct BlockSource<'a> {
     pattern: Pattern,
     flush_every: u64,
     flush_kind: OpKind,
-    rate_interval: Option<Duration>,
-    next_due: Stamp,
+    /// Its rates and floor (`None`: neither).
+    pace: Option<Pacer>,
+    /// Priorities per request (`--cmdprio`).
+    cmdprio: Option<Chooser>,
+    /// Writes that repeat earlier data (`--dedupe`).
+    dedupe: Option<Dedup>,
     writes_since_flush: u64,
     /// A flush is in flight: nothing else is issued until it completes.
     flushing: bool,
@@ -65,12 +71,6 @@ impl<'a> BlockSource<'a> {
         if let Some(n) = b.max_ios {
             pattern.limit_ops(n);
         }
-        let per_thread = |v: f64| v / job.threads as f64;
-        let rate_interval = match (b.rate, b.rate_iops) {
-            (Some(bw), _) => Some(Duration::from_secs_f64(b.mean_bs() / per_thread(bw.0 as f64))),
-            (_, Some(iops)) => Some(Duration::from_secs_f64(1.0 / per_thread(iops as f64))),
-            _ => None,
-        };
         BlockSource {
             job,
             b,
@@ -80,8 +80,9 @@ impl<'a> BlockSource<'a> {
             pattern,
             flush_every: b.flush_every(),
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
-            rate_interval,
-            next_due: Stamp(0),
+            pace: Pacer::new(b, job.threads, job.seed, thread),
+            cmdprio: b.cmdprio.as_deref().map(|c| Chooser::new(c, job.seed, thread)),
+            dedupe: b.dedupe.map(|d| Dedup::new(d, job.seed, thread, (size as f64 / b.mean_bs()) as u64)),
             writes_since_flush: 0,
             flushing: false,
             exhausted: false,
@@ -113,8 +114,11 @@ impl<'a> BlockSource<'a> {
     /// (so its rate is over its schedule; never past the deadline), then the final fsync, then
     /// done.
     fn finish(&mut self, ctx: &Ctx) -> Next {
-        if !self.schedule_done && !ctx.ending && self.rate_interval.is_some() && ctx.now < self.next_due {
-            return Next::WaitUntil(self.next_due);
+        let due = self.pace.as_ref().and_then(Pacer::next_due);
+        if let (false, false, Some(due)) = (self.schedule_done, ctx.ending, due) {
+            if ctx.now < due {
+                return Next::WaitUntil(due);
+            }
         }
         self.schedule_done = true;
         if self.b.end_fsync && !self.end_fsync_done {
@@ -158,6 +162,12 @@ impl Source for BlockSource<'_> {
             };
             io_error("opening", &t.path, hint)(e)
         })?;
+        // fio's fadvise_hint: RANDOM turns the kernel's readahead off for random offsets.
+        if let Some(random) = b.fadvise.random_for(b.rw) {
+            let advice = if random { rustix::fs::Advice::Random } else { rustix::fs::Advice::Sequential };
+            rustix::fs::fadvise(&file, 0, None, advice)
+                .map_err(|e| io_error("advising the kernel on", &t.path, "")(io::Error::from(e)))?;
+        }
         Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
     }
 
@@ -166,7 +176,9 @@ impl Source for BlockSource<'_> {
     }
 
     fn start(&mut self, at: Stamp) {
-        self.next_due = at;
+        if let Some(p) = &mut self.pace {
+            p.start(at);
+        }
     }
 
     #[inline(always)]
@@ -185,21 +197,23 @@ impl Source for BlockSource<'_> {
             self.flushing = true;
             return Self::flush(self.flush_kind);
         }
-        let Some(a) = self.pattern.next_access() else {
+        let Some(mut a) = self.pattern.next_access() else {
             self.exhausted = true;
             return self.finish(ctx);
         };
-        let due = match self.rate_interval {
-            Some(iv) => {
-                if ctx.now < self.next_due {
+        let due = match &mut self.pace {
+            Some(p) => match p.admit(ctx.now, a.dir) {
+                Admit::Go(due) => due,
+                Admit::Turn(due) => {
+                    a = self.pattern.turn(a);
+                    due
+                }
+                Admit::Wait(t) => {
                     // Not due yet: keep this access for later.
                     self.pattern.push_back(a);
-                    return Next::WaitUntil(self.next_due);
+                    return Next::WaitUntil(t);
                 }
-                let due = self.next_due;
-                self.next_due += iv;
-                Some(due)
-            }
+            },
             None => None,
         };
         let kind = match a.dir {
@@ -213,12 +227,22 @@ impl Source for BlockSource<'_> {
             call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len },
             due,
             timed: true,
+            prio: match &mut self.cmdprio {
+                None => 0,
+                Some(c) => c.draw(a.dir, a.len),
+            },
         })
     }
 
     #[inline]
     fn fill(&mut self, call: &Call, buf: &mut [u8]) {
         if let Call::Data { offset, len, .. } = call {
+            if let Some(d) = &mut self.dedupe {
+                // Data from its key alone, no offset stamp: equal keys, equal blocks.
+                let n = (*len as usize).min(buf.len());
+                fill_pattern(&mut buf[..n], d.next_key(), self.b.compressibility);
+                return;
+            }
             if self.b.refill_buffers {
                 self.refills += 1;
                 let key = splitmix64(self.job.seed ^ ((self.thread as u64) << 48) ^ self.refills);
@@ -241,6 +265,10 @@ impl Source for BlockSource<'_> {
         if !self.holes.is_empty() && kind == OpKind::Read {
             self.count_hole_read(offset, len);
         }
+        if let (Some(p), Ok(n), false) = (&mut self.pace, result, kind.is_sync()) {
+            let dir = if kind == OpKind::Read { Dir::Read } else { Dir::Write };
+            p.completed(dir, *n as u64).map_err(SourceError::Said)?;
+        }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
             r => self.failed(call, r),
@@ -250,7 +278,7 @@ impl Source for BlockSource<'_> {
 
 /// A well-mixed 64-bit key from a counter (SplitMix64's finaliser), so consecutive writes get
 /// unrelated data.
-fn splitmix64(mut z: u64) -> u64 {
+pub(super) fn splitmix64(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -339,6 +367,183 @@ mod tests {
             } else {
                 assert!(stamped > 4, "{rw}: {stamped} blocks of the region written");
             }
+        }
+    }
+
+    /// A job on a real 1 MiB file (2 s unless it says), its result.
+    fn paced(p: JobPatch) -> iolab_model::JobResult {
+        let dir = tempfile::tempdir().unwrap();
+        let job = JobPatch {
+            target: Some(dir.path().join("f")),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+            size: Some(Bytes::mib(1)),
+            runtime: p.runtime.or(Some(std::time::Duration::from_secs(2))),
+            ..p
+        }
+        .resolve("p")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "p".into(), jobs: vec![job] }] };
+        plan.validate().unwrap();
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        r.phases[0].jobs[0].clone()
+    }
+
+    #[test]
+    fn a_mixed_job_paces_each_direction_on_its_own() {
+        // fio's rate_iops=,50 on randrw: writes at 50 IOPS, reads flat out.
+        let j = paced(JobPatch { rw: Some(Rw::RandRw), write_rate_iops: Some(50), ..Default::default() });
+        let (r, w) = (j.total.read().ops, j.total.write().ops);
+        assert!((80..=110).contains(&w), "writes at 50 IOPS for 2 s: {w}");
+        assert!(r > 4 * w, "reads unpaced: {r} reads, {w} writes");
+        // Both capped: each at its own rate, the mix set aside (fio's rate_iops=100,25).
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRw),
+            read_rate_iops: Some(100),
+            write_rate_iops: Some(25),
+            ..Default::default()
+        });
+        let (r, w) = (j.total.read().ops, j.total.write().ops);
+        assert!((170..=210).contains(&r) && (40..=55).contains(&w), "{r} reads, {w} writes");
+    }
+
+    #[test]
+    fn a_job_below_its_floor_ends_with_the_reason() {
+        // 50 IOPS of 4 KiB is 200 KB/s: a floor of 1 MiB/s fails once the 2 s settling and a
+        // cycle have passed; one of 100 KiB/s holds.
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(50),
+            rate_min: Some(Bytes::mib(1)),
+            runtime: Some(std::time::Duration::from_secs(5)),
+            ..Default::default()
+        });
+        let e = j.error.unwrap_or_default();
+        assert!(e.contains("reads fell below the floor") && e.contains("rate_min"), "{e}");
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(50),
+            rate_min: Some(Bytes::kib(100)),
+            rate_cycle: Some(std::time::Duration::from_millis(500)),
+            runtime: Some(std::time::Duration::from_secs(4)),
+            ..Default::default()
+        });
+        assert_eq!(j.error, None);
+        assert!(j.total.read().ops >= 150, "{}", j.total.read().ops);
+    }
+
+    #[test]
+    fn a_poisson_process_keeps_the_rate() {
+        let j = paced(JobPatch {
+            rw: Some(Rw::RandRead),
+            rate_iops: Some(200),
+            rate_process: Some(iolab_spec::pace::RateProcess::Poisson),
+            ..Default::default()
+        });
+        let n = j.total.read().ops;
+        // 400 expected; a Poisson count's standard deviation is 20.
+        assert!((320..=480).contains(&n), "{n} reads in 2 s at 200 IOPS");
+    }
+
+    #[test]
+    fn a_random_map_writes_each_block_of_the_file_once() {
+        // 256 random 4 KiB writes over 1 MiB: with the map every block is written (and carries
+        // its offset); drawn independently, about a third are missed.
+        let dir = tempfile::tempdir().unwrap();
+        let stamped = |map: bool| {
+            let path = dir.path().join(format!("f{map}"));
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::RandWrite),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::mib(1)),
+                random_map: Some(map),
+                ..Default::default()
+            }
+            .resolve("m")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "m".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            assert_eq!(r.phases[0].total.write().ops, 256);
+            let data = std::fs::read(&path).unwrap();
+            data.chunks(4096)
+                .enumerate()
+                .filter(|(i, b)| u64::from_le_bytes(b[..8].try_into().unwrap()) == *i as u64 * 4096)
+                .count()
+        };
+        assert_eq!(stamped(true), 256);
+        assert!(stamped(false) < 200, "independent draws miss blocks");
+    }
+
+    #[test]
+    fn backward_writes_and_reads_go_through_the_file_from_its_end() {
+        // fio's rw=write:-8k on 64 KiB: 16 writes at 0, then 56k down to 0; every block but
+        // the last carries its offset, the last is never written.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let run = |rw: Rw| {
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(rw),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::kib(64)),
+                backward: Some(Bytes::kib(8)),
+                ..Default::default()
+            }
+            .resolve("b")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "b".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            run_plan(&plan, &Control::default(), &mut NoSink).unwrap()
+        };
+        let r = run(Rw::Write);
+        assert_eq!((r.phases[0].total.write().ops, r.phases[0].total.write().bytes), (16, 64 << 10));
+        let data = std::fs::read(&path).unwrap();
+        let stamped: Vec<bool> = data
+            .chunks(4096)
+            .enumerate()
+            .map(|(i, b)| {
+                b.len() >= 8
+                    && u64::from_le_bytes(b[..8].try_into().unwrap()) == i as u64 * 4096
+                    && b[8..].iter().any(|&x| x != 0)
+            })
+            .collect();
+        assert!(stamped[..15].iter().all(|s| *s), "{stamped:?}");
+        assert!(!stamped.get(15).copied().unwrap_or(false), "the last block is never written");
+        let r = run(Rw::Read);
+        assert_eq!(r.phases[0].total.read().ops, 16);
+    }
+
+    #[test]
+    fn dedupe_repeats_the_share_of_writes_fio_repeats() {
+        // fio 3.33, 1024 writes of 4 KiB, dedupe_percentage=50: 513 distinct blocks with
+        // dedupe_mode=repeat, 514 with working_set at 25%.
+        let dir = tempfile::tempdir().unwrap();
+        let distinct = |dedupe: Option<u8>, set: Option<u8>| {
+            let path = dir.path().join(format!("d{dedupe:?}{set:?}"));
+            let job = JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::Write),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                size: Some(Bytes::mib(4)),
+                dedupe,
+                dedupe_set: set,
+                compressibility: Some(50),
+                ..Default::default()
+            }
+            .resolve("d")
+            .unwrap();
+            let plan = Plan { phases: vec![Phase { name: "d".into(), jobs: vec![job] }] };
+            plan.validate().unwrap();
+            run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            let data = std::fs::read(&path).unwrap();
+            let blocks: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
+            blocks.len()
+        };
+        assert_eq!(distinct(None, None), 1024);
+        for set in [None, Some(25)] {
+            let n = distinct(Some(50), set);
+            assert!((460..=570).contains(&n), "{set:?}: {n} distinct blocks of 1024");
         }
     }
 

@@ -42,6 +42,10 @@ macro_rules! personality_sources {
 }
 
 pub mod block;
+mod cmdprio;
+mod dedupe;
+pub mod flow;
+mod pace;
 pub mod replay;
 pub mod think;
 pub mod verify;
@@ -264,15 +268,17 @@ pub struct Issue {
     /// of what the original measures (removing what is left at the end, the directories a
     /// personality made for itself) is made but not counted. Data calls are always counted.
     pub timed: bool,
+    /// A data call's own I/O priority (IOPRIO_PRIO_VALUE; 0: the thread's): `--cmdprio`.
+    pub prio: u16,
 }
 
 impl Issue {
     pub fn now(call: Call) -> Issue {
-        Issue { call, due: None, timed: true }
+        Issue { call, due: None, timed: true, prio: 0 }
     }
     /// A namespace call made but not counted (cleanup the original does outside its timing).
     pub fn untimed(call: Call) -> Issue {
-        Issue { call, due: None, timed: false }
+        Issue { call, due: None, timed: false, prio: 0 }
     }
 }
 

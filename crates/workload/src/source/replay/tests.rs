@@ -51,6 +51,8 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         start_delay: Default::default(),
         exit_all: false,
         cpus: None,
+        numa: None,
+        sched: None,
         overwrite: false,
         device: false,
         verify: None,

@@ -1,0 +1,185 @@
+//! Flow between jobs around any source (`--flow`, fio's flow.c): the threads of a phase's jobs
+//! that share a flow id keep their I/O counts in proportion to their weights. Each thread
+//! counts its own I/Os and the flow's (one atomic counter, starting at 1 as fio's does); a
+//! thread whose share of the flow's I/Os is above its share of the weights stalls (what it has
+//! in flight completed, then `sleep`) and looks again. A thread leaves the flow (its weight is
+//! taken off) when its source is dropped, so one that ended holds no one back. A wrapper,
+//! chosen only for a job with a flow.
+
+use super::{Call, Ctx, Next, SetupFile, Source, SourceError};
+use crate::clock::Stamp;
+use iolab_model::OpClass;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One flow of a phase: the I/Os issued in it, and the weights of the threads in it.
+#[derive(Debug)]
+pub struct Flow {
+    ios: AtomicU64,
+    weights: AtomicU64,
+}
+
+impl Flow {
+    /// A flow whose threads weigh `weights` in all (every thread of its jobs, counted before
+    /// any starts, as fio counts every job at its setup).
+    pub fn new(weights: u64) -> Arc<Flow> {
+        Arc::new(Flow { ios: AtomicU64::new(1), weights: AtomicU64::new(weights) })
+    }
+}
+
+pub struct Flowing<S> {
+    inner: S,
+    flow: Arc<Flow>,
+    weight: u64,
+    sleep: Duration,
+    /// This thread's I/Os in the flow.
+    mine: u64,
+    /// Sleeping until this instant after a stall.
+    until: Option<Stamp>,
+}
+
+impl<S: Source> Flowing<S> {
+    pub fn new(inner: S, flow: Arc<Flow>, f: iolab_spec::flow::Flow) -> Self {
+        Flowing { inner, flow, weight: f.weight as u64, sleep: f.sleep, mine: 0, until: None }
+    }
+
+    /// fio's flow_threshold_exceeded: this thread's share of the flow's I/Os above its share
+    /// of the weights.
+    fn ahead(&self) -> bool {
+        let ios = self.flow.ios.load(Ordering::Relaxed).max(1) as f64;
+        let weights = self.flow.weights.load(Ordering::Relaxed).max(1) as f64;
+        self.mine as f64 / ios > self.weight as f64 / weights
+    }
+}
+
+impl<S> Drop for Flowing<S> {
+    fn drop(&mut self) {
+        self.flow.weights.fetch_sub(self.weight, Ordering::Relaxed);
+    }
+}
+
+/// A read or a write (what fio counts).
+fn is_block(call: &Call) -> bool {
+    matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes())
+}
+
+impl<S: Source> Source for Flowing<S> {
+    fn buffer_len(&self) -> usize {
+        self.inner.buffer_len()
+    }
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
+        self.inner.setup()
+    }
+    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
+        self.inner.prime(slot, buf)
+    }
+    fn start(&mut self, at: Stamp) {
+        self.inner.start(at)
+    }
+
+    fn next(&mut self, ctx: &mut Ctx) -> Next {
+        if !ctx.ending {
+            if let Some(t) = self.until {
+                if ctx.now < t {
+                    return Next::WaitUntil(t);
+                }
+                self.until = None;
+            }
+            if self.ahead() {
+                if self.sleep.is_zero() {
+                    // fio retries at once; iolab reaps or yields a moment meanwhile.
+                    return Next::WaitUntil(ctx.now + Duration::from_micros(10));
+                }
+                if ctx.inflight > 0 {
+                    return Next::Drain;
+                }
+                let t = ctx.now + self.sleep;
+                self.until = Some(t);
+                return Next::WaitUntil(t);
+            }
+        }
+        let next = self.inner.next(ctx);
+        if let Next::Issue(i) = &next {
+            if is_block(&i.call) {
+                self.mine += 1;
+                self.flow.ios.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        next
+    }
+
+    #[inline]
+    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
+        self.inner.fill(call, buf)
+    }
+    fn checks_reads(&self) -> bool {
+        self.inner.checks_reads()
+    }
+    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
+        self.inner.completed(call, buf, result)
+    }
+    fn times_itself(&self) -> bool {
+        self.inner.times_itself()
+    }
+    fn take_timings(&mut self, out: &mut dyn FnMut(OpClass, u64, u64)) {
+        self.inner.take_timings(out)
+    }
+    fn opened(&mut self, file: u32, f: &std::fs::File) {
+        self.inner.opened(file, f)
+    }
+    fn file_change(&mut self) -> Option<super::FileChange> {
+        self.inner.file_change()
+    }
+    fn figures(&self) -> Vec<(&'static str, f64)> {
+        self.inner.figures()
+    }
+    fn hole_reads(&self) -> Option<(u64, u64)> {
+        self.inner.hole_reads()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{run_plan, Control, NoSink};
+    use iolab_spec::{Bytes, JobPatch, Phase, Plan, Rw};
+    use std::time::Duration;
+
+    /// Two jobs on real files for 2 s: 4 KiB reads with flow weight 1 and 64 KiB writes with
+    /// weight 3 (fio's flow.fio shape): the writes make about three I/Os for each read. Without
+    /// the flow each runs flat out, and the small reads far outnumber the large writes.
+    #[test]
+    fn jobs_in_a_flow_keep_their_counts_in_proportion_to_their_weights() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |flows: Option<(u32, u32)>| {
+            let job = |name: &str, rw: Rw, weight: Option<u32>, bs: u64| {
+                JobPatch {
+                    target: Some(dir.path().join(name)),
+                    rw: Some(rw),
+                    bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(bs))),
+                    size: Some(Bytes::mib(4)),
+                    runtime: Some(Duration::from_secs(2)),
+                    flow: weight,
+                    flow_sleep: weight.map(|_| Duration::from_micros(200)),
+                    ..Default::default()
+                }
+                .resolve(name)
+                .unwrap()
+            };
+            // The second job's I/Os are 16 times larger: alone it makes far fewer.
+            let jobs =
+                vec![job("a", Rw::RandRead, flows.map(|f| f.0), 4), job("b", Rw::RandWrite, flows.map(|f| f.1), 64)];
+            let plan = Plan { phases: vec![Phase { name: "f".into(), jobs }] };
+            plan.validate().unwrap();
+            let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            let p = &r.phases[0];
+            (p.jobs[0].total.read().ops as f64, p.jobs[1].total.write().ops as f64)
+        };
+        let (a, b) = run(Some((1, 3)));
+        let ratio = b / a;
+        assert!((2.5..=3.5).contains(&ratio), "weights 1:3 give {a} and {b} I/Os ({ratio:.2})");
+        let (a, b) = run(None);
+        assert!(b / a < 2.0, "without a flow: {a} and {b}");
+    }
+}
