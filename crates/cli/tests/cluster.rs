@@ -124,6 +124,49 @@ fn two_nodes_write_their_files_start_together_and_merge() {
     assert_eq!(stored, ["*", "a", "b"]);
 }
 
+/// Steady state on several nodes (issue 29): a steady `--rate-iops` job on two agents ends
+/// after exactly the window's rounds on both, ended by the coordinator once both nodes and
+/// their sum were steady; the merged phase's rounds are the nodes' sums, each node's own
+/// verdict beside them.
+#[test]
+fn a_steady_rate_on_two_nodes_ends_after_the_window_on_both() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    #[rustfmt::skip]
+    let r = run_json(&[
+        "run", "--no-store", "--node", &node("a", &a), "--node", &node("b", &b),
+        "--target", "f", "--rw", "randwrite", "--size", "4M", "--rate-iops", "400", "--sample-interval", "0",
+        "--steady-state", "snia", "--round", "1s", "--ss-max-rounds", "12",
+    ]);
+    assert_eq!(r["status"], "complete", "{r}");
+    let s = &r["phases"][0]["steady_state"];
+    assert_eq!(
+        (s["attained"].as_bool(), s["steady_at"].as_u64(), s["measured"].as_u64()),
+        (Some(true), Some(5), Some(5)),
+        "{s}"
+    );
+    let vals =
+        |v: &Value| -> Vec<f64> { v["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let nodes = s["nodes"].as_array().unwrap();
+    assert_eq!(nodes.iter().map(|n| n["node"].as_str().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
+    for n in nodes {
+        assert_eq!((n["attained"].as_bool(), n["measured"].as_u64()), (Some(true), Some(5)), "{n}");
+        for x in vals(n) {
+            assert!((x - 400.0).abs() <= 20.0, "each node near 400 IOPS a round: {n}");
+        }
+    }
+    let (sum, na, nb) = (vals(s), vals(&nodes[0]), vals(&nodes[1]));
+    for i in 0..5 {
+        assert!((sum[i] - na[i] - nb[i]).abs() < 1e-9, "round {}: {} is not {} + {}", i + 1, sum[i], na[i], nb[i]);
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    for row in ["| `phases[].steady_state.nodes[]` |", "| `phases[].steady_state.nodes[].node` |"] {
+        assert!(doc.contains(row), "{row} is not in docs/json.md");
+    }
+}
+
 /// The one merge (issue 23): the aggregate the coordinator merged live is the one the store
 /// rebuilds from the nodes' own rows (as after a coordinator killed before it saved it), by
 /// the same rule: the window from the first start to the last end, the seconds aligned by
