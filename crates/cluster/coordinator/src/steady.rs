@@ -120,6 +120,31 @@ mod tests {
         Plan { phases: vec![Phase { name: "p".into(), jobs: vec![patch.resolve("j").unwrap()] }] }
     }
 
+    #[test]
+    fn fios_criterion_is_judged_across_the_nodes_on_samples() {
+        let patch = JobPatch {
+            target: Some("f".into()),
+            steady_state: Some("iops:5%".parse().unwrap()),
+            ss_dur: Some(std::time::Duration::from_secs(3)),
+            runtime: Some(std::time::Duration::from_secs(20)),
+            ..Default::default()
+        };
+        let p = Plan { phases: vec![Phase { name: "p".into(), jobs: vec![patch.resolve("j").unwrap()] }] };
+        let mut a = Across::new(&[&p, &p]);
+        // Node a climbs for 4 s, then holds; node b holds from the start.
+        let mut ended = None;
+        for t in 1..=20 {
+            assert!(!a.second(0, 0, &sec(t, 100 * t.min(5))));
+            if a.second(1, 0, &sec(t, 200)) {
+                ended = Some(t);
+                break;
+            }
+        }
+        assert_eq!(ended, Some(7), "samples 5-7 steady on both and in their sum");
+        let r = a.result(0).unwrap();
+        assert_eq!((r.method.as_str(), r.values.as_slice(), r.steady_at), ("fio", &[700.0; 3][..], Some(7)));
+    }
+
     fn sec(t: u64, ops: u64) -> TimelinePoint {
         TimelinePoint { t_s: t as f64, write_ops: ops, write_bytes: ops * 4096, ..Default::default() }
     }
