@@ -377,6 +377,13 @@ impl Nodes<'_> {
 
 impl Sink for Nodes<'_> {
     fn event(&mut self, node: Option<&str>, event: Event<'_>) {
+        // The coordinator's own word (a phase ended on every node once steady): no node's.
+        if let (None, Event::Message(text)) = (node, &event) {
+            if !self.json {
+                errln!("{}iolab: {text}", if self.draw { "\n" } else { "" });
+            }
+            return;
+        }
         let node = node.unwrap_or("");
         match event {
             Event::Message(text) if !self.json => {

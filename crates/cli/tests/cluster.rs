@@ -124,6 +124,93 @@ fn two_nodes_write_their_files_start_together_and_merge() {
     assert_eq!(stored, ["*", "a", "b"]);
 }
 
+/// Steady state on several nodes (issue 29): a steady `--rate-iops` job on two agents ends
+/// after exactly the window's rounds on both, ended by the coordinator once both nodes and
+/// their sum were steady; the merged phase's rounds are the nodes' sums, each node's own
+/// verdict beside them.
+#[test]
+fn a_steady_rate_on_two_nodes_ends_after_the_window_on_both() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    #[rustfmt::skip]
+    let r = run_json(&[
+        "run", "--no-store", "--node", &node("a", &a), "--node", &node("b", &b),
+        "--target", "f", "--rw", "randwrite", "--size", "4M", "--rate-iops", "400", "--sample-interval", "0",
+        "--steady-state", "snia", "--round", "1s", "--ss-max-rounds", "12",
+    ]);
+    assert_eq!(r["status"], "complete", "{r}");
+    let s = &r["phases"][0]["steady_state"];
+    assert_eq!(
+        (s["attained"].as_bool(), s["steady_at"].as_u64(), s["measured"].as_u64()),
+        (Some(true), Some(5), Some(5)),
+        "{s}"
+    );
+    let vals =
+        |v: &Value| -> Vec<f64> { v["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let nodes = s["nodes"].as_array().unwrap();
+    assert_eq!(nodes.iter().map(|n| n["node"].as_str().unwrap()).collect::<Vec<_>>(), ["a", "b"]);
+    for n in nodes {
+        assert_eq!((n["attained"].as_bool(), n["measured"].as_u64()), (Some(true), Some(5)), "{n}");
+        for x in vals(n) {
+            assert!((x - 400.0).abs() <= 20.0, "each node near 400 IOPS a round: {n}");
+        }
+    }
+    let (sum, na, nb) = (vals(s), vals(&nodes[0]), vals(&nodes[1]));
+    for i in 0..5 {
+        assert!((sum[i] - na[i] - nb[i]).abs() < 1e-9, "round {}: {} is not {} + {}", i + 1, sum[i], na[i], nb[i]);
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
+    for row in ["| `phases[].steady_state.nodes[]` |", "| `phases[].steady_state.nodes[].node` |"] {
+        assert!(doc.contains(row), "{row} is not in docs/json.md");
+    }
+}
+
+/// A rate that falls every round on both nodes (a judged job of 100 IOPS beside six of 300 IOPS
+/// ending one a round): no node and not their sum is ever steady; both run to the maximum of 6
+/// rounds, the merged rounds the nodes' sums.
+#[test]
+fn a_rate_that_falls_every_round_on_two_nodes_runs_both_to_the_maximum() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let mut toml = String::from("[[phase]]\nname = \"falling\"\n");
+    toml += "[[phase.job]]\nname = \"judged\"\ntarget = \"j\"\nsize = \"1M\"\nrw = \"randwrite\"\nrate_iops = 100\nsteady_state = \"snia\"\nround = \"1s\"\nss_max_rounds = 6\n";
+    for k in 1..=6 {
+        toml += &format!(
+            "[[phase.job]]\nname = \"b{k}\"\ntarget = \"b{k}\"\nsize = \"1M\"\nrw = \"randwrite\"\nrate_iops = 300\nruntime = \"{k}s\"\n"
+        );
+    }
+    let job = d.path().join("falling.toml");
+    std::fs::write(&job, toml).unwrap();
+    #[rustfmt::skip]
+    let r = run_json(&[
+        "run", "--no-store", "--node", &node("a", &a), "--node", &node("b", &b), "--sample-interval", "0",
+        job.to_str().unwrap(),
+    ]);
+    assert_eq!(r["status"], "complete", "{r}");
+    let s = &r["phases"][0]["steady_state"];
+    assert_eq!((s["attained"].as_bool(), s["measured"].as_u64()), (Some(false), Some(6)), "{s}");
+    assert!(s.get("steady_at").is_none(), "{s}");
+    let vals =
+        |v: &Value| -> Vec<f64> { v["values"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let nodes = s["nodes"].as_array().unwrap();
+    for n in nodes {
+        assert_eq!((n["attained"].as_bool(), n["measured"].as_u64()), (Some(false), Some(6)), "{n}");
+        for (i, x) in vals(n).iter().enumerate() {
+            let want = 1900.0 - 300.0 * i as f64;
+            assert!((x - want).abs() <= 0.05 * want, "round {} near {want}: {n}", i + 1);
+        }
+    }
+    let (sum, na, nb) = (vals(s), vals(&nodes[0]), vals(&nodes[1]));
+    assert_eq!(sum.len(), 6);
+    for i in 0..6 {
+        assert!((sum[i] - na[i] - nb[i]).abs() < 1e-9, "round {}: {} is not {} + {}", i + 1, sum[i], na[i], nb[i]);
+    }
+}
+
 /// The one merge (issue 23): the aggregate the coordinator merged live is the one the store
 /// rebuilds from the nodes' own rows (as after a coordinator killed before it saved it), by
 /// the same rule: the window from the first start to the last end, the seconds aligned by

@@ -153,6 +153,20 @@ pub struct SteadyStateResult {
     pub figures_from_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures_to_s: Option<f64>,
+    /// Several nodes: this result is the aggregate's (each round's value the nodes' sum; for
+    /// latency their mean), judged by the coordinator; here each node's own, judged on its
+    /// rounds alone. The phase ended on every node when all of them and the aggregate were
+    /// steady at the same round, or at the maximum.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeSteadyState>,
+}
+
+/// One node's own steady state in a phase run on several nodes (`phases[].steady_state.nodes[]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeSteadyState {
+    pub node: String,
+    #[serde(flatten)]
+    pub state: SteadyStateResult,
 }
 
 impl SteadyStateResult {

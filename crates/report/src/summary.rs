@@ -53,7 +53,7 @@ pub fn render(r: &RunResult) -> String {
 }
 
 /// A phase's steady state in words: the verdict, then the rounds (or the last samples), the
-/// window's among them marked.
+/// window's among them marked; on several nodes (the nodes' sum judged) each node's verdict.
 pub fn steady_lines(ss: &iolab_model::steady::SteadyStateResult) -> Vec<String> {
     let what = if ss.method == "snia" { "rounds" } else { "last samples" };
     let (a, b) = ss.window.as_ref().map_or((0, 0), |w| (w.first, w.last));
@@ -71,10 +71,17 @@ pub fn steady_lines(ss: &iolab_model::steady::SteadyStateResult) -> Vec<String> 
             }
         })
         .collect();
-    vec![
+    let mut lines = vec![
         format!("steady state: {} ({})", ss.verdict(), ss.criterion),
         format!("  {what} ({}, {}s each; the window in []): {}", ss.unit, ss.interval_s, values.join(" ")),
-    ]
+    ];
+    if !ss.nodes.is_empty() {
+        lines[0] = format!("steady state of the nodes' sum: {} ({})", ss.verdict(), ss.criterion);
+    }
+    for n in &ss.nodes {
+        lines.push(format!("  node {}: {}", n.node, n.state.verdict()));
+    }
+    lines
 }
 
 /// A personality's own figures in words (`files created per second, mixed phase 1,234`; the
@@ -253,6 +260,38 @@ mod tests {
     use iolab_model::{Acc, OpClass};
     use iolab_spec::{JobPatch, Rw};
     use iolab_sysstat::{DiskRates, SystemResult, TargetInfo};
+
+    #[test]
+    fn several_nodes_steady_state_says_the_sums_verdict_then_each_nodes() {
+        use iolab_model::steady::{judge_snia, NodeSteadyState, SteadyStateResult};
+        let snia = iolab_spec::steady::Snia::PTS;
+        let of = |v: f64, steady: bool| SteadyStateResult {
+            method: "snia".into(),
+            unit: "IOPS".into(),
+            values: vec![v; 5],
+            first: 1,
+            measured: 5,
+            window: Some(judge_snia(&[v; 5], 1, &snia)),
+            attained: steady,
+            steady_at: steady.then_some(5),
+            ..Default::default()
+        };
+        let mut ss = of(800.0, true);
+        ss.nodes = vec![
+            NodeSteadyState { node: "a".into(), state: of(400.0, true) },
+            NodeSteadyState { node: "b".into(), state: of(400.0, true) },
+        ];
+        let lines = steady_lines(&ss);
+        assert!(lines[0].starts_with("steady state of the nodes' sum: steady at round 5"), "{lines:?}");
+        assert!(lines[1].contains("[800] [800] [800] [800] [800]"), "{lines:?}");
+        assert!(
+            lines[2].starts_with("  node a: steady at round 5") && lines[2].contains("of the mean 400 IOPS"),
+            "{lines:?}"
+        );
+        assert!(lines[3].starts_with("  node b: steady at round 5"), "{lines:?}");
+        assert_eq!(lines.len(), 4);
+        assert_eq!(steady_lines(&of(800.0, true)).len(), 2, "one node: no node lines");
+    }
 
     #[test]
     fn a_personalitys_figures_are_said_in_words() {

@@ -63,6 +63,10 @@ pub struct Control {
     /// How the run's paths are reached: as named, or beneath an agent's `--allow` directories
     /// with no link followed ([`crate::place`]).
     pub roots: Roots,
+    /// An agent's run on several nodes: a phase judged for steady state does not end when
+    /// this node is steady, only once its coordinator has ended it here (every node and the
+    /// nodes' sum steady), or at its maximum ([`crate::steady::PhaseEnds`]).
+    pub phase_ends: Option<Arc<crate::steady::PhaseEnds>>,
 }
 
 /// The run's events go to a [`Sink`] (iolab_model::events: the one stream of the executor,
@@ -598,8 +602,9 @@ fn run_phase(
         drop(tx);
         let phase_start = release(index, &shared, ctl, sink);
         let begins = start_delays(phase).into_iter().map(|d| phase_start + d).collect();
-        let runtime = phase.jobs.iter().find(|j| j.steady.is_some()).and_then(|j| j.runtime);
-        let judge = steady.map(|c| (crate::steady::Judge::new(c, max_ramp, runtime), worker_stop));
+        let judge = crate::steady::Judge::for_phase(phase)
+            .map(|j| if ctl.phase_ends.is_some() { j.held() } else { j })
+            .map(|j| (j, worker_stop));
         Ok(coordinate(index, phase, targets, rx, (phase_start + max_ramp, begins), judge, (ctl, exits), sink))
     })
 }
@@ -745,6 +750,10 @@ fn coordinate(
                 if j.second(p) {
                     stop.store(true, Ordering::Relaxed);
                 }
+            }
+            if let Some(round) = ctl.phase_ends.as_ref().and_then(|e| e.ended(index)) {
+                j.end_at(round);
+                stop.store(true, Ordering::Relaxed);
             }
             if ctl.stop.load(Ordering::Relaxed) {
                 stop.store(true, Ordering::Relaxed);

@@ -28,7 +28,7 @@ pub mod place;
 pub mod precondition;
 pub mod rendezvous;
 pub mod source;
-mod steady;
+pub mod steady;
 mod validation;
 mod warmup;
 pub mod worker;

@@ -1,6 +1,6 @@
 //! One run on the agent: its Start checked (the plan, its targets under `--allow`, the
 //! directories to make, the run's mark, key maps handed over) before anything is written; then
-//! three things at once: the coordinator's side of the stream (Go, Stop, heartbeats; silence
+//! three things at once: the coordinator's side of the stream (Go, Stop, EndPhase, heartbeats; silence
 //! past the lease stops the run), an Alive every beat, and the run itself on a thread of its
 //! own, whose events are forwarded as they come and whose end is told in Done.
 
@@ -16,6 +16,7 @@ use iolab_spec::{Plan, Workload};
 use iolab_workload::layout::RunMark;
 use iolab_workload::lease::Lease;
 use iolab_workload::place::Roots;
+use iolab_workload::steady::PhaseEnds;
 use iolab_workload::{run_plan, Control as RunControl};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,7 +108,10 @@ pub(crate) async fn run(
     // side of the stream has had a chance to notice).
     let lease = Arc::new(Lease::new(IO_LEASE));
     let lost = Lost::default();
-    tokio::spawn(follow_coordinator(input, go_tx, stop.clone(), finished.clone(), lease.clone(), lost.clone()));
+    // A phase judged for steady state ends when the coordinator says so (every node steady).
+    let ends = Arc::new(PhaseEnds::default());
+    let steer = Steer { go: go_tx, stop: stop.clone(), ends: ends.clone() };
+    tokio::spawn(follow_coordinator(input, steer, finished.clone(), lease.clone(), lost.clone()));
     tokio::spawn(keep_alive(tx.clone(), finished.clone()));
     let gate = Arc::new(Gate { tx: tx.clone(), go: Mutex::new(go_rx) });
     // A node's name as the coordinator calls it names it in validation stamps (the testbed's
@@ -124,6 +128,7 @@ pub(crate) async fn run(
         handed: a.handed,
         lease: Some(lease),
         roots: Roots::Allowed(allow.opened()),
+        phase_ends: Some(ends),
     };
     let mark = ctl.run_mark.as_ref().map(|m| m.as_str().to_string());
     let tapped = tap.map(|t| t.begin(&a.node, mark.as_deref(), &a.plan));
@@ -200,12 +205,18 @@ impl Lost {
     }
 }
 
-/// The coordinator's side: Go, Stop, heartbeats, each renewing the lease; a lease run out, or
-/// the stream's end, stops the run.
-async fn follow_coordinator(
-    mut input: Streaming<Control>,
+/// What the coordinator's words steer: the phases' starts, the run's stop, the phases it ends.
+struct Steer {
     go: smpsc::Sender<(u32, i64)>,
     stop: Arc<AtomicBool>,
+    ends: Arc<PhaseEnds>,
+}
+
+/// The coordinator's side: Go, Stop, EndPhase, heartbeats, each renewing the lease; a lease
+/// run out, or the stream's end, stops the run.
+async fn follow_coordinator(
+    mut input: Streaming<Control>,
+    Steer { go, stop, ends }: Steer,
     finished: Arc<AtomicBool>,
     lease: Arc<Lease>,
     said: Lost,
@@ -233,6 +244,14 @@ async fn follow_coordinator(
                 control::Kind::Stop(_) => {
                     log("stop asked by the coordinator");
                     stop.store(true, Ordering::Relaxed);
+                }
+                control::Kind::EndPhase(e) => {
+                    log(&format!(
+                        "phase {} ended by the coordinator: every node steady at round {}",
+                        e.phase + 1,
+                        e.round
+                    ));
+                    ends.end(e.phase as usize, e.round);
                 }
                 control::Kind::Heartbeat(_) | control::Kind::Start(_) => {}
             },

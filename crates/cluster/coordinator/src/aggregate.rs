@@ -1,10 +1,13 @@
 //! The run as a whole from what every node measured: each phase merged by the one rule
 //! (`iolab_model::merge`: the window from the first start to the last end, seconds aligned by
 //! time, mean latencies kept), each node's skew measured on its own clock, a node that failed
-//! mid-phase kept with what it measured until then, and the run's status from its nodes'.
+//! mid-phase kept with what it measured until then, and the run's status from its nodes'; a
+//! phase judged for steady state keeps the aggregate's rounds and each node's own.
 
 use crate::follow::NodeState;
+use crate::steady::Across;
 use iolab_model::merge::{merge_phase, NodePhase};
+use iolab_model::steady::NodeSteadyState;
 use iolab_model::{NodeInfo, RunResult, Status};
 use iolab_spec::Plan;
 
@@ -76,4 +79,22 @@ pub(crate) fn aggregate(
         out.error = Some(errors.join("; "));
     }
     out
+}
+
+/// Each merged phase judged for steady state: the aggregate's rounds and verdict, judged across
+/// the nodes, with each node's own (`phases[].steady_state.nodes[]`).
+pub(crate) fn steady(run: &mut RunResult, states: &[NodeState], across: &Across) {
+    for (i, merged) in run.phases.iter_mut().enumerate() {
+        let nodes: Vec<NodeSteadyState> = states
+            .iter()
+            .filter_map(|s| {
+                let state = s.run.phases.get(i)?.steady_state.clone()?;
+                Some(NodeSteadyState { node: s.name.clone(), state })
+            })
+            .collect();
+        if let Some(mut r) = across.result(i) {
+            r.nodes = nodes;
+            merged.steady_state = Some(r);
+        }
+    }
 }

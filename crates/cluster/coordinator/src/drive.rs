@@ -2,14 +2,16 @@
 //! its traces first), its events followed as they come ([`crate::follow`]), heartbeats every
 //! beat, a node silent past the lease or whose stream breaks taken for lost (and everyone
 //! stopped), and the start barrier: once every live node is ready for the next phase, one
-//! instant for all, in each node's own clock.
+//! instant for all, in each node's own clock. A phase judged for steady state is judged here
+//! across the nodes ([`crate::steady`]) and ended on all of them at once (EndPhase).
 
 use crate::dial::Conn;
 use crate::follow::{on_event, NodeState};
 use crate::ship::ship_traces;
+use crate::steady::Across;
 use crate::work::{Options, Work};
-use iolab_cluster_protocol::proto::{self, control, Control};
-use iolab_cluster_protocol::{keys, unix_ns, BEAT, LEASE};
+use iolab_cluster_protocol::proto::{self, control, event, Control};
+use iolab_cluster_protocol::{events, keys, unix_ns, BEAT, LEASE};
 use iolab_model::events::{Emit, Named, Sink};
 use iolab_model::Status;
 use std::collections::HashMap;
@@ -104,6 +106,8 @@ struct Run<'a> {
     stopping: bool,
     /// The worst round trip to a node, ns: the start instant leaves room for it.
     max_rtt: u64,
+    /// Steady state judged across the nodes, phase by phase.
+    across: Across,
     sink: &'a mut dyn Sink,
 }
 
@@ -118,6 +122,18 @@ impl Run<'_> {
         }
     }
 
+    /// Every node and the nodes' sum are steady in `phase`: it ends on every live node.
+    fn end_phase(&mut self, phase: usize) {
+        let round = self.across.result(phase).map_or(0, |r| r.measured);
+        for s in self.states.iter().filter(|s| !s.done) {
+            s.send(control::Kind::EndPhase(proto::EndPhase { phase: phase as u32, round }));
+        }
+        self.sink.message(&format!(
+            "phase {}: every node and their sum steady at round {round}; ending it on every node",
+            phase + 1
+        ));
+    }
+
     /// Node `n` is lost: failed, said, and everyone stopped.
     fn lost(&mut self, n: usize, why: String, said: String) {
         let name = self.states[n].name.clone();
@@ -130,8 +146,17 @@ impl Run<'_> {
         match m {
             Incoming::Event(n, at, e) => {
                 self.states[n].last_heard = self.states[n].last_heard.max(at);
+                let second = match &e.kind {
+                    Some(event::Kind::Tick(t)) => events::point(t).ok().map(|p| (t.phase as usize, p)),
+                    _ => None,
+                };
                 if let Some(kind) = e.kind {
                     on_event(&mut self.states[n], kind, self.phase, &mut *self.sink);
+                }
+                if let Some((phase, p)) = second.filter(|_| !self.states[n].done) {
+                    if self.across.second(n, phase, &p) {
+                        self.end_phase(phase);
+                    }
                 }
                 if self.states[n].done && self.states[n].run.status == Status::Failed {
                     self.stop_all();
@@ -197,13 +222,14 @@ impl Run<'_> {
 }
 
 /// Run each connected node's work at once, until every node is done (or lost); the nodes'
-/// events go to `sink` as they come. Returns each node's state as it ended.
+/// events go to `sink` as they come. Returns each node's state as it ended, and the phases'
+/// steady state judged across the nodes.
 pub(crate) async fn drive(
     conns: &mut [(&mut Conn, &Work)],
     opts: &Options,
     stop: &AtomicBool,
     sink: &mut dyn Sink,
-) -> Vec<NodeState> {
+) -> (Vec<NodeState>, Across) {
     let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Incoming>();
     let mut states = Vec::new();
     let mut traces = HashMap::new();
@@ -212,7 +238,9 @@ pub(crate) async fn drive(
     }
     drop(in_tx);
     let max_rtt = conns.iter().map(|(c, _)| c.info.rtt_ns).max().unwrap_or(0);
-    let mut run = Run { states, phase: 0, stopping: false, max_rtt, sink };
+    let plans: Vec<&iolab_spec::Plan> = conns.iter().map(|(_, w)| &*w.plan).collect();
+    let across = Across::new(&plans);
+    let mut run = Run { states, phase: 0, stopping: false, max_rtt, across, sink };
     let heartbeats =
         tokio::spawn(heartbeats(run.states.iter().filter_map(|s| s.tx.as_ref().map(|t| t.downgrade())).collect()));
     let period = Duration::from_millis(50);
@@ -250,5 +278,5 @@ pub(crate) async fn drive(
     for s in &mut run.states {
         s.tx = None;
     }
-    run.states
+    (run.states, run.across)
 }

@@ -21,6 +21,7 @@ pub mod nodes;
 mod offline;
 mod ship;
 pub mod ssh;
+mod steady;
 pub mod work;
 
 pub use error::ClusterError;
@@ -135,8 +136,10 @@ impl Cluster {
         let mut taking: Vec<(&mut Conn, &Work)> =
             self.conns.iter_mut().zip(work).filter_map(|(c, w)| w.as_ref().map(|w| (c, w))).collect();
         let infos: Vec<NodeInfo> = taking.iter().map(|(c, _)| c.info.clone()).collect();
-        let mut states = self.rt.block_on(drive::drive(&mut taking, opts, &stop, sink));
-        let aggregate = aggregate::aggregate(plan, &infos, &mut states, started_unix_s, stop.load(Ordering::Relaxed));
+        let (mut states, across) = self.rt.block_on(drive::drive(&mut taking, opts, &stop, sink));
+        let stopped = stop.load(Ordering::Relaxed);
+        let mut aggregate = aggregate::aggregate(plan, &infos, &mut states, started_unix_s, stopped);
+        aggregate::steady(&mut aggregate, &states, &across);
         let key_maps = states.iter_mut().map(|s| std::mem::take(&mut s.maps)).collect();
         let nodes = states.into_iter().map(|s| s.run).collect();
         ClusterResult { nodes, aggregate, key_maps }

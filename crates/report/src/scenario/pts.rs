@@ -407,6 +407,7 @@ pub fn steady(pts: &Pts, run: &RunResult) -> Option<SteadyStateResult> {
         steady_at,
         figures_from_s: None,
         figures_to_s: None,
+        nodes: Vec::new(),
     })
 }
 
