@@ -44,53 +44,7 @@ pub fn run(args: ScenarioArgs, sc: &dyn Scenario, stop: Arc<AtomicBool>) -> Resu
     // The verdict's figures carry the rule from the start, so the rounds are judged by it.
     let mut conditions: Vec<String> = Vec::new();
     let mut figures: Vec<(String, f64)> = rule_figures(&rule);
-    let mut own = None;
-    if opts.no_precondition {
-        conditions.push(
-            "preconditioning: none (--no-precondition): the figures follow whatever the target held before".into(),
-        );
-        figures.push(("precondition.skipped".into(), 1.0));
-    } else if sc.precondition() {
-        let req = Request {
-            target: target.clone(),
-            device: args.job.device.unwrap_or(false),
-            size: args.job.size.map(|s| s.0),
-            overwrite: args.job.overwrite.unwrap_or(false),
-            purge: Purge::Auto,
-            passes: FILL_PASSES,
-            bs: FILL_BS,
-        };
-        let tty = std::io::stderr().is_terminal();
-        let show = !json && !args.out.no_progress;
-        let out = precondition(&req, &stop, &mut crate::precondition_cmd::progress_line(show, tty))
-            .with_context(|| format!("preconditioning {}", target.display()))?;
-        if show && tty {
-            errln!();
-        }
-        if out.interrupted {
-            bail!("interrupted while preconditioning {}: nothing measured", target.display());
-        }
-        let said = crate::precondition_cmd::lines(&out);
-        if !json {
-            for l in &said {
-                errln!("iolab: {l}");
-            }
-        }
-        conditions.push(format!("purge: {} ({})", out.purge, out.purge_said));
-        conditions.push(format!(
-            "preconditioning (workload independent): {} pass(es) over {} bytes in {} KiB sequential writes{}, {:.1} s",
-            out.passes,
-            out.capacity_bytes,
-            out.bs / 1024,
-            if out.direct { " (O_DIRECT)" } else { "" },
-            out.fill_s
-        ));
-        own = Some(crate::precondition_cmd::record_of(&out, &crate::precondition_cmd::target_name(&target)));
-        figures.push(("precondition.bytes_written".into(), out.bytes_written as f64));
-        figures.push(("precondition.capacity_bytes".into(), out.capacity_bytes as f64));
-        figures.push(("precondition.purge_s".into(), out.purge_s as f64));
-        figures.push(("precondition.fill_s".into(), out.fill_s));
-    }
+    let own = preconditioned(&args, sc, &target, &stop, opts.no_precondition, &mut conditions, &mut figures)?;
 
     let cells = round.steps.len();
     let round_plan = |r: u32| Plan {
@@ -192,4 +146,67 @@ pub fn run(args: ScenarioArgs, sc: &dyn Scenario, stop: Arc<AtomicBool>) -> Resu
     }
     crate::stdout::unless_closed(emit(&overall, &args.out))?;
     Ok(exit_code(&overall))
+}
+
+/// The purge and the workload-independent fill before the rounds (or the words saying there was
+/// none): what the report's test conditions say, the verdict's figures, and the record kept.
+fn preconditioned(
+    args: &ScenarioArgs,
+    sc: &dyn Scenario,
+    target: &std::path::Path,
+    stop: &Arc<AtomicBool>,
+    skip: bool,
+    conditions: &mut Vec<String>,
+    figures: &mut Vec<(String, f64)>,
+) -> Result<Option<iolab_workload::model::steady::Precondition>> {
+    let json = args.out.machine();
+    let mut own = None;
+    if skip {
+        conditions.push(
+            "preconditioning: none (--no-precondition): the figures follow whatever the target held before".into(),
+        );
+        figures.push(("precondition.skipped".into(), 1.0));
+    } else if sc.precondition() {
+        let req = Request {
+            target: target.to_path_buf(),
+            device: args.job.device.unwrap_or(false),
+            size: args.job.size.map(|s| s.0),
+            overwrite: args.job.overwrite.unwrap_or(false),
+            purge: Purge::Auto,
+            passes: FILL_PASSES,
+            bs: FILL_BS,
+        };
+        let tty = std::io::stderr().is_terminal();
+        let show = !json && !args.out.no_progress;
+        let out = precondition(&req, stop, &mut crate::precondition_cmd::progress_line(show, tty))
+            .with_context(|| format!("preconditioning {}", target.display()))?;
+        if show && tty {
+            errln!();
+        }
+        if out.interrupted {
+            bail!("interrupted while preconditioning {}: nothing measured", target.display());
+        }
+        let said = crate::precondition_cmd::lines(&out);
+        if !json {
+            for l in &said {
+                errln!("iolab: {l}");
+            }
+        }
+        conditions.push(format!("purge: {} ({})", out.purge, out.purge_said));
+        conditions.push(format!(
+            "preconditioning (workload independent): {} pass(es) over {} bytes in {} KiB sequential writes{}, {:.1} s",
+            out.passes,
+            out.capacity_bytes,
+            out.bs / 1024,
+            if out.direct { " (O_DIRECT)" } else { "" },
+            out.fill_s
+        ));
+        own = Some(crate::precondition_cmd::record_of(&out, &crate::precondition_cmd::target_name(target)));
+        figures.push(("precondition.bytes_written".into(), out.bytes_written as f64));
+        figures.push(("precondition.capacity_bytes".into(), out.capacity_bytes as f64));
+        figures.push(("precondition.purge_s".into(), out.purge_s as f64));
+        figures.push(("precondition.fill_s".into(), out.fill_s));
+    }
+
+    Ok(own)
 }

@@ -426,37 +426,6 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
         "random_distribution" => read_dist(r, o, said)?,
         "randseed" => r.seed = Some((int(o)?, at)),
         "buffer_compress_percentage" => r.compress = Some((pct(o)?, at)),
-        "dedupe_percentage" => r.dedupe = Some((pct(o)?, at)),
-        "fadvise_hint" => {
-            use crate::block::Fadvise;
-            let h = match need(o)? {
-                "0" | "false" | "no" => Fadvise::None,
-                "1" | "true" | "yes" => Fadvise::Pattern,
-                "random" => Fadvise::Random,
-                "sequential" => Fadvise::Sequential,
-                other => return Err(bad(o, format!("`{other}`: fio's hints are 0, 1, sequential and random"))),
-            };
-            r.fadvise = Some((h, at));
-        }
-        "dedupe_mode" => {
-            let ws = match need(o)? {
-                "repeat" => false,
-                "working_set" => true,
-                other => {
-                    return Err(bad(
-                        o,
-                        format!("`{other}`: fio's dedupe modes are repeat (the default) and working_set"),
-                    ))
-                }
-            };
-            r.dedupe_working_set = Some((ws, at));
-        }
-        "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
-        "dedupe_global" => {
-            if flag(o)? {
-                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
-            }
-        }
         "stonewall" => r.stonewall = flag(o)?,
         // Reporting groups: iolab reports each job (its threads merged) as fio does under
         // group_reporting, so these change nothing.
@@ -492,12 +461,57 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
         }
         _ => {
-            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? {
+            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? && !read_data(r, o, said)? {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
         }
     }
     Ok(())
+}
+
+/// What fio puts in its buffers and tells the kernel: dedupe and the fadvise hint (`Ok(false)`:
+/// not one of them).
+fn read_data(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
+    let at = o.at.clone();
+    let pct = |o: &Opt| -> Result<u8, Problem> {
+        let v = value::int(need(o)?).map_err(|e| bad(o, e))?;
+        u8::try_from(v).ok().filter(|v| *v <= 100).ok_or_else(|| bad(o, format!("{v} is not a percentage (0 to 100)")))
+    };
+    match canonical(&o.key) {
+        "dedupe_percentage" => r.dedupe = Some((pct(o)?, at)),
+        "fadvise_hint" => {
+            use crate::block::Fadvise;
+            let h = match need(o)? {
+                "0" | "false" | "no" => Fadvise::None,
+                "1" | "true" | "yes" => Fadvise::Pattern,
+                "random" => Fadvise::Random,
+                "sequential" => Fadvise::Sequential,
+                other => return Err(bad(o, format!("`{other}`: fio's hints are 0, 1, sequential and random"))),
+            };
+            r.fadvise = Some((h, at));
+        }
+        "dedupe_mode" => {
+            let ws = match need(o)? {
+                "repeat" => false,
+                "working_set" => true,
+                other => {
+                    return Err(bad(
+                        o,
+                        format!("`{other}`: fio's dedupe modes are repeat (the default) and working_set"),
+                    ))
+                }
+            };
+            r.dedupe_working_set = Some((ws, at));
+        }
+        "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
+        "dedupe_global" => {
+            if flag(o)? {
+                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// fio's verify family and its logs (`Ok(false)`: not one of them).
