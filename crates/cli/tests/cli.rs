@@ -232,6 +232,9 @@ fn json_of_steady_state_runs_matches_docs() {
             }
         }
     }
+    // Each node's own judgement is there only in a run of several nodes: tests/cluster.rs's
+    // steady-state tests check those rows.
+    docs.retain(|p| !p.starts_with("phases[].steady_state.nodes[]"));
     let missing: Vec<&String> = docs.difference(&seen).collect();
     let undocumented: Vec<&String> = seen.difference(&docs).collect();
     assert!(missing.is_empty(), "documented but absent: {missing:?}");
