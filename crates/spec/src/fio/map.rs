@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod files;
+
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
     match key {
@@ -97,6 +99,8 @@ struct Raw {
     exitall: Option<Loc>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
     ss: SsRaw,
+    /// Several files per job and job order by name (fio-files).
+    files: files::FilesRaw,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -125,6 +129,8 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
     let mut said = Said::default();
     let mut globals: Vec<&Section> = Vec::new();
     let mut phases: Vec<FioPhase> = Vec::new();
+    // The job each phase was opened to wait for (`wait_for`), if any.
+    let mut waits: Vec<Option<String>> = Vec::new();
     for s in sections {
         if s.is_global() {
             globals.push(s);
@@ -135,13 +141,11 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
             read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }
         let stonewall = raw.stonewall;
+        let wait_for = raw.files.wait_for.clone();
         let logs = job_logs(&raw, s);
         let mut job = finish(raw, s, env, &mut said).map_err(FioError::At)?;
         job.logs = logs;
-        match phases.last_mut() {
-            Some(p) if !stonewall => p.jobs.push(job),
-            _ => phases.push(FioPhase { name: String::new(), jobs: vec![job] }),
-        }
+        files::place(&mut phases, &mut waits, job, stonewall, wait_for, &mut said).map_err(FioError::At)?;
     }
     if phases.is_empty() {
         let at = sections.first().map(|s| s.at.clone()).unwrap_or(Loc { file: path.to_path_buf(), line: 0 });
@@ -426,7 +430,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
         }
         _ => {
-            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? {
+            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? && !files::read(&mut r.files, o, kb)? {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
         }
@@ -943,6 +947,7 @@ fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut
     o.set("target", &target.1);
     o.p.target = Some(target.0.clone());
 
+    files::apply(r, said);
     resolve_regions(r, &target.0, target.2, env, said)?;
     if let Some((Region::Bytes(v), at)) = &r.size {
         o.set("size", at);

@@ -1,0 +1,239 @@
+//! fio's file-set options (`filesize`, `nrfiles`) and its job order by name (`wait_for`), read
+//! here apart from the rest of the mapping so the family stays in one place (issue 27).
+
+use super::{bad, need, Loc, Problem, Raw, Region, Said};
+use crate::fio::ini::Opt;
+use crate::fio::value::{self, KbBase};
+use crate::fio::{FioJob, FioPhase};
+
+/// What a job section set of this family, each with its line.
+#[derive(Default)]
+pub(super) struct FilesRaw {
+    /// `filesize`: one size, or a range `lo-hi` fio draws each file's size from.
+    filesize: Option<(u64, u64, String, Loc)>,
+    nrfiles: Option<(u64, Loc)>,
+    /// `wait_for`: the job (by name) this one starts after.
+    pub(super) wait_for: Option<(String, Loc)>,
+}
+
+/// One option of the family (`Ok(false)`: not one of them).
+pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Problem> {
+    let at = o.at.clone();
+    match o.key.as_str() {
+        // fio's filesize is a size or a range `lo-hi` (a `:` works as the dash, as in bsrange).
+        "filesize" => {
+            let v = need(o)?;
+            let (lo, hi) = match v.split_once(['-', ':']) {
+                Some((lo, hi)) => (value::size(lo, kb), value::size(hi, kb)),
+                None => (value::size(v, kb), value::size(v, kb)),
+            };
+            let (lo, hi) = (lo.map_err(|e| bad(o, e))?, hi.map_err(|e| bad(o, e))?);
+            if lo == 0 || hi < lo {
+                return Err(bad(o, format!("`{v}`: a file size above 0, or a range lo-hi with lo <= hi")));
+            }
+            f.filesize = Some((lo, hi, v.to_string(), at));
+        }
+        "nrfiles" | "nr_files" => {
+            let n = value::int(need(o)?).map_err(|e| bad(o, e))?;
+            if n == 0 {
+                return Err(bad(o, "0: a job has at least one file".into()));
+            }
+            f.nrfiles = Some((n, at));
+        }
+        "wait_for" => f.wait_for = Some((need(o)?.trim().to_string(), at)),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `filesize` onto the job's region before the regions are worked out: with one file, fio
+/// makes the file `filesize` bytes and `size` becomes only the default for `io_size` (fio's
+/// HOWTO; fio 3.33: `filesize=1m size=64k` laid out 1 MiB and read 64 KiB, `filesize=1m`
+/// alone read the 1 MiB). A `time_based` job loops over the file until its runtime ends, so
+/// there `size` bounds nothing (fio 3.33, `filesize=1m size=256k time_based runtime=1`: 169 MiB
+/// read in 1 s). Several files per job are not mapped yet.
+pub(super) fn apply(r: &mut Raw, said: &mut Said) {
+    if let Some((n, at)) = r.files.nrfiles.as_ref().filter(|n| n.0 > 1) {
+        said.unmapped(at, format!("nrfiles={n}: several files per job are not mapped yet"));
+    }
+    let Some((lo, hi, text, at)) = r.files.filesize.clone() else { return };
+    if lo != hi {
+        said.unmapped(&at, format!("filesize={text}: fio draws each file's size from the range (fio 3.33 made a 1168 KiB file for 1m-2m); iolab's file has one size, write it"));
+        return;
+    }
+    let time_based = r.time_based.as_ref().is_some_and(|t| t.0);
+    if r.io_size.is_none() && !time_based {
+        r.io_size = r.size.take();
+    }
+    r.size = Some((Region::Bytes(lo), at));
+}
+
+/// Put a job into the phases: a new phase at `stonewall`, or at `wait_for=X` when the phase
+/// so far is X's alone (fio then starts the job as X ends, as a new phase does); else the last
+/// phase. `waits[i]` is the waitee that opened phase `i`, so a later job that fio would start
+/// beside X (neither stonewall nor the same wait_for) is named rather than delayed.
+pub(super) fn place(
+    phases: &mut Vec<FioPhase>,
+    waits: &mut Vec<Option<String>>,
+    job: FioJob,
+    stonewall: bool,
+    wait_for: Option<(String, Loc)>,
+    said: &mut Said,
+) -> Result<(), Problem> {
+    let name = job.patch.name.clone().unwrap_or_default();
+    let named = |x: &str| phases.iter().flat_map(|p| &p.jobs).filter(|j| j.patch.name.as_deref() == Some(x)).count();
+    let new_phase = |phases: &mut Vec<FioPhase>, waits: &mut Vec<Option<String>>, job, wait: Option<String>| {
+        phases.push(FioPhase { name: String::new(), jobs: vec![job] });
+        waits.push(wait);
+    };
+    if let Some((x, at)) = &wait_for {
+        // fio's HOWTO: the waitee is defined before the waiter and has a unique name (fio 3.33
+        // refuses a later or unknown one: "waitee job X unknown").
+        match named(x) {
+            0 => {
+                return Err(Problem::new(
+                    at.clone(),
+                    format!("wait_for={x}: no job named `{x}` above this one; fio needs the job waited for defined first (fio 3.33: \"{name}: waitee job {x} unknown\")"),
+                ))
+            }
+            1 => {}
+            n => {
+                return Err(Problem::new(
+                    at.clone(),
+                    format!("wait_for={x}: {n} jobs are named `{x}`; fio's HOWTO: a job waited for must have a unique name"),
+                ))
+            }
+        }
+    }
+    let Some(last) = phases.last() else {
+        new_phase(phases, waits, job, None);
+        return Ok(());
+    };
+    if stonewall {
+        new_phase(phases, waits, job, None);
+        return Ok(());
+    }
+    let opened_by = waits.last().cloned().flatten();
+    match (&wait_for, opened_by) {
+        (Some((x, _)), Some(w)) if *x == w => {}
+        (Some((x, at)), _) => {
+            let others: Vec<&str> =
+                last.jobs.iter().filter_map(|j| j.patch.name.as_deref()).filter(|n| n != x).collect();
+            if others.is_empty() {
+                new_phase(phases, waits, job, Some(x.clone()));
+                return Ok(());
+            }
+            if last.jobs.iter().any(|j| j.patch.name.as_deref() == Some(x.as_str())) {
+                said.unmapped(
+                    at,
+                    format!("wait_for={x}: fio starts `{name}` as `{x}` ends while `{}` still run beside it; iolab starts a job with its phase, or after the whole phase", others.join("`, `")),
+                );
+            }
+            // Else `x` ended with an earlier phase, before this one started: nothing to wait.
+        }
+        (None, Some(w)) => {
+            let at = job.at.clone();
+            said.unmapped(
+                &at,
+                format!("`{name}` starts with `{w}` in fio, but follows a job that waits for `{w}` (wait_for); iolab would start it after `{w}` too: give it stonewall or wait_for={w}, or move it above"),
+            );
+        }
+        (None, None) => {}
+    }
+    if let Some(p) = phases.last_mut() {
+        p.jobs.push(job);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fio::tests::{err_of_text, plan_of_text, Mem};
+    use crate::fio::{parse, FioFile};
+    use crate::units::Bytes;
+    use std::path::{Path, PathBuf};
+
+    fn lenient(text: &str) -> FioFile {
+        let mut m = Mem::default();
+        m.files.insert(PathBuf::from("/j/job.fio"), text.to_string());
+        parse(Path::new("/j/job.fio"), &m, true).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn skipped(text: &str) -> Vec<String> {
+        lenient(text).skipped.iter().map(|p| p.message.clone()).collect()
+    }
+
+    fn phases(text: &str) -> Vec<Vec<String>> {
+        plan_of_text(text).phases.iter().map(|p| p.jobs.iter().map(|j| j.name.clone()).collect()).collect()
+    }
+
+    /// fio's examples/waitfor.fio in small: each job waits for the one above it.
+    const CHAIN: &str = "[global]\nfilename=/data/f\nfilesize=128m\n[writers]\nrw=write\nbs=128k\nnumjobs=4\nruntime=10\n\
+        [readers]\nnew_group\nwait_for=writers\nrw=randread\nbs=4k\nnumjobs=4\nruntime=10\n\
+        [writers2]\nwait_for=readers\nrw=randwrite\nbs=4k\n";
+
+    #[test]
+    fn wait_for_the_phase_so_far_starts_a_new_phase() {
+        assert_eq!(phases(CHAIN), [vec!["writers"], vec!["readers"], vec!["writers2"]]);
+        // A second waiter for the same job starts with the first, as in fio.
+        let two = format!("{CHAIN}[readers2]\nwait_for=readers\nrw=randread\n");
+        assert_eq!(phases(&two), [vec!["writers"], vec!["readers"], vec!["writers2", "readers2"]]);
+        // A job waiting for one that ended in an earlier phase starts with its own phase
+        // (fio 3.33: a 2 s waiter of a 1 s job beside a 3 s job ended the run at 3.4 s).
+        let done = "[a]\nfilename=/data/f\nsize=1m\n[b]\nstonewall\nfilename=/data/f\nsize=1m\n[c]\nwait_for=a\nfilename=/data/f\nsize=1m\n";
+        assert_eq!(phases(done), [vec!["a"], vec!["b", "c"]]);
+    }
+
+    #[test]
+    fn wait_for_beside_other_jobs_or_before_its_job_is_named() {
+        // fio starts `b` as `a` ends while `c` still runs: iolab's phases cannot say that.
+        let beside = "[global]\nfilename=/data/f\nsize=1m\n[a]\n[c]\n[b]\nwait_for=a\n";
+        let s = skipped(beside);
+        assert!(s.iter().any(|m| m.contains("wait_for=a") && m.contains("`c` still run")), "{s:?}");
+        // A job after a waiter that does not wait itself started beside the waitee in fio.
+        let after = format!("{CHAIN}[late]\nrw=read\n");
+        let s = skipped(&after);
+        assert!(s.iter().any(|m| m.contains("`late` starts with `readers`")), "{s:?}");
+        // fio 3.33 refuses a waitee defined later or nowhere: "b: waitee job zz unknown".
+        let e = err_of_text("[b]\nfilename=/data/f\nsize=64k\nwait_for=zz\n[zz]\nfilename=/data/f\nsize=64k\n");
+        assert!(e.contains("wait_for=zz") && e.contains("waitee job zz unknown") && e.contains(":4"), "{e}");
+        let e = err_of_text("[a]\nfilename=/data/f\nsize=1m\n[a]\nfilename=/data/f\nsize=1m\n[b]\nwait_for=a\nfilename=/data/f\nsize=1m\n");
+        assert!(e.contains("2 jobs are named `a`"), "{e}");
+    }
+
+    #[test]
+    fn filesize_is_the_file_and_size_the_io() {
+        let p = plan_of_text(CHAIN);
+        let j = &p.phases[0].jobs[0];
+        assert_eq!((j.size, j.workload.block().and_then(|b| b.io_size)), (Some(Bytes::mib(128)), Some(Bytes::mib(128))));
+        // fio 3.33: filesize=1m size=64k laid out 1 MiB and read 64 KiB.
+        let p = plan_of_text("[t]\nfilename=/data/f\nfilesize=1m\nsize=64k\nrw=read\n");
+        let j = &p.phases[0].jobs[0];
+        assert_eq!((j.size, j.workload.block().and_then(|b| b.io_size)), (Some(Bytes::mib(1)), Some(Bytes::kib(64))));
+        // time_based loops over the file for the runtime: size bounds nothing there.
+        let p = plan_of_text("[t]\nfilename=/data/f\nfilesize=1m\nsize=256k\nrw=read\ntime_based\nruntime=1\n");
+        let j = &p.phases[0].jobs[0];
+        assert_eq!((j.size, j.workload.block().and_then(|b| b.io_size)), (Some(Bytes::mib(1)), None));
+        let s = skipped("[t]\nfilename=/data/f\nfilesize=1m-2m\n");
+        assert!(s.iter().any(|m| m.contains("filesize=1m-2m")), "{s:?}");
+        let s = skipped("[t]\ndirectory=/data\nnrfiles=4\nfilesize=1m\n");
+        assert!(s.iter().any(|m| m.contains("nrfiles=4")), "{s:?}");
+        assert!(skipped("[t]\nfilename=/data/f\nnrfiles=1\nfilesize=1m\n").is_empty());
+        let e = err_of_text("[t]\nfilename=/data/f\nfilesize=2m-1m\n");
+        assert!(e.contains("filesize") && e.contains("lo <= hi"), "{e}");
+    }
+
+    #[test]
+    fn the_command_line_takes_them_too() {
+        let args: Vec<String> =
+            "--filename=/data/f --filesize=1m --name=a --rw=write --name=b --wait_for=a --rw=read --size=64k"
+                .split_whitespace()
+                .map(String::from)
+                .collect();
+        let f = crate::fio::cmdline::read_args(&args).unwrap().map(&Mem::default(), false).unwrap_or_else(|e| panic!("{e}"));
+        let p = f.plan(&crate::JobPatch::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.phases.len(), 2);
+        let b = &p.phases[1].jobs[0];
+        assert_eq!((b.size, b.workload.block().and_then(|w| w.io_size)), (Some(Bytes::mib(1)), Some(Bytes::kib(64))));
+    }
+}
