@@ -44,6 +44,10 @@ pub struct BlockJob {
     /// fall in them (`--keep-holes`), instead of filling them before the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_holes: bool,
+    /// Write until the filesystem is full (`--fill-fs`, fio's fill_device): ENOSPC or EDQUOT
+    /// ends the job rather than failing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_fs: bool,
     /// Passes over the job's region in a size-bounded run (fio's loops; `None`: one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loops: Option<u64>,
@@ -89,6 +93,7 @@ impl BlockJob {
             refill_buffers: p.refill_buffers.unwrap_or(false),
             invalidate: p.invalidate.unwrap_or(false),
             keep_holes: p.keep_holes.unwrap_or(false),
+            fill_fs: p.fill_fs.unwrap_or(false),
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?,
@@ -165,6 +170,15 @@ impl BlockJob {
         }
         if let Some(t) = &self.think {
             t.check(&job.name)?;
+        }
+        if self.fill_fs && (self.rw != Rw::Write || self.stride.is_some()) {
+            return err(
+                "fill_fs",
+                format!(
+                    "`{}`: filling the filesystem takes sequential writes (--rw write), as fio's fill_device",
+                    self.rw
+                ),
+            );
         }
         Ok(())
     }

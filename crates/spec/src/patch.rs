@@ -203,6 +203,12 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_holes: Option<bool>,
+    /// Write until the filesystem is full: ENOSPC or EDQUOT ends the job (its end, not an
+    /// error), as fio's fill_device/fill_fs. Sequential writes to a file only; a file without
+    /// --size may grow by the free space the filesystem had when the run was checked.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill_fs: Option<bool>,
     /// Allow a block or character device as target (its data will be overwritten by writes).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -461,6 +467,7 @@ const BLOCK: &[&str] = &[
     "invalidate",
     "overwrite",
     "keep_holes",
+    "fill_fs",
     "device",
     "loops",
     "max_ios",

@@ -122,6 +122,13 @@ pub fn check_plan_at(plan: &Plan, run: Option<&layout::RunMark>, roots: &Roots) 
 
 fn check_all(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
+    place.set_ahead(true);
+    let checked = check_phases(plan, run, place);
+    place.set_ahead(false);
+    checked
+}
+
+fn check_phases(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     let mut out = Vec::new();
     let mut replays = Vec::new();
     let limits = iolab_sysstat::memlimit::MemoryLimits::read();
@@ -325,7 +332,10 @@ fn prepare_phase(
             && !matches!(j.workload, Workload::Replay(_));
         targets.push(if files { layout::check_job_at(j, run, place)? } else { Vec::new() });
     }
-    layout::check_space(&targets.iter().flatten().collect::<Vec<_>>(), seq_writes)?;
+    // A job that fills the filesystem (fio's fill_device) ends at ENOSPC: no space to ask for.
+    let fills = |j: &Job| j.workload.block().is_some_and(|b| b.fill_fs);
+    let sized: Vec<&Target> = targets.iter().zip(&phase.jobs).filter(|(_, j)| !fills(j)).flat_map(|(t, _)| t).collect();
+    layout::check_space(&sized, seq_writes)?;
     // A personality's directory: made (and marked) when missing, as a block job's missing file
     // is, and opened once either way; its threads work beneath it.
     for (ji, job) in phase.jobs.iter().enumerate() {

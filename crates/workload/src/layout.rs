@@ -189,7 +189,9 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     }
     // A target checked or created earlier in the run is what it was then.
     if let Some(spot) = place.spot(&job.target) {
-        return Ok(vec![check_target(job, &job.target, spot, run)?]);
+        // Checked ahead of the run, a file an earlier phase names may not exist yet.
+        let pending = place.ahead() && spot.held().is_none();
+        return Ok(vec![check_target(job, &job.target, spot, run, pending)?]);
     }
     // A directory target: one file per thread in it, the directory opened once.
     match place.dir(&job.target) {
@@ -200,7 +202,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
                 let path = job.target.join(&name);
                 let spot = place.spot(&path).unwrap_or_else(|| Spot::new(dir.clone(), &name));
                 place.keep_spot(&path, &spot);
-                out.push(check_target(job, &path, spot, run)?);
+                out.push(check_target(job, &path, spot, run, false)?);
             }
             return Ok(out);
         }
@@ -210,7 +212,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     }
     let spot = spot_of(&job.target, place)?;
     place.keep_spot(&job.target, &spot);
-    Ok(vec![check_target(job, &job.target, spot, run)?])
+    Ok(vec![check_target(job, &job.target, spot, run, false)?])
 }
 
 /// The directory holding `path`, opened once, and `path`'s name in it.
@@ -424,7 +426,15 @@ fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
-fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) -> Result<Target, LayoutError> {
+/// `pending`: the plan is checked ahead of the run and an earlier phase names this file, so
+/// it may not exist yet; its size is then known when this phase starts and is checked again.
+fn check_target(
+    job: &Job,
+    path: &Path,
+    at: Arc<Spot>,
+    run: Option<&RunMark>,
+    pending: bool,
+) -> Result<Target, LayoutError> {
     let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
     // The job's region starts `off` bytes in: the file must reach offset + size.
     let off = job.workload.block().map_or(0, |b| b.offset());
@@ -439,6 +449,9 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         }
     };
     let strict = at.dir.is_strict();
+    // Writing until the filesystem is full (fio's fill_device): without a size the file may
+    // grow by what is free now; ENOSPC ends the job first if others take space meanwhile.
+    let fills = job.workload.block().is_some_and(|b| b.fill_fs);
     // Checked or created earlier in the run: looked at through what was opened then.
     let looked = match at.held() {
         Some(fd) => rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(os),
@@ -447,9 +460,31 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
     let held = match looked {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let size = job.size.map(|s| s.0.saturating_add(off)).ok_or_else(|| {
-                refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
-            })?;
+            let size = match (job.size, fills) {
+                (Some(s), _) => s.0.saturating_add(off),
+                (None, true) => off.saturating_add(fs_free(&at, path)?),
+                // An earlier phase makes it (fio's write phase, then a read phase without a
+                // size): nothing to size or lay out before that phase has run.
+                (None, false) if pending => {
+                    return Ok(Target {
+                        path: path.to_path_buf(),
+                        kind: TargetKind::File,
+                        size: 0,
+                        existing: 0,
+                        exists: false,
+                        layout: false,
+                        empty: Vec::new(),
+                        fill_holes: false,
+                        at,
+                    })
+                }
+                (None, false) => {
+                    return Err(refuse(
+                        path,
+                        "it does not exist and no size was given; add --size (for example --size 1G)".into(),
+                    ))
+                }
+            };
             return Ok(Target {
                 path: path.to_path_buf(),
                 kind: TargetKind::File,
@@ -473,6 +508,9 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
             "it is a symbolic link, and an agent follows none beneath its --allow directories".into(),
         ));
     }
+    if (ft == FileType::BlockDevice || ft == FileType::CharacterDevice) && fills {
+        return Err(refuse(path, "it is a device: its size is known and writing past its end gives no ENOSPC (fio's HOWTO says the same of fill_device); drop --fill-fs".into()));
+    }
     if ft == FileType::BlockDevice || ft == FileType::CharacterDevice {
         return device_target(job, path, at, held, (ft == FileType::BlockDevice, meta.st_rdev), past_offset);
     }
@@ -483,7 +521,11 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
     }
     let existing = meta.st_size as u64;
-    let size = job.size.map(|s| s.0.saturating_add(off)).unwrap_or(existing);
+    let size = match (job.size, fills) {
+        (Some(s), _) => s.0.saturating_add(off),
+        (None, true) => existing.max(off).saturating_add(fs_free(&at, path)?),
+        (None, false) => existing,
+    };
     if size == 0 {
         return Err(refuse(path, "it is empty and no size was given; add --size".into()));
     }
@@ -681,6 +723,12 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
         path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
     };
     let s = rustix::fs::statvfs(dir)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// The bytes free to an unprivileged writer on the filesystem holding `at`.
+fn fs_free(at: &Spot, path: &Path) -> Result<u64, LayoutError> {
+    let s = rustix::fs::fstatvfs(at.dir.fd()).map_err(|e| io_err("checking free space for", path)(os(e)))?;
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 

@@ -804,6 +804,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
+    files::finish(&r, rw, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);

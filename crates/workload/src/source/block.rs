@@ -243,8 +243,23 @@ impl Source for BlockSource<'_> {
         }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
+            r if self.b.fill_fs && kind.writes() && is_full(r) => {
+                // The filesystem is full: the job's end, as fio's fill_device (the failed
+                // write is not counted; a short one counts what it wrote).
+                self.exhausted = true;
+                Ok(())
+            }
             r => self.failed(call, r),
         }
+    }
+}
+
+/// A write that met a full filesystem or quota: ENOSPC, EDQUOT, or a short write.
+#[cold]
+fn is_full(r: &io::Result<usize>) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)),
     }
 }
 
@@ -340,6 +355,108 @@ mod tests {
                 assert!(stamped > 4, "{rw}: {stamped} blocks of the region written");
             }
         }
+    }
+
+    /// A skip with its reason, kept beside the other tests' in target/test-skips.txt.
+    fn skip(reason: &str) {
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        eprintln!("SKIPPED {test}: {reason}");
+        let log = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/test-skips.txt");
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            use std::io::Write;
+            let _ = writeln!(f, "SKIPPED {test}: {reason}");
+        }
+    }
+
+    /// A tmpfs of `mib` MiB mounted for the test, unmounted when dropped.
+    struct Tmpfs(tempfile::TempDir);
+
+    impl Tmpfs {
+        fn mount(mib: u64) -> Option<Tmpfs> {
+            let dir = tempfile::tempdir().ok()?;
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+                .arg(dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            ok.then_some(Tmpfs(dir))
+        }
+    }
+
+    impl Drop for Tmpfs {
+        fn drop(&mut self) {
+            // Lazily: a descriptor a forked child holds for a moment must not keep it mounted.
+            let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+        }
+    }
+
+    fn fill_job(path: &std::path::Path, size: Option<Bytes>, fill: bool) -> Plan {
+        let job = JobPatch {
+            target: Some(path.to_path_buf()),
+            rw: Some(Rw::Write),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            size,
+            fill_fs: Some(fill),
+            ..Default::default()
+        }
+        .resolve("fill")
+        .unwrap();
+        Plan { phases: vec![Phase { name: "fill".into(), jobs: vec![job] }] }
+    }
+
+    #[test]
+    fn fill_fs_writes_until_the_filesystem_is_full_and_ends_there() {
+        // Each case on a tmpfs of its own: a descriptor another test's child inherits for a
+        // moment (between fork and exec) may hold a removed file's space.
+        let fresh = || Tmpfs::mount(4).map(|fs| (fs.0.path().join("f"), fs));
+        let Some((path, _fs)) = fresh() else {
+            return skip("mounting a 4 MiB tmpfs needs root (mount -t tmpfs)");
+        };
+        // No size: writes until ENOSPC, which ends the job without an error (fio 3.33's
+        // fill_device on an 8 MiB tmpfs wrote 8 MiB, error 0).
+        let r = run_plan(&fill_job(&path, None, true), &Control::default(), &mut NoSink).unwrap();
+        let j = &r.phases[0].jobs[0];
+        assert_eq!(j.error, None);
+        assert_eq!(r.phases[0].total.write().bytes, 4 << 20);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
+        // With a size it ends there, as fio's does (size=2m: 2 MiB).
+        let Some((path, _fs)) = fresh() else { panic!("a second tmpfs") };
+        let r = run_plan(&fill_job(&path, Some(Bytes::mib(1)), true), &Control::default(), &mut NoSink).unwrap();
+        assert_eq!((r.phases[0].jobs[0].error.as_deref(), r.phases[0].total.write().bytes), (None, 1 << 20));
+        // Without fill_fs a job that does not fit is refused before it writes.
+        let Some((path, _fs)) = fresh() else { panic!("a third tmpfs") };
+        let e = run_plan(&fill_job(&path, Some(Bytes::mib(8)), false), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(e.to_string().contains("free"), "{e}");
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_later_phase_reads_the_file_an_earlier_one_writes_without_a_size() {
+        // fio's write phase then read phase (surface-scan.fio): the reader gives no size, the
+        // file does not exist when the plan is checked, and it reads what the writer left.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let job = |rw: Rw, size: Option<Bytes>| {
+            JobPatch {
+                target: Some(path.clone()),
+                rw: Some(rw),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+                size,
+                ..Default::default()
+            }
+            .resolve(if rw == Rw::Write { "w" } else { "r" })
+            .unwrap()
+        };
+        let phase = |j: iolab_spec::Job| Phase { name: j.name.clone(), jobs: vec![j] };
+        let plan = Plan { phases: vec![phase(job(Rw::Write, Some(Bytes::kib(640)))), phase(job(Rw::Read, None))] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[1].total.read().bytes, 640 << 10);
+        // Alone, the reader of a missing file without a size is still refused.
+        std::fs::remove_file(&path).unwrap();
+        let alone = Plan { phases: vec![phase(job(Rw::Read, None))] };
+        let e = run_plan(&alone, &Control::default(), &mut NoSink).unwrap_err().to_string();
+        assert!(e.contains("no size was given"), "{e}");
     }
 
     #[test]

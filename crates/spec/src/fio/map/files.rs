@@ -1,10 +1,12 @@
-//! fio's file-set options (`filesize`, `nrfiles`) and its job order by name (`wait_for`), read
-//! here apart from the rest of the mapping so the family stays in one place (issue 27).
+//! fio's file-set options (`filesize`, `nrfiles`, `fill_device`, `create_serialize`) and its
+//! job order by name (`wait_for`), read here apart from the rest of the mapping so the family
+//! stays in one place (issue 27).
 
-use super::{bad, need, Loc, Problem, Raw, Region, Said};
+use super::{bad, flag, need, Loc, Out, Problem, Raw, Region, Said};
 use crate::fio::ini::Opt;
 use crate::fio::value::{self, KbBase};
 use crate::fio::{FioJob, FioPhase};
+use crate::job::Rw;
 
 /// What a job section set of this family, each with its line.
 #[derive(Default)]
@@ -14,6 +16,8 @@ pub(super) struct FilesRaw {
     nrfiles: Option<(u64, Loc)>,
     /// `wait_for`: the job (by name) this one starts after.
     pub(super) wait_for: Option<(String, Loc)>,
+    /// `fill_device` (`fill_fs`): write until the filesystem is full.
+    fill: Option<(bool, Loc)>,
 }
 
 /// One option of the family (`Ok(false)`: not one of them).
@@ -41,6 +45,13 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Proble
             f.nrfiles = Some((n, at));
         }
         "wait_for" => f.wait_for = Some((need(o)?.trim().to_string(), at)),
+        "fill_device" | "fill_fs" => f.fill = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
+        // fio lays out one job's files after another's unless create_serialize=0; iolab lays
+        // out a phase's files one after another before it starts, so the I/O measured is the
+        // same either way (only the layout's order, and with it the files' places, may differ).
+        "create_serialize" => {
+            flag(o)?;
+        }
         _ => return Ok(false),
     }
     Ok(true)
@@ -66,6 +77,20 @@ pub(super) fn apply(r: &mut Raw, said: &mut Said) {
         r.io_size = r.size.take();
     }
     r.size = Some((Region::Bytes(lo), at));
+}
+
+/// `fill_device` onto `fill_fs`: fio writes until ENOSPC (or EDQUOT) and ends the job there,
+/// without an error (fio 3.33 on an 8 MiB tmpfs: 8 MiB written, `error` 0), or at `size` when
+/// one is given (2 MiB for `size=2m`). fio fills the filesystem first for a read job; iolab
+/// fills with sequential writes only.
+pub(super) fn finish(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    let Some((true, at)) = &r.files.fill else { return };
+    if rw != Rw::Write {
+        said.unmapped(at, format!("fill_device with rw={rw}: iolab fills a filesystem with sequential writes (rw=write) only; fio fills it first for reads"));
+        return;
+    }
+    o.set("fill_fs", at);
+    o.p.fill_fs = Some(true);
 }
 
 /// Put a job into the phases: a new phase at `stonewall`, or at `wait_for=X` when the phase
@@ -168,7 +193,8 @@ mod tests {
     }
 
     /// fio's examples/waitfor.fio in small: each job waits for the one above it.
-    const CHAIN: &str = "[global]\nfilename=/data/f\nfilesize=128m\n[writers]\nrw=write\nbs=128k\nnumjobs=4\nruntime=10\n\
+    const CHAIN: &str =
+        "[global]\nfilename=/data/f\nfilesize=128m\n[writers]\nrw=write\nbs=128k\nnumjobs=4\nruntime=10\n\
         [readers]\nnew_group\nwait_for=writers\nrw=randread\nbs=4k\nnumjobs=4\nruntime=10\n\
         [writers2]\nwait_for=readers\nrw=randwrite\nbs=4k\n";
 
@@ -205,7 +231,10 @@ mod tests {
     fn filesize_is_the_file_and_size_the_io() {
         let p = plan_of_text(CHAIN);
         let j = &p.phases[0].jobs[0];
-        assert_eq!((j.size, j.workload.block().and_then(|b| b.io_size)), (Some(Bytes::mib(128)), Some(Bytes::mib(128))));
+        assert_eq!(
+            (j.size, j.workload.block().and_then(|b| b.io_size)),
+            (Some(Bytes::mib(128)), Some(Bytes::mib(128)))
+        );
         // fio 3.33: filesize=1m size=64k laid out 1 MiB and read 64 KiB.
         let p = plan_of_text("[t]\nfilename=/data/f\nfilesize=1m\nsize=64k\nrw=read\n");
         let j = &p.phases[0].jobs[0];
@@ -224,13 +253,41 @@ mod tests {
     }
 
     #[test]
+    fn fill_device_is_fill_fs_on_sequential_writes() {
+        let p = plan_of_text("[w]\nfilename=/data/f\nrw=write\nbs=64k\nfill_device=1\ncreate_serialize=0\n");
+        let b = p.phases[0].jobs[0].workload.block().cloned().unwrap();
+        assert!(b.fill_fs);
+        assert_eq!(p.phases[0].jobs[0].size, None);
+        let p = plan_of_text("[w]\nfilename=/data/f\nrw=write\nfill_fs=0\n");
+        assert!(!p.phases[0].jobs[0].workload.block().unwrap().fill_fs);
+        // fio fills the filesystem before a read job; iolab does not.
+        let s = skipped("[r]\nfilename=/data/f\nsize=1m\nrw=randread\nfill_device=1\n");
+        assert!(s.iter().any(|m| m.contains("fill_device with rw=randread")), "{s:?}");
+        // iolab's own rule: filling takes sequential writes.
+        let e = crate::JobPatch {
+            rw: Some(crate::Rw::RandWrite),
+            fill_fs: Some(true),
+            target: Some("/data/f".into()),
+            ..Default::default()
+        }
+        .resolve("j")
+        .and_then(|j| j.validate())
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("fill_fs") && e.contains("sequential writes"), "{e}");
+    }
+
+    #[test]
     fn the_command_line_takes_them_too() {
         let args: Vec<String> =
             "--filename=/data/f --filesize=1m --name=a --rw=write --name=b --wait_for=a --rw=read --size=64k"
                 .split_whitespace()
                 .map(String::from)
                 .collect();
-        let f = crate::fio::cmdline::read_args(&args).unwrap().map(&Mem::default(), false).unwrap_or_else(|e| panic!("{e}"));
+        let f = crate::fio::cmdline::read_args(&args)
+            .unwrap()
+            .map(&Mem::default(), false)
+            .unwrap_or_else(|e| panic!("{e}"));
         let p = f.plan(&crate::JobPatch::default()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(p.phases.len(), 2);
         let b = &p.phases[1].jobs[0];
