@@ -16,6 +16,12 @@ pub struct BlockJob {
     /// [offset, offset + size). Absent in plans stored before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<Bytes>,
+    /// Thread N's region starts N × this further in (fio's offset_increment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_increment: Option<Bytes>,
+    /// Random offsets are multiples of this (fio's blockalign); `None`: the smallest block size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align: Option<Bytes>,
     pub rw: Rw,
     /// Read percentage of a mixed pattern.
     pub mix: u8,
@@ -79,6 +85,8 @@ impl BlockJob {
         Ok(BlockJob {
             io_size: p.io_size,
             offset: p.offset.filter(|o| o.0 > 0),
+            offset_increment: p.offset_increment.filter(|o| o.0 > 0),
+            align: p.align,
             rw,
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
@@ -147,6 +155,22 @@ impl BlockJob {
                 return err("offset", format!("{o}: with direct I/O the offset must be a multiple of 512 bytes"));
             }
         }
+        if let Some(i) = self.offset_increment {
+            if job.direct && i.0 % 512 != 0 {
+                return err(
+                    "offset_increment",
+                    format!("{i}: with direct I/O each thread's offset must be a multiple of 512 bytes"),
+                );
+            }
+        }
+        if let Some(a) = self.align {
+            if a.0 == 0 || a.0 > 1 << 30 {
+                return err("align", format!("{a}: an alignment is between 1 byte and 1 GiB"));
+            }
+            if job.direct && a.0 % 512 != 0 {
+                return err("align", format!("{a}: with direct I/O random offsets must be multiples of 512 bytes"));
+            }
+        }
         if self.io_size == Some(Bytes(0)) {
             return err("io_size", "an io_size of 0 transfers nothing; leave it out for one pass over --size".into());
         }
@@ -208,6 +232,11 @@ impl BlockJob {
     /// Where the job's region starts in its file, in bytes.
     pub fn offset(&self) -> u64 {
         self.offset.map_or(0, |o| o.0)
+    }
+
+    /// Where thread `thread`'s region starts in its file (`offset` + thread × `offset_increment`).
+    pub fn offset_of(&self, thread: u32) -> u64 {
+        self.offset().saturating_add(self.offset_increment.map_or(0, |i| i.0.saturating_mul(thread as u64)))
     }
 
     /// The effective fsync cadence (0 = never during the run).

@@ -45,6 +45,16 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<Bytes>,
+    /// Each thread's region starts this much further in than the one before (fio's
+    /// offset_increment): thread N uses [offset + N × increment, ... + size).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_increment: Option<Bytes>,
+    /// Random offsets are multiples of this (fio's blockalign; default: the smallest block
+    /// size).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub align: Option<Bytes>,
     /// Bytes each thread transfers in a bounded run (default: one pass over --size).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -451,6 +461,8 @@ const COMMON: &[&str] = &[
 const BLOCK: &[&str] = &[
     "size",
     "offset",
+    "offset_increment",
+    "align",
     "io_size",
     "rw",
     "mix",

@@ -787,7 +787,10 @@ fn coordinate(
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     // Only the block workload moves a known number of bytes; the others go by their own steps.
-    job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
+    job.workload.block().map_or(0, |b| {
+        let past = size.saturating_sub(b.offset());
+        b.budget_bytes(job.size.map_or(past, |s| s.0.min(past)))
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

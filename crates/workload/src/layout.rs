@@ -191,7 +191,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     if let Some(spot) = place.spot(&job.target) {
         // Checked ahead of the run, a file an earlier phase names may not exist yet.
         let pending = place.ahead() && spot.held().is_none();
-        return Ok(vec![check_target(job, &job.target, spot, run, pending)?]);
+        return Ok(vec![check_target(job, &job.target, spot, run, pending, None)?]);
     }
     // A directory target: one file per thread in it, the directory opened once.
     match place.dir(&job.target) {
@@ -202,7 +202,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
                 let path = job.target.join(&name);
                 let spot = place.spot(&path).unwrap_or_else(|| Spot::new(dir.clone(), &name));
                 place.keep_spot(&path, &spot);
-                out.push(check_target(job, &path, spot, run, false)?);
+                out.push(check_target(job, &path, spot, run, false, Some(t))?);
             }
             return Ok(out);
         }
@@ -212,7 +212,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     }
     let spot = spot_of(&job.target, place)?;
     place.keep_spot(&job.target, &spot);
-    Ok(vec![check_target(job, &job.target, spot, run, false)?])
+    Ok(vec![check_target(job, &job.target, spot, run, false, None)?])
 }
 
 /// The directory holding `path`, opened once, and `path`'s name in it.
@@ -428,16 +428,19 @@ fn refuse(path: &Path, why: String) -> LayoutError {
 
 /// `pending`: the plan is checked ahead of the run and an earlier phase names this file, so
 /// it may not exist yet; its size is then known when this phase starts and is checked again.
+/// `thread`: the one thread whose file this is (a directory target), else every thread's.
 fn check_target(
     job: &Job,
     path: &Path,
     at: Arc<Spot>,
     run: Option<&RunMark>,
     pending: bool,
+    thread: Option<u32>,
 ) -> Result<Target, LayoutError> {
     let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
-    // The job's region starts `off` bytes in: the file must reach offset + size.
-    let off = job.workload.block().map_or(0, |b| b.offset());
+    // The job's region starts `off` bytes in: the file must reach offset + size (for a file
+    // the threads share, the last thread's offset with fio's offset_increment).
+    let off = job.workload.block().map_or(0, |b| b.offset_of(thread.unwrap_or(job.threads.saturating_sub(1))));
     let past_offset = |size: u64| -> Result<u64, LayoutError> {
         if off >= size {
             Err(refuse(
@@ -593,7 +596,8 @@ fn device_target(
     (block, rdev): (bool, u64),
     size_of: impl Fn(u64) -> Result<u64, LayoutError>,
 ) -> Result<Target, LayoutError> {
-    let off = job.workload.block().map_or(0, |b| b.offset());
+    // The last thread's region is the furthest in (fio's offset_increment).
+    let off = job.workload.block().map_or(0, |b| b.offset_of(job.threads.saturating_sub(1)));
     if !job.device {
         return Err(refuse(path, format!(
             "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",

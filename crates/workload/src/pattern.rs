@@ -88,8 +88,9 @@ impl Pattern {
         let every = || sizes.iter().chain(write_sizes.iter().flat_map(|w| w.0.iter())).map(|s| s.0 as u64);
         let max_bs = every().max().unwrap_or(4096);
         let min_bs = every().min().unwrap_or(4096);
-        // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
-        let align = min_bs;
+        // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O
+        // aligned, unless the job says otherwise (fio's blockalign).
+        let align = job.align.map_or(min_bs, |a| a.0.max(1));
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
         let place = if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }

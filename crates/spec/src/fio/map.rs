@@ -808,13 +808,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
-    if let Some((dirs, text, at)) = &r.blockalign {
-        // iolab aligns random offsets to the job's smallest block size, fio's default.
-        let min = min_block_size(&r);
-        if dirs.iter().flatten().any(|a| *a != min) {
-            said.unmapped(at, format!("{text}: iolab aligns random offsets to the smallest block size ({min})"));
-        }
-    }
+    files::finish_place(&r, rw, &mut o, said);
     finish_time(&r, rw, threads, &mut o, said);
     finish_ss(&r.ss, &mut o, said);
     if let Some((d, at)) = &r.dist {

@@ -47,9 +47,14 @@ pub struct BlockSource<'a> {
 impl<'a> BlockSource<'a> {
     /// The source of one thread of `job` on `target` (none for the null engine).
     pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, target: Option<&'a Target>) -> Self {
-        let base = b.offset();
+        let base = b.offset_of(thread);
         let (path, size) = match target {
-            Some(t) => (t.path.display().to_string(), t.size.saturating_sub(base)),
+            // The region past this thread's offset: `size` bytes where given (a file the
+            // threads share reaches the last thread's region with fio's offset_increment).
+            Some(t) => {
+                let past = t.size.saturating_sub(base);
+                (t.path.display().to_string(), job.size.map_or(past, |s| s.0.min(past)))
+            }
             None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
         };
         // Time-bounded runs wrap around the file until the deadline (or io_size, if given);
@@ -457,6 +462,76 @@ mod tests {
         let alone = Plan { phases: vec![phase(job(Rw::Read, None))] };
         let e = run_plan(&alone, &Control::default(), &mut NoSink).unwrap_err().to_string();
         assert!(e.contains("no size was given"), "{e}");
+    }
+
+    /// The 512-byte pieces of a file that carry their own offset (a written block's stamp).
+    fn stamped(data: &[u8]) -> Vec<u64> {
+        data.chunks(512)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 512, c))
+            .filter(|(at, c)| c.len() >= 8 && u64::from_le_bytes(c[..8].try_into().unwrap()) == *at && *at > 0)
+            .map(|(at, _)| at)
+            .collect()
+    }
+
+    #[test]
+    fn offset_increment_moves_each_threads_region_and_align_its_random_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // Two threads on one file, 1 MiB apart (fio 3.33: clone 0 at 0, clone 1 at 1 MiB).
+        let job = JobPatch {
+            target: Some(path.clone()),
+            rw: Some(Rw::Write),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            size: Some(Bytes::kib(128)),
+            threads: Some(2),
+            offset_increment: Some(Bytes::mib(1)),
+            ..Default::default()
+        }
+        .resolve("w")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "w".into(), jobs: vec![job] }] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[0].total.write().bytes, 256 << 10);
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), (1 << 20) + (128 << 10), "the file reaches the last thread's region");
+        let blocks: Vec<u64> = stamped(&data).into_iter().filter(|a| a % (64 << 10) == 0).collect();
+        assert_eq!(
+            blocks,
+            [64 << 10, 1 << 20, (1 << 20) + (64 << 10)],
+            "thread 0 at 0 (unstamped), 64k; thread 1 at 1m, 1m+64k"
+        );
+        assert!(data[128 << 10..1 << 20].iter().all(|&b| b == 0), "nothing between the regions");
+
+        // Random 512-byte writes aligned to 4 KiB (fio's blockalign=4k).
+        let path = dir.path().join("g");
+        let job = |align: Option<Bytes>| {
+            JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::RandWrite),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes(512))),
+                size: Some(Bytes::kib(256)),
+                align,
+                ..Default::default()
+            }
+            .resolve("r")
+            .unwrap()
+        };
+        let run = |j| {
+            let _ = std::fs::remove_file(&path);
+            run_plan(
+                &Plan { phases: vec![Phase { name: "r".into(), jobs: vec![j] }] },
+                &Control::default(),
+                &mut NoSink,
+            )
+            .unwrap();
+            stamped(&std::fs::read(&path).unwrap())
+        };
+        let aligned = run(job(Some(Bytes::kib(4))));
+        assert!(aligned.len() > 20, "{} stamped blocks", aligned.len());
+        assert!(aligned.iter().all(|a| a % 4096 == 0), "{aligned:?}");
+        // Without it, 512-byte offsets land between 4 KiB boundaries too.
+        assert!(run(job(None)).iter().any(|a| a % 4096 != 0));
     }
 
     #[test]

@@ -1,12 +1,14 @@
-//! fio's file-set options (`filesize`, `nrfiles`, `fill_device`, `create_serialize`) and its
-//! job order by name (`wait_for`), read here apart from the rest of the mapping so the family
-//! stays in one place (issue 27).
+//! fio's file-set options (`filesize`, `nrfiles`, `fill_device`, `create_serialize`), where a
+//! job's I/O lands in them (`offset_increment`, `blockalign`) and its job order by name
+//! (`wait_for`), read here apart from the rest of the mapping so the family stays in one
+//! place (issue 27).
 
-use super::{bad, flag, need, Loc, Out, Problem, Raw, Region, Said};
+use super::{bad, flag, min_block_size, need, Loc, Out, Problem, Raw, Region, Said};
 use crate::fio::ini::Opt;
 use crate::fio::value::{self, KbBase};
 use crate::fio::{FioJob, FioPhase};
 use crate::job::Rw;
+use crate::units::Bytes;
 
 /// What a job section set of this family, each with its line.
 #[derive(Default)]
@@ -18,6 +20,7 @@ pub(super) struct FilesRaw {
     pub(super) wait_for: Option<(String, Loc)>,
     /// `fill_device` (`fill_fs`): write until the filesystem is full.
     fill: Option<(bool, Loc)>,
+    offset_increment: Option<(Region, String, Loc)>,
 }
 
 /// One option of the family (`Ok(false)`: not one of them).
@@ -45,6 +48,10 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Proble
             f.nrfiles = Some((n, at));
         }
         "wait_for" => f.wait_for = Some((need(o)?.trim().to_string(), at)),
+        "offset_increment" => {
+            let v = need(o)?;
+            f.offset_increment = Some((value::region(v, kb).map_err(|e| bad(o, e))?, v.to_string(), at));
+        }
         "fill_device" | "fill_fs" => f.fill = Some((value::boolean(need(o)?).map_err(|e| bad(o, e))?, at)),
         // fio lays out one job's files after another's unless create_serialize=0; iolab lays
         // out a phase's files one after another before it starts, so the I/O measured is the
@@ -91,6 +98,46 @@ pub(super) fn finish(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
     }
     o.set("fill_fs", at);
     o.p.fill_fs = Some(true);
+}
+
+/// Where each thread's I/O lands: `offset_increment` (fio 3.33, numjobs=2 with 1m: clone 0
+/// at 0, clone 1 at 1 MiB, in each job apart) and `blockalign` (fio 3.33, bs=512 with 4k: 50
+/// random offsets, all multiples of 4 KiB). iolab has one alignment for reads and writes.
+pub(super) fn finish_place(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    match &r.files.offset_increment {
+        Some((Region::Bytes(0), _, _)) | None => {}
+        Some((Region::Bytes(v), _, at)) => {
+            o.set("offset_increment", at);
+            o.p.offset_increment = Some(Bytes(*v));
+        }
+        Some((Region::Percent(_), text, at)) => said.unmapped(
+            at,
+            format!("offset_increment={text}: a percentage of the file's size is not mapped; give the bytes"),
+        ),
+        // fio counts zones only under zonemode=zbd and leaves the option unset elsewhere.
+        Some((Region::Zones(_), text, at)) => said.note(
+            at,
+            format!(
+                "offset_increment={text}: zones count only under zonemode=zbd; fio leaves it unset, and so does iolab"
+            ),
+        ),
+    }
+    let Some((dirs, text, at)) = &r.blockalign else { return };
+    // The directions the job does: reads take the first value, writes the second.
+    let used: Vec<usize> = [(rw.reads(), 0), (rw.writes(), 1)].into_iter().filter(|d| d.0).map(|d| d.1).collect();
+    let given: Vec<u64> = used.iter().filter_map(|d| dirs[*d]).collect();
+    let min = min_block_size(r);
+    match given.first() {
+        None => {}
+        Some(&a) if given.iter().any(|g| *g != a) || (given.len() < used.len() && a != min) => {
+            said.unmapped(at, format!("{text}: reads and writes aligned apart; iolab aligns both to one size"))
+        }
+        Some(&a) if a == min => {}
+        Some(&a) => {
+            o.set("align", at);
+            o.p.align = Some(Bytes(a));
+        }
+    }
 }
 
 /// Put a job into the phases: a new phase at `stonewall`, or at `wait_for=X` when the phase
@@ -275,6 +322,29 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("fill_fs") && e.contains("sequential writes"), "{e}");
+    }
+
+    #[test]
+    fn offset_increment_and_blockalign_map() {
+        let p = plan_of_text(
+            "[t]\nfilename=/data/f\nsize=64k\nnumjobs=2\noffset_increment=1m\nrw=randread\nbs=512\nblockalign=4k\n",
+        );
+        let b = p.phases[0].jobs[0].workload.block().cloned().unwrap();
+        assert_eq!((b.offset_increment, b.align), (Some(Bytes::mib(1)), Some(Bytes::kib(4))));
+        assert_eq!(b.offset_of(1), 1 << 20);
+        // blockalign equal to the smallest block size is iolab's own default: nothing set.
+        let p = plan_of_text("[t]\nfilename=/data/f\nsize=64k\nrw=randread\nbs=4k\nblockalign=4k\n");
+        assert_eq!(p.phases[0].jobs[0].workload.block().unwrap().align, None);
+        // jesd219.fio's line, on a mixed job: one value for both directions.
+        let p = plan_of_text("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\nbssplit=512/50:4k/50\nblockalign=4k\n");
+        assert_eq!(p.phases[0].jobs[0].workload.block().unwrap().align, Some(Bytes::kib(4)));
+        let s = skipped("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\nbs=512\nblockalign=4k,8k\n");
+        assert!(s.iter().any(|m| m.contains("blockalign=4k,8k") && m.contains("one size")), "{s:?}");
+        let s = skipped("[t]\nfilename=/data/f\nsize=1m\nnumjobs=2\noffset_increment=10%\n");
+        assert!(s.iter().any(|m| m.contains("offset_increment=10%")), "{s:?}");
+        // iolab's rule: a direct job's offsets stay on 512-byte boundaries.
+        let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\ndirect=1\nnumjobs=2\noffset_increment=100\n");
+        assert!(e.contains("offset_increment") && e.contains("512"), "{e}");
     }
 
     #[test]
