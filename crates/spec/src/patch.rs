@@ -55,6 +55,26 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub align: Option<Bytes>,
+    /// Files per thread in the target directory (fio's nrfiles): each thread works on its own
+    /// set, named by --file-names, moving among them as --file-service says.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_name = "N"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nrfiles: Option<u32>,
+    /// Each file's size with --nrfiles, or a range LOW-HIGH each file's is drawn from (fio's
+    /// filesize); default: --size over the files.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::fileset::SizeRange>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_sizes: Option<crate::fileset::SizeRange>,
+    /// Which file the next I/O goes to with --nrfiles: roundrobin[:N] (the default), sequential
+    /// or random[:N] (fio's file_service_type).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::fileset::FileService>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_service: Option<crate::fileset::FileService>,
+    /// The files' names with --nrfiles: $jobname, $jobnum (the thread), $filenum (fio's
+    /// filename_format; default `$jobname.$jobnum.$filenum`).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_name = "FORMAT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_names: Option<String>,
     /// Bytes each thread transfers in a bounded run (default: one pass over --size).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -463,6 +483,10 @@ const BLOCK: &[&str] = &[
     "offset",
     "offset_increment",
     "align",
+    "nrfiles",
+    "file_sizes",
+    "file_service",
+    "file_names",
     "io_size",
     "rw",
     "mix",

@@ -555,7 +555,17 @@ fn run_phase(
                 let shared = &shared;
                 let stop = worker_stop;
                 let lease = ctl.lease.as_deref();
-                let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
+                // The thread's files: its own set with --nrfiles, its own file in a directory, or
+                // the one target the threads share.
+                let per = job.workload.block().and_then(|b| b.files.as_ref()).map_or(1, |f| f.count as usize);
+                let mine: &[Target] = if ts.is_empty() {
+                    &[]
+                } else if per > 1 {
+                    ts.get(t as usize * per..(t as usize + 1) * per).unwrap_or(&[])
+                } else {
+                    std::slice::from_ref(&ts[(t as usize) % ts.len()])
+                };
+                let target = mine.first();
                 let worker = w;
                 let run = runs.get(ji).cloned().flatten();
                 let dir = dirs.get(ji).cloned().flatten();
@@ -570,7 +580,7 @@ fn run_phase(
                                 worker,
                                 t,
                                 job,
-                                target,
+                                mine,
                                 (run, dir),
                                 (tracked, files),
                                 max_ramp,
@@ -785,6 +795,12 @@ fn coordinate(
 
 /// Bytes one thread of a size-bounded job transfers.
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
+    if let Some(b) = job.workload.block().filter(|b| b.files.is_some() && b.io_size.is_none()) {
+        // Several files per thread (--nrfiles): one pass over each of thread 0's files.
+        let per = b.files.as_ref().map_or(1, |f| f.count as usize);
+        let off = b.offset_of(0);
+        return ts.iter().take(per).map(|t| b.budget_bytes(t.size.saturating_sub(off))).sum();
+    }
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     // Only the block workload moves a known number of bytes; the others go by their own steps.
     job.workload.block().map_or(0, |b| {
@@ -799,7 +815,7 @@ fn worker_main(
     worker: usize,
     thread: u32,
     job: &Job,
-    target: Option<&Target>,
+    targets: &[Target],
     (run, dir): (Option<Arc<ReplayRun>>, Option<Arc<Beneath>>),
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
@@ -817,6 +833,7 @@ fn worker_main(
     }
     // The directory the worker's names are resolved beneath, opened when the run was checked:
     // the job's own (a personality's, a replay's), or its target's.
+    let target = targets.first();
     let root = match (&dir, target) {
         (Some(d), _) => Root { path: d.root().to_path_buf(), dir: Some(d.clone()) },
         (None, Some(t)) => Root { path: t.at.dir().root().to_path_buf(), dir: Some(t.at.dir().clone()) },
@@ -832,9 +849,9 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                thinking(b, Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite), w)
+                thinking(b, Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite), w)
             }
-            _ => thinking(b, BlockSource::new(job, b, thread, target), w),
+            _ => thinking(b, BlockSource::new(job, b, thread, targets), w),
         },
         Workload::Replay(_) => {
             let source = match run {

@@ -16,7 +16,7 @@ use crate::lease::Lease;
 use crate::place::{self, Place};
 use iolab_engine::beneath::{reopen, Beneath};
 use iolab_engine::{fill_pattern, OpenOptions};
-use iolab_spec::Job;
+use iolab_spec::{Bytes, Job};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::ffi::{OsStr, OsString};
@@ -161,6 +161,11 @@ impl Target {
 /// The files of one job: one per thread for a directory target, else the one target shared.
 /// (Names only: a run reaches them through [`check_job_at`]'s descriptors.)
 pub fn job_paths(job: &Job) -> Vec<PathBuf> {
+    if let Some(set) = job.workload.block().and_then(|b| b.files.as_ref()) {
+        return (0..job.threads)
+            .flat_map(|t| (0..set.count).map(move |f| job.target.join(set.name(&job.name, t, f))))
+            .collect();
+    }
     if job.target.is_dir() {
         (0..job.threads).map(|t| job.target.join(format!("iolab.{}.{t}", job.name))).collect()
     } else {
@@ -187,11 +192,14 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     if job.workload.makes_own_files() {
         return check_own_dirs(job, place);
     }
+    if let Some(set) = job.workload.block().and_then(|b| b.files.as_ref()) {
+        return check_file_set(job, set, run, place);
+    }
     // A target checked or created earlier in the run is what it was then.
     if let Some(spot) = place.spot(&job.target) {
         // Checked ahead of the run, a file an earlier phase names may not exist yet.
         let pending = place.ahead() && spot.held().is_none();
-        return Ok(vec![check_target(job, &job.target, spot, run, pending, None)?]);
+        return Ok(vec![check_target(job, &job.target, spot, run, pending, None, None)?]);
     }
     // A directory target: one file per thread in it, the directory opened once.
     match place.dir(&job.target) {
@@ -202,7 +210,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
                 let path = job.target.join(&name);
                 let spot = place.spot(&path).unwrap_or_else(|| Spot::new(dir.clone(), &name));
                 place.keep_spot(&path, &spot);
-                out.push(check_target(job, &path, spot, run, false, Some(t))?);
+                out.push(check_target(job, &path, spot, run, false, Some(t), None)?);
             }
             return Ok(out);
         }
@@ -212,7 +220,39 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     }
     let spot = spot_of(&job.target, place)?;
     place.keep_spot(&job.target, &spot);
-    Ok(vec![check_target(job, &job.target, spot, run, false, None)?])
+    Ok(vec![check_target(job, &job.target, spot, run, false, None, None)?])
+}
+
+/// Several files per thread (`--nrfiles`) in the job's directory: thread t's files come
+/// t-th, `set.count` of them, each sized as the set says and checked as any target is.
+fn check_file_set(
+    job: &Job,
+    set: &iolab_spec::fileset::FileSet,
+    run: Option<&RunMark>,
+    place: &mut Place,
+) -> Result<Vec<Target>, LayoutError> {
+    let dir = place.dir(&job.target).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => refuse(
+            &job.target,
+            "with --nrfiles the target is the directory the files go in; give an existing directory".into(),
+        ),
+        _ => refuse(&job.target, e.to_string()),
+    })?;
+    let min_bs = job.workload.block().map_or(4096, |b| b.bs.min().0.min(b.write_sizes().min().0));
+    let mut out = Vec::with_capacity(job.threads as usize * set.count as usize);
+    for t in 0..job.threads {
+        for f in 0..set.count {
+            let name = OsString::from(set.name(&job.name, t, f));
+            let path = job.target.join(&name);
+            let known = place.spot(&path);
+            let pending = place.ahead() && known.as_ref().is_some_and(|s| s.held().is_none());
+            let spot = known.unwrap_or_else(|| Spot::new(dir.clone(), &name));
+            place.keep_spot(&path, &spot);
+            let size = set.size_of(job.size, job.seed, t, f, min_bs);
+            out.push(check_target(job, &path, spot, run, pending, Some(t), size)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The directory holding `path`, opened once, and `path`'s name in it.
@@ -436,7 +476,10 @@ fn check_target(
     run: Option<&RunMark>,
     pending: bool,
     thread: Option<u32>,
+    file_size: Option<u64>,
 ) -> Result<Target, LayoutError> {
+    // One file of several (`--nrfiles`) has its own size; else the job's.
+    let want = file_size.map(Bytes).or(job.size);
     let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
     // The job's region starts `off` bytes in: the file must reach offset + size (for a file
     // the threads share, the last thread's offset with fio's offset_increment).
@@ -463,7 +506,7 @@ fn check_target(
     let held = match looked {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let size = match (job.size, fills) {
+            let size = match (want, fills) {
                 (Some(s), _) => s.0.saturating_add(off),
                 (None, true) => off.saturating_add(fs_free(&at, path)?),
                 // An earlier phase makes it (fio's write phase, then a read phase without a
@@ -524,7 +567,7 @@ fn check_target(
         return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
     }
     let existing = meta.st_size as u64;
-    let size = match (job.size, fills) {
+    let size = match (want, fills) {
         (Some(s), _) => s.0.saturating_add(off),
         (None, true) => existing.max(off).saturating_add(fs_free(&at, path)?),
         (None, false) => existing,

@@ -90,7 +90,7 @@ impl Pattern {
         let min_bs = every().min().unwrap_or(4096);
         // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O
         // aligned, unless the job says otherwise (fio's blockalign).
-        let align = job.align.map_or(min_bs, |a| a.0.max(1));
+        let align = job.align.map_or(min_bs, |a| a.get());
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
         let place = if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }

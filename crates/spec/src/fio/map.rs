@@ -895,49 +895,52 @@ fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut
     // Where: fio's filename (under directory), else a file named by filename_format, else a
     // directory (one file per thread, as fio's jobname.N.0 files), else the current directory.
     let fmt = r.filename_format.clone();
-    let target: (PathBuf, Loc, bool) = match (&r.filename, &fmt, &r.directory) {
-        (Some((f, at)), _, d) => {
-            // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
-            let names = split_files(f);
-            if names.len() > 1 {
-                said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
-            }
-            let f = &names[0];
-            if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
-                said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
-            }
-            let path = match d {
-                Some((d, _)) if !Path::new(f).is_absolute() => Path::new(d).join(f),
-                _ => PathBuf::from(f),
-            };
-            (path, at.clone(), true)
-        }
-        (None, Some((fmt, at)), d) => {
-            let (fmt, at) = (fmt.clone(), at.clone());
-            let under = |p: &str| match d {
-                Some((d, _)) => Path::new(d).join(p),
-                None => PathBuf::from(p),
-            };
-            let per_thread = threads > 1 && find_ci(&fmt, "$jobnum").is_some();
-            if per_thread {
-                // Each clone its own file: iolab's directory target, its own names.
-                let (dir, file) = fmt.rsplit_once('/').unwrap_or(("", &fmt));
-                if dir.contains('$') || !file.to_ascii_lowercase().contains("$jobnum") {
-                    said.unmapped(&at, format!("filename_format={fmt}: a keyword in the directory part with numjobs={threads} is not mapped"));
+    let target: (PathBuf, Loc, bool) = match files::set_target(r, &name, threads, o, said) {
+        Some(t) => t,
+        None => match (&r.filename, &fmt, &r.directory) {
+            (Some((f, at)), _, d) => {
+                // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
+                let names = split_files(f);
+                if names.len() > 1 {
+                    said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
                 }
-                said.note(&at, format!("filename_format={fmt}: each of the {threads} threads gets its own file as in fio, named iolab.{name}.N by iolab rather than by the format"));
-                (under(if dir.is_empty() { "." } else { dir }), at, false)
-            } else {
-                (under(&expand_format(&fmt, &name)), at, true)
+                let f = &names[0];
+                if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
+                    said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
+                }
+                let path = match d {
+                    Some((d, _)) if !Path::new(f).is_absolute() => Path::new(d).join(f),
+                    _ => PathBuf::from(f),
+                };
+                (path, at.clone(), true)
             }
-        }
-        (None, None, Some((d, at))) => {
-            if d.contains(':') {
-                said.unmapped(at, format!("directory={d}: several directories are not mapped"));
+            (None, Some((fmt, at)), d) => {
+                let (fmt, at) = (fmt.clone(), at.clone());
+                let under = |p: &str| match d {
+                    Some((d, _)) => Path::new(d).join(p),
+                    None => PathBuf::from(p),
+                };
+                let per_thread = threads > 1 && find_ci(&fmt, "$jobnum").is_some();
+                if per_thread {
+                    // Each clone its own file: iolab's directory target, its own names.
+                    let (dir, file) = fmt.rsplit_once('/').unwrap_or(("", &fmt));
+                    if dir.contains('$') || !file.to_ascii_lowercase().contains("$jobnum") {
+                        said.unmapped(&at, format!("filename_format={fmt}: a keyword in the directory part with numjobs={threads} is not mapped"));
+                    }
+                    said.note(&at, format!("filename_format={fmt}: each of the {threads} threads gets its own file as in fio, named iolab.{name}.N by iolab rather than by the format"));
+                    (under(if dir.is_empty() { "." } else { dir }), at, false)
+                } else {
+                    (under(&expand_format(&fmt, &name)), at, true)
+                }
             }
-            (PathBuf::from(d), at.clone(), false)
-        }
-        (None, None, None) => (PathBuf::from("."), s.at.clone(), false),
+            (None, None, Some((d, at))) => {
+                if d.contains(':') {
+                    said.unmapped(at, format!("directory={d}: several directories are not mapped"));
+                }
+                (PathBuf::from(d), at.clone(), false)
+            }
+            (None, None, None) => (PathBuf::from("."), s.at.clone(), false),
+        },
     };
     o.set("target", &target.1);
     o.p.target = Some(target.0.clone());

@@ -582,7 +582,7 @@ fn submission_log_offset_and_alignment_options_map_where_iolab_does_the_same() {
     let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nio_submit_mode=offload\nlog_offset=1\nbs=8k\nblockalign=4k\n");
     assert!(u.len() == 1 && u[0].contains("offset column"), "{u:?}");
     let p = plan_of("[j]\nfilename=/f\nsize=1m\nrw=randread\nbs=8k\nblockalign=4k\n");
-    assert_eq!(p.phases[0].jobs[0].workload.block().and_then(|b| b.align), Some(Bytes::kib(4)));
+    assert_eq!(p.phases[0].jobs[0].workload.block().and_then(|b| b.align).map(|v| v.get()), Some(4096));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, refill, OpKind, OpenOptions};
+use iolab_spec::fileset::FileService;
 use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
 use std::time::Duration;
@@ -42,11 +43,41 @@ pub struct BlockSource<'a> {
     in_holes: u64,
     /// A paced job whose pattern ended has waited out its last slot.
     schedule_done: bool,
+    /// The file the I/O goes to now (its index in the engine's table; 0 with one file).
+    cur: u32,
+    /// Several files per thread (`--nrfiles`): the others and the turns among them.
+    set: Option<Box<Set<'a>>>,
+}
+
+/// A thread's files beyond the one it works on now (`--nrfiles`): each file's pattern waits
+/// here while another file is current, so the single-file path keeps its one pattern.
+struct Set<'a> {
+    files: Vec<Parked<'a>>,
+    service: FileService,
+    /// I/Os left in the current file's turn (roundrobin:N, random:N).
+    left: u32,
+    /// The current file's turn is over: the next draw moves on.
+    turn_over: bool,
+    /// Files of the end fsync made so far.
+    synced: u32,
+    rng: u64,
+}
+
+/// One file of a set: its target and name, and its pattern while another file is current
+/// (`None` while it is current, or once its pattern has ended).
+struct Parked<'a> {
+    target: &'a Target,
+    path: String,
+    holes: &'a [(u64, u64)],
+    pattern: Option<Pattern>,
+    done: bool,
 }
 
 impl<'a> BlockSource<'a> {
-    /// The source of one thread of `job` on `target` (none for the null engine).
-    pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, target: Option<&'a Target>) -> Self {
+    /// The source of one thread of `job` on its `targets` (none for the null engine; several
+    /// with `--nrfiles`, the thread's own files).
+    pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, targets: &'a [Target]) -> Self {
+        let target = targets.first();
         let base = b.offset_of(thread);
         let (path, size) = match target {
             // The region past this thread's offset: `size` bytes where given (a file the
@@ -69,6 +100,52 @@ impl<'a> BlockSource<'a> {
         let mut pattern = Pattern::new(b, job.seed, thread, size, wrap, budget);
         if let Some(n) = b.max_ios {
             pattern.limit_ops(n);
+        }
+        let set = b.files.as_ref().filter(|_| targets.len() > 1).map(|fs| {
+            // Each file its own pattern over its own size, seeded apart; io_size is the thread's
+            // over all its files, shared evenly.
+            let per_file = |t: &Target| t.size.saturating_sub(base);
+            let budget_of = |len: u64| match (b.io_size, job.runtime.is_some()) {
+                (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
+                (None, true) => Some(u64::MAX),
+                (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
+            };
+            let files = targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Parked {
+                    target: t,
+                    path: t.path.display().to_string(),
+                    holes: t.kept_holes(),
+                    pattern: (i > 0).then(|| {
+                        let seed = job.seed.wrapping_add((i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+                        Pattern::new(b, seed, thread, per_file(t), wrap, budget_of(per_file(t)))
+                    }),
+                    done: false,
+                })
+                .collect();
+            let n = match fs.service {
+                FileService::RoundRobin(n) | FileService::Random(n) => n,
+                FileService::Sequential => u32::MAX,
+            };
+            Box::new(Set {
+                files,
+                service: fs.service,
+                left: n,
+                turn_over: false,
+                synced: 0,
+                rng: job.seed ^ ((thread as u64) << 40) ^ 0x5E7_F11E,
+            })
+        });
+        if let (Some(_), Some(t)) = (&set, target) {
+            // File 0's pattern runs over its own size, not the job's.
+            let len = t.size.saturating_sub(base);
+            let budget = match (b.io_size, job.runtime.is_some()) {
+                (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
+                (None, true) => Some(u64::MAX),
+                (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
+            };
+            pattern = Pattern::new(b, job.seed, thread, len, wrap, budget);
         }
         let per_thread = |v: f64| v / job.threads as f64;
         let rate_interval = match (b.rate, b.rate_iops) {
@@ -97,6 +174,67 @@ impl<'a> BlockSource<'a> {
             hole_reads: 0,
             in_holes: 0,
             schedule_done: false,
+            cur: 0,
+            set,
+        }
+    }
+
+    /// Move to the next file of the set, as its service says (`ended`: the current file's
+    /// pattern is over). `false` when every file's is.
+    #[cold]
+    fn rotate(&mut self, ended: bool) -> bool {
+        let Some(set) = self.set.as_deref_mut() else { return false };
+        let n = set.files.len() as u32;
+        let cur = self.cur;
+        if ended {
+            set.files[cur as usize].done = true;
+        }
+        let live = |k: u32| !set.files[k as usize].done;
+        let start = match set.service {
+            FileService::Random(_) => {
+                set.rng = splitmix64(set.rng);
+                (set.rng % n as u64) as u32
+            }
+            _ => (cur + 1) % n,
+        };
+        let Some(next) = (0..n).map(|i| (start + i) % n).find(|k| live(*k)) else { return false };
+        set.left = match set.service {
+            FileService::RoundRobin(k) | FileService::Random(k) => k,
+            FileService::Sequential => u32::MAX,
+        };
+        set.turn_over = false;
+        if next == cur {
+            return true;
+        }
+        let Some(incoming) = set.files[next as usize].pattern.take() else { return false };
+        let outgoing = std::mem::replace(&mut self.pattern, incoming);
+        if !ended {
+            set.files[cur as usize].pattern = Some(outgoing);
+        }
+        let f = &set.files[next as usize];
+        self.target = Some(f.target);
+        self.path.clone_from(&f.path);
+        self.holes = f.holes;
+        self.cur = next;
+        true
+    }
+
+    /// One I/O of the current file's turn issued.
+    #[cold]
+    fn count_turn(&mut self) {
+        if let Some(set) = self.set.as_deref_mut() {
+            set.left = set.left.saturating_sub(1);
+            set.turn_over = set.left == 0;
+        }
+    }
+
+    /// The name of file `file` of the thread's.
+    fn path_of(&self, file: u32) -> &str {
+        match self.set.as_deref() {
+            Some(set) if file != self.cur => {
+                set.files.get(file as usize).map_or(self.path.as_str(), |f| f.path.as_str())
+            }
+            _ => &self.path,
         }
     }
 
@@ -110,8 +248,8 @@ impl<'a> BlockSource<'a> {
         }
     }
 
-    fn flush(kind: OpKind) -> Next {
-        Next::Issue(Issue::now(Call::Data { kind, file: 0, offset: 0, len: 0 }))
+    fn flush(kind: OpKind, file: u32) -> Next {
+        Next::Issue(Issue::now(Call::Data { kind, file, offset: 0, len: 0 }))
     }
 
     /// The pattern is done or the time is up: a paced job waits out its last operation's slot
@@ -126,8 +264,19 @@ impl<'a> BlockSource<'a> {
             if ctx.inflight > 0 {
                 return Next::Drain;
             }
-            self.end_fsync_done = true;
-            return Self::flush(OpKind::Fsync);
+            // Each of the thread's files, one after another.
+            let file = match self.set.as_deref_mut() {
+                Some(set) => {
+                    set.synced += 1;
+                    self.end_fsync_done = set.synced as usize >= set.files.len();
+                    set.synced - 1
+                }
+                None => {
+                    self.end_fsync_done = true;
+                    0
+                }
+            };
+            return Self::flush(OpKind::Fsync, file);
         }
         Next::Done
     }
@@ -155,15 +304,25 @@ impl Source for BlockSource<'_> {
         };
         // The target as it was checked (or created), opened again with this worker's flags
         // through its descriptor: never by its name.
-        let file = t.at.open(opts).map_err(|e| {
-            let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                " (this filesystem does not support direct I/O: drop --direct)"
-            } else {
-                ""
-            };
-            io_error("opening", &t.path, hint)(e)
-        })?;
-        Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
+        let open = |t: &Target| {
+            t.at.open(opts).map_err(|e| {
+                let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                    " (this filesystem does not support direct I/O: drop --direct)"
+                } else {
+                    ""
+                };
+                io_error("opening", &t.path, hint)(e)
+            })
+        };
+        let Some(set) = self.set.as_deref() else {
+            return Ok(vec![SetupFile { index: 0, file: open(t)?, len: t.size, path: self.path.clone() }]);
+        };
+        // Every file of the thread's set, at its index, for the whole phase.
+        let mut out = Vec::with_capacity(set.files.len());
+        for (i, f) in set.files.iter().enumerate() {
+            out.push(SetupFile { index: i as u32, file: open(f.target)?, len: f.target.size, path: f.path.clone() });
+        }
+        Ok(out)
     }
 
     fn prime(&mut self, slot: u32, buf: &mut [u8]) {
@@ -188,11 +347,21 @@ impl Source for BlockSource<'_> {
             }
             self.writes_since_flush = 0;
             self.flushing = true;
-            return Self::flush(self.flush_kind);
+            return Self::flush(self.flush_kind, self.cur);
         }
-        let Some(a) = self.pattern.next_access() else {
+        if self.set.as_ref().is_some_and(|s| s.turn_over) && !self.rotate(false) {
             self.exhausted = true;
             return self.finish(ctx);
+        }
+        let a = loop {
+            match self.pattern.next_access() {
+                Some(a) => break a,
+                None if self.set.is_some() && self.rotate(true) => {}
+                None => {
+                    self.exhausted = true;
+                    return self.finish(ctx);
+                }
+            }
         };
         let due = match self.rate_interval {
             Some(iv) => {
@@ -214,8 +383,11 @@ impl Source for BlockSource<'_> {
                 OpKind::Write
             }
         };
+        if self.set.is_some() {
+            self.count_turn();
+        }
         Next::Issue(Issue {
-            call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len },
+            call: Call::Data { kind, file: self.cur, offset: self.base + a.offset, len: a.len },
             due,
             timed: true,
         })
@@ -239,11 +411,12 @@ impl Source for BlockSource<'_> {
 
     #[inline(always)]
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        let Call::Data { kind, len, offset, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, len, offset, file } = *call else { return Ok(()) };
         if kind.is_sync() {
             self.flushing = false;
         }
-        if !self.holes.is_empty() && kind == OpKind::Read {
+        // (With several files, a read still in flight from the file before counts nowhere.)
+        if !self.holes.is_empty() && kind == OpKind::Read && file == self.cur {
             self.count_hole_read(offset, len);
         }
         match result {
@@ -286,14 +459,14 @@ impl BlockSource<'_> {
     /// A call that failed or came up short, in words.
     #[cold]
     fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), SourceError> {
-        let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, offset, len, file } = *call else { return Ok(()) };
         if let (true, Err(e)) = (kind.is_sync() && self.end_fsync_done, r) {
             // The final fsync names itself as such.
             let e =
                 e.raw_os_error().map_or_else(|| io::Error::new(e.kind(), e.to_string()), io::Error::from_raw_os_error);
-            return Err(io_error("final fsync of", &self.path, "")(e));
+            return Err(io_error("final fsync of", self.path_of(file), "")(e));
         }
-        Err(describe_failure(call, &self.path, len, offset, r))
+        Err(describe_failure(call, self.path_of(file), len, offset, r))
     }
 }
 
@@ -532,6 +705,85 @@ mod tests {
         assert!(aligned.iter().all(|a| a % 4096 == 0), "{aligned:?}");
         // Without it, 512-byte offsets land between 4 KiB boundaries too.
         assert!(run(job(None)).iter().any(|a| a % 4096 != 0));
+    }
+
+    fn file_set_job(dir: &std::path::Path, service: &str, rw: Rw, threads: u32) -> iolab_spec::Job {
+        JobPatch {
+            target: Some(dir.to_path_buf()),
+            rw: Some(rw),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            threads: Some(threads),
+            nrfiles: Some(4),
+            file_sizes: Some("1m-2m".parse().unwrap()),
+            file_service: Some(service.parse().unwrap()),
+            ..Default::default()
+        }
+        .resolve("t")
+        .unwrap()
+    }
+
+    #[test]
+    fn several_files_per_thread_are_laid_out_named_and_each_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = file_set_job(dir.path(), "roundrobin", Rw::Write, 2);
+        let plan = Plan { phases: vec![Phase { name: "t".into(), jobs: vec![job] }] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[0].jobs[0].error, None);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.retain(|n| !n.starts_with(".iolab"));
+        names.sort();
+        assert_eq!(names, ["t.0.0", "t.0.1", "t.0.2", "t.0.3", "t.1.0", "t.1.1", "t.1.2", "t.1.3"]);
+        let mut total = 0;
+        for n in &names {
+            let data = std::fs::read(dir.path().join(n)).unwrap();
+            let len = data.len() as u64;
+            assert!((1 << 20..=2 << 20).contains(&len) && len.is_multiple_of(64 << 10), "{n}: {len}");
+            // Every block of every file written (each carries its offset; block 0 its 0).
+            let blocks = stamped(&data).into_iter().filter(|a| a % (64 << 10) == 0).count() as u64 + 1;
+            assert_eq!(blocks, len / (64 << 10), "{n}: each file written whole");
+            total += len;
+        }
+        assert_eq!(r.phases[0].total.write().bytes, total, "the job's bytes are its files'");
+        // Read back sequentially (each file to its end before the next) and at random.
+        for service in ["sequential", "random:2"] {
+            let job = file_set_job(dir.path(), service, Rw::Read, 2);
+            let plan = Plan { phases: vec![Phase { name: "t".into(), jobs: vec![job] }] };
+            let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            assert_eq!(
+                (r.phases[0].jobs[0].error.as_deref(), r.phases[0].total.read().bytes),
+                (None, total),
+                "{service}"
+            );
+        }
+        // fio 3.33, given the same job, names its files the same way (its sizes are its own
+        // draw from the same range, rounded to the block size too).
+        if std::process::Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success()) {
+            let fio_dir = tempfile::tempdir().unwrap();
+            let ok = std::process::Command::new("fio")
+                .arg(format!("--directory={}", fio_dir.path().display()))
+                .args(["--name=t", "--nrfiles=4", "--filesize=1m-2m", "--bs=64k", "--rw=write", "--numjobs=2"])
+                .args(["--file_service_type=roundrobin", "--output-format=terse"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            assert!(ok, "fio ran");
+            let mut theirs: Vec<(String, u64)> = std::fs::read_dir(fio_dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+                .collect();
+            theirs.sort();
+            assert_eq!(theirs.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), names);
+            assert!(
+                theirs.iter().all(|(_, l)| (1 << 20..=2 << 20).contains(l) && l.is_multiple_of(64 << 10)),
+                "{theirs:?}"
+            );
+        } else {
+            skip("fio is not installed: the names are not compared with fio's");
+        }
     }
 
     #[test]

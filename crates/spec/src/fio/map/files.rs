@@ -20,6 +20,8 @@ pub(super) struct FilesRaw {
     pub(super) wait_for: Option<(String, Loc)>,
     /// `fill_device` (`fill_fs`): write until the filesystem is full.
     fill: Option<(bool, Loc)>,
+    file_service: Option<(String, Loc)>,
+    openfiles: Option<(u64, Loc)>,
     offset_increment: Option<(Region, String, Loc)>,
 }
 
@@ -48,6 +50,8 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Proble
             f.nrfiles = Some((n, at));
         }
         "wait_for" => f.wait_for = Some((need(o)?.trim().to_string(), at)),
+        "file_service_type" => f.file_service = Some((need(o)?.trim().to_string(), at)),
+        "openfiles" => f.openfiles = Some((value::int(need(o)?).map_err(|e| bad(o, e))?, at)),
         "offset_increment" => {
             let v = need(o)?;
             f.offset_increment = Some((value::region(v, kb).map_err(|e| bad(o, e))?, v.to_string(), at));
@@ -71,8 +75,8 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Proble
 /// there `size` bounds nothing (fio 3.33, `filesize=1m size=256k time_based runtime=1`: 169 MiB
 /// read in 1 s). Several files per job are not mapped yet.
 pub(super) fn apply(r: &mut Raw, said: &mut Said) {
-    if let Some((n, at)) = r.files.nrfiles.as_ref().filter(|n| n.0 > 1) {
-        said.unmapped(at, format!("nrfiles={n}: several files per job are not mapped yet"));
+    if r.files.nrfiles.as_ref().is_some_and(|n| n.0 > 1) {
+        return; // set_target took them
     }
     let Some((lo, hi, text, at)) = r.files.filesize.clone() else { return };
     if lo != hi {
@@ -84,6 +88,85 @@ pub(super) fn apply(r: &mut Raw, said: &mut Said) {
         r.io_size = r.size.take();
     }
     r.size = Some((Region::Bytes(lo), at));
+}
+
+/// Several files per thread (`nrfiles` above 1) onto iolab's `nrfiles`: the files go in
+/// `directory` (else the current directory) named by `filename_format` (fio's default
+/// `$jobname.$jobnum.$filenum`), each `filesize` bytes or drawn from its range, else `size`
+/// shared among them (fio's HOWTO); `size` is then only the default for `io_size`, as with
+/// one file. `file_service_type` roundrobin, sequential and random (with fio's `:N`) map.
+/// `None` for a job of one file.
+pub(super) fn set_target(
+    r: &mut Raw,
+    name: &str,
+    threads: u64,
+    o: &mut Out,
+    said: &mut Said,
+) -> Option<(std::path::PathBuf, Loc, bool)> {
+    let (n, at) = r.files.nrfiles.clone().filter(|n| n.0 > 1)?;
+    if let Some((f, fat)) = &r.filename {
+        said.unmapped(fat, format!("filename={f} with nrfiles={n}: fio then works on that one name; iolab's several files are named by filename_format in the directory"));
+    }
+    match u32::try_from(n) {
+        Ok(v) if v <= crate::fileset::MAX_FILES => {
+            o.set("nrfiles", &at);
+            o.p.nrfiles = Some(v);
+        }
+        _ => said
+            .unmapped(&at, format!("nrfiles={n}: iolab takes at most {} files per thread", crate::fileset::MAX_FILES)),
+    }
+    if let Some((lo, hi, _, fat)) = r.files.filesize.clone() {
+        o.set("file_sizes", &fat);
+        o.p.file_sizes = Some(crate::fileset::SizeRange { low: Bytes(lo), high: Bytes(hi) });
+        let time_based = r.time_based.as_ref().is_some_and(|t| t.0);
+        if r.io_size.is_none() && !time_based {
+            r.io_size = r.size.take();
+        } else {
+            r.size = None;
+        }
+    }
+    if let Some((v, sat)) = &r.files.file_service {
+        match v.parse::<crate::fileset::FileService>() {
+            Ok(fs) => {
+                o.set("file_service", sat);
+                o.p.file_service = Some(fs);
+            }
+            Err(_) => said.unmapped(
+                sat,
+                format!("file_service_type={v}: iolab moves among files by roundrobin[:N], sequential or random[:N]"),
+            ),
+        }
+    }
+    if let Some((k, oat)) = r.files.openfiles.as_ref().filter(|k| k.0 < n) {
+        said.unmapped(
+            oat,
+            format!("openfiles={k} with nrfiles={n}: iolab keeps every file of the set open for the phase"),
+        );
+    }
+    let names = match &r.filename_format {
+        Some((f, fat)) => {
+            o.set("file_names", fat);
+            o.p.file_names = Some(f.clone());
+            f.clone()
+        }
+        None => crate::fileset::DEFAULT_NAMES.to_string(),
+    };
+    if let Some((d, dat)) = r.directory.as_ref().filter(|d| d.0.contains(':')) {
+        said.unmapped(dat, format!("directory={d}: several directories are not mapped"));
+    }
+    let dir = r.directory.as_ref().map_or_else(|| std::path::PathBuf::from("."), |d| std::path::PathBuf::from(&d.0));
+    let set =
+        crate::fileset::FileSet { count: 2, size: None, service: crate::fileset::FileService::RoundRobin(1), names };
+    let last = set.name(name, threads.saturating_sub(1) as u32, (n - 1) as u32);
+    said.note(
+        &at,
+        format!(
+            "nrfiles={n}: each thread's own files in {}, named as fio names them ({} to {last})",
+            dir.display(),
+            set.name(name, 0, 0)
+        ),
+    );
+    Some((dir, at, false))
 }
 
 /// `fill_device` onto `fill_fs`: fio writes until ENOSPC (or EDQUOT) and ends the job there,
@@ -292,8 +375,6 @@ mod tests {
         assert_eq!((j.size, j.workload.block().and_then(|b| b.io_size)), (Some(Bytes::mib(1)), None));
         let s = skipped("[t]\nfilename=/data/f\nfilesize=1m-2m\n");
         assert!(s.iter().any(|m| m.contains("filesize=1m-2m")), "{s:?}");
-        let s = skipped("[t]\ndirectory=/data\nnrfiles=4\nfilesize=1m\n");
-        assert!(s.iter().any(|m| m.contains("nrfiles=4")), "{s:?}");
         assert!(skipped("[t]\nfilename=/data/f\nnrfiles=1\nfilesize=1m\n").is_empty());
         let e = err_of_text("[t]\nfilename=/data/f\nfilesize=2m-1m\n");
         assert!(e.contains("filesize") && e.contains("lo <= hi"), "{e}");
@@ -330,14 +411,14 @@ mod tests {
             "[t]\nfilename=/data/f\nsize=64k\nnumjobs=2\noffset_increment=1m\nrw=randread\nbs=512\nblockalign=4k\n",
         );
         let b = p.phases[0].jobs[0].workload.block().cloned().unwrap();
-        assert_eq!((b.offset_increment, b.align), (Some(Bytes::mib(1)), Some(Bytes::kib(4))));
+        assert_eq!((b.offset_increment.map(|v| v.get()), b.align.map(|v| v.get())), (Some(1 << 20), Some(4096)));
         assert_eq!(b.offset_of(1), 1 << 20);
         // blockalign equal to the smallest block size is iolab's own default: nothing set.
         let p = plan_of_text("[t]\nfilename=/data/f\nsize=64k\nrw=randread\nbs=4k\nblockalign=4k\n");
         assert_eq!(p.phases[0].jobs[0].workload.block().unwrap().align, None);
         // jesd219.fio's line, on a mixed job: one value for both directions.
         let p = plan_of_text("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\nbssplit=512/50:4k/50\nblockalign=4k\n");
-        assert_eq!(p.phases[0].jobs[0].workload.block().unwrap().align, Some(Bytes::kib(4)));
+        assert_eq!(p.phases[0].jobs[0].workload.block().unwrap().align.map(|v| v.get()), Some(4096));
         let s = skipped("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\nbs=512\nblockalign=4k,8k\n");
         assert!(s.iter().any(|m| m.contains("blockalign=4k,8k") && m.contains("one size")), "{s:?}");
         let s = skipped("[t]\nfilename=/data/f\nsize=1m\nnumjobs=2\noffset_increment=10%\n");
@@ -345,6 +426,37 @@ mod tests {
         // iolab's rule: a direct job's offsets stay on 512-byte boundaries.
         let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\ndirect=1\nnumjobs=2\noffset_increment=100\n");
         assert!(e.contains("offset_increment") && e.contains("512"), "{e}");
+    }
+
+    #[test]
+    fn nrfiles_is_a_set_of_files_per_thread_named_as_fio_names_them() {
+        let text = "[t]\ndirectory=/data\nnrfiles=4\nfilesize=1m-2m\nfile_service_type=roundrobin:2\nnumjobs=2\nrw=write\nopenfiles=4\n";
+        let p = plan_of_text(text);
+        let j = &p.phases[0].jobs[0];
+        let set = j.workload.block().and_then(|b| b.files.clone()).unwrap();
+        assert_eq!(j.target, PathBuf::from("/data"));
+        assert_eq!((set.count, set.size.map(|r| (r.low, r.high))), (4, Some((Bytes::mib(1), Bytes::mib(2)))));
+        assert_eq!((set.service.to_string(), set.name("t", 1, 3)), ("roundrobin:2".to_string(), "t.1.3".to_string()));
+        assert!(lenient(text).notes.iter().any(|n| n.message.contains("t.0.0 to t.1.3")));
+        // Without filesize the job's size is shared among the files, as fio shares it.
+        let p = plan_of_text("[t]\nnrfiles=4\nsize=4m\nfilename_format=f.$jobnum.$filenum\n");
+        let j = &p.phases[0].jobs[0];
+        let set = j.workload.block().and_then(|b| b.files.clone()).unwrap();
+        assert_eq!(
+            (j.target.clone(), set.size_of(j.size, 1, 0, 0, 4096), set.name("t", 0, 2)),
+            (PathBuf::from("."), Some(1 << 20), "f.0.2".into())
+        );
+        for (extra, what) in [
+            ("filename=/data/f\n", "filename=/data/f with nrfiles=4"),
+            ("openfiles=1\n", "openfiles=1 with nrfiles=4"),
+            ("file_service_type=zipf:1.2\n", "file_service_type=zipf:1.2"),
+        ] {
+            let s = skipped(&format!("[t]\ndirectory=/data\nnrfiles=4\nsize=4m\n{extra}"));
+            assert!(s.iter().any(|m| m.contains(what)), "{what}: {s:?}");
+        }
+        // A format without $filenum would give the files one name: iolab's rule names it.
+        let e = err_of_text("[t]\ndirectory=/data\nnrfiles=4\nsize=4m\nfilename_format=same\n");
+        assert!(e.contains("$filenum"), "{e}");
     }
 
     #[test]
