@@ -430,7 +430,10 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
         }
         _ => {
-            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? && !files::read(&mut r.files, o, kb)? {
+            if !read_verify_or_log(r, o, said)?
+                && !read_capability(r, o, said)?
+                && !files::read(&mut r.files, o, kb, said)?
+            {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
         }

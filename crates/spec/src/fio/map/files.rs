@@ -26,7 +26,7 @@ pub(super) struct FilesRaw {
 }
 
 /// One option of the family (`Ok(false)`: not one of them).
-pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Problem> {
+pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase, said: &mut Said) -> Result<bool, Problem> {
     let at = o.at.clone();
     match o.key.as_str() {
         // fio's filesize is a size or a range `lo-hi` (a `:` works as the dash, as in bsrange).
@@ -62,6 +62,28 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase) -> Result<bool, Proble
         // same either way (only the layout's order, and with it the files' places, may differ).
         "create_serialize" => {
             flag(o)?;
+        }
+        // fio pre-creates a job's files when it starts unless create_on_open; iolab creates a
+        // phase's files before the phase, untimed either way: the I/O measured is the same.
+        "create_on_open" => {
+            if flag(o)? {
+                said.note(&at, "create_on_open: iolab creates a phase's files before it starts (fio's default); the open that creates them is timed by neither".into());
+            }
+        }
+        // How fio preallocates a file it lays out (HOWTO: none, native, posix, keep, truncate;
+        // 0 and 1 the old none and posix). iolab never preallocates: it writes what it lays out.
+        "fallocate" => match need(o)? {
+            "none" | "0" => {}
+            v @ ("native" | "posix" | "keep" | "truncate" | "1") => said.note(
+                &at,
+                format!("fallocate={v}: iolab allocates a file by writing it (its layout, or the job's sequential writes), as fallocate=none"),
+            ),
+            other => return Err(bad(o, format!("`{other}`: fio's are none, native, posix, keep and truncate"))),
+        },
+        "unlink" => {
+            if flag(o)? {
+                said.unmapped(&at, "unlink=1: iolab keeps the files it made; `iolab run --cleanup` removes them after the run".into());
+            }
         }
         _ => return Ok(false),
     }
@@ -457,6 +479,21 @@ mod tests {
         // A format without $filenum would give the files one name: iolab's rule names it.
         let e = err_of_text("[t]\ndirectory=/data\nnrfiles=4\nsize=4m\nfilename_format=same\n");
         assert!(e.contains("$filenum"), "{e}");
+    }
+
+    #[test]
+    fn file_creation_options_say_what_iolab_does() {
+        let f = lenient("[t]\nfilename=/data/f\nsize=1m\nrw=write\ncreate_on_open=1\nfallocate=posix\nunlink=0\n");
+        assert!(f.skipped.is_empty(), "{:?}", f.skipped);
+        let notes: Vec<&str> = f.notes.iter().map(|n| n.message.as_str()).collect();
+        assert!(
+            notes.iter().any(|n| n.contains("create_on_open")) && notes.iter().any(|n| n.contains("fallocate=posix")),
+            "{notes:?}"
+        );
+        let s = skipped("[t]\nfilename=/data/f\nsize=1m\nunlink=1\n");
+        assert!(s.iter().any(|m| m.contains("--cleanup")), "{s:?}");
+        let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\nfallocate=sometimes\n");
+        assert!(e.contains("fallocate") && e.contains("none, native"), "{e}");
     }
 
     #[test]
