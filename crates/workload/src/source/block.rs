@@ -101,15 +101,15 @@ impl<'a> BlockSource<'a> {
         if let Some(n) = b.max_ios {
             pattern.limit_ops(n);
         }
+        // With several files each has its own pattern over its own size, seeded apart; io_size
+        // is the thread's over all its files, shared evenly.
+        let per_file = |t: &Target| t.size.saturating_sub(base);
+        let budget_of = |len: u64| match (b.io_size, job.runtime.is_some()) {
+            (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
+            (None, true) => Some(u64::MAX),
+            (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
+        };
         let set = b.files.as_ref().filter(|_| targets.len() > 1).map(|fs| {
-            // Each file its own pattern over its own size, seeded apart; io_size is the thread's
-            // over all its files, shared evenly.
-            let per_file = |t: &Target| t.size.saturating_sub(base);
-            let budget_of = |len: u64| match (b.io_size, job.runtime.is_some()) {
-                (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
-                (None, true) => Some(u64::MAX),
-                (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
-            };
             let files = targets
                 .iter()
                 .enumerate()
@@ -139,13 +139,7 @@ impl<'a> BlockSource<'a> {
         });
         if let (Some(_), Some(t)) = (&set, target) {
             // File 0's pattern runs over its own size, not the job's.
-            let len = t.size.saturating_sub(base);
-            let budget = match (b.io_size, job.runtime.is_some()) {
-                (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
-                (None, true) => Some(u64::MAX),
-                (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
-            };
-            pattern = Pattern::new(b, job.seed, thread, len, wrap, budget);
+            pattern = Pattern::new(b, job.seed, thread, per_file(t), wrap, budget_of(per_file(t)));
         }
         let per_thread = |v: f64| v / job.threads as f64;
         let rate_interval = match (b.rate, b.rate_iops) {
@@ -213,7 +207,6 @@ impl<'a> BlockSource<'a> {
         }
         let f = &set.files[next as usize];
         self.target = Some(f.target);
-        self.path.clone_from(&f.path);
         self.holes = f.holes;
         self.cur = next;
         true
@@ -228,13 +221,11 @@ impl<'a> BlockSource<'a> {
         }
     }
 
-    /// The name of file `file` of the thread's.
+    /// The name of file `file` of the thread's (`path` is file 0's).
     fn path_of(&self, file: u32) -> &str {
         match self.set.as_deref() {
-            Some(set) if file != self.cur => {
-                set.files.get(file as usize).map_or(self.path.as_str(), |f| f.path.as_str())
-            }
-            _ => &self.path,
+            Some(set) => set.files.get(file as usize).map_or(self.path.as_str(), |f| f.path.as_str()),
+            None => &self.path,
         }
     }
 
