@@ -7,6 +7,7 @@ use crate::patch::JobPatch;
 use crate::units::Bytes;
 use crate::SpecError;
 use serde::{Deserialize, Serialize};
+use std::num::NonZeroU64;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlockJob {
@@ -16,6 +17,17 @@ pub struct BlockJob {
     /// [offset, offset + size). Absent in plans stored before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset: Option<Bytes>,
+    /// Thread N's region starts N × this many bytes further in (fio's offset_increment).
+    /// (Byte counts without `Bytes`' room for a zero keep the block job small.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_increment: Option<NonZeroU64>,
+    /// Random offsets are multiples of this many bytes (fio's blockalign); `None`: the
+    /// smallest block size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub align: Option<NonZeroU64>,
+    /// Several files per thread (`--nrfiles`); `None`: the job's one target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Box<crate::fileset::FileSet>>,
     pub rw: Rw,
     /// Read percentage of a mixed pattern.
     pub mix: u8,
@@ -51,6 +63,10 @@ pub struct BlockJob {
     /// fall in them (`--keep-holes`), instead of filling them before the window.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub keep_holes: bool,
+    /// Write until the filesystem is full (`--fill-fs`, fio's fill_device): ENOSPC or EDQUOT
+    /// ends the job rather than failing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fill_fs: bool,
     /// Passes over the job's region in a size-bounded run (fio's loops; `None`: one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loops: Option<u64>,
@@ -138,6 +154,14 @@ pub struct Dedupe {
 impl BlockJob {
     /// The block options of a patch, with iolab's defaults where it says nothing.
     pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BlockJob, SpecError> {
+        if p.nrfiles.unwrap_or(1) < 2 && (p.file_sizes.is_some() || p.file_service.is_some() || p.file_names.is_some())
+        {
+            return Err(SpecError::field(
+                name,
+                "nrfiles",
+                "--file-sizes, --file-service and --file-names go with --nrfiles 2 or more (one file takes --size)",
+            ));
+        }
         let rw = p.rw.unwrap_or(Rw::Read);
         let implied = if rw.reads() { 100 } else { 0 };
         // A resolved job's own mix (100 for reads, 0 for writes) reads back; any other is a mistake.
@@ -151,6 +175,21 @@ impl BlockJob {
         Ok(BlockJob {
             io_size: p.io_size,
             offset: p.offset.filter(|o| o.0 > 0),
+            offset_increment: p.offset_increment.and_then(|o| NonZeroU64::new(o.0)),
+            align: match p.align {
+                Some(Bytes(0)) => {
+                    return Err(SpecError::field(name, "align", "0: an alignment is between 1 byte and 1 GiB"))
+                }
+                a => a.and_then(|a| NonZeroU64::new(a.0)),
+            },
+            files: p.nrfiles.filter(|n| *n > 1).map(|count| {
+                Box::new(crate::fileset::FileSet {
+                    count,
+                    size: p.file_sizes,
+                    service: p.file_service.unwrap_or(crate::fileset::FileService::RoundRobin(1)),
+                    names: p.file_names.clone().unwrap_or_else(|| crate::fileset::DEFAULT_NAMES.to_string()),
+                })
+            }),
             rw,
             mix: p.mix.unwrap_or(if rw.is_mixed() { 50 } else { implied }),
             bs: p.bs.clone().unwrap_or(BlockSizes::single(Bytes::kib(4))),
@@ -167,6 +206,7 @@ impl BlockJob {
             refill_buffers: p.refill_buffers.unwrap_or(false),
             invalidate: p.invalidate.unwrap_or(false),
             keep_holes: p.keep_holes.unwrap_or(false),
+            fill_fs: p.fill_fs.unwrap_or(false),
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?.map(Box::new),
@@ -259,6 +299,40 @@ impl BlockJob {
                 return err("offset", format!("{o}: with direct I/O the offset must be a multiple of 512 bytes"));
             }
         }
+        if let Some(f) = &self.files {
+            f.check(job.threads).map_err(|m| SpecError::field(&job.name, "nrfiles", m))?;
+            if job.verify.is_some() {
+                return err("nrfiles", "validation follows one file per thread; drop --verify or --nrfiles".into());
+            }
+            if self.fill_fs {
+                return err("nrfiles", "--fill-fs fills one file; drop --nrfiles".into());
+            }
+            if self.max_ios.is_some() {
+                return err("nrfiles", "--max-ios counts one file's I/Os; drop --max-ios or --nrfiles".into());
+            }
+            if f.size.is_none() && job.size.is_none() {
+                return err(
+                    "nrfiles",
+                    "each file needs a size: give --file-sizes, or --size to share among them".into(),
+                );
+            }
+        }
+        if let Some(i) = self.offset_increment.map(|i| Bytes(i.get())) {
+            if job.direct && i.0 % 512 != 0 {
+                return err(
+                    "offset_increment",
+                    format!("{i}: with direct I/O each thread's offset must be a multiple of 512 bytes"),
+                );
+            }
+        }
+        if let Some(a) = self.align.map(|a| Bytes(a.get())) {
+            if a.0 > 1 << 30 {
+                return err("align", format!("{a}: an alignment is between 1 byte and 1 GiB"));
+            }
+            if job.direct && a.0 % 512 != 0 {
+                return err("align", format!("{a}: with direct I/O random offsets must be multiples of 512 bytes"));
+            }
+        }
         if self.io_size == Some(Bytes(0)) {
             return err("io_size", "an io_size of 0 transfers nothing; leave it out for one pass over --size".into());
         }
@@ -291,6 +365,15 @@ impl BlockJob {
         if let Some(t) = &self.think {
             t.check(&job.name)?;
         }
+        if self.fill_fs && (self.rw != Rw::Write || self.stride.is_some()) {
+            return err(
+                "fill_fs",
+                format!(
+                    "`{}`: filling the filesystem takes sequential writes (--rw write), as fio's fill_device",
+                    self.rw
+                ),
+            );
+        }
         Ok(())
     }
 
@@ -319,6 +402,11 @@ impl BlockJob {
     /// Where the job's region starts in its file, in bytes.
     pub fn offset(&self) -> u64 {
         self.offset.map_or(0, |o| o.0)
+    }
+
+    /// Where thread `thread`'s region starts in its file (`offset` + thread × `offset_increment`).
+    pub fn offset_of(&self, thread: u32) -> u64 {
+        self.offset().saturating_add(self.offset_increment.map_or(0, |i| i.get().saturating_mul(thread as u64)))
     }
 
     /// The effective fsync cadence (0 = never during the run).

@@ -10,6 +10,7 @@ pub mod delay;
 pub mod engine;
 pub mod figures;
 pub mod file;
+pub mod fileset;
 pub mod fio;
 pub mod flow;
 pub mod input;

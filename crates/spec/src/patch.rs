@@ -45,6 +45,36 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<Bytes>,
+    /// Each thread's region starts this much further in than the one before (fio's
+    /// offset_increment): thread N uses [offset + N × increment, ... + size).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset_increment: Option<Bytes>,
+    /// Random offsets are multiples of this (fio's blockalign; default: the smallest block
+    /// size).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub align: Option<Bytes>,
+    /// Files per thread in the target directory (fio's nrfiles): each thread works on its own
+    /// set, named by --file-names, moving among them as --file-service says.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_name = "N"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nrfiles: Option<u32>,
+    /// Each file's size with --nrfiles, or a range LOW-HIGH each file's is drawn from (fio's
+    /// filesize); default: --size over the files.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::fileset::SizeRange>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_sizes: Option<crate::fileset::SizeRange>,
+    /// Which file the next I/O goes to with --nrfiles: roundrobin[:N] (the default), sequential
+    /// or random[:N] (fio's file_service_type).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::fileset::FileService>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_service: Option<crate::fileset::FileService>,
+    /// The files' names with --nrfiles: $jobname, $jobnum (the thread), $filenum (fio's
+    /// filename_format; default `$jobname.$jobnum.$filenum`).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_name = "FORMAT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_names: Option<String>,
     /// Bytes each thread transfers in a bounded run (default: one pass over --size).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -289,6 +319,12 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_holes: Option<bool>,
+    /// Write until the filesystem is full: ENOSPC or EDQUOT ends the job (its end, not an
+    /// error), as fio's fill_device/fill_fs. Sequential writes to a file only; a file without
+    /// --size may grow by the free space the filesystem had when the run was checked.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill_fs: Option<bool>,
     /// Allow a block or character device as target (its data will be overwritten by writes).
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -535,6 +571,12 @@ const COMMON: &[&str] = &[
 const BLOCK: &[&str] = &[
     "size",
     "offset",
+    "offset_increment",
+    "align",
+    "nrfiles",
+    "file_sizes",
+    "file_service",
+    "file_names",
     "io_size",
     "rw",
     "mix",
@@ -568,6 +610,7 @@ const BLOCK: &[&str] = &[
     "fadvise",
     "overwrite",
     "keep_holes",
+    "fill_fs",
     "device",
     "loops",
     "max_ios",

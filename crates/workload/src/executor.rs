@@ -127,6 +127,13 @@ pub fn check_plan_at(plan: &Plan, run: Option<&layout::RunMark>, roots: &Roots) 
 
 fn check_all(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     plan.validate()?;
+    place.set_ahead(true);
+    let checked = check_phases(plan, run, place);
+    place.set_ahead(false);
+    checked
+}
+
+fn check_phases(plan: &Plan, run: Option<&layout::RunMark>, place: &mut Place) -> Result<(Targets, Replays), RunError> {
     let mut out = Vec::new();
     let mut replays = Vec::new();
     let limits = iolab_sysstat::memlimit::MemoryLimits::read();
@@ -342,7 +349,10 @@ fn prepare_phase(
             && replaying.as_ref().is_none_or(|r| r.plan().blocks.is_some());
         targets.push(if files { layout::check_job_at(j, run, place)? } else { Vec::new() });
     }
-    layout::check_space(&targets.iter().flatten().collect::<Vec<_>>(), seq_writes)?;
+    // A job that fills the filesystem (fio's fill_device) ends at ENOSPC: no space to ask for.
+    let fills = |j: &Job| j.workload.block().is_some_and(|b| b.fill_fs);
+    let sized: Vec<&Target> = targets.iter().zip(&phase.jobs).filter(|(_, j)| !fills(j)).flat_map(|(t, _)| t).collect();
+    layout::check_space(&sized, seq_writes)?;
     // A personality's directory: made (and marked) when missing, as a block job's missing file
     // is, and opened once either way; its threads work beneath it.
     for (ji, job) in phase.jobs.iter().enumerate() {
@@ -563,7 +573,17 @@ fn run_phase(
                 let shared = &shared;
                 let stop = worker_stop;
                 let lease = ctl.lease.as_deref();
-                let target = if ts.is_empty() { None } else { Some(&ts[(t as usize) % ts.len()]) };
+                // The thread's files: its own set with --nrfiles, its own file in a directory, or
+                // the one target the threads share.
+                let per = job.workload.block().and_then(|b| b.files.as_ref()).map_or(1, |f| f.count as usize);
+                let mine: &[Target] = if ts.is_empty() {
+                    &[]
+                } else if per > 1 {
+                    ts.get(t as usize * per..(t as usize + 1) * per).unwrap_or(&[])
+                } else {
+                    std::slice::from_ref(&ts[(t as usize) % ts.len()])
+                };
+                let target = mine.first();
                 let worker = w;
                 let run = runs.get(ji).cloned().flatten();
                 let dir = dirs.get(ji).cloned().flatten();
@@ -579,7 +599,7 @@ fn run_phase(
                                 worker,
                                 t,
                                 job,
-                                target,
+                                mine,
                                 (run, dir),
                                 (tracked, files),
                                 max_ramp,
@@ -811,9 +831,18 @@ fn coordinate(
 
 /// Bytes one thread of a size-bounded job transfers.
 fn budget_bytes(job: &Job, ts: &[Target]) -> u64 {
+    if let Some(b) = job.workload.block().filter(|b| b.files.is_some() && b.io_size.is_none()) {
+        // Several files per thread (--nrfiles): one pass over each of thread 0's files.
+        let per = b.files.as_ref().map_or(1, |f| f.count as usize);
+        let off = b.offset_of(0);
+        return ts.iter().take(per).map(|t| b.budget_bytes(t.size.saturating_sub(off))).sum();
+    }
     let size = ts.first().map(|t| t.size).or(job.size.map(|s| s.0)).unwrap_or(0);
     // Only the block workload moves a known number of bytes; the others go by their own steps.
-    job.workload.block().map_or(0, |b| b.budget_bytes(size.saturating_sub(b.offset())))
+    job.workload.block().map_or(0, |b| {
+        let past = size.saturating_sub(b.offset());
+        b.budget_bytes(job.size.map_or(past, |s| s.0.min(past)))
+    })
 }
 
 /// What a job's threads share: their barrier, and a personality's pool.
@@ -825,7 +854,7 @@ fn worker_main(
     worker: usize,
     thread: u32,
     job: &Job,
-    target: Option<&Target>,
+    targets: &[Target],
     (run, dir): (Option<Arc<ReplayRun>>, Option<Arc<Beneath>>),
     (tracked, files): (Option<Arc<iolab_verify::Tracked>>, Option<Arc<FileSet>>),
     ramp: Duration,
@@ -843,6 +872,7 @@ fn worker_main(
     }
     // The directory the worker's names are resolved beneath, opened when the run was checked:
     // the job's own (a personality's, a replay's), or its target's.
+    let target = targets.first();
     let root = match (&dir, target) {
         (Some(d), _) => Root { path: d.root().to_path_buf(), dir: Some(d.clone()) },
         (None, Some(t)) => Root { path: t.at.dir().root().to_path_buf(), dir: Some(t.at.dir().clone()) },
@@ -858,10 +888,10 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                let s = Validating::new(BlockSource::new(job, b, thread, target), t, thread, v.before_rewrite);
+                let s = Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite);
                 flowing(b, flow, s, w)
             }
-            _ => flowing(b, flow, BlockSource::new(job, b, thread, target), w),
+            _ => flowing(b, flow, BlockSource::new(job, b, thread, targets), w),
         },
         Workload::Replay(_) if run.as_ref().is_some_and(|r| r.plan().blocks.is_some()) => {
             drive(run.ok_or_else(|| "no replay".into()).and_then(|r| BlockReplaySource::new(r, job, target)), w)

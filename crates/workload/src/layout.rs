@@ -16,7 +16,7 @@ use crate::lease::Lease;
 use crate::place::{self, Place};
 use iolab_engine::beneath::{reopen, Beneath};
 use iolab_engine::{fill_pattern, OpenOptions};
-use iolab_spec::Job;
+use iolab_spec::{Bytes, Job};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use std::ffi::{OsStr, OsString};
@@ -161,6 +161,11 @@ impl Target {
 /// The files of one job: one per thread for a directory target, else the one target shared.
 /// (Names only: a run reaches them through [`check_job_at`]'s descriptors.)
 pub fn job_paths(job: &Job) -> Vec<PathBuf> {
+    if let Some(set) = job.workload.block().and_then(|b| b.files.as_ref()) {
+        return (0..job.threads)
+            .flat_map(|t| (0..set.count).map(move |f| job.target.join(set.name(&job.name, t, f))))
+            .collect();
+    }
     if job.target.is_dir() {
         (0..job.threads).map(|t| job.target.join(format!("iolab.{}.{t}", job.name))).collect()
     } else {
@@ -187,9 +192,14 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     if job.workload.makes_own_files() {
         return check_own_dirs(job, place);
     }
+    if let Some(set) = job.workload.block().and_then(|b| b.files.as_ref()) {
+        return check_file_set(job, set, run, place);
+    }
     // A target checked or created earlier in the run is what it was then.
     if let Some(spot) = place.spot(&job.target) {
-        return Ok(vec![check_target(job, &job.target, spot, run)?]);
+        // Checked ahead of the run, a file an earlier phase names may not exist yet.
+        let pending = place.ahead() && spot.held().is_none();
+        return Ok(vec![check_target(job, &job.target, spot, run, pending, None, None)?]);
     }
     // A directory target: one file per thread in it, the directory opened once.
     match place.dir(&job.target) {
@@ -200,7 +210,7 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
                 let path = job.target.join(&name);
                 let spot = place.spot(&path).unwrap_or_else(|| Spot::new(dir.clone(), &name));
                 place.keep_spot(&path, &spot);
-                out.push(check_target(job, &path, spot, run)?);
+                out.push(check_target(job, &path, spot, run, false, Some(t), None)?);
             }
             return Ok(out);
         }
@@ -210,7 +220,39 @@ pub fn check_job_at(job: &Job, run: Option<&RunMark>, place: &mut Place) -> Resu
     }
     let spot = spot_of(&job.target, place)?;
     place.keep_spot(&job.target, &spot);
-    Ok(vec![check_target(job, &job.target, spot, run)?])
+    Ok(vec![check_target(job, &job.target, spot, run, false, None, None)?])
+}
+
+/// Several files per thread (`--nrfiles`) in the job's directory: thread t's files come
+/// t-th, `set.count` of them, each sized as the set says and checked as any target is.
+fn check_file_set(
+    job: &Job,
+    set: &iolab_spec::fileset::FileSet,
+    run: Option<&RunMark>,
+    place: &mut Place,
+) -> Result<Vec<Target>, LayoutError> {
+    let dir = place.dir(&job.target).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => refuse(
+            &job.target,
+            "with --nrfiles the target is the directory the files go in; give an existing directory".into(),
+        ),
+        _ => refuse(&job.target, e.to_string()),
+    })?;
+    let min_bs = job.workload.block().map_or(4096, |b| b.bs.min().0.min(b.write_sizes().min().0));
+    let mut out = Vec::with_capacity(job.threads as usize * set.count as usize);
+    for t in 0..job.threads {
+        for f in 0..set.count {
+            let name = OsString::from(set.name(&job.name, t, f));
+            let path = job.target.join(&name);
+            let known = place.spot(&path);
+            let pending = place.ahead() && known.as_ref().is_some_and(|s| s.held().is_none());
+            let spot = known.unwrap_or_else(|| Spot::new(dir.clone(), &name));
+            place.keep_spot(&path, &spot);
+            let size = set.size_of(job.size, job.seed, t, f, min_bs);
+            out.push(check_target(job, &path, spot, run, pending, Some(t), size)?);
+        }
+    }
+    Ok(out)
 }
 
 /// The directory holding `path`, opened once, and `path`'s name in it.
@@ -424,10 +466,24 @@ fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
-fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) -> Result<Target, LayoutError> {
+/// `pending`: the plan is checked ahead of the run and an earlier phase names this file, so
+/// it may not exist yet; its size is then known when this phase starts and is checked again.
+/// `thread`: the one thread whose file this is (a directory target), else every thread's.
+fn check_target(
+    job: &Job,
+    path: &Path,
+    at: Arc<Spot>,
+    run: Option<&RunMark>,
+    pending: bool,
+    thread: Option<u32>,
+    file_size: Option<u64>,
+) -> Result<Target, LayoutError> {
+    // One file of several (`--nrfiles`) has its own size; else the job's.
+    let want = file_size.map(Bytes).or(job.size);
     let needs_data = job.workload.needs_data() || job.engine.caps().maps_files();
-    // The job's region starts `off` bytes in: the file must reach offset + size.
-    let off = job.workload.block().map_or(0, |b| b.offset());
+    // The job's region starts `off` bytes in: the file must reach offset + size (for a file
+    // the threads share, the last thread's offset with fio's offset_increment).
+    let off = job.workload.block().map_or(0, |b| b.offset_of(thread.unwrap_or(job.threads.saturating_sub(1))));
     let past_offset = |size: u64| -> Result<u64, LayoutError> {
         if off >= size {
             Err(refuse(
@@ -439,6 +495,9 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         }
     };
     let strict = at.dir.is_strict();
+    // Writing until the filesystem is full (fio's fill_device): without a size the file may
+    // grow by what is free now; ENOSPC ends the job first if others take space meanwhile.
+    let fills = job.workload.block().is_some_and(|b| b.fill_fs);
     // Checked or created earlier in the run: looked at through what was opened then.
     let looked = match at.held() {
         Some(fd) => rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(os),
@@ -447,9 +506,31 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
     let held = match looked {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let size = job.size.map(|s| s.0.saturating_add(off)).ok_or_else(|| {
-                refuse(path, "it does not exist and no size was given; add --size (for example --size 1G)".into())
-            })?;
+            let size = match (want, fills) {
+                (Some(s), _) => s.0.saturating_add(off),
+                (None, true) => off.saturating_add(fs_free(&at, path)?),
+                // An earlier phase makes it (fio's write phase, then a read phase without a
+                // size): nothing to size or lay out before that phase has run.
+                (None, false) if pending => {
+                    return Ok(Target {
+                        path: path.to_path_buf(),
+                        kind: TargetKind::File,
+                        size: 0,
+                        existing: 0,
+                        exists: false,
+                        layout: false,
+                        empty: Vec::new(),
+                        fill_holes: false,
+                        at,
+                    })
+                }
+                (None, false) => {
+                    return Err(refuse(
+                        path,
+                        "it does not exist and no size was given; add --size (for example --size 1G)".into(),
+                    ))
+                }
+            };
             return Ok(Target {
                 path: path.to_path_buf(),
                 kind: TargetKind::File,
@@ -473,6 +554,9 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
             "it is a symbolic link, and an agent follows none beneath its --allow directories".into(),
         ));
     }
+    if (ft == FileType::BlockDevice || ft == FileType::CharacterDevice) && fills {
+        return Err(refuse(path, "it is a device: its size is known and writing past its end gives no ENOSPC (fio's HOWTO says the same of fill_device); drop --fill-fs".into()));
+    }
     if ft == FileType::BlockDevice || ft == FileType::CharacterDevice {
         return device_target(job, path, at, held, (ft == FileType::BlockDevice, meta.st_rdev), past_offset);
     }
@@ -483,7 +567,11 @@ fn check_target(job: &Job, path: &Path, at: Arc<Spot>, run: Option<&RunMark>) ->
         return Err(refuse(path, "it is neither a regular file, a directory nor a device".into()));
     }
     let existing = meta.st_size as u64;
-    let size = job.size.map(|s| s.0.saturating_add(off)).unwrap_or(existing);
+    let size = match (want, fills) {
+        (Some(s), _) => s.0.saturating_add(off),
+        (None, true) => existing.max(off).saturating_add(fs_free(&at, path)?),
+        (None, false) => existing,
+    };
     if size == 0 {
         return Err(refuse(path, "it is empty and no size was given; add --size".into()));
     }
@@ -551,7 +639,8 @@ fn device_target(
     (block, rdev): (bool, u64),
     size_of: impl Fn(u64) -> Result<u64, LayoutError>,
 ) -> Result<Target, LayoutError> {
-    let off = job.workload.block().map_or(0, |b| b.offset());
+    // The last thread's region is the furthest in (fio's offset_increment).
+    let off = job.workload.block().map_or(0, |b| b.offset_of(job.threads.saturating_sub(1)));
     if !job.device {
         return Err(refuse(path, format!(
             "it is a {} device and iolab may destroy what is on it; pass --device if you mean to test the device itself",
@@ -681,6 +770,12 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
         path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
     };
     let s = rustix::fs::statvfs(dir)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// The bytes free to an unprivileged writer on the filesystem holding `at`.
+fn fs_free(at: &Spot, path: &Path) -> Result<u64, LayoutError> {
+    let s = rustix::fs::fstatvfs(at.dir.fd()).map_err(|e| io_err("checking free space for", path)(os(e)))?;
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 

@@ -97,8 +97,9 @@ impl Pattern {
         let every = || sizes.iter().chain(write_sizes.iter().flat_map(|w| w.0.iter())).map(|s| s.0 as u64);
         let max_bs = every().max().unwrap_or(4096);
         let min_bs = every().min().unwrap_or(4096);
-        // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O aligned.
-        let align = min_bs;
+        // Random offsets are aligned to the smallest block size, so every I/O stays direct-I/O
+        // aligned, unless the job says otherwise (fio's blockalign).
+        let align = job.align.map_or(min_bs, |a| a.get());
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
         let place = if let Some(back) = job.backward {
             Where::Back { end: None, back: back.0 }

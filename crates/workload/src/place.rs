@@ -125,11 +125,25 @@ pub struct Place {
     pub roots: Roots,
     dirs: HashMap<PathBuf, Arc<Beneath>>,
     spots: HashMap<PathBuf, Arc<Spot>>,
+    /// The plan is being checked before anything runs: a file an earlier phase creates does
+    /// not exist yet.
+    ahead: bool,
 }
 
 impl Place {
     pub fn new(roots: Roots) -> Place {
-        Place { roots, dirs: HashMap::new(), spots: HashMap::new() }
+        Place { roots, dirs: HashMap::new(), spots: HashMap::new(), ahead: false }
+    }
+
+    /// Whether the plan is being checked ahead of the run (see [`Place::set_ahead`]).
+    pub fn ahead(&self) -> bool {
+        self.ahead
+    }
+
+    /// Say that what follows checks the plan before anything runs (or, `false`, a phase as it
+    /// starts).
+    pub fn set_ahead(&mut self, ahead: bool) {
+        self.ahead = ahead;
     }
 
     /// The directory `dir`, opened the first time it is asked for.

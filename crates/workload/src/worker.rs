@@ -660,7 +660,7 @@ mod tests {
         stop: bool,
         report: &mut dyn FnMut(i64, Acc),
     ) -> WorkerEnd {
-        let mut src = BlockSource::new(j, j.workload.block().unwrap(), 0, None);
+        let mut src = BlockSource::new(j, j.workload.block().unwrap(), 0, &[]);
         let (stop, barrier) = (AtomicBool::new(stop), Rendezvous::new(1));
         run(&mut src, e, &mut Names::default(), clk, window(clk, runtime), &stop, &barrier, report)
     }
@@ -696,7 +696,7 @@ mod tests {
         let run_with = |lease: &Lease| {
             let clk = FakeClock::new(Duration::from_millis(1));
             let mut e = iolab_engine::build(iolab_spec::EngineKind::Null, iolab_engine::Setup::new(1, 4096)).unwrap();
-            let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, None);
+            let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, &[]);
             let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
             let mut ops = 0;
             let w = window(&clk, None);

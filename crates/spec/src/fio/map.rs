@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod files;
+
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
     match key {
@@ -127,6 +129,8 @@ struct Raw {
     numa_nodes: Option<(crate::cpus::Cpus, Loc)>,
     mem_policy: Option<(crate::numa::MemPolicy, Loc)>,
     ss: SsRaw,
+    /// Several files per job and job order by name (fio-files).
+    files: files::FilesRaw,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -155,6 +159,8 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
     let mut said = Said::default();
     let mut globals: Vec<&Section> = Vec::new();
     let mut phases: Vec<FioPhase> = Vec::new();
+    // The job each phase was opened to wait for (`wait_for`), if any.
+    let mut waits: Vec<Option<String>> = Vec::new();
     for s in sections {
         if s.is_global() {
             globals.push(s);
@@ -165,13 +171,11 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
             read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }
         let stonewall = raw.stonewall;
+        let wait_for = raw.files.wait_for.clone();
         let logs = job_logs(&raw, s);
         let mut job = finish(raw, s, env, &mut said).map_err(FioError::At)?;
         job.logs = logs;
-        match phases.last_mut() {
-            Some(p) if !stonewall => p.jobs.push(job),
-            _ => phases.push(FioPhase { name: String::new(), jobs: vec![job] }),
-        }
+        files::place(&mut phases, &mut waits, job, stonewall, wait_for, &mut said).map_err(FioError::At)?;
     }
     if phases.is_empty() {
         let at = sections.first().map(|s| s.at.clone()).unwrap_or(Loc { file: path.to_path_buf(), line: 0 });
@@ -461,7 +465,11 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             }
         }
         _ => {
-            if !read_verify_or_log(r, o, said)? && !read_capability(r, o, said)? && !read_data(r, o, said)? {
+            if !read_verify_or_log(r, o, said)?
+                && !read_capability(r, o, said)?
+                && !read_data(r, o, said)?
+                && !files::read(&mut r.files, o, kb, said)?
+            {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
         }
@@ -1031,16 +1039,11 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
+    files::finish(&r, rw, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
-    if let Some((dirs, text, at)) = &r.blockalign {
-        // iolab aligns random offsets to the job's smallest block size, fio's default.
-        let min = min_block_size(&r);
-        if dirs.iter().flatten().any(|a| *a != min) {
-            said.unmapped(at, format!("{text}: iolab aligns random offsets to the smallest block size ({min})"));
-        }
-    }
+    files::finish_place(&r, rw, &mut o, said);
     finish_time(&r, rw, threads, &mut o, said);
     finish_ss(&r.ss, &mut o, said);
     if let Some((d, at)) = &r.dist {
@@ -1161,53 +1164,57 @@ fn finish_where(r: &mut Raw, s: &Section, env: &dyn Env, o: &mut Out, said: &mut
     // Where: fio's filename (under directory), else a file named by filename_format, else a
     // directory (one file per thread, as fio's jobname.N.0 files), else the current directory.
     let fmt = r.filename_format.clone();
-    let target: (PathBuf, Loc, bool) = match (&r.filename, &fmt, &r.directory) {
-        (Some((f, at)), _, d) => {
-            // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
-            let names = split_files(f);
-            if names.len() > 1 {
-                said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
-            }
-            let f = &names[0];
-            if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
-                said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
-            }
-            let path = match d {
-                Some((d, _)) if !Path::new(f).is_absolute() => Path::new(d).join(f),
-                _ => PathBuf::from(f),
-            };
-            (path, at.clone(), true)
-        }
-        (None, Some((fmt, at)), d) => {
-            let (fmt, at) = (fmt.clone(), at.clone());
-            let under = |p: &str| match d {
-                Some((d, _)) => Path::new(d).join(p),
-                None => PathBuf::from(p),
-            };
-            let per_thread = threads > 1 && find_ci(&fmt, "$jobnum").is_some();
-            if per_thread {
-                // Each clone its own file: iolab's directory target, its own names.
-                let (dir, file) = fmt.rsplit_once('/').unwrap_or(("", &fmt));
-                if dir.contains('$') || !file.to_ascii_lowercase().contains("$jobnum") {
-                    said.unmapped(&at, format!("filename_format={fmt}: a keyword in the directory part with numjobs={threads} is not mapped"));
+    let target: (PathBuf, Loc, bool) = match files::set_target(r, &name, threads, o, said) {
+        Some(t) => t,
+        None => match (&r.filename, &fmt, &r.directory) {
+            (Some((f, at)), _, d) => {
+                // `a:b` is two files; `\:` is a colon in a name (fio's HOWTO).
+                let names = split_files(f);
+                if names.len() > 1 {
+                    said.unmapped(at, format!("filename={f}: several files in one job are not mapped"));
                 }
-                said.note(&at, format!("filename_format={fmt}: each of the {threads} threads gets its own file as in fio, named iolab.{name}.N by iolab rather than by the format"));
-                (under(if dir.is_empty() { "." } else { dir }), at, false)
-            } else {
-                (under(&expand_format(&fmt, &name)), at, true)
+                let f = &names[0];
+                if let Some(k) = FORMAT_KEYWORDS.iter().find(|k| find_ci(f, k).is_some()) {
+                    said.note(at, format!("filename={f}: fio keeps `{k}` in a filename as written (fio 3.33 named the file so): it expands $jobname, $jobnum, $filenum and $clientuid in filename_format only"));
+                }
+                let path = match d {
+                    Some((d, _)) if !Path::new(f).is_absolute() => Path::new(d).join(f),
+                    _ => PathBuf::from(f),
+                };
+                (path, at.clone(), true)
             }
-        }
-        (None, None, Some((d, at))) => {
-            if d.contains(':') {
-                said.unmapped(at, format!("directory={d}: several directories are not mapped"));
+            (None, Some((fmt, at)), d) => {
+                let (fmt, at) = (fmt.clone(), at.clone());
+                let under = |p: &str| match d {
+                    Some((d, _)) => Path::new(d).join(p),
+                    None => PathBuf::from(p),
+                };
+                let per_thread = threads > 1 && find_ci(&fmt, "$jobnum").is_some();
+                if per_thread {
+                    // Each clone its own file: iolab's directory target, its own names.
+                    let (dir, file) = fmt.rsplit_once('/').unwrap_or(("", &fmt));
+                    if dir.contains('$') || !file.to_ascii_lowercase().contains("$jobnum") {
+                        said.unmapped(&at, format!("filename_format={fmt}: a keyword in the directory part with numjobs={threads} is not mapped"));
+                    }
+                    said.note(&at, format!("filename_format={fmt}: each of the {threads} threads gets its own file as in fio, named iolab.{name}.N by iolab rather than by the format"));
+                    (under(if dir.is_empty() { "." } else { dir }), at, false)
+                } else {
+                    (under(&expand_format(&fmt, &name)), at, true)
+                }
             }
-            (PathBuf::from(d), at.clone(), false)
-        }
-        (None, None, None) => (PathBuf::from("."), s.at.clone(), false),
+            (None, None, Some((d, at))) => {
+                if d.contains(':') {
+                    said.unmapped(at, format!("directory={d}: several directories are not mapped"));
+                }
+                (PathBuf::from(d), at.clone(), false)
+            }
+            (None, None, None) => (PathBuf::from("."), s.at.clone(), false),
+        },
     };
     o.set("target", &target.1);
     o.p.target = Some(target.0.clone());
 
+    files::apply(r, said);
     resolve_regions(r, &target.0, target.2, env, said)?;
     if let Some((Region::Bytes(v), at)) = &r.size {
         o.set("size", at);

@@ -14,6 +14,7 @@ use crate::clock::Stamp;
 use crate::layout::{Target, TargetKind};
 use crate::pattern::{Dir, Pattern};
 use iolab_engine::{fill_pattern, refill, OpKind, OpenOptions};
+use iolab_spec::fileset::FileService;
 use iolab_spec::{BlockJob, Job, SyncMode};
 use std::io;
 
@@ -48,14 +49,49 @@ pub struct BlockSource<'a> {
     in_holes: u64,
     /// A paced job whose pattern ended has waited out its last slot.
     schedule_done: bool,
+    /// The file the I/O goes to now (its index in the engine's table; 0 with one file).
+    cur: u32,
+    /// Several files per thread (`--nrfiles`): the others and the turns among them.
+    set: Option<Box<Set<'a>>>,
+}
+
+/// A thread's files beyond the one it works on now (`--nrfiles`): each file's pattern waits
+/// here while another file is current, so the single-file path keeps its one pattern.
+struct Set<'a> {
+    files: Vec<Parked<'a>>,
+    service: FileService,
+    /// I/Os left in the current file's turn (roundrobin:N, random:N).
+    left: u32,
+    /// The current file's turn is over: the next draw moves on.
+    turn_over: bool,
+    /// Files of the end fsync made so far.
+    synced: u32,
+    rng: u64,
+}
+
+/// One file of a set: its target and name, and its pattern while another file is current
+/// (`None` while it is current, or once its pattern has ended).
+struct Parked<'a> {
+    target: &'a Target,
+    path: String,
+    holes: &'a [(u64, u64)],
+    pattern: Option<Pattern>,
+    done: bool,
 }
 
 impl<'a> BlockSource<'a> {
-    /// The source of one thread of `job` on `target` (none for the null engine).
-    pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, target: Option<&'a Target>) -> Self {
-        let base = b.offset();
+    /// The source of one thread of `job` on its `targets` (none for the null engine; several
+    /// with `--nrfiles`, the thread's own files).
+    pub fn new(job: &'a Job, b: &'a BlockJob, thread: u32, targets: &'a [Target]) -> Self {
+        let target = targets.first();
+        let base = b.offset_of(thread);
         let (path, size) = match target {
-            Some(t) => (t.path.display().to_string(), t.size.saturating_sub(base)),
+            // The region past this thread's offset: `size` bytes where given (a file the
+            // threads share reaches the last thread's region with fio's offset_increment).
+            Some(t) => {
+                let past = t.size.saturating_sub(base);
+                (t.path.display().to_string(), job.size.map_or(past, |s| s.0.min(past)))
+            }
             None => (job.target.display().to_string(), job.size.map(|s| s.0).unwrap_or(0)),
         };
         // Time-bounded runs wrap around the file until the deadline (or io_size, if given);
@@ -70,6 +106,46 @@ impl<'a> BlockSource<'a> {
         let mut pattern = Pattern::new(b, job.seed, thread, size, wrap, budget);
         if let Some(n) = b.max_ios {
             pattern.limit_ops(n);
+        }
+        // With several files each has its own pattern over its own size, seeded apart; io_size
+        // is the thread's over all its files, shared evenly.
+        let per_file = |t: &Target| t.size.saturating_sub(base);
+        let budget_of = |len: u64| match (b.io_size, job.runtime.is_some()) {
+            (Some(io), _) => Some((io.0 / targets.len() as u64).max(1).saturating_mul(loops)),
+            (None, true) => Some(u64::MAX),
+            (None, false) => (loops > 1).then(|| b.budget_bytes(len)),
+        };
+        let set = b.files.as_ref().filter(|_| targets.len() > 1).map(|fs| {
+            let files = targets
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Parked {
+                    target: t,
+                    path: t.path.display().to_string(),
+                    holes: t.kept_holes(),
+                    pattern: (i > 0).then(|| {
+                        let seed = job.seed.wrapping_add((i as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+                        Pattern::new(b, seed, thread, per_file(t), wrap, budget_of(per_file(t)))
+                    }),
+                    done: false,
+                })
+                .collect();
+            let n = match fs.service {
+                FileService::RoundRobin(n) | FileService::Random(n) => n,
+                FileService::Sequential => u32::MAX,
+            };
+            Box::new(Set {
+                files,
+                service: fs.service,
+                left: n,
+                turn_over: false,
+                synced: 0,
+                rng: job.seed ^ ((thread as u64) << 40) ^ 0x5E7_F11E,
+            })
+        });
+        if let (Some(_), Some(t)) = (&set, target) {
+            // File 0's pattern runs over its own size, not the job's.
+            pattern = Pattern::new(b, job.seed, thread, per_file(t), wrap, budget_of(per_file(t)));
         }
         BlockSource {
             job,
@@ -93,6 +169,64 @@ impl<'a> BlockSource<'a> {
             hole_reads: 0,
             in_holes: 0,
             schedule_done: false,
+            cur: 0,
+            set,
+        }
+    }
+
+    /// Move to the next file of the set, as its service says (`ended`: the current file's
+    /// pattern is over). `false` when every file's is.
+    #[cold]
+    fn rotate(&mut self, ended: bool) -> bool {
+        let Some(set) = self.set.as_deref_mut() else { return false };
+        let n = set.files.len() as u32;
+        let cur = self.cur;
+        if ended {
+            set.files[cur as usize].done = true;
+        }
+        let live = |k: u32| !set.files[k as usize].done;
+        let start = match set.service {
+            FileService::Random(_) => {
+                set.rng = splitmix64(set.rng);
+                (set.rng % n as u64) as u32
+            }
+            _ => (cur + 1) % n,
+        };
+        let Some(next) = (0..n).map(|i| (start + i) % n).find(|k| live(*k)) else { return false };
+        set.left = match set.service {
+            FileService::RoundRobin(k) | FileService::Random(k) => k,
+            FileService::Sequential => u32::MAX,
+        };
+        set.turn_over = false;
+        if next == cur {
+            return true;
+        }
+        let Some(incoming) = set.files[next as usize].pattern.take() else { return false };
+        let outgoing = std::mem::replace(&mut self.pattern, incoming);
+        if !ended {
+            set.files[cur as usize].pattern = Some(outgoing);
+        }
+        let f = &set.files[next as usize];
+        self.target = Some(f.target);
+        self.holes = f.holes;
+        self.cur = next;
+        true
+    }
+
+    /// One I/O of the current file's turn issued.
+    #[cold]
+    fn count_turn(&mut self) {
+        if let Some(set) = self.set.as_deref_mut() {
+            set.left = set.left.saturating_sub(1);
+            set.turn_over = set.left == 0;
+        }
+    }
+
+    /// The name of file `file` of the thread's (`path` is file 0's).
+    fn path_of(&self, file: u32) -> &str {
+        match self.set.as_deref() {
+            Some(set) => set.files.get(file as usize).map_or(self.path.as_str(), |f| f.path.as_str()),
+            None => &self.path,
         }
     }
 
@@ -106,8 +240,8 @@ impl<'a> BlockSource<'a> {
         }
     }
 
-    fn flush(kind: OpKind) -> Next {
-        Next::Issue(Issue::now(Call::Data { kind, file: 0, offset: 0, len: 0 }))
+    fn flush(kind: OpKind, file: u32) -> Next {
+        Next::Issue(Issue::now(Call::Data { kind, file, offset: 0, len: 0 }))
     }
 
     /// The pattern is done or the time is up: a paced job waits out its last operation's slot
@@ -125,8 +259,19 @@ impl<'a> BlockSource<'a> {
             if ctx.inflight > 0 {
                 return Next::Drain;
             }
-            self.end_fsync_done = true;
-            return Self::flush(OpKind::Fsync);
+            // Each of the thread's files, one after another.
+            let file = match self.set.as_deref_mut() {
+                Some(set) => {
+                    set.synced += 1;
+                    self.end_fsync_done = set.synced as usize >= set.files.len();
+                    set.synced - 1
+                }
+                None => {
+                    self.end_fsync_done = true;
+                    0
+                }
+            };
+            return Self::flush(OpKind::Fsync, file);
         }
         Next::Done
     }
@@ -154,21 +299,32 @@ impl Source for BlockSource<'_> {
         };
         // The target as it was checked (or created), opened again with this worker's flags
         // through its descriptor: never by its name.
-        let file = t.at.open(opts).map_err(|e| {
-            let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                " (this filesystem does not support direct I/O: drop --direct)"
-            } else {
-                ""
-            };
-            io_error("opening", &t.path, hint)(e)
-        })?;
-        // fio's fadvise_hint: RANDOM turns the kernel's readahead off for random offsets.
-        if let Some(random) = b.fadvise.random_for(b.rw) {
-            let advice = if random { rustix::fs::Advice::Random } else { rustix::fs::Advice::Sequential };
-            rustix::fs::fadvise(&file, 0, None, advice)
-                .map_err(|e| io_error("advising the kernel on", &t.path, "")(io::Error::from(e)))?;
+        let open = |t: &Target| {
+            let file = t.at.open(opts).map_err(|e| {
+                let hint = if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                    " (this filesystem does not support direct I/O: drop --direct)"
+                } else {
+                    ""
+                };
+                io_error("opening", &t.path, hint)(e)
+            })?;
+            // fio's fadvise_hint: RANDOM turns the kernel's readahead off for random offsets.
+            if let Some(random) = b.fadvise.random_for(b.rw) {
+                let advice = if random { rustix::fs::Advice::Random } else { rustix::fs::Advice::Sequential };
+                rustix::fs::fadvise(&file, 0, None, advice)
+                    .map_err(|e| io_error("advising the kernel on", &t.path, "")(io::Error::from(e)))?;
+            }
+            Ok::<_, SourceError>(file)
+        };
+        let Some(set) = self.set.as_deref() else {
+            return Ok(vec![SetupFile { index: 0, file: open(t)?, len: t.size, path: self.path.clone() }]);
+        };
+        // Every file of the thread's set, at its index, for the whole phase.
+        let mut out = Vec::with_capacity(set.files.len());
+        for (i, f) in set.files.iter().enumerate() {
+            out.push(SetupFile { index: i as u32, file: open(f.target)?, len: f.target.size, path: f.path.clone() });
         }
-        Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }])
+        Ok(out)
     }
 
     fn prime(&mut self, slot: u32, buf: &mut [u8]) {
@@ -195,11 +351,21 @@ impl Source for BlockSource<'_> {
             }
             self.writes_since_flush = 0;
             self.flushing = true;
-            return Self::flush(self.flush_kind);
+            return Self::flush(self.flush_kind, self.cur);
         }
-        let Some(mut a) = self.pattern.next_access() else {
+        if self.set.as_ref().is_some_and(|s| s.turn_over) && !self.rotate(false) {
             self.exhausted = true;
             return self.finish(ctx);
+        }
+        let mut a = loop {
+            match self.pattern.next_access() {
+                Some(a) => break a,
+                None if self.set.is_some() && self.rotate(true) => {}
+                None => {
+                    self.exhausted = true;
+                    return self.finish(ctx);
+                }
+            }
         };
         let due = match &mut self.pace {
             Some(p) => match p.admit(ctx.now, a.dir) {
@@ -223,8 +389,11 @@ impl Source for BlockSource<'_> {
                 OpKind::Write
             }
         };
+        if self.set.is_some() {
+            self.count_turn();
+        }
         Next::Issue(Issue {
-            call: Call::Data { kind, file: 0, offset: self.base + a.offset, len: a.len },
+            call: Call::Data { kind, file: self.cur, offset: self.base + a.offset, len: a.len },
             due,
             timed: true,
             prio: match &mut self.cmdprio {
@@ -258,11 +427,12 @@ impl Source for BlockSource<'_> {
 
     #[inline(always)]
     fn completed(&mut self, call: &Call, _buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        let Call::Data { kind, len, offset, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, len, offset, file } = *call else { return Ok(()) };
         if kind.is_sync() {
             self.flushing = false;
         }
-        if !self.holes.is_empty() && kind == OpKind::Read {
+        // (With several files, a read still in flight from the file before counts nowhere.)
+        if !self.holes.is_empty() && kind == OpKind::Read && file == self.cur {
             self.count_hole_read(offset, len);
         }
         if let (Some(p), Ok(n), false) = (&mut self.pace, result, kind.is_sync()) {
@@ -271,8 +441,23 @@ impl Source for BlockSource<'_> {
         }
         match result {
             Ok(n) if kind.is_sync() || *n == len as usize => Ok(()),
+            r if self.b.fill_fs && kind.writes() && is_full(r) => {
+                // The filesystem is full: the job's end, as fio's fill_device (the failed
+                // write is not counted; a short one counts what it wrote).
+                self.exhausted = true;
+                Ok(())
+            }
             r => self.failed(call, r),
         }
+    }
+}
+
+/// A write that met a full filesystem or quota: ENOSPC, EDQUOT, or a short write.
+#[cold]
+fn is_full(r: &io::Result<usize>) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)),
     }
 }
 
@@ -294,14 +479,14 @@ impl BlockSource<'_> {
     /// A call that failed or came up short, in words.
     #[cold]
     fn failed(&self, call: &Call, r: &io::Result<usize>) -> Result<(), SourceError> {
-        let Call::Data { kind, offset, len, .. } = *call else { return Ok(()) };
+        let Call::Data { kind, offset, len, file } = *call else { return Ok(()) };
         if let (true, Err(e)) = (kind.is_sync() && self.end_fsync_done, r) {
             // The final fsync names itself as such.
             let e =
                 e.raw_os_error().map_or_else(|| io::Error::new(e.kind(), e.to_string()), io::Error::from_raw_os_error);
-            return Err(io_error("final fsync of", &self.path, "")(e));
+            return Err(io_error("final fsync of", self.path_of(file), "")(e));
         }
-        Err(describe_failure(call, &self.path, len, offset, r))
+        Err(describe_failure(call, self.path_of(file), len, offset, r))
     }
 }
 
@@ -544,6 +729,257 @@ mod tests {
         for set in [None, Some(25)] {
             let n = distinct(Some(50), set);
             assert!((460..=570).contains(&n), "{set:?}: {n} distinct blocks of 1024");
+        }
+    }
+
+    /// A skip with its reason, kept beside the other tests' in target/test-skips.txt.
+    fn skip(reason: &str) {
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        eprintln!("SKIPPED {test}: {reason}");
+        let log = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/test-skips.txt");
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(log) {
+            use std::io::Write;
+            let _ = writeln!(f, "SKIPPED {test}: {reason}");
+        }
+    }
+
+    /// A tmpfs of `mib` MiB mounted for the test, unmounted when dropped.
+    struct Tmpfs(tempfile::TempDir);
+
+    impl Tmpfs {
+        fn mount(mib: u64) -> Option<Tmpfs> {
+            let dir = tempfile::tempdir().ok()?;
+            let ok = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+                .arg(dir.path())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            ok.then_some(Tmpfs(dir))
+        }
+    }
+
+    impl Drop for Tmpfs {
+        fn drop(&mut self) {
+            // Lazily: a descriptor a forked child holds for a moment must not keep it mounted.
+            let _ = std::process::Command::new("umount").arg("-l").arg(self.0.path()).status();
+        }
+    }
+
+    fn fill_job(path: &std::path::Path, size: Option<Bytes>, fill: bool) -> Plan {
+        let job = JobPatch {
+            target: Some(path.to_path_buf()),
+            rw: Some(Rw::Write),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            size,
+            fill_fs: Some(fill),
+            ..Default::default()
+        }
+        .resolve("fill")
+        .unwrap();
+        Plan { phases: vec![Phase { name: "fill".into(), jobs: vec![job] }] }
+    }
+
+    #[test]
+    fn fill_fs_writes_until_the_filesystem_is_full_and_ends_there() {
+        // Each case on a tmpfs of its own: a descriptor another test's child inherits for a
+        // moment (between fork and exec) may hold a removed file's space.
+        let fresh = || Tmpfs::mount(4).map(|fs| (fs.0.path().join("f"), fs));
+        let Some((path, _fs)) = fresh() else {
+            return skip("mounting a 4 MiB tmpfs needs root (mount -t tmpfs)");
+        };
+        // No size: writes until ENOSPC, which ends the job without an error (fio 3.33's
+        // fill_device on an 8 MiB tmpfs wrote 8 MiB, error 0).
+        let r = run_plan(&fill_job(&path, None, true), &Control::default(), &mut NoSink).unwrap();
+        let j = &r.phases[0].jobs[0];
+        assert_eq!(j.error, None);
+        assert_eq!(r.phases[0].total.write().bytes, 4 << 20);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 << 20);
+        // With a size it ends there, as fio's does (size=2m: 2 MiB).
+        let Some((path, _fs)) = fresh() else { panic!("a second tmpfs") };
+        let r = run_plan(&fill_job(&path, Some(Bytes::mib(1)), true), &Control::default(), &mut NoSink).unwrap();
+        assert_eq!((r.phases[0].jobs[0].error.as_deref(), r.phases[0].total.write().bytes), (None, 1 << 20));
+        // Without fill_fs a job that does not fit is refused before it writes.
+        let Some((path, _fs)) = fresh() else { panic!("a third tmpfs") };
+        let e = run_plan(&fill_job(&path, Some(Bytes::mib(8)), false), &Control::default(), &mut NoSink).unwrap_err();
+        assert!(e.to_string().contains("free"), "{e}");
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_later_phase_reads_the_file_an_earlier_one_writes_without_a_size() {
+        // fio's write phase then read phase (surface-scan.fio): the reader gives no size, the
+        // file does not exist when the plan is checked, and it reads what the writer left.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let job = |rw: Rw, size: Option<Bytes>| {
+            JobPatch {
+                target: Some(path.clone()),
+                rw: Some(rw),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+                size,
+                ..Default::default()
+            }
+            .resolve(if rw == Rw::Write { "w" } else { "r" })
+            .unwrap()
+        };
+        let phase = |j: iolab_spec::Job| Phase { name: j.name.clone(), jobs: vec![j] };
+        let plan = Plan { phases: vec![phase(job(Rw::Write, Some(Bytes::kib(640)))), phase(job(Rw::Read, None))] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[1].total.read().bytes, 640 << 10);
+        // Alone, the reader of a missing file without a size is still refused.
+        std::fs::remove_file(&path).unwrap();
+        let alone = Plan { phases: vec![phase(job(Rw::Read, None))] };
+        let e = run_plan(&alone, &Control::default(), &mut NoSink).unwrap_err().to_string();
+        assert!(e.contains("no size was given"), "{e}");
+    }
+
+    /// The 512-byte pieces of a file that carry their own offset (a written block's stamp).
+    fn stamped(data: &[u8]) -> Vec<u64> {
+        data.chunks(512)
+            .enumerate()
+            .map(|(i, c)| (i as u64 * 512, c))
+            .filter(|(at, c)| c.len() >= 8 && u64::from_le_bytes(c[..8].try_into().unwrap()) == *at && *at > 0)
+            .map(|(at, _)| at)
+            .collect()
+    }
+
+    #[test]
+    fn offset_increment_moves_each_threads_region_and_align_its_random_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // Two threads on one file, 1 MiB apart (fio 3.33: clone 0 at 0, clone 1 at 1 MiB).
+        let job = JobPatch {
+            target: Some(path.clone()),
+            rw: Some(Rw::Write),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            size: Some(Bytes::kib(128)),
+            threads: Some(2),
+            offset_increment: Some(Bytes::mib(1)),
+            ..Default::default()
+        }
+        .resolve("w")
+        .unwrap();
+        let plan = Plan { phases: vec![Phase { name: "w".into(), jobs: vec![job] }] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[0].total.write().bytes, 256 << 10);
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), (1 << 20) + (128 << 10), "the file reaches the last thread's region");
+        let blocks: Vec<u64> = stamped(&data).into_iter().filter(|a| a % (64 << 10) == 0).collect();
+        assert_eq!(
+            blocks,
+            [64 << 10, 1 << 20, (1 << 20) + (64 << 10)],
+            "thread 0 at 0 (unstamped), 64k; thread 1 at 1m, 1m+64k"
+        );
+        assert!(data[128 << 10..1 << 20].iter().all(|&b| b == 0), "nothing between the regions");
+
+        // Random 512-byte writes aligned to 4 KiB (fio's blockalign=4k).
+        let path = dir.path().join("g");
+        let job = |align: Option<Bytes>| {
+            JobPatch {
+                target: Some(path.clone()),
+                rw: Some(Rw::RandWrite),
+                bs: Some(iolab_spec::BlockSizes::single(Bytes(512))),
+                size: Some(Bytes::kib(256)),
+                align,
+                ..Default::default()
+            }
+            .resolve("r")
+            .unwrap()
+        };
+        let run = |j| {
+            let _ = std::fs::remove_file(&path);
+            run_plan(
+                &Plan { phases: vec![Phase { name: "r".into(), jobs: vec![j] }] },
+                &Control::default(),
+                &mut NoSink,
+            )
+            .unwrap();
+            stamped(&std::fs::read(&path).unwrap())
+        };
+        let aligned = run(job(Some(Bytes::kib(4))));
+        assert!(aligned.len() > 20, "{} stamped blocks", aligned.len());
+        assert!(aligned.iter().all(|a| a % 4096 == 0), "{aligned:?}");
+        // Without it, 512-byte offsets land between 4 KiB boundaries too.
+        assert!(run(job(None)).iter().any(|a| a % 4096 != 0));
+    }
+
+    fn file_set_job(dir: &std::path::Path, service: &str, rw: Rw, threads: u32) -> iolab_spec::Job {
+        JobPatch {
+            target: Some(dir.to_path_buf()),
+            rw: Some(rw),
+            bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(64))),
+            threads: Some(threads),
+            nrfiles: Some(4),
+            file_sizes: Some("1m-2m".parse().unwrap()),
+            file_service: Some(service.parse().unwrap()),
+            ..Default::default()
+        }
+        .resolve("t")
+        .unwrap()
+    }
+
+    #[test]
+    fn several_files_per_thread_are_laid_out_named_and_each_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = file_set_job(dir.path(), "roundrobin", Rw::Write, 2);
+        let plan = Plan { phases: vec![Phase { name: "t".into(), jobs: vec![job] }] };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        assert_eq!(r.phases[0].jobs[0].error, None);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.retain(|n| !n.starts_with(".iolab"));
+        names.sort();
+        assert_eq!(names, ["t.0.0", "t.0.1", "t.0.2", "t.0.3", "t.1.0", "t.1.1", "t.1.2", "t.1.3"]);
+        let mut total = 0;
+        for n in &names {
+            let data = std::fs::read(dir.path().join(n)).unwrap();
+            let len = data.len() as u64;
+            assert!((1 << 20..=2 << 20).contains(&len) && len.is_multiple_of(64 << 10), "{n}: {len}");
+            // Every block of every file written (each carries its offset; block 0 its 0).
+            let blocks = stamped(&data).into_iter().filter(|a| a % (64 << 10) == 0).count() as u64 + 1;
+            assert_eq!(blocks, len / (64 << 10), "{n}: each file written whole");
+            total += len;
+        }
+        assert_eq!(r.phases[0].total.write().bytes, total, "the job's bytes are its files'");
+        // Read back sequentially (each file to its end before the next) and at random.
+        for service in ["sequential", "random:2"] {
+            let job = file_set_job(dir.path(), service, Rw::Read, 2);
+            let plan = Plan { phases: vec![Phase { name: "t".into(), jobs: vec![job] }] };
+            let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            assert_eq!(
+                (r.phases[0].jobs[0].error.as_deref(), r.phases[0].total.read().bytes),
+                (None, total),
+                "{service}"
+            );
+        }
+        // fio 3.33, given the same job, names its files the same way (its sizes are its own
+        // draw from the same range, rounded to the block size too).
+        if std::process::Command::new("fio").arg("--version").output().is_ok_and(|o| o.status.success()) {
+            let fio_dir = tempfile::tempdir().unwrap();
+            let ok = std::process::Command::new("fio")
+                .arg(format!("--directory={}", fio_dir.path().display()))
+                .args(["--name=t", "--nrfiles=4", "--filesize=1m-2m", "--bs=64k", "--rw=write", "--numjobs=2"])
+                .args(["--file_service_type=roundrobin", "--output-format=terse"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            assert!(ok, "fio ran");
+            let mut theirs: Vec<(String, u64)> = std::fs::read_dir(fio_dir.path())
+                .unwrap()
+                .flatten()
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().len()))
+                .collect();
+            theirs.sort();
+            assert_eq!(theirs.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), names);
+            assert!(
+                theirs.iter().all(|(_, l)| (1 << 20..=2 << 20).contains(l) && l.is_multiple_of(64 << 10)),
+                "{theirs:?}"
+            );
+        } else {
+            skip("fio is not installed: the names are not compared with fio's");
         }
     }
 
