@@ -353,32 +353,7 @@ fn prepare_phase(
     let fills = |j: &Job| j.workload.block().is_some_and(|b| b.fill_fs);
     let sized: Vec<&Target> = targets.iter().zip(&phase.jobs).filter(|(_, j)| !fills(j)).flat_map(|(t, _)| t).collect();
     layout::check_space(&sized, seq_writes)?;
-    // A personality's directory: made (and marked) when missing, as a block job's missing file
-    // is, and opened once either way; its threads work beneath it.
-    for (ji, job) in phase.jobs.iter().enumerate() {
-        if !job.workload.makes_own_files() {
-            continue;
-        }
-        let dir = match place.dir(&job.target) {
-            Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let parent =
-                    job.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-                let Some(name) = job.target.file_name() else {
-                    return Err(refused(&job.target, std::io::Error::other("it names no directory")));
-                };
-                let pdir = place.dir(parent).map_err(|e| refused(&job.target, e))?;
-                let spot = layout::Spot::at(pdir, name);
-                let (made, b) = layout::create_dir_at(&spot, &job.target, run)?;
-                if made {
-                    sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
-                }
-                place.made_dir(&job.target, b)
-            }
-            Err(e) => return Err(refused(&job.target, e)),
-        };
-        dirs[ji] = Some(dir);
-    }
+    personality_dirs(phase, place, run, sink, &mut dirs)?;
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
     let mut laid_out: Option<LayoutDone> = None;
@@ -452,6 +427,46 @@ fn prepare_phase(
         }
     }
     Ok(Prepared { runs, created, targets, dirs, laid_out })
+}
+
+/// A personality's directory: made (and marked) when missing, as a block job's missing file
+/// is, and opened once either way; its threads work beneath it.
+fn personality_dirs(
+    phase: &Phase,
+    place: &mut Place,
+    run: Option<&layout::RunMark>,
+    sink: &mut dyn Sink,
+    dirs: &mut [Option<Arc<Beneath>>],
+) -> Result<(), LayoutError> {
+    let refused = |path: &std::path::Path, e: std::io::Error| LayoutError::Refused {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    };
+    for (ji, job) in phase.jobs.iter().enumerate() {
+        if !job.workload.makes_own_files() {
+            continue;
+        }
+        let dir = match place.dir(&job.target) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent =
+                    job.target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+                let Some(name) = job.target.file_name() else {
+                    return Err(refused(&job.target, std::io::Error::other("it names no directory")));
+                };
+                let pdir = place.dir(parent).map_err(|e| refused(&job.target, e))?;
+                let spot = layout::Spot::at(pdir, name);
+                let (made, b) = layout::create_dir_at(&spot, &job.target, run)?;
+                if made {
+                    sink.message(&format!("created the directory {} (marked as iolab's)", job.target.display()));
+                }
+                place.made_dir(&job.target, b)
+            }
+            Err(e) => return Err(refused(&job.target, e)),
+        };
+        dirs[ji] = Some(dir);
+    }
+    Ok(())
 }
 
 /// How often a long layout says how far it got.

@@ -466,6 +466,55 @@ fn refuse(path: &Path, why: String) -> LayoutError {
     LayoutError::Refused { path: path.to_path_buf(), why }
 }
 
+/// A target that does not exist yet: made with the job's size (or, writing until the
+/// filesystem is full, what is free), or sized when an earlier phase of the run has made it.
+fn missing_target(
+    path: &Path,
+    at: Arc<Spot>,
+    want: Option<Bytes>,
+    fills: bool,
+    off: u64,
+    pending: bool,
+    needs_data: bool,
+) -> Result<Target, LayoutError> {
+    let size = match (want, fills) {
+        (Some(s), _) => s.0.saturating_add(off),
+        (None, true) => off.saturating_add(fs_free(&at, path)?),
+        // An earlier phase makes it (fio's write phase, then a read phase without a
+        // size): nothing to size or lay out before that phase has run.
+        (None, false) if pending => {
+            return Ok(Target {
+                path: path.to_path_buf(),
+                kind: TargetKind::File,
+                size: 0,
+                existing: 0,
+                exists: false,
+                layout: false,
+                empty: Vec::new(),
+                fill_holes: false,
+                at,
+            })
+        }
+        (None, false) => {
+            return Err(refuse(
+                path,
+                "it does not exist and no size was given; add --size (for example --size 1G)".into(),
+            ))
+        }
+    };
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        size,
+        existing: 0,
+        exists: false,
+        layout: needs_data,
+        empty: Vec::new(),
+        fill_holes: false,
+        at,
+    })
+}
+
 /// `pending`: the plan is checked ahead of the run and an earlier phase names this file, so
 /// it may not exist yet; its size is then known when this phase starts and is checked again.
 /// `thread`: the one thread whose file this is (a directory target), else every thread's.
@@ -506,42 +555,7 @@ fn check_target(
     let held = match looked {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let size = match (want, fills) {
-                (Some(s), _) => s.0.saturating_add(off),
-                (None, true) => off.saturating_add(fs_free(&at, path)?),
-                // An earlier phase makes it (fio's write phase, then a read phase without a
-                // size): nothing to size or lay out before that phase has run.
-                (None, false) if pending => {
-                    return Ok(Target {
-                        path: path.to_path_buf(),
-                        kind: TargetKind::File,
-                        size: 0,
-                        existing: 0,
-                        exists: false,
-                        layout: false,
-                        empty: Vec::new(),
-                        fill_holes: false,
-                        at,
-                    })
-                }
-                (None, false) => {
-                    return Err(refuse(
-                        path,
-                        "it does not exist and no size was given; add --size (for example --size 1G)".into(),
-                    ))
-                }
-            };
-            return Ok(Target {
-                path: path.to_path_buf(),
-                kind: TargetKind::File,
-                size,
-                existing: 0,
-                exists: false,
-                layout: needs_data,
-                empty: Vec::new(),
-                fill_holes: false,
-                at,
-            });
+            return missing_target(path, at, want, fills, off, pending, needs_data);
         }
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(refuse(path, e.to_string())),
         Err(e) => return Err(io_err("opening", path)(e)),

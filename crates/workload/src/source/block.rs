@@ -8,6 +8,7 @@
 
 use super::cmdprio::Chooser;
 use super::dedupe::Dedup;
+use super::mix::splitmix64;
 use super::pace::{Admit, Pacer};
 use super::{describe_failure, io_error, Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
@@ -459,15 +460,6 @@ fn is_full(r: &io::Result<usize>) -> bool {
         Ok(_) => true,
         Err(e) => matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT)),
     }
-}
-
-/// A well-mixed 64-bit key from a counter (SplitMix64's finaliser), so consecutive writes get
-/// unrelated data.
-pub(super) fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl BlockSource<'_> {

@@ -34,7 +34,7 @@ impl Dedup {
     }
 
     fn key(&self, i: u64) -> u64 {
-        super::block::splitmix64(self.base.wrapping_add(i))
+        super::mix::splitmix64(self.base.wrapping_add(i))
     }
 
     /// The key of the next write's data.

@@ -45,6 +45,7 @@ pub mod block;
 mod cmdprio;
 mod dedupe;
 pub mod flow;
+mod mix;
 mod pace;
 pub mod replay;
 pub mod think;
