@@ -5,6 +5,12 @@
 //! buffers among it, is placed by the kernel's policy (set_mempolicy) before they are made.
 
 use crate::cpus::Cpus;
+
+/// A list of NUMA nodes, as 0-1 (`--numa-nodes`, fio's numa_cpu_nodes): a CPU list's syntax, its
+/// errors naming nodes.
+pub fn parse_nodes(s: &str) -> Result<Cpus, String> {
+    s.parse::<Cpus>().map_err(|e| e.replace("CPU", "node"))
+}
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -33,7 +39,7 @@ impl FromStr for MemPolicy {
         };
         let list = |n: Option<&str>| -> Result<Cpus, String> {
             let n = n.ok_or_else(|| format!("`{s}`: {mode} takes nodes, as {mode}:0-1"))?;
-            n.parse::<Cpus>().map_err(|e| format!("`{n}`: {}", e.replace("CPU", "node")))
+            parse_nodes(n).map_err(|e| format!("`{n}`: {e}"))
         };
         match mode {
             "default" | "local" if nodes.is_some() => Err(format!("`{s}`: {mode} takes no nodes")),
@@ -97,6 +103,13 @@ pub fn cpulist_path(node: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_list_error_names_nodes() {
+        assert_eq!(parse_nodes("0-1"), Ok(Cpus(vec![0, 1])));
+        let e = parse_nodes("a").unwrap_err();
+        assert!(e.contains("`a` is not a node number") && !e.contains("CPU"), "{e}");
+    }
 
     #[test]
     fn policies_read_as_fio_writes_them() {

@@ -180,7 +180,7 @@ pub struct JobPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,
     /// Run the job's threads on the CPUs of these NUMA nodes, as 0-1 (fio's numa_cpu_nodes; the CPUs read from /sys/devices/system/node when the job starts).
-    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "NODES"))]
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = crate::numa::parse_nodes, value_name = "NODES"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub numa_nodes: Option<crate::cpus::Cpus>,
     /// The NUMA memory policy of the job's threads and their buffers: default, prefer:N, bind:NODES, interleave:NODES, local (fio's numa_mem_policy).

@@ -667,7 +667,7 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         // nodes are.
         "numa_cpu_nodes" => {
             let v = need(o)?;
-            let nodes = v.parse::<crate::cpus::Cpus>().map_err(|e| bad(o, e.replace("CPU", "node")))?;
+            let nodes = crate::numa::parse_nodes(v).map_err(|e| bad(o, e))?;
             r.numa_nodes = Some((nodes, at));
         }
         "numa_mem_policy" => r.mem_policy = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
