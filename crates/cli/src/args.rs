@@ -211,28 +211,46 @@ pub enum JobFormat {
     Fio,
 }
 
-/// fio-style logs from the run's per-second figures.
+/// fio-style logs: averaged from the run's per-second figures, or one line per I/O.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
 pub struct LogArgs {
-    /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1).
+    /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1; with
+    /// --log-avg-msec 0, the thread, from 1 across the run, as fio numbers them).
     #[arg(long, value_name = "PREFIX")]
     pub write_bw_log: Option<String>,
     /// Write fio's IOPS log, PREFIX_iops.N.log.
     #[arg(long, value_name = "PREFIX")]
     pub write_iops_log: Option<String>,
-    /// Write fio's latency log, PREFIX_lat.N.log (mean latency in ns, issue to completion).
+    /// Write fio's latency log, PREFIX_lat.N.log (latency in ns, issue to completion).
     #[arg(long, value_name = "PREFIX")]
     pub write_lat_log: Option<String>,
-    /// The logs' window in ms (fio's log_avg_msec): a whole number of seconds.
+    /// The logs' window in ms (fio's log_avg_msec): a whole number of seconds; 0 logs every
+    /// I/O, one line each, as fio does without log_avg_msec
+    /// (e.g. --write-lat-log rr --log-avg-msec 0 --log-offset).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub log_avg_msec: u64,
+    /// With --log-avg-msec 0: each line has the I/O's offset in bytes (fio's log_offset=1).
+    #[arg(long)]
+    pub log_offset: bool,
+    /// With --log-avg-msec 0: the last column is the I/O's priority value in hex, 0x2000 for
+    /// rt/0 (fio's log_prio=1); without it, 1 for a real-time I/O and 0 for others.
+    #[arg(long)]
+    pub log_prio: bool,
+    /// A fio job file's jobs that ask for logs (one flag per job in the plan's order); all
+    /// jobs when empty.
+    #[arg(skip)]
+    pub logged: Vec<bool>,
 }
 
 impl LogArgs {
     /// Whether any of fio's logs is asked for.
     pub fn wanted(&self) -> bool {
         self.write_bw_log.is_some() || self.write_iops_log.is_some() || self.write_lat_log.is_some()
+    }
+    /// Whether the logs are per I/O (`--log-avg-msec 0`), written by the workers as they run.
+    pub fn per_io(&self) -> bool {
+        self.wanted() && self.log_avg_msec == 0
     }
 }
 

@@ -776,6 +776,7 @@ impl JobPatch {
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,
+            io_log: None,
             workload,
             name,
         })

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod cpu;
 pub mod device;
 pub mod executor;
+pub mod io_log;
 mod keep;
 pub mod layout;
 pub mod lease;
