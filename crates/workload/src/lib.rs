@@ -30,6 +30,7 @@ pub mod precondition;
 pub mod rendezvous;
 pub mod source;
 pub mod steady;
+mod strided;
 mod validation;
 mod warmup;
 pub mod worker;

@@ -108,6 +108,10 @@ struct Raw {
     filename_format: Option<(String, Loc)>,
     offset_align: Option<(u64, Loc)>,
     zonemode: Option<(String, Loc)>,
+    // fio's strided zones (zonemode=strided: finish_zones).
+    zonesize: Option<(u64, Loc)>,
+    zonerange: Option<(u64, Loc)>,
+    zoneskip: Option<(Region, Loc)>,
     // fio-syntax: the verify family and the logs.
     verify: Option<(bool, String, Loc)>,
     do_verify: Option<(bool, Loc)>,
@@ -383,6 +387,9 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 other => return Err(bad(o, format!("`{other}`: fio's zone modes are none, strided, zbd"))),
             }
         }
+        "zonesize" => r.zonesize = Some((size(o)?, at)),
+        "zonerange" => r.zonerange = Some((size(o)?, at)),
+        "zoneskip" => r.zoneskip = Some((region(o)?, at)),
         "rw" => read_rw(r, o, said)?,
         "rwmixread" => r.mix = Some((pct(o)?, at)),
         "rwmixwrite" => r.mix = Some((100 - pct(o)?, at)),
@@ -1053,6 +1060,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
+    finish_zones(&r, &mut o, said)?;
     files::finish(&r, rw, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
@@ -1290,14 +1298,12 @@ fn expand_format(fmt: &str, name: &str) -> String {
 /// 0% and 100% are the whole file. Zones count only under `zonemode=zbd`; elsewhere fio leaves
 /// the option unset (checked with fio 3.33: `size=8z` is the whole file, `offset=8z` 0).
 fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, said: &mut Said) -> Result<(), Problem> {
-    let zbd = r.zonemode.as_ref().filter(|z| z.0 != "none");
+    let zbd = r.zonemode.as_ref().filter(|z| z.0 == "zbd");
     if let Some((mode, at)) = zbd {
-        let why = if mode == "zbd" {
-            "zoned block devices are hardware-specific; iolab does not drive their zones"
-        } else {
-            "iolab has no strided zone pattern (zonesize, zonerange, zoneskip)"
-        };
-        said.unmapped(at, format!("zonemode={mode}: {why}"));
+        said.unmapped(
+            at,
+            format!("zonemode={mode}: zoned block devices are hardware-specific; iolab does not drive their zones"),
+        );
     }
     let zoned = zbd.is_some_and(|z| z.0 == "zbd");
     for (what, slot) in [("size", &mut r.size), ("offset", &mut r.offset), ("io_size", &mut r.io_size)] {
@@ -1404,6 +1410,58 @@ fn min_block_size(r: &Raw) -> u64 {
 }
 
 /// The access pattern: rw, the read mix, the block sizes and a sequential pattern's hole.
+/// fio's strided zones: zonemode=strided with zonesize (zonerange, zoneskip) becomes
+/// `--zone-size` (`--zone-range`, `--zone-skip`). fio 3.33 refuses zonesize without a zone
+/// mode ("--zonemode=none and --zonesize are not compatible"), and so does iolab; under
+/// zonemode=zbd they are the zoned device's, refused with it.
+fn finish_zones(r: &Raw, o: &mut Out, said: &mut Said) -> Result<(), Problem> {
+    let mode = r.zonemode.as_ref().map(|m| m.0.as_str());
+    if mode == Some("zbd") {
+        return Ok(());
+    }
+    let Some((size, at)) = &r.zonesize else {
+        if let (Some("strided"), Some((_, at))) = (mode, &r.zonemode) {
+            return Err(Problem::new(
+                at.clone(),
+                "zonemode=strided needs zonesize, the bytes of I/O in each zone (fio 3.33 refuses it without one)"
+                    .into(),
+            ));
+        }
+        return Ok(());
+    };
+    if mode != Some("strided") {
+        return Err(Problem::new(
+            at.clone(),
+            "zonesize: fio 3.33 refuses it without zonemode=strided (\"--zonemode=none and --zonesize are not compatible\"); add zonemode=strided".into(),
+        ));
+    }
+    o.set("zone_size", at);
+    o.p.zone_size = Some(Bytes(*size));
+    if let Some((range, at)) = &r.zonerange {
+        o.set("zone_range", at);
+        o.p.zone_range = Some(Bytes(*range));
+    }
+    match &r.zoneskip {
+        Some((Region::Bytes(n), at)) => {
+            o.set("zone_skip", at);
+            o.p.zone_skip = Some(Bytes(*n));
+        }
+        Some((other, at)) => said.unmapped(
+            at,
+            format!(
+                "zoneskip={}: zones and percentages count only under zonemode=zbd; give bytes under zonemode=strided",
+                match other {
+                    Region::Zones(n) => format!("{n}z"),
+                    Region::Percent(p) => format!("{p}%"),
+                    Region::Bytes(n) => n.to_string(),
+                }
+            ),
+        ),
+        None => {}
+    }
+    Ok(())
+}
+
 fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     let rw = match &r.rw {
         Some((rw, modifier, text, at)) => {

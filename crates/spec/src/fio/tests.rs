@@ -709,3 +709,36 @@ fn huge_zone_sizes_do_not_overflow() {
     let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();
     assert!(matches!(d, Dist::ZonedAbs(z) if z.len() == 2));
 }
+
+#[test]
+fn strided_zones_map_and_zonesize_without_a_zone_mode_is_refused_as_fio_refuses_it() {
+    use crate::block::Zones;
+    // fio's disk-zone-profile.fio: 256m of each zone, 2g skipped after it.
+    let plan = plan_of("[j]\nfilename=/f\nsize=8g\nbs=64k\nrw=read\nzonemode=strided\nzonesize=256m\nzoneskip=2g\n");
+    let b = plan.phases[0].jobs[0].workload.block().unwrap();
+    assert_eq!(b.zones, Some(Zones { size: Bytes::mib(256), range: Bytes::mib(256), skip: Bytes::gib(2) }));
+    let plan = plan_of("[j]\nfilename=/f\nsize=8m\nrw=randread\nzonemode=strided\nzonesize=16k\nzonerange=64k\n");
+    let b = plan.phases[0].jobs[0].workload.block().unwrap();
+    assert_eq!(b.zones, Some(Zones { size: Bytes::kib(16), range: Bytes::kib(64), skip: Bytes(0) }));
+    // fio 3.33: "fio: --zonemode=none and --zonesize are not compatible."
+    for text in
+        ["[j]\nfilename=/f\nsize=1m\nzonesize=16k\n", "[j]\nfilename=/f\nsize=1m\nzonemode=none\nzonesize=16k\n"]
+    {
+        let e = parse_one(text).unwrap_err().to_string();
+        assert!(e.contains("--zonemode=none and --zonesize are not compatible"), "{e}");
+    }
+    let e = parse_one("[j]\nfilename=/f\nsize=1m\nzonemode=strided\n").unwrap_err().to_string();
+    assert!(e.contains("zonemode=strided needs zonesize"), "{e}");
+    // Zone units count zbd's zones only; zbd itself stays refused as hardware.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nzonemode=strided\nzonesize=16k\nzoneskip=2z\n");
+    assert!(u.len() == 1 && u[0].contains("zoneskip=2z"), "{u:?}");
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nzonemode=zbd\nzonesize=16k\nzoneskip=2z\n");
+    assert!(u.len() == 1 && u[0].contains("zonemode=zbd: zoned block devices are hardware-specific"), "{u:?}");
+    // A zone range larger than the region is refused naming the field.
+    let e = parse_one("[j]\nfilename=/f\nsize=1m\nzonemode=strided\nzonesize=16k\nzonerange=2m\n")
+        .unwrap()
+        .plan(&JobPatch::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("zone_range") && e.contains("larger than the region"), "{e}");
+}
