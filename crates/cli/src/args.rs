@@ -102,6 +102,8 @@ Examples:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
   Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
+  A disk's zones profiled (fio's zonemode=strided): 256 MiB read every 2.25 GiB, round the disk:
+      iolab run --target /dev/sdb --device --rw read --bs 64k --direct --zone-size 256m --zone-skip 2g
 Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREAD, which it creates and removes):
   PostMark with its configuration file (same seed, same operations as the real postmark):
       iolab run --workload postmark --config pm.cfg --target /mnt/dir
@@ -122,6 +124,7 @@ fio job files (recognised by their [sections], or --format fio):
       iolab run legacy.fio --fio-lenient --size 1G       # skip what iolab does not map; flags win
       iolab run randread.fio --output fio-json+ > out.json && fio_jsonplus_clat2csv out.json lat.csv
       iolab run randread.fio --write-bw-log rr --write-lat-log rr   # rr_bw.1.log, rr_lat.1.log
+      iolab run randread.fio --write-lat-log rr --log-avg-msec 0 --log-offset --log-prio   # a line per I/O
 
 Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `iolab verify`):
       iolab run --target /mnt/f --size 1G --rw randrw --runtime 1m --verify-after --journal /mnt/jnl

@@ -253,6 +253,35 @@ fn format_line(out: &mut String, kind: IoLogKind, r: &Rec, offset: bool, prio: b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iolab_engine::OpKind;
+
+    /// A writer that falls behind (here: one that never reads): the worker never waits, and
+    /// every I/O it could not hand over is counted.
+    #[test]
+    fn a_full_channel_drops_the_batch_and_counts_it() {
+        let (tx, rx) = sync_channel::<Vec<Rec>>(1);
+        let mut l = IoLogger {
+            t0: Stamp(0),
+            prios: vec![0; 1],
+            default_prio: 0,
+            batch: Vec::with_capacity(BATCH),
+            tx: Some(tx),
+            lost: 0,
+            writer: None,
+            files: Vec::new(),
+        };
+        let call = Call::Data { kind: OpKind::Read, file: 0, offset: 4096, len: 4096 };
+        for i in 0..3 * BATCH as u64 + 5 {
+            l.issued(0, 0);
+            l.completed(0, Stamp(i * 1000), 1000, &call, 4096);
+        }
+        // The first batch fits the channel; the second and third find it full.
+        assert_eq!(l.lost, 2 * BATCH as u64);
+        assert_eq!(rx.try_recv().map(|b| b.len()).ok(), Some(BATCH));
+        drop(rx);
+        let w = l.finish().unwrap();
+        assert_eq!(w.lost, 2 * BATCH as u64 + 5, "the last 5, with the writer gone, too");
+    }
 
     #[test]
     fn lines_are_fio_3_33_s() {
