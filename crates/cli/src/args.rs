@@ -102,6 +102,8 @@ Examples:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
   Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
+  A disk's zones profiled (fio's zonemode=strided): 256 MiB read every 2.25 GiB, round the disk:
+      iolab run --target /dev/sdb --device --rw read --bs 64k --direct --zone-size 256m --zone-skip 2g
 Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREAD, which it creates and removes):
   PostMark with its configuration file (same seed, same operations as the real postmark):
       iolab run --workload postmark --config pm.cfg --target /mnt/dir
@@ -122,6 +124,7 @@ fio job files (recognised by their [sections], or --format fio):
       iolab run legacy.fio --fio-lenient --size 1G       # skip what iolab does not map; flags win
       iolab run randread.fio --output fio-json+ > out.json && fio_jsonplus_clat2csv out.json lat.csv
       iolab run randread.fio --write-bw-log rr --write-lat-log rr   # rr_bw.1.log, rr_lat.1.log
+      iolab run randread.fio --write-lat-log rr --log-avg-msec 0 --log-offset --log-prio   # a line per I/O
 
 Data validation, Vdbench-style: stamped blocks, a key map and a journal (then `iolab verify`):
       iolab run --target /mnt/f --size 1G --rw randrw --runtime 1m --verify-after --journal /mnt/jnl
@@ -211,28 +214,46 @@ pub enum JobFormat {
     Fio,
 }
 
-/// fio-style logs from the run's per-second figures.
+/// fio-style logs: averaged from the run's per-second figures, or one line per I/O.
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
 pub struct LogArgs {
-    /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1).
+    /// Write fio's bandwidth log, PREFIX_bw.N.log (KiB/s; N: the phase, from 1; with
+    /// --log-avg-msec 0, the thread, from 1 across the run, as fio numbers them).
     #[arg(long, value_name = "PREFIX")]
     pub write_bw_log: Option<String>,
     /// Write fio's IOPS log, PREFIX_iops.N.log.
     #[arg(long, value_name = "PREFIX")]
     pub write_iops_log: Option<String>,
-    /// Write fio's latency log, PREFIX_lat.N.log (mean latency in ns, issue to completion).
+    /// Write fio's latency log, PREFIX_lat.N.log (latency in ns, issue to completion).
     #[arg(long, value_name = "PREFIX")]
     pub write_lat_log: Option<String>,
-    /// The logs' window in ms (fio's log_avg_msec): a whole number of seconds.
+    /// The logs' window in ms (fio's log_avg_msec): a whole number of seconds; 0 logs every
+    /// I/O, one line each, as fio does without log_avg_msec
+    /// (e.g. --write-lat-log rr --log-avg-msec 0 --log-offset).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub log_avg_msec: u64,
+    /// With --log-avg-msec 0: each line has the I/O's offset in bytes (fio's log_offset=1).
+    #[arg(long)]
+    pub log_offset: bool,
+    /// With --log-avg-msec 0: the last column is the I/O's priority value in hex, 0x2000 for
+    /// rt/0 (fio's log_prio=1); without it, 1 for a real-time I/O and 0 for others.
+    #[arg(long)]
+    pub log_prio: bool,
+    /// A fio job file's jobs that ask for logs (one flag per job in the plan's order); all
+    /// jobs when empty.
+    #[arg(skip)]
+    pub logged: Vec<bool>,
 }
 
 impl LogArgs {
     /// Whether any of fio's logs is asked for.
     pub fn wanted(&self) -> bool {
         self.write_bw_log.is_some() || self.write_iops_log.is_some() || self.write_lat_log.is_some()
+    }
+    /// Whether the logs are per I/O (`--log-avg-msec 0`), written by the workers as they run.
+    pub fn per_io(&self) -> bool {
+        self.wanted() && self.log_avg_msec == 0
     }
 }
 

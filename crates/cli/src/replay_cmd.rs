@@ -129,6 +129,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
             id_root: None,
         }),
         steady: None,
+        io_log: None,
         workload: Workload::Replay(p.r.clone()),
     })
 }

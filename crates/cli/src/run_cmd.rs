@@ -38,6 +38,9 @@ pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
                     write_iops_log: l.iops,
                     write_lat_log: l.lat,
                     log_avg_msec: l.avg_msec,
+                    log_offset: l.offset,
+                    log_prio: l.prio,
+                    logged: l.logged,
                 };
             }
             plan
@@ -65,8 +68,9 @@ pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
 
 /// `iolab run` on this machine (with `--node`, `cluster_cmd::run` runs it).
 pub fn run(mut args: RunArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
-    let (plan, name) = plan_of(&mut args)?;
+    let (mut plan, name) = plan_of(&mut args)?;
     crate::fio_logs::check(&args.logs, plan.phases.len())?;
+    crate::fio_logs::per_io(&args.logs, &mut plan)?;
     if plan.phases.iter().flat_map(|p| &p.jobs).any(|j| j.verify.as_ref().is_some_and(|v| v.on_other)) {
         anyhow::bail!(
             "--verify-on other has a node other than the writer read back: give two nodes or more with --node NAME=ADDR,dir=PATH (their dirs the same shared directory)"

@@ -42,6 +42,9 @@ pub struct BlockJob {
     /// Uniform random offsets visit each block once per pass (fio's random map).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub random_map: bool,
+    /// Strided zones (fio's zonemode=strided): where in the region the I/O goes, zone by zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<Zones>,
     pub sync: SyncMode,
     /// With `sync = fsync|fdatasync`: flush after this many writes.
     pub fsync_every: u64,
@@ -151,6 +154,52 @@ pub struct Dedupe {
     pub working_set: Option<u8>,
 }
 
+/// fio's strided zones (zonemode=strided; io_u.c, setup_strided_zone_mode): `size` bytes of
+/// I/O in a zone of `range` bytes from its start, then the next zone `range + skip` bytes
+/// further, from the region's start again once a zone would start past its end. A sequential
+/// job goes through each zone from its start (around it again when `size` is more than
+/// `range`); a random one draws its offsets within the zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Zones {
+    pub size: Bytes,
+    pub range: Bytes,
+    #[serde(default)]
+    pub skip: Bytes,
+}
+
+impl Zones {
+    fn validate(&self, b: &BlockJob, job: &Job) -> Result<(), (&'static str, String)> {
+        if self.size.0 == 0 || self.range.0 == 0 {
+            return Err(("zone_size", "0: a zone's size and range are at least one block".into()));
+        }
+        if self.range < b.max_bs() {
+            return Err((
+                "zone_range",
+                format!(
+                    "{} is smaller than the block size {}: a zone holds at least one block",
+                    self.range,
+                    b.max_bs()
+                ),
+            ));
+        }
+        if b.stride.is_some() || b.backward.is_some() || b.files.is_some() {
+            return Err(("zone_size", "strided zones go with a plain sequential or random pattern on one file (not --stride, --backward or --nrfiles)".into()));
+        }
+        if b.rw.is_random() && b.dist != Dist::Uniform {
+            return Err((
+                "zone_size",
+                format!("strided zones draw uniform random offsets within each zone, not {}", b.dist),
+            ));
+        }
+        if let Some(s) = job.size {
+            if s < self.range {
+                return Err(("zone_range", format!("{} is larger than the region (--size {s})", self.range)));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl BlockJob {
     /// The block options of a patch, with iolab's defaults where it says nothing.
     pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BlockJob, SpecError> {
@@ -197,6 +246,19 @@ impl BlockJob {
             backward: p.backward,
             dist: p.dist.clone().unwrap_or(Dist::Uniform),
             random_map: p.random_map.unwrap_or(false),
+            zones: match (p.zone_size, p.zone_range, p.zone_skip) {
+                (None, None, None) => None,
+                (None, _, _) => {
+                    return Err(SpecError::field(
+                        name,
+                        "zone_size",
+                        "--zone-range and --zone-skip shape strided zones: give --zone-size too (the bytes of I/O in each zone)",
+                    ))
+                }
+                (Some(size), range, skip) => {
+                    Some(Zones { size, range: range.unwrap_or(size), skip: skip.unwrap_or(Bytes(0)) })
+                }
+            },
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),
             fsync_every: p.fsync_every.unwrap_or(1),
             end_fsync: p.end_fsync.unwrap_or(false),
@@ -273,6 +335,9 @@ impl BlockJob {
         }
         if self.random_map && (!self.rw.is_random() || self.dist != Dist::Uniform) {
             return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw with --dist uniform), not `{}` with {}", self.rw, self.dist));
+        }
+        if let Some(z) = &self.zones {
+            z.validate(self, job).map_err(|(field, m)| SpecError::field(&job.name, field, m))?;
         }
         if let Some(back) = self.backward {
             if self.rw.is_random() || self.rw.is_mixed() || self.stride.is_some() {

@@ -423,6 +423,9 @@ pub struct Job {
     /// End the phase once its figure is steady (`--steady-state`), when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<crate::steady::SteadyState>,
+    /// fio's per-I/O logs its threads write as they run (`--log-avg-msec 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_log: Option<crate::io_log::IoLog>,
     #[serde(flatten)]
     pub workload: Workload,
 }

@@ -14,6 +14,7 @@ pub mod fileset;
 pub mod fio;
 pub mod flow;
 pub mod input;
+pub mod io_log;
 pub mod job;
 pub mod numa;
 pub mod pace;

@@ -111,6 +111,18 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub random_map: Option<bool>,
+    /// Strided zones (fio's zonemode=strided): ZONE_SIZE bytes of I/O in a zone of --zone-range bytes, then on to the next zone, --zone-skip bytes past that one's end, from the start again past the region's end (--zone-size 256m --zone-skip 2g samples a disk every 2.25 GiB; random jobs draw their offsets within the zone).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_size: Option<Bytes>,
+    /// A zone's length, where --zone-size bytes of I/O are done (default: --zone-size; fio's zonerange).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_range: Option<Bytes>,
+    /// Bytes skipped past each zone's end before the next zone (default 0; fio's zoneskip).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone_skip: Option<Bytes>,
     /// Seed of offsets and data (same seed, same I/O).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -585,6 +597,9 @@ const BLOCK: &[&str] = &[
     "backward",
     "dist",
     "random_map",
+    "zone_size",
+    "zone_range",
+    "zone_skip",
     "cmdprio",
     "sync",
     "fsync_every",
@@ -776,6 +791,7 @@ impl JobPatch {
             overwrite: self.overwrite.unwrap_or(false),
             device: self.device.unwrap_or(false),
             verify: crate::verify::VerifyJob::from_patch(self, &name)?,
+            io_log: None,
             workload,
             name,
         })

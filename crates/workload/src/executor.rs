@@ -895,7 +895,7 @@ fn worker_main(
     };
     let (barrier, pool) = together;
     let delay = job.start_delay.for_thread(job.seed, thread);
-    let w = Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx };
+    let w = Work { job_idx, worker, thread, job, root, ramp, delay, shared, barrier, stop, lease, tx };
     let pool = match pool {
         Ok(p) => p.clone(),
         Err(e) => return drive(Err::<NoSource, _>(SourceError::Said(e.to_string())), w),
@@ -986,6 +986,8 @@ struct Root {
 struct Work<'a> {
     job_idx: usize,
     worker: usize,
+    /// The thread's index within its job.
+    thread: u32,
     job: &'a Job,
     root: Root,
     ramp: Duration,
@@ -1001,7 +1003,7 @@ struct Work<'a> {
 
 /// Set up, wait at the barriers, run the source, report.
 fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
-    let Work { job_idx, worker, job, root, ramp, delay, shared, barrier, stop, lease, tx } = w;
+    let Work { job_idx, worker, thread, job, root, ramp, delay, shared, barrier, stop, lease, tx } = w;
     // NUMA placement first (`--mem-policy`: the engine's buffers are made under it).
     let placed = job.numa.as_ref().map(crate::numa::place).transpose().map(Option::flatten);
     let (mut source, setup) = match (source, placed) {
@@ -1026,6 +1028,17 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let setup = match (setup, &job.sched) {
         (Ok(e), Some(s)) => schedule(s).map(|_| e),
         (s, _) => s,
+    };
+    // Its per-I/O logs (`--log-avg-msec 0`): the files made and their writer started now.
+    let (setup, mut io_log) = match (setup, &job.io_log) {
+        (Ok(mut e), Some(log)) => {
+            let prio = job.sched.and_then(|s| s.ioprio).map_or(0, |p| p.value());
+            match crate::io_log::IoLogger::open(log, thread, e.as_dyn().depth(), prio) {
+                Ok(l) => (Ok(e), Some(l)),
+                Err(err) => (Err(err), None),
+            }
+        }
+        (s, _) => (s, None),
     };
     // The clock before the start (its first making in a process calibrates it, which took
     // milliseconds out of the first phase's start).
@@ -1056,8 +1069,21 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
                 Some(d) => Names::within(root.path, d),
                 None => Names::new(root.path),
             };
-            let end =
-                engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, lease, barrier, report: &mut report });
+            if let Some(l) = io_log.as_mut() {
+                l.begin(w.t0);
+            }
+            let log = io_log.as_mut();
+            let end = engine.run(Loop {
+                source,
+                names: &mut names,
+                clk: &clk,
+                w,
+                stop,
+                lease,
+                barrier,
+                report: &mut report,
+                log,
+            });
             (end.sec, end.acc, clk.instant(end.end), end.error)
         }
         (Err(e), _) => (0, Acc::default(), start, Some(e)),
@@ -1065,6 +1091,11 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
+    // The per-I/O log written out; a failure to write it is the job's error if it had none.
+    let error = match io_log.map(crate::io_log::IoLogger::finish) {
+        Some(Err(e)) if error.is_none() => Some(e),
+        _ => error,
+    };
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let holes = source.as_ref().and_then(|s| s.hole_reads());
     let sched1 = crate::cpu::thread_sched();
@@ -1115,22 +1146,19 @@ struct Loop<'a, S: ?Sized> {
     lease: Option<&'a crate::lease::Lease>,
     barrier: &'a Rendezvous,
     report: &'a mut dyn FnMut(i64, Acc),
+    /// The per-I/O logger when the job asks for one: the loop is then compiled with it as its
+    /// observer; otherwise with none, so that loop has nothing added per operation.
+    log: Option<&'a mut crate::io_log::IoLogger>,
 }
 
 impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
     type Out = worker::WorkerEnd;
     fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
-        worker::run_leased(
-            self.source,
-            e,
-            self.names,
-            self.clk,
-            self.w,
-            self.stop,
-            self.lease,
-            self.barrier,
-            self.report,
-        )
+        let Loop { source, names, clk, w, stop, lease, barrier, report, log } = self;
+        match log {
+            Some(l) => worker::run_leased(source, e, names, clk, w, stop, lease, barrier, report, l),
+            None => worker::run_leased(source, e, names, clk, w, stop, lease, barrier, report, &mut worker::Unobserved),
+        }
     }
 }
 

@@ -59,6 +59,8 @@ enum Where {
     },
     /// fio's zoned and zoned_abs: for each percent 1..=100, the (first block, blocks) of its zone.
     Zoned(Box<[(u64, u64); 100]>),
+    /// fio's strided zones (`--zone-size`): sequential or uniform random within each zone.
+    Strided(Box<crate::strided::Strided>),
 }
 
 /// Generates the accesses of one worker thread.
@@ -101,7 +103,9 @@ impl Pattern {
         // aligned, unless the job says otherwise (fio's blockalign).
         let align = job.align.map_or(min_bs, |a| a.get());
         let blocks = if file_len >= max_bs { (file_len - max_bs) / align + 1 } else { 1 };
-        let place = if let Some(back) = job.backward {
+        let place = if let Some(z) = &job.zones {
+            Where::Strided(Box::new(crate::strided::Strided::new(z, job.rw.is_random(), job.random_map, align)))
+        } else if let Some(back) = job.backward {
             Where::Back { end: None, back: back.0 }
         } else if !job.rw.is_random() {
             Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
@@ -134,8 +138,9 @@ impl Pattern {
         };
         let remaining = match budget {
             Some(b) => Some(b),
-            // A backward pass moves the region's size, as fio's does (it never meets the end).
-            None if job.rw.is_random() || job.backward.is_some() => Some(file_len),
+            // A backward pass moves the region's size, as fio's does (it never meets the end);
+            // so does a pass through strided zones, going round the region as often as it takes.
+            None if job.rw.is_random() || job.backward.is_some() || job.zones.is_some() => Some(file_len),
             None => None,
         };
         Pattern {
@@ -268,6 +273,7 @@ impl Pattern {
                 ((rank as u128 * *mult as u128) % *blocks as u128) as u64 * self.align
             }
             Where::Pareto { .. } | Where::Normal { .. } | Where::Zoned(_) => self.skewed_block() * self.align,
+            Where::Strided(z) => z.next(&mut len, &mut self.rng, self.align, self.file_len),
         };
         if let Some(r) = &mut self.remaining {
             if (len as u64) > *r {
@@ -344,9 +350,15 @@ pub(crate) struct BlockMap {
 }
 
 impl BlockMap {
-    fn new(blocks: u64) -> BlockMap {
+    pub(crate) fn new(blocks: u64) -> BlockMap {
         let blocks = blocks.max(1);
         BlockMap { bits: vec![0; blocks.div_ceil(64) as usize], blocks, done: 0 }
+    }
+
+    /// Every block free again.
+    pub(crate) fn clear(&mut self) {
+        self.bits.iter_mut().for_each(|w| *w = 0);
+        self.done = 0;
     }
 
     fn is_set(&self, b: u64) -> bool {
@@ -372,7 +384,7 @@ impl BlockMap {
 
     /// A block for an I/O of `len` bytes and the length it keeps, marked done; `None` when the
     /// pass is over (not `wrap`).
-    fn take(
+    pub(crate) fn take(
         &mut self,
         rng: &mut Xoshiro256PlusPlus,
         len: u64,

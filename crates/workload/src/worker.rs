@@ -56,12 +56,33 @@ where
     S: Source + ?Sized,
     E: Engine + ?Sized,
 {
-    run_leased(source, engine, names, clk, w, stop, None, barrier, report)
+    run_leased(source, engine, names, clk, w, stop, None, barrier, report, &mut Unobserved)
 }
 
-/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out.
+/// What the loop tells of each data call beside its counts (fio's per-I/O logs:
+/// [`crate::io_log`]). Chosen when the worker starts: a run without per-I/O logs compiles the
+/// loop with [`Unobserved`], whose calls are empty, so its hot path has nothing added.
+pub trait Observe {
+    /// A data call goes into `slot` with its own priority `prio` (0: the thread's).
+    fn issued(&mut self, slot: u32, prio: u16);
+    /// The data call in `slot` completed at `now`, `lat_ns` after it was issued, moving `bytes`.
+    fn completed(&mut self, slot: u32, now: Stamp, lat_ns: u64, call: &Call, bytes: u64);
+}
+
+/// No observer: the loop as it is without per-I/O logs.
+pub struct Unobserved;
+
+impl Observe for Unobserved {
+    #[inline(always)]
+    fn issued(&mut self, _: u32, _: u16) {}
+    #[inline(always)]
+    fn completed(&mut self, _: u32, _: Stamp, _: u64, _: &Call, _: u64) {}
+}
+
+/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out; `obs` sees
+/// each data call ([`Observe`]).
 #[allow(clippy::too_many_arguments)]
-pub fn run_leased<C, S, E>(
+pub fn run_leased<C, S, E, O>(
     source: &mut S,
     engine: &mut E,
     names: &mut Names,
@@ -71,13 +92,15 @@ pub fn run_leased<C, S, E>(
     lease: Option<&Lease>,
     barrier: &Rendezvous,
     report: &mut dyn FnMut(i64, Acc),
+    obs: &mut O,
 ) -> WorkerEnd
 where
     C: Clock + ?Sized,
     S: Source + ?Sized,
     E: Engine + ?Sized,
+    O: Observe,
 {
-    let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report);
+    let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report, obs);
     l.lease = lease;
     l.lease_until = if lease.is_some() { w.start } else { Stamp(u64::MAX) };
     l.source.start(w.start);
@@ -119,8 +142,9 @@ enum Flow {
 
 /// The measuring loop's state: the source and engine, the slots in flight (each one's call,
 /// class and issue stamp), the current second's counts, and why issuing paused or ended.
-struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized> {
+struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized, O> {
     source: &'a mut S,
+    obs: &'a mut O,
     engine: &'a mut E,
     names: &'a mut Names,
     clk: &'a C,
@@ -159,11 +183,12 @@ struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized> {
     lease_until: Stamp,
 }
 
-impl<'a, C, S, E> Loop<'a, C, S, E>
+impl<'a, C, S, E, O> Loop<'a, C, S, E, O>
 where
     C: Clock + ?Sized,
     S: Source + ?Sized,
     E: Engine + ?Sized,
+    O: Observe,
 {
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -175,11 +200,13 @@ where
         stop: &'a AtomicBool,
         barrier: &'a Rendezvous,
         report: &'a mut dyn FnMut(i64, Acc),
+        obs: &'a mut O,
     ) -> Self {
         let depth = engine.depth();
         let (checks_reads, times_itself) = (source.checks_reads(), source.times_itself());
         let mut l = Loop {
             source,
+            obs,
             engine,
             names,
             clk,
@@ -421,6 +448,7 @@ where
             if self.leased_out() {
                 return Flow::Stop;
             }
+            self.obs.issued(op.slot, op.prio);
             match self.engine.perform_now(op) {
                 Ok(c) => {
                     self.now = self.clk.now();
@@ -447,6 +475,7 @@ where
             self.free.push(slot);
             return Flow::Stop;
         }
+        self.obs.issued(slot, op.prio);
         if let Err(e) = self.engine.queue(Op { slot, ..op }) {
             self.error = Some(e.into());
             self.free.push(slot);
@@ -540,7 +569,10 @@ where
             _ => (0, &[]),
         };
         match self.source.completed(&call, buf, &r) {
-            Ok(()) if r.is_ok() => self.acc.record(class, bytes, lat),
+            Ok(()) if r.is_ok() => {
+                self.obs.completed(c.slot, self.now, lat, &call, bytes);
+                self.acc.record(class, bytes, lat)
+            }
             Ok(()) => {}
             Err(m) => {
                 self.error.get_or_insert(m);
@@ -710,6 +742,7 @@ mod tests {
                 Some(lease),
                 &barrier,
                 &mut |_, a| ops += a.get(OpClass::Write).ops,
+                &mut Unobserved,
             );
             ops + end.acc.get(OpClass::Write).ops
         };

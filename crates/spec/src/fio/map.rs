@@ -108,12 +108,19 @@ struct Raw {
     filename_format: Option<(String, Loc)>,
     offset_align: Option<(u64, Loc)>,
     zonemode: Option<(String, Loc)>,
+    // fio's strided zones (zonemode=strided: finish_zones).
+    zonesize: Option<(u64, Loc)>,
+    zonerange: Option<(u64, Loc)>,
+    zoneskip: Option<(Region, Loc)>,
     // fio-syntax: the verify family and the logs.
     verify: Option<(bool, String, Loc)>,
     do_verify: Option<(bool, Loc)>,
     verify_fatal: Option<(bool, Loc)>,
     logs: [Option<(String, Loc)>; 3],
     log_avg_msec: Option<(u64, Loc)>,
+    // fio's per-I/O logs' columns (crate::io_log).
+    log_offset: Option<(bool, Loc)>,
+    log_prio: Option<(bool, Loc)>,
     blockalign: Option<(PerDir<u64>, String, Loc)>,
     // Start, think time and counts (issue 27's executor capabilities).
     start_delay: Option<(crate::Delay, Loc)>,
@@ -201,22 +208,27 @@ fn job_logs(r: &Raw, s: &Section) -> Option<JobLogs> {
     }
     let name = r.name.as_ref().map_or(s.name.as_str(), |n| n.0.as_str());
     let prefixes = r.logs.clone().map(|l| l.map(|(p, at)| (if p.is_empty() { name.to_string() } else { p }, at)));
-    Some(JobLogs { prefixes, avg: r.log_avg_msec.clone() })
+    Some(JobLogs { prefixes, avg: r.log_avg_msec.clone(), offset: r.log_offset.clone(), prio: r.log_prio.clone() })
 }
 
-/// The file's logs: iolab writes one log of each kind per phase, so the jobs that ask for a
-/// kind must agree on its prefix and window; a phase of several jobs or threads is logged as
-/// one (a note). fio logs every I/O without log_avg_msec; iolab's smallest window is 1 s.
+/// The file's logs. Without log_avg_msec fio logs every I/O, and so does iolab: each thread
+/// of the jobs that ask writes its own per-I/O log (`crate::io_log`), with the offset and
+/// priority columns log_offset and log_prio add. With log_avg_msec iolab writes one averaged
+/// log of each kind per phase, its jobs and threads as one (a note), windows of whole seconds.
+/// Either way the jobs that ask for a kind must agree on its prefix and window.
 fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
     let mut out = FioLogs { avg_msec: 1000, ..Default::default() };
     let mut any = false;
+    // The window (0: per I/O) and where it was first set.
     let mut avg: Option<(u64, Loc)> = None;
     for p in phases {
         let with: Vec<&FioJob> = p.jobs.iter().filter(|j| j.logs.is_some()).collect();
+        out.logged.extend(p.jobs.iter().map(|j| j.logs.is_some()));
         if with.is_empty() {
             continue;
         }
-        if p.jobs.len() > 1 || p.jobs.iter().any(|j| j.patch.threads.unwrap_or(1) > 1) {
+        let averaged = with.iter().any(|j| j.logs.as_ref().is_some_and(|l| l.avg.as_ref().is_some_and(|a| a.0 > 0)));
+        if averaged && (p.jobs.len() > 1 || p.jobs.iter().any(|j| j.patch.threads.unwrap_or(1) > 1)) {
             said.note(&with[0].at, format!("phase `{}`: fio logs each job's threads apart (per_job_logs=1); iolab logs the phase's jobs and threads as one", p.name));
         }
         for j in with {
@@ -227,25 +239,39 @@ fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
                 match slot {
                     Some(have) if have != prefix => said.unmapped(
                         at,
-                        format!("log prefix `{prefix}` beside `{have}`: iolab writes one log of each kind per phase, under one prefix"),
+                        format!(
+                            "log prefix `{prefix}` beside `{have}`: iolab writes each kind of log under one prefix"
+                        ),
                     ),
                     _ => *slot = Some(prefix.clone()),
                 }
             }
-            match (&l.avg, &avg) {
-                (Some((ms, at)), _) if *ms == 0 || ms % 1000 != 0 => said.unmapped(
-                    at,
-                    format!("log_avg_msec={ms}: iolab keeps per-second figures; its logs average whole seconds (1000, 2000...)"),
+            let first = || l.prefixes.iter().flatten().next().map(|p| p.1.clone()).unwrap_or_else(|| j.at.clone());
+            let (ms, at) = l.avg.clone().unwrap_or_else(|| (0, first()));
+            match &avg {
+                _ if ms > 0 && ms % 1000 != 0 => said.unmapped(
+                    &at,
+                    format!("log_avg_msec={ms}: iolab keeps per-second figures; its averaged logs average whole seconds (1000, 2000...), and without log_avg_msec it logs every I/O"),
                 ),
-                (Some((ms, at)), Some((have, _))) if ms != have => {
-                    said.unmapped(at, format!("log_avg_msec={ms} beside {have}: iolab's logs have one window"))
+                Some((have, _)) if ms != *have => said.unmapped(
+                    &at,
+                    match ms {
+                        0 => format!("no log_avg_msec (every I/O logged) beside log_avg_msec={have}: iolab's logs have one window"),
+                        _ => format!("log_avg_msec={ms} beside {}: iolab's logs have one window", if *have == 0 { "logs of every I/O".to_string() } else { have.to_string() }),
+                    },
+                ),
+                Some(_) => {}
+                None => avg = Some((ms, at)),
+            }
+            for (want, set, key) in [(&l.offset, &mut out.offset, "log_offset"), (&l.prio, &mut out.prio, "log_prio")] {
+                match want {
+                    Some((true, at)) if ms > 0 => said.unmapped(
+                        at,
+                        format!("{key}=1 with log_avg_msec={ms}: iolab's averaged logs are per-second figures, with no column for each I/O's {}; without log_avg_msec it logs every I/O with it", if key == "log_offset" { "offset" } else { "priority" }),
+                    ),
+                    Some((true, _)) => *set = true,
+                    _ => {}
                 }
-                (Some(a), None) => avg = Some(a.clone()),
-                (None, _) => {
-                    let at = l.prefixes.iter().flatten().next().map(|p| p.1.clone()).unwrap_or_else(|| j.at.clone());
-                    said.note(&at, "no log_avg_msec: fio logs every I/O; iolab writes per-second averages (log_avg_msec=1000)".into());
-                }
-                _ => {}
             }
         }
     }
@@ -361,6 +387,9 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 other => return Err(bad(o, format!("`{other}`: fio's zone modes are none, strided, zbd"))),
             }
         }
+        "zonesize" => r.zonesize = Some((size(o)?, at)),
+        "zonerange" => r.zonerange = Some((size(o)?, at)),
+        "zoneskip" => r.zoneskip = Some((region(o)?, at)),
         "rw" => read_rw(r, o, said)?,
         "rwmixread" => r.mix = Some((pct(o)?, at)),
         "rwmixwrite" => r.mix = Some((100 - pct(o)?, at)),
@@ -568,11 +597,7 @@ fn read_verify_or_log(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Pro
             r.logs[i] = Some((o.value.clone().unwrap_or_default().trim().to_string(), at));
         }
         "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
-        "log_offset" => {
-            if flag(o)? {
-                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
-            }
-        }
+        "log_offset" => r.log_offset = Some((flag(o)?, at)),
         "blockalign" | "ba" => {
             let v = need(o)?;
             let dirs = per_dir(v, |s| value::size(s, kb)).map_err(|e| bad(o, e))?;
@@ -646,12 +671,8 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         "cmdprio_class" => r.cmdprio_class = Some((per_dir(need(o)?, crate::prio::IoPrio::class_of).map_err(|e| bad(o, e))?, at)),
         "cmdprio" => r.cmdprio_level = Some((per_dir(need(o)?, crate::prio::IoPrio::level_of).map_err(|e| bad(o, e))?, at)),
         "cmdprio_bssplit" => r.cmdprio_bssplit = Some((need(o)?.to_string(), at)),
-        // fio's latency logs then hold each I/O's priority; iolab's are per-second figures.
-        "log_prio" => {
-            if flag(o)? {
-                said.unmapped(&at, "log_prio=1: iolab's logs are per-second figures from its histograms, with no column for each I/O's priority".into());
-            }
-        }
+        // fio's per-I/O logs then hold each I/O's priority value (file_logs).
+        "log_prio" => r.log_prio = Some((flag(o)?, at)),
         // Not built: the reason, once per job.
         "latency_target" => {
             need(o)?;
@@ -1039,6 +1060,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
+    finish_zones(&r, &mut o, said)?;
     files::finish(&r, rw, &mut o, said);
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
@@ -1276,14 +1298,12 @@ fn expand_format(fmt: &str, name: &str) -> String {
 /// 0% and 100% are the whole file. Zones count only under `zonemode=zbd`; elsewhere fio leaves
 /// the option unset (checked with fio 3.33: `size=8z` is the whole file, `offset=8z` 0).
 fn resolve_regions(r: &mut Raw, target: &Path, is_file: bool, env: &dyn Env, said: &mut Said) -> Result<(), Problem> {
-    let zbd = r.zonemode.as_ref().filter(|z| z.0 != "none");
+    let zbd = r.zonemode.as_ref().filter(|z| z.0 == "zbd");
     if let Some((mode, at)) = zbd {
-        let why = if mode == "zbd" {
-            "zoned block devices are hardware-specific; iolab does not drive their zones"
-        } else {
-            "iolab has no strided zone pattern (zonesize, zonerange, zoneskip)"
-        };
-        said.unmapped(at, format!("zonemode={mode}: {why}"));
+        said.unmapped(
+            at,
+            format!("zonemode={mode}: zoned block devices are hardware-specific; iolab does not drive their zones"),
+        );
     }
     let zoned = zbd.is_some_and(|z| z.0 == "zbd");
     for (what, slot) in [("size", &mut r.size), ("offset", &mut r.offset), ("io_size", &mut r.io_size)] {
@@ -1390,6 +1410,58 @@ fn min_block_size(r: &Raw) -> u64 {
 }
 
 /// The access pattern: rw, the read mix, the block sizes and a sequential pattern's hole.
+/// fio's strided zones: zonemode=strided with zonesize (zonerange, zoneskip) becomes
+/// `--zone-size` (`--zone-range`, `--zone-skip`). fio 3.33 refuses zonesize without a zone
+/// mode ("--zonemode=none and --zonesize are not compatible"), and so does iolab; under
+/// zonemode=zbd they are the zoned device's, refused with it.
+fn finish_zones(r: &Raw, o: &mut Out, said: &mut Said) -> Result<(), Problem> {
+    let mode = r.zonemode.as_ref().map(|m| m.0.as_str());
+    if mode == Some("zbd") {
+        return Ok(());
+    }
+    let Some((size, at)) = &r.zonesize else {
+        if let (Some("strided"), Some((_, at))) = (mode, &r.zonemode) {
+            return Err(Problem::new(
+                at.clone(),
+                "zonemode=strided needs zonesize, the bytes of I/O in each zone (fio 3.33 refuses it without one)"
+                    .into(),
+            ));
+        }
+        return Ok(());
+    };
+    if mode != Some("strided") {
+        return Err(Problem::new(
+            at.clone(),
+            "zonesize: fio 3.33 refuses it without zonemode=strided (\"--zonemode=none and --zonesize are not compatible\"); add zonemode=strided".into(),
+        ));
+    }
+    o.set("zone_size", at);
+    o.p.zone_size = Some(Bytes(*size));
+    if let Some((range, at)) = &r.zonerange {
+        o.set("zone_range", at);
+        o.p.zone_range = Some(Bytes(*range));
+    }
+    match &r.zoneskip {
+        Some((Region::Bytes(n), at)) => {
+            o.set("zone_skip", at);
+            o.p.zone_skip = Some(Bytes(*n));
+        }
+        Some((other, at)) => said.unmapped(
+            at,
+            format!(
+                "zoneskip={}: zones and percentages count only under zonemode=zbd; give bytes under zonemode=strided",
+                match other {
+                    Region::Zones(n) => format!("{n}z"),
+                    Region::Percent(p) => format!("{p}%"),
+                    Region::Bytes(n) => n.to_string(),
+                }
+            ),
+        ),
+        None => {}
+    }
+    Ok(())
+}
+
 fn finish_pattern(r: &Raw, o: &mut Out, said: &mut Said) -> Rw {
     let rw = match &r.rw {
         Some((rw, modifier, text, at)) => {
@@ -2011,8 +2083,10 @@ mod tests {
         // A synchronous engine has no per-request priority.
         let e = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\ncmdprio_percentage=5\n").unwrap_err();
         assert!(e.contains("io_uring's SQE or libaio's iocb"), "{e}");
-        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\n").unwrap_err();
-        assert!(e.contains("log_prio=1"), "{e}");
+        // log_prio=1 is a column of the per-I/O logs (file_logs); averaged logs have none.
+        assert!(job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\n").is_ok());
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nlog_prio=1\nwrite_lat_log=x\nlog_avg_msec=1000\n").unwrap_err();
+        assert!(e.contains("log_prio=1 with log_avg_msec=1000"), "{e}");
     }
 
     #[test]

@@ -159,6 +159,9 @@ pub struct FioJob {
 pub struct JobLogs {
     pub prefixes: [Option<(String, Loc)>; 3],
     pub avg: Option<(u64, Loc)>,
+    /// `log_offset` and `log_prio`, where set.
+    pub offset: Option<(bool, Loc)>,
+    pub prio: Option<(bool, Loc)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,15 +184,21 @@ pub struct FioFile {
     pub logs: Option<FioLogs>,
 }
 
-/// `write_bw_log`, `write_iops_log`, `write_lat_log` (their prefixes) and `log_avg_msec`,
-/// as iolab's `--write-bw-log`... flags take them: one log per phase.
+/// `write_bw_log`, `write_iops_log`, `write_lat_log` (their prefixes), `log_avg_msec`,
+/// `log_offset` and `log_prio`, as iolab's `--write-bw-log`... flags take them: per-I/O logs
+/// of each thread (no log_avg_msec), or averaged logs of each phase.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FioLogs {
     pub bw: Option<String>,
     pub iops: Option<String>,
     pub lat: Option<String>,
-    /// The averaging window in ms: a whole number of seconds.
+    /// The averaging window in ms, a whole number of seconds; 0: every I/O is logged.
     pub avg_msec: u64,
+    /// Per-I/O logs' offset column (log_offset=1) and priority value (log_prio=1).
+    pub offset: bool,
+    pub prio: bool,
+    /// Which jobs ask for logs, one flag per job in the plan's order.
+    pub logged: Vec<bool>,
 }
 
 /// Read and map a fio job file. `lenient`: options iolab does not map become `skipped`

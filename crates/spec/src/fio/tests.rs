@@ -549,7 +549,7 @@ fn the_verify_family_maps_onto_validation() {
 }
 
 #[test]
-fn logs_from_the_job_file_are_iolabs_per_phase_logs() {
+fn logs_from_the_job_file_are_iolabs_per_phase_or_per_io_logs() {
     // A file with write_bw_log in every section (the issue's user file).
     let f = parse_one(
         "[global]\nfilename=/f\nsize=1m\nlog_avg_msec=2000\n[a]\nrw=read\nwrite_bw_log=cdm\nwrite_lat_log=cdm\n\
@@ -559,12 +559,21 @@ fn logs_from_the_job_file_are_iolabs_per_phase_logs() {
     let logs = f.logs.clone().unwrap();
     assert_eq!(
         logs,
-        FioLogs { bw: Some("cdm".into()), iops: Some("b".into()), lat: Some("cdm".into()), avg_msec: 2000 }
+        FioLogs {
+            bw: Some("cdm".into()),
+            iops: Some("b".into()),
+            lat: Some("cdm".into()),
+            avg_msec: 2000,
+            logged: vec![true, true],
+            ..Default::default()
+        }
     );
-    // Without log_avg_msec fio logs each I/O: iolab's per-second average, said.
-    let text = "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\n";
-    assert_eq!(parse_one(text).unwrap().logs.unwrap().avg_msec, 1000);
-    assert!(notes_of(text).iter().any(|n| n.contains("fio logs every I/O")));
+    // Without log_avg_msec fio logs each I/O, and so does iolab (window 0), with the offset
+    // and priority columns log_offset and log_prio add; only the jobs that ask are logged.
+    let text = "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_offset=1\nlog_prio=1\n[b]\nfilename=/g\nsize=1m\n";
+    let l = parse_one(text).unwrap().logs.unwrap();
+    assert_eq!((l.avg_msec, l.offset, l.prio, l.logged), (0, true, true, vec![true, false]));
+    assert!(!notes_of(text).iter().any(|n| n.contains("fio logs every I/O")));
     let u = unmapped_of(
         "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_avg_msec=500\n[b]\nfilename=/g\nsize=1m\nwrite_bw_log=y\n",
     );
@@ -572,6 +581,11 @@ fn logs_from_the_job_file_are_iolabs_per_phase_logs() {
         u.iter().any(|p| p.contains("log_avg_msec=500")) && u.iter().any(|p| p.contains("`y` beside `x`")),
         "{u:?}"
     );
+    // One window: per-I/O beside averaged is refused, naming both.
+    let u = unmapped_of(
+        "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_avg_msec=1000\n[b]\nfilename=/g\nsize=1m\nwrite_bw_log=x\n",
+    );
+    assert!(u.iter().any(|p| p.contains("no log_avg_msec (every I/O logged) beside log_avg_msec=1000")), "{u:?}");
     assert!(parse_one("[a]\nfilename=/f\nsize=1m\n").unwrap().logs.is_none());
 }
 
@@ -593,9 +607,12 @@ fn a_crystaldiskmark_file_with_a_ramp_on_size_bounded_jobs_runs() {
 fn submission_log_offset_and_alignment_options_map_where_iolab_does_the_same() {
     assert!(parse_one("[j]\nfilename=/f\nsize=1m\nio_submit_mode=inline\nlog_offset=0\nblockalign=4k\n").is_ok());
     // offload maps with a note (iolab's threads submit their own I/O; see the capabilities' test).
-    // blockalign below the smallest block size maps onto `align` (fio-files); log_offset=1 does not.
-    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nio_submit_mode=offload\nlog_offset=1\nbs=8k\nblockalign=4k\n");
-    assert!(u.len() == 1 && u[0].contains("offset column"), "{u:?}");
+    // blockalign below the smallest block size maps onto `align` (fio-files); log_offset=1 is
+    // the per-I/O logs' column, which averaged logs do not have.
+    let u = unmapped_of(
+        "[j]\nfilename=/f\nsize=1m\nio_submit_mode=offload\nlog_offset=1\nbs=8k\nblockalign=4k\nwrite_bw_log=b\nlog_avg_msec=1000\n",
+    );
+    assert!(u.len() == 1 && u[0].contains("log_offset=1 with log_avg_msec=1000"), "{u:?}");
     let p = plan_of("[j]\nfilename=/f\nsize=1m\nrw=randread\nbs=8k\nblockalign=4k\n");
     assert_eq!(p.phases[0].jobs[0].workload.block().and_then(|b| b.align).map(|v| v.get()), Some(4096));
 }
@@ -691,4 +708,37 @@ fn dist_flag_forms_round_trip_and_bad_ones_say_what_is_accepted() {
 fn huge_zone_sizes_do_not_overflow() {
     let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();
     assert!(matches!(d, Dist::ZonedAbs(z) if z.len() == 2));
+}
+
+#[test]
+fn strided_zones_map_and_zonesize_without_a_zone_mode_is_refused_as_fio_refuses_it() {
+    use crate::block::Zones;
+    // fio's disk-zone-profile.fio: 256m of each zone, 2g skipped after it.
+    let plan = plan_of("[j]\nfilename=/f\nsize=8g\nbs=64k\nrw=read\nzonemode=strided\nzonesize=256m\nzoneskip=2g\n");
+    let b = plan.phases[0].jobs[0].workload.block().unwrap();
+    assert_eq!(b.zones, Some(Zones { size: Bytes::mib(256), range: Bytes::mib(256), skip: Bytes::gib(2) }));
+    let plan = plan_of("[j]\nfilename=/f\nsize=8m\nrw=randread\nzonemode=strided\nzonesize=16k\nzonerange=64k\n");
+    let b = plan.phases[0].jobs[0].workload.block().unwrap();
+    assert_eq!(b.zones, Some(Zones { size: Bytes::kib(16), range: Bytes::kib(64), skip: Bytes(0) }));
+    // fio 3.33: "fio: --zonemode=none and --zonesize are not compatible."
+    for text in
+        ["[j]\nfilename=/f\nsize=1m\nzonesize=16k\n", "[j]\nfilename=/f\nsize=1m\nzonemode=none\nzonesize=16k\n"]
+    {
+        let e = parse_one(text).unwrap_err().to_string();
+        assert!(e.contains("--zonemode=none and --zonesize are not compatible"), "{e}");
+    }
+    let e = parse_one("[j]\nfilename=/f\nsize=1m\nzonemode=strided\n").unwrap_err().to_string();
+    assert!(e.contains("zonemode=strided needs zonesize"), "{e}");
+    // Zone units count zbd's zones only; zbd itself stays refused as hardware.
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nzonemode=strided\nzonesize=16k\nzoneskip=2z\n");
+    assert!(u.len() == 1 && u[0].contains("zoneskip=2z"), "{u:?}");
+    let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nzonemode=zbd\nzonesize=16k\nzoneskip=2z\n");
+    assert!(u.len() == 1 && u[0].contains("zonemode=zbd: zoned block devices are hardware-specific"), "{u:?}");
+    // A zone range larger than the region is refused naming the field.
+    let e = parse_one("[j]\nfilename=/f\nsize=1m\nzonemode=strided\nzonesize=16k\nzonerange=2m\n")
+        .unwrap()
+        .plan(&JobPatch::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("zone_range") && e.contains("larger than the region"), "{e}");
 }

@@ -57,6 +57,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         device: false,
         verify: None,
         steady: None,
+        io_log: None,
         workload: Workload::Replay(r),
     }
 }
