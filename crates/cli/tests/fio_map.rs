@@ -522,3 +522,66 @@ fn fadvise_hint_advises_the_kernel_as_fio_does() {
     );
     assert_eq!(theirs, ours, "fio 3.33's advice");
 }
+
+/// `latency_target`: the search doubles the depth while every window meets the target and ends
+/// once the depth is found and held a window more, long before the runtime; fio on the same
+/// job finds the same depth.
+#[test]
+fn latency_target_search_ends_and_reports_the_depth_found() {
+    let d = common::disk_tempdir();
+    if !common::direct_ok(d.path()) {
+        return skip("no filesystem here takes O_DIRECT");
+    }
+    std::fs::write(d.path().join("f"), vec![7u8; 32 << 20]).unwrap();
+    let job = d.path().join("lat.fio");
+    // A target every I/O meets: the search climbs 1, 2, 4, 8, 16 and holds 16.
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=32m\nbs=4k\nrw=randread\nioengine=libaio\ndirect=1\niodepth=16\n\
+         runtime=30\ntime_based\nlatency_target=1s\nlatency_window=200ms\nlatency_percentile=99\n[lat]\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let j = job_named(&r["phases"][0], "lat");
+    let t = &j["latency_target"];
+    assert_eq!(t["depth"], 16, "{t}");
+    assert_eq!(t["found"], true, "{t}");
+    assert_eq!((f(&t["target_ns"]), f(&t["window_ns"]), f(&t["percentile"])), (1e9, 2e8, 99.0));
+    // Five windows to climb, one to confirm: the job ended on its own, not at its runtime.
+    let e = f(&j["elapsed_s"]);
+    assert!((1.0..10.0).contains(&e), "the search took {e} s");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        assert_eq!(f(&fio_job(&fio, "lat")["latency_depth"]), 16.0);
+    }
+}
+
+/// A target no I/O meets: the depth stays at 1 for the whole runtime and the terminal says so;
+/// at a percentile of 100 the first I/O over it ends the job with fio's error.
+#[test]
+fn a_latency_target_nothing_meets_lands_at_depth_1() {
+    let d = common::disk_tempdir();
+    let file = d.path().join("f");
+    std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
+    let base = |pct: &str| {
+        let mut c = iolab();
+        c.args(["run", "--overwrite", "--no-progress", "--size", "8m", "--rw", "randread", "--engine", "libaio"])
+            .args(["--iodepth", "8", "--runtime", "2s", "--latency-target", "1ns", "--latency-window", "100ms"])
+            .args(["--latency-percentile", pct, "--target"])
+            .arg(&file);
+        c
+    };
+    let out = base("99").args(["--output", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = &r["phases"][0]["jobs"][0];
+    assert_eq!(j["latency_target"]["depth"], 1, "{}", j["latency_target"]);
+    assert_eq!(j["latency_target"]["found"], false);
+    assert!(f(&j["elapsed_s"]) >= 1.9, "it ran its runtime at depth 1");
+    let text = base("99").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("not met even at queue depth 1"), "{text}");
+    let all = base("100").args(["--output", "json"]).output().unwrap();
+    let r: Value = serde_json::from_slice(&all.stdout).unwrap_or_default();
+    let err = r["phases"][0]["jobs"][0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(err.contains("latency target exceeded at queue depth 1"), "{err} {}", String::from_utf8_lossy(&all.stderr));
+}

@@ -403,6 +403,10 @@ pub struct Job {
     /// plans stored before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exit_all: bool,
+    /// Search for the highest queue depth meeting a latency target (fio's latency_target);
+    /// `None`: the job runs at its iodepth. Absent in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<crate::LatencyTarget>,
     /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,

@@ -175,6 +175,22 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_all: Option<bool>,
+    /// Search for the highest queue depth, 1 to --iodepth, at which --latency-percentile of the I/Os completed in each --latency-window take at most this long (10ms, 500us), and report it; the job ends once the depth is found and held one more window, unless --latency-run (fio's latency_target).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<Duration>,
+    /// How long each depth of the --latency-target search runs before it is judged (5s; default 0, fio's: judged at each completion).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub latency_window: Option<Duration>,
+    /// The percentage of a window's I/Os that must meet --latency-target (99.9; default 100: every one, and one I/O over it lowers the depth at once).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_name = "PERCENT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_percentile: Option<f64>,
+    /// Keep adjusting the depth to --latency-target for the whole run instead of ending once it is found (fio's latency_run).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_run: Option<bool>,
     /// Run the job's threads only on these CPUs, as 0-3,6 (fio's cpus_allowed, cpumask).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -542,6 +558,10 @@ const COMMON: &[&str] = &[
     "ramp",
     "start_delay",
     "exit_all",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
     "cpus",
     "numa_nodes",
     "mem_policy",
@@ -690,6 +710,34 @@ impl JobPatch {
         }
     }
 
+    /// The queue-depth search asked for (`--latency-target` and its settings), checked.
+    fn latency_target(&self, name: &str) -> Result<Option<crate::LatencyTarget>, SpecError> {
+        let Some(target) = self.latency_target else {
+            let set = [
+                ("latency_window", self.latency_window.is_some()),
+                ("latency_percentile", self.latency_percentile.is_some()),
+                ("latency_run", self.latency_run.is_some()),
+            ];
+            if let Some((field, _)) = set.iter().find(|s| s.1) {
+                return Err(SpecError::field(
+                    name,
+                    field,
+                    format!(
+                        "--{} is a setting of --latency-target's search; give --latency-target too",
+                        field.replace('_', "-")
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        let mut t = crate::LatencyTarget::new(target);
+        t.window = self.latency_window.unwrap_or(t.window);
+        t.percentile = self.latency_percentile.unwrap_or(t.percentile);
+        t.run = self.latency_run.unwrap_or(false);
+        t.check().map_err(|(field, message)| SpecError::field(name, field, message))?;
+        Ok(Some(t))
+    }
+
     /// This patch with personality `P`'s options changed by `f` (how code and tests set them).
     pub fn with<P: Registered>(mut self, f: impl FnOnce(&mut P::Options)) -> JobPatch {
         f(P::options_mut(&mut self.apps));
@@ -767,6 +815,7 @@ impl JobPatch {
             ramp_auto: self.ramp == Some(crate::steady::Ramp::Auto),
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
+            latency_target: self.latency_target(&name)?,
             cpus: self.cpus.clone(),
             numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())
                 .then(|| crate::numa::Numa { nodes: self.numa_nodes.clone(), mem: self.mem_policy.clone() }),

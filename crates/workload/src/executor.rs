@@ -1035,7 +1035,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
-    let (sec, acc, end, error) = match (setup, source.as_mut()) {
+    let (sec, acc, end, error, depth) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             // A delayed thread starts within the phase; its runtime counts from its own start
             // or the end of the phase's ramp, whichever is later (the ramp is the phase's).
@@ -1056,12 +1056,22 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
                 Some(d) => Names::within(root.path, d),
                 None => Names::new(root.path),
             };
-            let end =
-                engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, lease, barrier, report: &mut report });
-            (end.sec, end.acc, clk.instant(end.end), end.error)
+            let latency = job.latency_target;
+            let (end, depth) = engine.run(Loop {
+                source,
+                names: &mut names,
+                clk: &clk,
+                w,
+                stop,
+                lease,
+                barrier,
+                report: &mut report,
+                latency,
+            });
+            (end.sec, end.acc, clk.instant(end.end), end.error, depth)
         }
-        (Err(e), _) => (0, Acc::default(), start, Some(e)),
-        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into()))),
+        (Err(e), _) => (0, Acc::default(), start, Some(e), None),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into())), None),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
@@ -1071,7 +1081,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, depth });
 }
 
 /// The calling thread's I/O priority and nice value.
@@ -1115,22 +1125,28 @@ struct Loop<'a, S: ?Sized> {
     lease: Option<&'a crate::lease::Lease>,
     barrier: &'a Rendezvous,
     report: &'a mut dyn FnMut(i64, Acc),
+    /// The job's latency target, searched for the depth that meets it.
+    latency: Option<iolab_spec::LatencyTarget>,
 }
 
 impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
-    type Out = worker::WorkerEnd;
-    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
-        worker::run_leased(
+    /// How the loop ended, and where a latency target's search got to (its depth, found).
+    type Out = (worker::WorkerEnd, Option<(u32, bool)>);
+    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> Self::Out {
+        let mut search =
+            self.latency.map(|cfg| crate::depth_search::DepthSearch::new(cfg, e.depth(), self.w.start, self.w.t0));
+        let end = worker::run_leased(
             self.source,
             e,
             self.names,
             self.clk,
             self.w,
             self.stop,
-            self.lease,
+            (self.lease, search.as_mut()),
             self.barrier,
             self.report,
-        )
+        );
+        (end, search.map(|s| (s.depth(), s.found())))
     }
 }
 

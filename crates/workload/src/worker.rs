@@ -6,6 +6,7 @@
 //! below check pacing, barriers, second boundaries and errors exactly, on no real time.
 
 use crate::clock::{Clock, Stamp};
+use crate::depth_search::{DepthSearch, Verdict};
 use crate::lease::Lease;
 use crate::ns;
 use crate::rendezvous::Rendezvous;
@@ -56,10 +57,11 @@ where
     S: Source + ?Sized,
     E: Engine + ?Sized,
 {
-    run_leased(source, engine, names, clk, w, stop, None, barrier, report)
+    run_leased(source, engine, names, clk, w, stop, (None, None), barrier, report)
 }
 
-/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out.
+/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out; and with
+/// a latency target's search ([`crate::depth_search`]), its limit on the I/Os in flight.
 #[allow(clippy::too_many_arguments)]
 pub fn run_leased<C, S, E>(
     source: &mut S,
@@ -68,7 +70,7 @@ pub fn run_leased<C, S, E>(
     clk: &C,
     w: Window,
     stop: &AtomicBool,
-    lease: Option<&Lease>,
+    (lease, search): (Option<&Lease>, Option<&mut DepthSearch>),
     barrier: &Rendezvous,
     report: &mut dyn FnMut(i64, Acc),
 ) -> WorkerEnd
@@ -80,6 +82,10 @@ where
     let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report);
     l.lease = lease;
     l.lease_until = if lease.is_some() { w.start } else { Stamp(u64::MAX) };
+    if let Some(s) = search {
+        l.limit = s.limit();
+        l.search = Some(s);
+    }
     l.source.start(w.start);
     loop {
         let wait_until = l.issue();
@@ -157,6 +163,9 @@ struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized> {
     /// one): the shared lease is read again only once time passes it.
     lease: Option<&'a Lease>,
     lease_until: Stamp,
+    /// The most I/Os in flight: the engine's depth, or a latency target's search's limit.
+    limit: usize,
+    search: Option<&'a mut DepthSearch>,
 }
 
 impl<'a, C, S, E> Loop<'a, C, S, E>
@@ -208,6 +217,8 @@ where
             times_itself,
             lease: None,
             lease_until: Stamp(u64::MAX),
+            limit: depth,
+            search: None,
         };
         l.sec = l.sec_of(w.start);
         l.boundary = l.end_of(l.sec);
@@ -282,7 +293,7 @@ where
     /// Issue while there is room. `Some(due)`: nothing is due before then, with calls in flight.
     #[inline(always)]
     fn issue(&mut self) -> Option<Stamp> {
-        while !self.done && !self.free.is_empty() {
+        while !self.done && !self.free.is_empty() && self.inflight < self.limit {
             match self.issue_one() {
                 Flow::Next => {}
                 Flow::Stop => return None,
@@ -540,13 +551,38 @@ where
             _ => (0, &[]),
         };
         match self.source.completed(&call, buf, &r) {
-            Ok(()) if r.is_ok() => self.acc.record(class, bytes, lat),
+            Ok(()) if r.is_ok() => {
+                self.acc.record(class, bytes, lat);
+                if self.search.is_some() && matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()) {
+                    self.steer(lat);
+                }
+            }
             Ok(()) => {}
             Err(m) => {
                 self.error.get_or_insert(m);
             }
         }
         self.own_timings();
+    }
+
+    /// A latency target's search takes a data I/O's latency; the loop follows its verdict.
+    #[inline(never)]
+    fn steer(&mut self, lat: u64) {
+        let Some(s) = self.search.as_deref_mut() else { return };
+        match s.completed(lat, self.now) {
+            Verdict::Go => {}
+            // The limit came down (or the found depth's last window starts): what is in
+            // flight completes first, as fio's quiesce.
+            Verdict::Drain => self.draining = true,
+            Verdict::Done => self.done = true,
+            Verdict::Exceeded(took) => {
+                self.error.get_or_insert(SourceError::Said(format!(
+                    "latency target exceeded at queue depth 1: an I/O took {:.3} ms (a latency percentile of 100 allows none over the target; fio's \"max latency exceeded\")",
+                    took.as_secs_f64() * 1e3
+                )));
+            }
+        }
+        self.limit = s.limit();
     }
 }
 
@@ -707,7 +743,7 @@ mod tests {
                 &clk,
                 w,
                 &stop,
-                Some(lease),
+                (Some(lease), None),
                 &barrier,
                 &mut |_, a| ops += a.get(OpClass::Write).ops,
             );

@@ -125,6 +125,11 @@ struct Raw {
     loops: Option<(u64, Loc)>,
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
+    /// latency_target's search (crate::latency_target): target, window, percentile, run.
+    lat_target: Option<(Duration, Loc)>,
+    lat_window: Option<(Duration, Loc)>,
+    lat_pct: Option<(f64, Loc)>,
+    lat_run: Option<(bool, Loc)>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
     numa_nodes: Option<(crate::cpus::Cpus, Loc)>,
     mem_policy: Option<(crate::numa::MemPolicy, Loc)>,
@@ -652,15 +657,15 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
                 said.unmapped(&at, "log_prio=1: iolab's logs are per-second figures from its histograms, with no column for each I/O's priority".into());
             }
         }
-        // Not built: the reason, once per job.
-        "latency_target" => {
-            need(o)?;
-            said.unmapped(&at, "latency_target: fio searches for the highest queue depth whose latency_percentile of I/Os stays within the target over each latency_window; iolab runs a job at its one iodepth (run it at several --iodepth values to find that depth)".into());
+        // The queue-depth search (crate::latency_target); times in microseconds without a unit.
+        "latency_target" => r.lat_target = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "latency_window" => r.lat_window = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "latency_percentile" => {
+            let v = need(o)?;
+            let p = v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+            r.lat_pct = Some((p.ok_or_else(|| bad(o, format!("`{v}` is not a percentile from 0 to 100 (99.9)")))?, at));
         }
-        "latency_window" | "latency_percentile" | "latency_run" => {
-            need(o)?;
-            said.unmapped(&at, format!("{}: a setting of latency_target's search, which iolab does not make", o.key));
-        }
+        "latency_run" => r.lat_run = Some((flag(o)?, at)),
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
         // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
@@ -1103,6 +1108,23 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);
+    }
+    // latency_target's search; its settings alone do nothing in fio, and nothing here.
+    if let Some((t, at)) = &r.lat_target {
+        o.set("latency_target", at);
+        o.p.latency_target = Some(*t);
+        if let Some((w, at)) = &r.lat_window {
+            o.set("latency_window", at);
+            o.p.latency_window = Some(*w);
+        }
+        if let Some((p, at)) = &r.lat_pct {
+            o.set("latency_percentile", at);
+            o.p.latency_percentile = Some(*p);
+        }
+        if let Some((v, at)) = &r.lat_run {
+            o.set("latency_run", at);
+            o.p.latency_run = Some(*v);
+        }
     }
     if let Some((v, at)) = &r.compress {
         o.set("compressibility", at);
@@ -2024,6 +2046,26 @@ mod tests {
         assert_eq!(j.seed, 7);
         let a = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n").unwrap().seed;
         assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
+    }
+
+    /// latency_target and its settings map onto the job's search, times in microseconds without
+    /// a unit as fio reads them; the settings alone do nothing (fio's too); a bad percentile
+    /// names the key.
+    #[test]
+    fn latency_target_maps_to_the_depth_search() {
+        let base = "[a]\nfilename=/d/f\nsize=1m\nioengine=libaio\niodepth=128\n";
+        let t = job_of(&format!("{base}latency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n"))
+            .unwrap()
+            .latency_target
+            .unwrap();
+        assert_eq!(t.target, Duration::from_millis(500));
+        assert_eq!(t.window, Duration::from_secs(5));
+        assert_eq!((t.percentile, t.run), (99.9, false));
+        let t = job_of(&format!("{base}latency_target=10ms\nlatency_run=1\n")).unwrap().latency_target.unwrap();
+        assert_eq!((t.target, t.window, t.percentile, t.run), (Duration::from_millis(10), Duration::ZERO, 100.0, true));
+        assert_eq!(job_of(&format!("{base}latency_window=5s\nlatency_percentile=50\n")).unwrap().latency_target, None);
+        let e = job_of(&format!("{base}latency_target=1ms\nlatency_percentile=101\n")).unwrap_err();
+        assert!(e.contains("latency_percentile") && e.contains("0 to 100"), "{e}");
     }
 
     #[test]
