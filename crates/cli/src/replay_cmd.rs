@@ -112,6 +112,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
         ramp_auto: false,
         start_delay: Default::default(),
         exit_all: false,
+        exit_run: false,
         latency_target: None,
         cpus: None,
         numa: None,

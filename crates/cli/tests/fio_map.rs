@@ -239,6 +239,48 @@ fn exitall_ends_the_phase_when_its_first_job_ends() {
     }
 }
 
+/// `exit_what=all` (with `exitall`): the short job's end ends the long one beside it and the
+/// run: the later phase never starts, its file is never made, and the output says so; fio 3.33
+/// runs the later job for none of its I/O alike.
+#[test]
+fn exit_what_all_ends_the_run_and_a_later_phase_never_runs() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("exitwhat.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nexitall\n\
+         [short]\nio_size=64k\nrate_iops=100\nexit_what=all\n\
+         [long]\nruntime=20\ntime_based\n\
+         [never]\nstonewall\nfilename=${DIR}/never\nrw=write\nio_size=64k\n",
+    )
+    .unwrap();
+    let begin = std::time::Instant::now();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let took = begin.elapsed().as_secs_f64();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = r["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "the later phase never ran");
+    assert_eq!(r["status"], "complete");
+    assert!(took < 15.0, "the 20 s job ended with the short one: run {took} s");
+    let notes = phases[0]["notes"].to_string();
+    assert!(notes.contains("job `short` ended the run") && notes.contains("never started"), "{notes}");
+    assert!(!d.path().join("never").exists(), "the later phase's file was never made");
+    let text = iolab().args(["run", "--no-progress", "--overwrite"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("never started"));
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "long")["job_runtime"]);
+        assert!(ms < 3000.0, "fio's long job ran {ms} ms");
+        assert_eq!(f(&fio_job(&fio, "never")["write"]["io_bytes"]), 0.0, "fio's later job did no I/O");
+    }
+}
+
 /// `cpus_allowed`: the job's threads run pinned to the set (read from /proc while it runs).
 #[test]
 fn cpus_allowed_pins_the_jobs_threads() {

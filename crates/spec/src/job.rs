@@ -403,6 +403,10 @@ pub struct Job {
     /// plans stored before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exit_all: bool,
+    /// When this job ends, the run ends: the phase's other jobs, and later phases never start
+    /// (fio's exit_what=all). Absent (off) in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exit_run: bool,
     /// Search for the highest queue depth meeting a latency target (fio's latency_target);
     /// `None`: the job runs at its iodepth. Absent in plans stored before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

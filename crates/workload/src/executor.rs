@@ -275,6 +275,16 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 run.finish(job);
             }
         }
+        // A job that ends the run (`--exit-run`, fio's exit_what=all): this phase is its last.
+        let ends_run = phase.jobs.iter().find(|j| j.exit_run).map(|j| j.name.clone());
+        let skipped: Vec<String> = plan.phases[i + 1..].iter().map(|p| format!("`{}`", p.name)).collect();
+        if let (Some(job), false) = (&ends_run, skipped.is_empty()) {
+            pr.notes.push(format!(
+                "job `{job}` ended the run as it ended (--exit-run, fio's exit_what=all): phase{} {} never started",
+                if skipped.len() == 1 { "" } else { "s" },
+                skipped.join(", ")
+            ));
+        }
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -291,6 +301,9 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
         }
         if interrupted {
             result.status = Status::Interrupted;
+            break;
+        }
+        if ends_run.is_some() {
             break;
         }
     }
@@ -573,7 +586,7 @@ fn run_phase(
     // watch the run's.
     let steady = Plan::steady_of(phase);
     let phase_stop = AtomicBool::new(false);
-    let exits = phase.jobs.iter().any(|j| j.exit_all).then_some(&phase_stop);
+    let exits = phase.jobs.iter().any(|j| j.exit_all || j.exit_run).then_some(&phase_stop);
     let worker_stop: &AtomicBool = if exits.is_some() || steady.is_some() { &phase_stop } else { &ctl.stop };
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
@@ -811,7 +824,7 @@ fn coordinate(
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(m) => {
                 if let (Some(stop), Msg::Done { job, .. }) = (exits, &m) {
-                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all) {
+                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all || j.exit_run) {
                         stop.store(true, Ordering::Relaxed);
                     }
                 }

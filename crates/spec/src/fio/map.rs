@@ -125,6 +125,8 @@ struct Raw {
     loops: Option<(u64, Loc)>,
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
+    /// exit_what=all (with exitall anywhere: the run ends with this job).
+    exit_what_all: Option<Loc>,
     /// latency_target's search (crate::latency_target): target, window, percentile, run.
     lat_target: Option<(Duration, Loc)>,
     lat_window: Option<(Duration, Loc)>,
@@ -260,9 +262,16 @@ fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
     any.then_some(out)
 }
 
-/// fio's exitall, global once any job sets it: every job's end ends the others of its phase.
+/// fio's exitall, global once any job sets it: every job's end ends the others of its phase
+/// (and, for a job with exit_what=all, the run). Without it exit_what does nothing.
 fn exit_all(phases: &mut [FioPhase]) {
-    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else { return };
+    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else {
+        for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+            j.patch.exit_run = None;
+            j.from.remove("exit_run");
+        }
+        return;
+    };
     for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
         j.patch.exit_all = Some(true);
         j.from.entry("exit_all").or_insert_with(|| at.clone());
@@ -691,9 +700,12 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
             "offload" => said.note(&at, "io_submit_mode=offload: iolab's job threads submit and reap their own I/O; a paced job's latency runs from each I/O's due instant, the coordinated omission offload is there to avoid".into()),
             other => return Err(bad(o, format!("`{other}`: fio's are inline (the default) and offload"))),
         },
+        // group and stonewall: the phase's jobs (the same in iolab, where one phase runs at a
+        // time); all: the run's, later phases included.
         "exit_what" => match need(o)? {
-            "group" | "stonewall" => {}
-            other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
+            "group" | "stonewall" => r.exit_what_all = None,
+            "all" => r.exit_what_all = Some(at),
+            other => return Err(bad(o, format!("`{other}`: fio's are group (the default), stonewall and all"))),
         },
         _ => return Ok(false),
     }
@@ -1108,6 +1120,11 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);
+    }
+    // Kept only where exitall is set somewhere (fio ignores exit_what without it): exit_all().
+    if let Some(at) = &r.exit_what_all {
+        o.set("exit_run", at);
+        o.p.exit_run = Some(true);
     }
     // latency_target's search; its settings alone do nothing in fio, and nothing here.
     if let Some((t, at)) = &r.lat_target {
@@ -1951,8 +1968,15 @@ mod tests {
         let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
         let plan = f.plan(&JobPatch::default()).unwrap();
         assert!(plan.phases.iter().flat_map(|p| &p.jobs).all(|j| j.exit_all), "fio's exitall is global");
-        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
-        assert!(e.contains("exit_what=all"), "{e}");
+        // exit_what=all with exitall: the run ends with the job; without exitall, nothing.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap();
+        assert!(j.exit_all && j.exit_run);
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexit_what=all\n").unwrap();
+        assert!(!j.exit_all && !j.exit_run, "fio's exit_what needs exitall");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=stonewall\n").unwrap();
+        assert!(j.exit_all && !j.exit_run);
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=some\n").unwrap_err();
+        assert!(e.contains("exit_what") && e.contains("stonewall and all"), "{e}");
         assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
     }
 

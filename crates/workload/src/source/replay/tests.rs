@@ -50,6 +50,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         ramp_auto: false,
         start_delay: Default::default(),
         exit_all: false,
+        exit_run: false,
         latency_target: None,
         cpus: None,
         numa: None,
