@@ -313,6 +313,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe_set: Option<u8>,
+    /// With --dedupe-set: one working set shared by every job that sets this, so their files hold each other's blocks (fio's dedupe_global).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe_global: Option<bool>,
     /// Write new data into the buffer before every write, as an application producing its data
     /// would (fio's refill_buffers). Off by default: the same data is written again, only its
     /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
@@ -630,6 +634,7 @@ const BLOCK: &[&str] = &[
     "compressibility",
     "dedupe",
     "dedupe_set",
+    "dedupe_global",
     "refill_buffers",
     "invalidate",
     "fadvise",

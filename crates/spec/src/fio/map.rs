@@ -90,6 +90,7 @@ struct Raw {
     dedupe: Option<(u8, Loc)>,
     dedupe_working_set: Option<(bool, Loc)>,
     dedupe_set_pct: Option<(u8, Loc)>,
+    dedupe_global: Option<(bool, Loc)>,
     // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
     prio: Option<(u8, Loc)>,
     prioclass: Option<(u8, Loc)>,
@@ -493,7 +494,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
 
 /// What fio puts in its buffers and tells the kernel: dedupe and the fadvise hint (`Ok(false)`:
 /// not one of them).
-fn read_data(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
+fn read_data(r: &mut Raw, o: &Opt, _said: &mut Said) -> Result<bool, Problem> {
     let at = o.at.clone();
     let pct = |o: &Opt| -> Result<u8, Problem> {
         let v = value::int(need(o)?).map_err(|e| bad(o, e))?;
@@ -526,11 +527,7 @@ fn read_data(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
             r.dedupe_working_set = Some((ws, at));
         }
         "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
-        "dedupe_global" => {
-            if flag(o)? {
-                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
-            }
-        }
+        "dedupe_global" => r.dedupe_global = Some((flag(o)?, at)),
         _ => return Ok(false),
     }
     Ok(true)
@@ -1085,6 +1082,11 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         if let Some((true, at)) = &r.dedupe_working_set {
             o.set("dedupe_set", at);
             o.p.dedupe_set = Some(r.dedupe_set_pct.as_ref().map_or(5, |s| s.0).max(1));
+            // Shared by the jobs that set it; fio ignores it outside working_set mode.
+            if let Some((true, at)) = &r.dedupe_global {
+                o.set("dedupe_global", at);
+                o.p.dedupe_global = Some(true);
+            }
         }
     }
     if let Some((v, at)) = &r.seed {
@@ -2098,7 +2100,7 @@ mod tests {
         let base = "[a]\nfilename=/d/f\nsize=1m\nrw=write\n";
         assert_eq!(
             d(&format!("{base}dedupe_percentage=50\n")).unwrap(),
-            Some(crate::block::Dedupe { pct: 50, working_set: None })
+            Some(crate::block::Dedupe { pct: 50, working_set: None, global: false })
         );
         // fio's working set is 5% unless given.
         let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n")).unwrap();
@@ -2106,7 +2108,11 @@ mod tests {
         let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n"))
             .unwrap();
         assert_eq!(ws.unwrap().working_set, Some(50));
-        assert!(d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap_err().contains("dedupe_global=1"));
+        // dedupe_global shares the working set; in repeat mode fio ignores it.
+        let ws = format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n");
+        assert!(d(&format!("{ws}dedupe_global=1\n")).unwrap().unwrap().global);
+        assert!(!d(&format!("{ws}dedupe_global=0\n")).unwrap().unwrap().global);
+        assert!(!d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap().unwrap().global);
         assert!(d(&format!("{base}dedupe_mode=spread\n")).unwrap_err().contains("working_set"));
     }
 
