@@ -378,6 +378,8 @@ fn random_distributions_put_offsets_where_fios_do() {
     // (distribution, first blocks counted, blocks from which none may be read, its zone share)
     for (dist, n, m, want) in [
         ("zoned:50/5:50/95", 204, 4096, Some(0.5)),
+        // rand-zones.fio's: a region left blank takes the rest (80%).
+        ("zoned:50/5:30/15:20/", 204, 4096, Some(0.5)),
         ("zoned_abs:60/2m:40/6m", 512, 2048, Some(0.6)),
         ("pareto:0.9", 0, 4096, None),
         ("normal:10", 0, 4096, None),

@@ -103,7 +103,7 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backward: Option<Bytes>,
-    /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%), zoned_abs:60/20m:40/80m (fio's random_distribution).
+    /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%; a region left blank gets an equal share of the rest), zoned_abs:60/20m:40/80m (fio's random_distribution).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
