@@ -113,6 +113,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
         start_delay: Default::default(),
         exit_all: false,
         exit_run: false,
+        no_create: false,
         latency_target: None,
         cpus: None,
         numa: None,

@@ -629,3 +629,88 @@ fn a_latency_target_nothing_meets_lands_at_depth_1() {
     let err = r["phases"][0]["jobs"][0]["error"].as_str().unwrap_or_default().to_string();
     assert!(err.contains("latency target exceeded at queue depth 1"), "{err} {}", String::from_utf8_lossy(&all.stderr));
 }
+
+/// `allow_file_create=0` (`--no-create`): a missing file is an error naming it and nothing is
+/// made; fio 3.33 refuses alike ("file creation disallowed by allow_file_create=0").
+#[test]
+fn allow_file_create_0_never_creates_a_file() {
+    let d = common::disk_tempdir();
+    let missing = d.path().join("nvme0n1");
+    let out = iolab()
+        .args(["run", "--no-progress", "--no-create", "--size", "1m", "--rw", "read", "--target"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nvme0n1") && err.contains("--no-create"), "{err}");
+    assert!(!missing.exists(), "nothing was created");
+    let job = d.path().join("nocreate.fio");
+    std::fs::write(&job, "[global]\nfilename=${DIR}/nvme0n1\nsize=1m\nrw=read\nallow_file_create=0\n[j]\n").unwrap();
+    let out = iolab().args(["run", "--no-progress"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allow_file_create=0"));
+    assert!(!missing.exists(), "nothing was created");
+    // An existing file runs as ever.
+    std::fs::write(&missing, vec![0u8; 1 << 20]).unwrap();
+    let r = iolab_runs(&job, d.path());
+    assert_eq!(f(&job_named(&r["phases"][0], "j")["total"]["read"]["bytes"]), (1 << 20) as f64);
+    if have("fio") {
+        std::fs::remove_file(&missing).unwrap();
+        let out = Command::new("fio").arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).contains("file creation disallowed by allow_file_create=0"));
+        assert!(!missing.exists(), "fio created nothing either");
+    }
+}
+
+/// fio's `--section`: only the job sections named (and `[global]`) are read, so a section that
+/// takes its values from unset variables troubles nothing when it is not named, as in fio 3.33
+/// (xnvme-compare.fio's `[override]`); without it the unset variable is named.
+#[test]
+fn section_reads_only_the_named_job_sections() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("compare.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nrw=randread\nsize=1m\nbs=4k\nnorandommap=1\nio_size=64k\n\
+         [default]\n[override]\nrw=${FIO_RW_UNSET}\nbs=${FIO_BS_UNSET}\n",
+    )
+    .unwrap();
+    let without = iolab().args(["convert"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("FIO_RW_UNSET"));
+    let conv = iolab().args(["convert", "--section", "default"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
+    let toml = String::from_utf8_lossy(&conv.stdout);
+    assert!(toml.contains("name = \"default\"") && !toml.contains("override"), "{toml}");
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite", "--section", "default"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = r["phases"][0]["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(f(&jobs[0]["total"]["read"]["bytes"]), 65536.0);
+    let bad = iolab().args(["convert", "--section", "nosuch"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("its sections are default, override"));
+    // `iolab fio` takes it as fio does.
+    let out = iolab()
+        .args(["fio", "--section=default", "--output-format=json"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fio_json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fio_json["jobs"].as_array().unwrap().len(), 1);
+    if have("fio") {
+        let ok = Command::new("fio").args(["--section=default"]).arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(ok.status.success(), "fio: {}", String::from_utf8_lossy(&ok.stderr));
+        let all = Command::new("fio").arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(!all.status.success(), "fio 3.33 fails the unset variables when [override] is read");
+    }
+}

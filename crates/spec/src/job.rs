@@ -431,6 +431,10 @@ pub struct Job {
     /// (fio's exit_what=all). Absent (off) in plans stored before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exit_run: bool,
+    /// Create no file: a missing target is an error (fio's allow_file_create=0). Absent (off)
+    /// in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_create: bool,
     /// Search for the highest queue depth meeting a latency target (fio's latency_target);
     /// `None`: the job runs at its iodepth. Absent in plans stored before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

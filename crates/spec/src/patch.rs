@@ -179,6 +179,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_run: Option<bool>,
+    /// Never create a file: a target (or a thread's file in a target directory) that does not exist is an error naming it, so a mistyped device name cannot become a new file (fio's allow_file_create=0).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_create: Option<bool>,
     /// Search for the highest queue depth, 1 to --iodepth, at which --latency-percentile of the I/Os completed in each --latency-window take at most this long (10ms, 500us), and report it; the job ends once the depth is found and held one more window, unless --latency-run (fio's latency_target).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_duration, value_name = "TIME"))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
@@ -567,6 +571,7 @@ const COMMON: &[&str] = &[
     "start_delay",
     "exit_all",
     "exit_run",
+    "no_create",
     "latency_target",
     "latency_window",
     "latency_percentile",
@@ -826,6 +831,7 @@ impl JobPatch {
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
             exit_run: self.exit_run.unwrap_or(false),
+            no_create: self.no_create.unwrap_or(false),
             latency_target: self.latency_target(&name)?,
             cpus: self.cpus.clone(),
             numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())

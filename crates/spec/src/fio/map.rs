@@ -128,6 +128,8 @@ struct Raw {
     exitall: Option<Loc>,
     /// exit_what=all (with exitall anywhere: the run ends with this job).
     exit_what_all: Option<Loc>,
+    /// allow_file_create=0: no file is created.
+    no_create: Option<Loc>,
     /// latency_target's search (crate::latency_target): target, window, percentile, run.
     lat_target: Option<(Duration, Loc)>,
     lat_window: Option<(Duration, Loc)>,
@@ -699,6 +701,7 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         },
         // group and stonewall: the phase's jobs (the same in iolab, where one phase runs at a
         // time); all: the run's, later phases included.
+        "allow_file_create" => r.no_create = if flag(o)? { None } else { Some(at) },
         "exit_what" => match need(o)? {
             "group" | "stonewall" => r.exit_what_all = None,
             "all" => r.exit_what_all = Some(at),
@@ -1122,6 +1125,10 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);
+    }
+    if let Some(at) = &r.no_create {
+        o.set("no_create", at);
+        o.p.no_create = Some(true);
     }
     // Kept only where exitall is set somewhere (fio ignores exit_what without it): exit_all().
     if let Some(at) = &r.exit_what_all {
@@ -2072,6 +2079,15 @@ mod tests {
         assert_eq!(j.seed, 7);
         let a = job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\n").unwrap().seed;
         assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
+    }
+
+    /// allow_file_create=0: the job creates no file (`--no-create`); 1 (fio's default): as ever.
+    #[test]
+    fn allow_file_create_0_is_no_create() {
+        let base = "[a]\nfilename=/d/f\nsize=1m\n";
+        assert!(job_of(&format!("{base}allow_file_create=0\n")).unwrap().no_create);
+        assert!(!job_of(&format!("{base}allow_file_create=1\n")).unwrap().no_create);
+        assert!(!job_of(base).unwrap().no_create);
     }
 
     /// latency_target and its settings map onto the job's search, times in microseconds without

@@ -51,6 +51,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         start_delay: Default::default(),
         exit_all: false,
         exit_run: false,
+        no_create: false,
         latency_target: None,
         cpus: None,
         numa: None,
