@@ -825,6 +825,44 @@ mod tests {
         assert_eq!(e.log.len(), 6, "nothing issued after the failure");
     }
 
+    /// A latency target's search holds the I/Os in flight below the engine's depth: on the fake
+    /// clock (1 us a stamp) an I/O issued with d others before it in the batch waits about d us,
+    /// so a 6 us target for every I/O settles on a depth well below 16, and the job ends once
+    /// the depth is found, long before its runtime.
+    #[test]
+    fn a_latency_target_limits_what_is_in_flight_below_the_engines_depth() {
+        let j = job(Rw::RandRead, |p| p.runtime = Some(Duration::from_secs(1)));
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut e = LogEngine::new(16);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, &[]);
+        let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
+        let w = window(&clk, j.runtime);
+        let cfg = iolab_spec::LatencyTarget {
+            target: Duration::from_micros(6),
+            window: Duration::from_micros(200),
+            percentile: 100.0,
+            run: false,
+        };
+        let mut s = DepthSearch::new(cfg, 16, w.start, w.t0);
+        let end = run_leased(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            w,
+            &stop,
+            (None, Some(&mut s)),
+            &barrier,
+            &mut |_, _| {},
+        );
+        assert!(end.error.is_none(), "{:?}", end.error);
+        assert!(s.found(), "the search settled");
+        let most = e.log.iter().map(|(_, before)| before + 1).max().unwrap_or(0);
+        assert!(most < 16 && most >= s.depth() as usize, "at most {most} in flight, depth found {}", s.depth());
+        assert!((2..=8).contains(&s.depth()), "depth {}", s.depth());
+        assert!(end.end - w.start < Duration::from_millis(100), "ended at {:?}", end.end - w.start);
+    }
+
     #[test]
     fn the_stop_flag_ends_at_once_without_the_final_flush() {
         let j = job(Rw::Write, |p| {
