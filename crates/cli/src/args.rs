@@ -122,6 +122,7 @@ Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREA
 fio job files (recognised by their [sections], or --format fio):
       iolab run jobs/randread.fio
       iolab run legacy.fio --fio-lenient --size 1G       # skip what iolab does not map; flags win
+      iolab run compare.fio --section default            # only [default] (and [global]), as fio's --section
       iolab run randread.fio --output fio-json+ > out.json && fio_jsonplus_clat2csv out.json lat.csv
       iolab run randread.fio --write-bw-log rr --write-lat-log rr   # rr_bw.1.log, rr_lat.1.log
       iolab run randread.fio --write-lat-log rr --log-avg-msec 0 --log-offset --log-prio   # a line per I/O
@@ -203,6 +204,9 @@ pub struct ConvertArgs {
     /// Leave out the options iolab does not map (listed as comments) instead of refusing the file.
     #[arg(long)]
     pub fio_lenient: bool,
+    /// Only this job section (and [global]); repeat for several (fio's --section).
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
 }
 
 /// How a job file is read.
@@ -639,6 +643,9 @@ pub struct RunArgs {
     /// instead of refusing the file.
     #[arg(long)]
     pub fio_lenient: bool,
+    /// fio job files: only this job section (and [global]); repeat for several (fio's --section).
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
     /// Remove the files this run created (only those) when it ends.
     #[arg(long)]
     pub cleanup: bool,

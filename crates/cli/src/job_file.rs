@@ -17,10 +17,11 @@ fn is_fio(path: &Path, text: &str, format: JobFormat) -> bool {
     }
 }
 
-/// Read a fio job file, saying on stderr how its options were taken (the notes unless
-/// `quiet`; what --fio-lenient left out always).
-pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
-    let f = fio::parse(path, &fio::System, lenient)?;
+/// Read a fio job file (only the job sections in `only`, when it names any: fio's
+/// `--section`), saying on stderr how its options were taken (the notes unless `quiet`; what
+/// --fio-lenient left out always).
+pub fn read_fio(path: &Path, lenient: bool, only: &[String], quiet: bool) -> Result<FioFile> {
+    let f = fio::parse_sections(path, &fio::System, lenient, only)?;
     if !quiet {
         for n in &f.notes {
             errln!("iolab: note: {n}");
@@ -37,14 +38,17 @@ pub fn read_fio(path: &Path, lenient: bool, quiet: bool) -> Result<FioFile> {
 pub fn plan(
     path: &Path,
     format: JobFormat,
-    lenient: bool,
+    (lenient, only): (bool, &[String]),
     overrides: &JobPatch,
     quiet: bool,
 ) -> Result<(Plan, Option<fio::FioLogs>)> {
     let text = iolab_spec::input::read_text(path, "job file", iolab_spec::input::JOB_FILE_MAX)?;
     if is_fio(path, &text, format) {
-        let f = read_fio(path, lenient, quiet)?;
+        let f = read_fio(path, lenient, only, quiet)?;
         return Ok((f.plan(overrides)?, f.logs));
+    }
+    if !only.is_empty() {
+        anyhow::bail!("--section picks job sections of a fio job file; {} reads as iolab's TOML", path.display());
     }
     if lenient {
         anyhow::bail!(

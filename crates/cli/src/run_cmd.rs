@@ -30,8 +30,13 @@ pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
     let overrides = args.job.clone();
     let plan = match &args.job_file {
         Some(path) => {
-            let (plan, logs) =
-                crate::job_file::plan(path, args.format, args.fio_lenient, &overrides, args.out.machine())?;
+            let (plan, logs) = crate::job_file::plan(
+                path,
+                args.format,
+                (args.fio_lenient, &args.section),
+                &overrides,
+                args.out.machine(),
+            )?;
             if let (Some(l), false) = (logs, args.logs.wanted()) {
                 args.logs = LogArgs {
                     write_bw_log: l.bw,
@@ -46,6 +51,7 @@ pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
             plan
         }
         None if args.fio_lenient => anyhow::bail!("--fio-lenient goes with a fio job file"),
+        None if !args.section.is_empty() => anyhow::bail!("--section picks job sections of a fio job file; give one"),
         None => {
             let job = overrides.resolve("job1")?;
             Plan { phases: vec![Phase { name: job.workload.label(), jobs: vec![job] }] }
@@ -177,7 +183,7 @@ pub fn cleanup(plan: &Plan, quiet: bool) {
 
 /// `iolab convert JOB.fio`: the iolab TOML job file that says what the fio file says.
 pub fn convert(a: ConvertArgs) -> Result<ExitCode> {
-    let f = crate::job_file::read_fio(&a.job_file, a.fio_lenient, false)?;
+    let f = crate::job_file::read_fio(&a.job_file, a.fio_lenient, &a.section, false)?;
     // The file must make a plan as it stands (every rule checked), not only parse.
     f.plan(&Default::default()).with_context(|| format!("{}", a.job_file.display()))?;
     out!("{}", f.to_toml())?;

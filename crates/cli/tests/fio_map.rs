@@ -239,6 +239,48 @@ fn exitall_ends_the_phase_when_its_first_job_ends() {
     }
 }
 
+/// `exit_what=all` (with `exitall`): the short job's end ends the long one beside it and the
+/// run: the later phase never starts, its file is never made, and the output says so; fio 3.33
+/// runs the later job for none of its I/O alike.
+#[test]
+fn exit_what_all_ends_the_run_and_a_later_phase_never_runs() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("exitwhat.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=1m\nbs=4k\nioengine=psync\nrw=read\nexitall\n\
+         [short]\nio_size=64k\nrate_iops=100\nexit_what=all\n\
+         [long]\nruntime=20\ntime_based\n\
+         [never]\nstonewall\nfilename=${DIR}/never\nrw=write\nio_size=64k\n",
+    )
+    .unwrap();
+    let begin = std::time::Instant::now();
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "iolab: {}", String::from_utf8_lossy(&out.stderr));
+    let took = begin.elapsed().as_secs_f64();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let phases = r["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "the later phase never ran");
+    assert_eq!(r["status"], "complete");
+    assert!(took < 15.0, "the 20 s job ended with the short one: run {took} s");
+    let notes = phases[0]["notes"].to_string();
+    assert!(notes.contains("job `short` ended the run") && notes.contains("never started"), "{notes}");
+    assert!(!d.path().join("never").exists(), "the later phase's file was never made");
+    let text = iolab().args(["run", "--no-progress", "--overwrite"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("never started"));
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        let ms = f(&fio_job(&fio, "long")["job_runtime"]);
+        assert!(ms < 3000.0, "fio's long job ran {ms} ms");
+        assert_eq!(f(&fio_job(&fio, "never")["write"]["io_bytes"]), 0.0, "fio's later job did no I/O");
+    }
+}
+
 /// `cpus_allowed`: the job's threads run pinned to the set (read from /proc while it runs).
 #[test]
 fn cpus_allowed_pins_the_jobs_threads() {
@@ -336,6 +378,8 @@ fn random_distributions_put_offsets_where_fios_do() {
     // (distribution, first blocks counted, blocks from which none may be read, its zone share)
     for (dist, n, m, want) in [
         ("zoned:50/5:50/95", 204, 4096, Some(0.5)),
+        // rand-zones.fio's: a region left blank takes the rest (80%).
+        ("zoned:50/5:30/15:20/", 204, 4096, Some(0.5)),
         ("zoned_abs:60/2m:40/6m", 512, 2048, Some(0.6)),
         ("pareto:0.9", 0, 4096, None),
         ("normal:10", 0, 4096, None),
@@ -521,4 +565,152 @@ fn fadvise_hint_advises_the_kernel_as_fio_does() {
             .current_dir(d.path()),
     );
     assert_eq!(theirs, ours, "fio 3.33's advice");
+}
+
+/// `latency_target`: the search doubles the depth while every window meets the target and ends
+/// once the depth is found and held a window more, long before the runtime; fio on the same
+/// job finds the same depth.
+#[test]
+fn latency_target_search_ends_and_reports_the_depth_found() {
+    let d = common::disk_tempdir();
+    if !common::direct_ok(d.path()) {
+        return skip("no filesystem here takes O_DIRECT");
+    }
+    std::fs::write(d.path().join("f"), vec![7u8; 32 << 20]).unwrap();
+    let job = d.path().join("lat.fio");
+    // A target every I/O meets: the search climbs 1, 2, 4, 8, 16 and holds 16.
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nsize=32m\nbs=4k\nrw=randread\nioengine=libaio\ndirect=1\niodepth=16\n\
+         runtime=30\ntime_based\nlatency_target=1s\nlatency_window=200ms\nlatency_percentile=99\n[lat]\n",
+    )
+    .unwrap();
+    let r = iolab_runs(&job, d.path());
+    let j = job_named(&r["phases"][0], "lat");
+    let t = &j["latency_target"];
+    assert_eq!(t["depth"], 16, "{t}");
+    assert_eq!(t["found"], true, "{t}");
+    assert_eq!((f(&t["target_ns"]), f(&t["window_ns"]), f(&t["percentile"])), (1e9, 2e8, 99.0));
+    // Five windows to climb, one to confirm: the job ended on its own, not at its runtime.
+    let e = f(&j["elapsed_s"]);
+    assert!((1.0..10.0).contains(&e), "the search took {e} s");
+    if let Some(fio) = fio_runs(&job, d.path()) {
+        assert_eq!(f(&fio_job(&fio, "lat")["latency_depth"]), 16.0);
+    }
+}
+
+/// A target no I/O meets: the depth stays at 1 for the whole runtime and the terminal says so;
+/// at a percentile of 100 the first I/O over it ends the job with fio's error.
+#[test]
+fn a_latency_target_nothing_meets_lands_at_depth_1() {
+    let d = common::disk_tempdir();
+    let file = d.path().join("f");
+    std::fs::write(&file, vec![7u8; 8 << 20]).unwrap();
+    let base = |pct: &str| {
+        let mut c = iolab();
+        c.args(["run", "--overwrite", "--no-progress", "--size", "8m", "--rw", "randread", "--engine", "libaio"])
+            .args(["--iodepth", "8", "--runtime", "2s", "--latency-target", "1ns", "--latency-window", "100ms"])
+            .args(["--latency-percentile", pct, "--target"])
+            .arg(&file);
+        c
+    };
+    let out = base("99").args(["--output", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = &r["phases"][0]["jobs"][0];
+    assert_eq!(j["latency_target"]["depth"], 1, "{}", j["latency_target"]);
+    assert_eq!(j["latency_target"]["found"], false);
+    assert!(f(&j["elapsed_s"]) >= 1.9, "it ran its runtime at depth 1");
+    let text = base("99").output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("not met even at queue depth 1"), "{text}");
+    let all = base("100").args(["--output", "json"]).output().unwrap();
+    let r: Value = serde_json::from_slice(&all.stdout).unwrap_or_default();
+    let err = r["phases"][0]["jobs"][0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(err.contains("latency target exceeded at queue depth 1"), "{err} {}", String::from_utf8_lossy(&all.stderr));
+}
+
+/// `allow_file_create=0` (`--no-create`): a missing file is an error naming it and nothing is
+/// made; fio 3.33 refuses alike ("file creation disallowed by allow_file_create=0").
+#[test]
+fn allow_file_create_0_never_creates_a_file() {
+    let d = common::disk_tempdir();
+    let missing = d.path().join("nvme0n1");
+    let out = iolab()
+        .args(["run", "--no-progress", "--no-create", "--size", "1m", "--rw", "read", "--target"])
+        .arg(&missing)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nvme0n1") && err.contains("--no-create"), "{err}");
+    assert!(!missing.exists(), "nothing was created");
+    let job = d.path().join("nocreate.fio");
+    std::fs::write(&job, "[global]\nfilename=${DIR}/nvme0n1\nsize=1m\nrw=read\nallow_file_create=0\n[j]\n").unwrap();
+    let out = iolab().args(["run", "--no-progress"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allow_file_create=0"));
+    assert!(!missing.exists(), "nothing was created");
+    // An existing file runs as ever.
+    std::fs::write(&missing, vec![0u8; 1 << 20]).unwrap();
+    let r = iolab_runs(&job, d.path());
+    assert_eq!(f(&job_named(&r["phases"][0], "j")["total"]["read"]["bytes"]), (1 << 20) as f64);
+    if have("fio") {
+        std::fs::remove_file(&missing).unwrap();
+        let out = Command::new("fio").arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(String::from_utf8_lossy(&out.stderr).contains("file creation disallowed by allow_file_create=0"));
+        assert!(!missing.exists(), "fio created nothing either");
+    }
+}
+
+/// fio's `--section`: only the job sections named (and `[global]`) are read, so a section that
+/// takes its values from unset variables troubles nothing when it is not named, as in fio 3.33
+/// (xnvme-compare.fio's `[override]`); without it the unset variable is named.
+#[test]
+fn section_reads_only_the_named_job_sections() {
+    let d = common::disk_tempdir();
+    std::fs::write(d.path().join("f"), vec![1u8; 1 << 20]).unwrap();
+    let job = d.path().join("compare.fio");
+    std::fs::write(
+        &job,
+        "[global]\nfilename=${DIR}/f\nrw=randread\nsize=1m\nbs=4k\nnorandommap=1\nio_size=64k\n\
+         [default]\n[override]\nrw=${FIO_RW_UNSET}\nbs=${FIO_BS_UNSET}\n",
+    )
+    .unwrap();
+    let without = iolab().args(["convert"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(!without.status.success());
+    assert!(String::from_utf8_lossy(&without.stderr).contains("FIO_RW_UNSET"));
+    let conv = iolab().args(["convert", "--section", "default"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(conv.status.success(), "{}", String::from_utf8_lossy(&conv.stderr));
+    let toml = String::from_utf8_lossy(&conv.stdout);
+    assert!(toml.contains("name = \"default\"") && !toml.contains("override"), "{toml}");
+    let out = iolab()
+        .args(["run", "--output", "json", "--no-progress", "--overwrite", "--section", "default"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = r["phases"][0]["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(f(&jobs[0]["total"]["read"]["bytes"]), 65536.0);
+    let bad = iolab().args(["convert", "--section", "nosuch"]).arg(&job).env("DIR", d.path()).output().unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("its sections are default, override"));
+    // `iolab fio` takes it as fio does.
+    let out = iolab()
+        .args(["fio", "--section=default", "--output-format=json"])
+        .arg(&job)
+        .env("DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fio_json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fio_json["jobs"].as_array().unwrap().len(), 1);
+    if have("fio") {
+        let ok = Command::new("fio").args(["--section=default"]).arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(ok.status.success(), "fio: {}", String::from_utf8_lossy(&ok.stderr));
+        let all = Command::new("fio").arg(&job).env("DIR", d.path()).output().unwrap();
+        assert!(!all.status.success(), "fio 3.33 fails the unset variables when [override] is read");
+    }
 }

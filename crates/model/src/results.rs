@@ -336,6 +336,23 @@ pub struct JobResult {
     /// read: [`HoleReads`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holes: Option<HoleReads>,
+    /// Where the job's latency target's search got to (`--latency-target`; absent without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<LatencyDepth>,
+}
+
+/// A latency target's search ([`iolab_spec::LatencyTarget`]): the queue depth it reached, the
+/// lowest of the job's threads (fio's latency_depth), and what it held the I/Os to.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyDepth {
+    /// The highest depth found to meet the target (with `found` false: where the search stood
+    /// when the job ended).
+    pub depth: u32,
+    /// Every thread's search settled on its depth (or, with `latency_run`, kept adjusting).
+    pub found: bool,
+    pub target_ns: u64,
+    pub window_ns: u64,
+    pub percentile: f64,
 }
 
 /// Reads that fell where a file holds no data: a hole, or an extent allocated but never

@@ -114,10 +114,21 @@ fn job_value(
     v.insert("latency_ns".into(), ns);
     v.insert("latency_us".into(), us);
     v.insert("latency_ms".into(), ms);
-    v.insert("latency_depth".into(), json!(depth));
-    v.insert("latency_target".into(), json!(0));
-    v.insert("latency_percentile".into(), json!(100.0));
-    v.insert("latency_window".into(), json!(0));
+    // A latency target's search: the depth it reached, the target in ns, the window in us.
+    match &j.latency_target {
+        Some(t) => {
+            v.insert("latency_depth".into(), json!(t.depth));
+            v.insert("latency_target".into(), json!(t.target_ns));
+            v.insert("latency_percentile".into(), json!(t.percentile));
+            v.insert("latency_window".into(), json!(t.window_ns / 1000));
+        }
+        None => {
+            v.insert("latency_depth".into(), json!(depth));
+            v.insert("latency_target".into(), json!(0));
+            v.insert("latency_percentile".into(), json!(100.0));
+            v.insert("latency_window".into(), json!(0));
+        }
+    }
     Value::Object(v)
 }
 

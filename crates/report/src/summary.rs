@@ -171,6 +171,11 @@ pub fn phase(p: &PhaseResult) -> String {
     if let Some(h) = crate::system::holes_line(p) {
         let _ = writeln!(s, "  {h}");
     }
+    for j in p.jobs.iter() {
+        if let Some(l) = latency_target_line(j) {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
     if let Some(v) = &p.verify {
         s.push_str(&crate::verify::terminal(v));
     }
@@ -178,6 +183,33 @@ pub fn phase(p: &PhaseResult) -> String {
         let _ = writeln!(s, "  job {} stopped: {}", j.name, j.error.as_deref().unwrap_or(""));
     }
     s
+}
+
+/// `job lat: latency target 10.0 ms for 99.9% of I/Os per 5.00 s window: target depth found: 12`
+/// (fio's latency_target search, `--latency-target`), or where the search stood when the job
+/// ended.
+pub fn latency_target_line(j: &iolab_model::JobResult) -> Option<String> {
+    let t = j.latency_target?;
+    let time = |ns: u64| match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{} us", num(ns as f64 / 1e3)),
+        1_000_000..=999_999_999 => format!("{} ms", num(ns as f64 / 1e6)),
+        _ => format!("{} s", num(ns as f64 / 1e9)),
+    };
+    let head = format!(
+        "job {}: latency target {} for {}% of I/Os per {} window",
+        j.name,
+        time(t.target_ns),
+        num(t.percentile),
+        time(t.window_ns)
+    );
+    Some(if t.found {
+        format!("{head}: target depth found: {}", t.depth)
+    } else if t.depth == 1 {
+        format!("{head}: not met even at queue depth 1")
+    } else {
+        format!("{head}: no depth settled before the job ended (it stood at {})", t.depth)
+    })
 }
 
 /// iolab must write at least this fast (MB/s) for [`cached_writes`] to speak: below it a

@@ -152,6 +152,10 @@ pub struct Dedupe {
     /// The working set, as a percentage of the job's size (`None`: repeat the last unique).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub working_set: Option<u8>,
+    /// The working set is shared: drawn from one sequence every job that sets this draws from
+    /// (its seed's), not from the thread's own first unique blocks (fio's dedupe_global).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub global: bool,
 }
 
 /// fio's strided zones (zonemode=strided; io_u.c, setup_strided_zone_mode): `size` bytes of
@@ -278,12 +282,26 @@ impl BlockJob {
             cmdprio: p.cmdprio.clone().map(Box::new),
             fadvise: p.fadvise.unwrap_or_default(),
             dedupe: match (p.dedupe, p.dedupe_set) {
-                (Some(pct), set) => Some(Dedupe { pct, working_set: set }),
+                (Some(_), None) if p.dedupe_global == Some(true) => {
+                    return Err(SpecError::field(
+                        name,
+                        "dedupe_global",
+                        "--dedupe-global shares --dedupe-set's working set; give --dedupe-set PCT too",
+                    ))
+                }
+                (Some(pct), set) => Some(Dedupe { pct, working_set: set, global: p.dedupe_global.unwrap_or(false) }),
                 (None, Some(_)) => {
                     return Err(SpecError::field(
                         name,
                         "dedupe_set",
                         "--dedupe-set is where --dedupe's repeats come from; give --dedupe PCT too",
+                    ))
+                }
+                (None, _) if p.dedupe_global.is_some() => {
+                    return Err(SpecError::field(
+                        name,
+                        "dedupe_global",
+                        "--dedupe-global shares --dedupe-set's working set; give --dedupe PCT and --dedupe-set PCT too",
                     ))
                 }
                 (None, None) => None,
@@ -519,4 +537,21 @@ fn think_of(p: &JobPatch, name: &str) -> Result<Option<crate::think::Think>, Spe
         on_issue: p.think_on_issue.unwrap_or(false),
         iotime: p.think_iotime,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::JobPatch;
+
+    #[test]
+    fn a_shared_working_set_needs_a_working_set() {
+        let p = JobPatch { target: Some("/d/f".into()), dedupe_global: Some(true), ..Default::default() };
+        let e = p.resolve("j").unwrap_err().to_string();
+        assert!(e.contains("dedupe_global") && e.contains("--dedupe PCT"), "{e}");
+        let p = JobPatch { dedupe: Some(50), ..p };
+        let e = p.resolve("j").unwrap_err().to_string();
+        assert!(e.contains("--dedupe-set PCT"), "{e}");
+        let j = JobPatch { dedupe_set: Some(10), ..p }.resolve("j").unwrap();
+        assert!(j.workload.block().unwrap().dedupe.unwrap().global);
+    }
 }

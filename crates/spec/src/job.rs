@@ -252,9 +252,16 @@ impl Dist {
         let form = if absolute { "zoned_abs:60/20m:40/80m" } else { "zoned:50/5:30/15:20/80" };
         let mut zones = Vec::new();
         let (mut access, mut region) = (0u32, 0u64);
+        // fio's zoned: a region left blank, 0 or without its `/` gets an equal share of what
+        // the others leave (options.c's zone_split_ddir); the zone's index here.
+        let mut blank = Vec::new();
         for pair in pairs.split(':') {
-            let (a, r) =
-                pair.split_once('/').ok_or_else(|| format!("`{text}`: each zone is ACCESS%/SIZE, as in {form}"))?;
+            let split = match pair.split_once('/') {
+                // A zone of its access share alone (`20`): its region left blank.
+                None if !absolute && pair.trim().parse::<u8>().is_ok() => Some((pair, "")),
+                other => other,
+            };
+            let (a, r) = split.ok_or_else(|| format!("`{text}`: each zone is ACCESS%/SIZE, as in {form}"))?;
             let a: u8 = a
                 .trim()
                 .parse()
@@ -266,13 +273,30 @@ impl Dist {
                 let r = size(r.trim()).map_err(|e| format!("`{text}`: {e}"))?;
                 region = region.saturating_add(r);
                 zones.push((a, r));
+            } else if r.trim().is_empty() || r.trim() == "0" {
+                blank.push(zones.len());
+                zones.push((a, 0));
             } else {
                 let r: u8 =
                     r.trim().parse().ok().filter(|r| *r <= 100).ok_or_else(|| {
-                        format!("`{text}`: `{r}` is not a region percentage (0 to 100), as in {form}")
+                        format!("`{text}`: `{r}` is not a region percentage (0 to 100, or blank for a share of the rest), as in {form}")
                     })?;
                 region += r as u64;
                 zones.push((a, r as u64));
+            }
+        }
+        if !blank.is_empty() && region <= 100 {
+            // fio's integer division; a lone zone left blank gets nothing in fio (an empty
+            // zone, where it issues almost nothing): refused, as is any blank left nothing.
+            let share = if zones.len() == 1 { 0 } else { (100 - region) / blank.len() as u64 };
+            if share == 0 {
+                return Err(format!(
+                    "`{text}`: a region left blank gets an equal share of what the others leave, here 0%; give each zone its size, as in {form}"
+                ));
+            }
+            for &i in &blank {
+                zones[i].1 = share;
+                region += share;
             }
         }
         if zones.len() > MAX_ZONES {
@@ -403,6 +427,18 @@ pub struct Job {
     /// plans stored before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exit_all: bool,
+    /// When this job ends, the run ends: the phase's other jobs, and later phases never start
+    /// (fio's exit_what=all). Absent (off) in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exit_run: bool,
+    /// Create no file: a missing target is an error (fio's allow_file_create=0). Absent (off)
+    /// in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_create: bool,
+    /// Search for the highest queue depth meeting a latency target (fio's latency_target);
+    /// `None`: the job runs at its iodepth. Absent in plans stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<crate::LatencyTarget>,
     /// The CPUs the job's threads may run on (fio's cpus_allowed); `None`: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::cpus::Cpus>,

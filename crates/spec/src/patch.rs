@@ -103,7 +103,7 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backward: Option<Bytes>,
-    /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%), zoned_abs:60/20m:40/80m (fio's random_distribution).
+    /// Random offsets: uniform, zipf:1.2, pareto:0.9, normal:10, zoned:50/5:50/95 (ACCESS%/REGION%; a region left blank gets an equal share of the rest), zoned_abs:60/20m:40/80m (fio's random_distribution).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Dist>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<Dist>,
@@ -187,6 +187,30 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_all: Option<bool>,
+    /// When this job ends (its first thread), end the run: the phase's other jobs and every later phase, which never starts (fio's exitall with exit_what=all).
+    #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_run: Option<bool>,
+    /// Never create a file: a target (or a thread's file in a target directory) that does not exist is an error naming it, so a mistyped device name cannot become a new file (fio's allow_file_create=0).
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_create: Option<bool>,
+    /// Search for the highest queue depth, 1 to --iodepth, at which --latency-percentile of the I/Os completed in each --latency-window take at most this long (10ms, 500us), and report it; the job ends once the depth is found and held one more window, unless --latency-run (fio's latency_target).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<Duration>,
+    /// How long each depth of the --latency-target search runs before it is judged (5s; default 0, fio's: judged at each completion).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_duration, value_name = "TIME"))]
+    #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
+    pub latency_window: Option<Duration>,
+    /// The percentage of a window's I/Os that must meet --latency-target (99.9; default 100: every one, and one I/O over it lowers the depth at once).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_name = "PERCENT"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_percentile: Option<f64>,
+    /// Keep adjusting the depth to --latency-target for the whole run instead of ending once it is found (fio's latency_run).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_run: Option<bool>,
     /// Run the job's threads only on these CPUs, as 0-3,6 (fio's cpus_allowed, cpumask).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_parser = parse_word::<crate::cpus::Cpus>, value_name = "LIST"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -305,6 +329,10 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, value_name = "PCT", value_parser = clap::value_parser!(u8).range(1..=100)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dedupe_set: Option<u8>,
+    /// With --dedupe-set: one working set shared by every job that sets this, so their files hold each other's blocks (fio's dedupe_global).
+    #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dedupe_global: Option<bool>,
     /// Write new data into the buffer before every write, as an application producing its data
     /// would (fio's refill_buffers). Off by default: the same data is written again, only its
     /// first 8 bytes (the offset) change, so the run measures the storage and not iolab's CPU.
@@ -554,6 +582,12 @@ const COMMON: &[&str] = &[
     "ramp",
     "start_delay",
     "exit_all",
+    "exit_run",
+    "no_create",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
     "cpus",
     "numa_nodes",
     "mem_policy",
@@ -620,6 +654,7 @@ const BLOCK: &[&str] = &[
     "compressibility",
     "dedupe",
     "dedupe_set",
+    "dedupe_global",
     "refill_buffers",
     "invalidate",
     "fadvise",
@@ -705,6 +740,34 @@ impl JobPatch {
         }
     }
 
+    /// The queue-depth search asked for (`--latency-target` and its settings), checked.
+    fn latency_target(&self, name: &str) -> Result<Option<crate::LatencyTarget>, SpecError> {
+        let Some(target) = self.latency_target else {
+            let set = [
+                ("latency_window", self.latency_window.is_some()),
+                ("latency_percentile", self.latency_percentile.is_some()),
+                ("latency_run", self.latency_run.is_some()),
+            ];
+            if let Some((field, _)) = set.iter().find(|s| s.1) {
+                return Err(SpecError::field(
+                    name,
+                    field,
+                    format!(
+                        "--{} is a setting of --latency-target's search; give --latency-target too",
+                        field.replace('_', "-")
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        let mut t = crate::LatencyTarget::new(target);
+        t.window = self.latency_window.unwrap_or(t.window);
+        t.percentile = self.latency_percentile.unwrap_or(t.percentile);
+        t.run = self.latency_run.unwrap_or(false);
+        t.check().map_err(|(field, message)| SpecError::field(name, field, message))?;
+        Ok(Some(t))
+    }
+
     /// This patch with personality `P`'s options changed by `f` (how code and tests set them).
     pub fn with<P: Registered>(mut self, f: impl FnOnce(&mut P::Options)) -> JobPatch {
         f(P::options_mut(&mut self.apps));
@@ -782,6 +845,9 @@ impl JobPatch {
             ramp_auto: self.ramp == Some(crate::steady::Ramp::Auto),
             start_delay: self.start_delay.unwrap_or_default(),
             exit_all: self.exit_all.unwrap_or(false),
+            exit_run: self.exit_run.unwrap_or(false),
+            no_create: self.no_create.unwrap_or(false),
+            latency_target: self.latency_target(&name)?,
             cpus: self.cpus.clone(),
             numa: (self.numa_nodes.is_some() || self.mem_policy.is_some())
                 .then(|| crate::numa::Numa { nodes: self.numa_nodes.clone(), mem: self.mem_policy.clone() }),

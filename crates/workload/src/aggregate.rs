@@ -38,6 +38,8 @@ pub(crate) enum Msg {
         holes: Option<(u64, u64)>,
         /// Its time on a CPU and waiting for one over its run, ns ([`crate::cpu::thread_sched`]).
         sched: (u64, u64),
+        /// Where its latency target's search got to: the depth, and whether it was found.
+        depth: Option<(u32, bool)>,
     },
 }
 
@@ -71,6 +73,9 @@ pub(crate) struct Aggregator {
     job_figures: Vec<Vec<Figures>>,
     /// Each job's reads of kept holes, from its threads.
     job_holes: Vec<Option<HoleReads>>,
+    /// Each job's latency target's search, its threads' depths combined (the lowest; found
+    /// when every thread's was).
+    job_depth: Vec<Option<(u32, bool)>>,
     /// The workers' time on a CPU and waiting for one, ns, over those done.
     sched: (u64, u64),
     workers: Vec<WorkerTally>,
@@ -128,6 +133,7 @@ impl Aggregator {
             job_err: vec![None; threads.len()],
             job_figures: vec![Vec::new(); threads.len()],
             job_holes: vec![None; threads.len()],
+            job_depth: vec![None; threads.len()],
             sched: (0, 0),
             workers,
             worker_sec: vec![i64::MIN; n],
@@ -276,7 +282,11 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched, depth } => {
+                if let Some((d, found)) = depth {
+                    let j = self.job_depth[job].get_or_insert((d, found));
+                    *j = (j.0.min(d), j.1 && found);
+                }
                 self.merge(job, worker, sec, &acc);
                 self.sched.0 += sched.0;
                 self.sched.1 += sched.1;
@@ -451,6 +461,15 @@ impl Aggregator {
                     h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
                     h
                 }),
+                latency_target: self.job_depth[i].zip(job.latency_target).map(|((depth, found), t)| {
+                    iolab_model::results::LatencyDepth {
+                        depth,
+                        found: found || t.run,
+                        target_ns: t.target.as_nanos() as u64,
+                        window_ns: t.window.as_nanos() as u64,
+                        percentile: t.percentile,
+                    }
+                }),
             });
         }
         let mut r = PhaseResult {
@@ -557,6 +576,7 @@ mod tests {
             figures: Vec::new(),
             holes: None,
             sched: (0, 0),
+            depth: None,
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
@@ -574,6 +594,7 @@ mod tests {
             figures: Vec::new(),
             holes: None,
             sched: (0, 0),
+            depth: None,
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;

@@ -275,6 +275,16 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
                 run.finish(job);
             }
         }
+        // A job that ends the run (`--exit-run`, fio's exit_what=all): this phase is its last.
+        let ends_run = phase.jobs.iter().find(|j| j.exit_run).map(|j| j.name.clone());
+        let skipped: Vec<String> = plan.phases[i + 1..].iter().map(|p| format!("`{}`", p.name)).collect();
+        if let (Some(job), false) = (&ends_run, skipped.is_empty()) {
+            pr.notes.push(format!(
+                "job `{job}` ended the run as it ended (--exit-run, fio's exit_what=all): phase{} {} never started",
+                if skipped.len() == 1 { "" } else { "s" },
+                skipped.join(", ")
+            ));
+        }
         sink.phase_end(i, &pr);
         let errors: Vec<String> =
             pr.jobs.iter().filter_map(|j| j.error.clone().map(|e| format!("job `{}`: {e}", j.name))).collect();
@@ -291,6 +301,9 @@ fn run_checked(plan: &Plan, ctl: &Control, sink: &mut dyn Sink) -> Result<RunRes
         }
         if interrupted {
             result.status = Status::Interrupted;
+            break;
+        }
+        if ends_run.is_some() {
             break;
         }
     }
@@ -573,7 +586,7 @@ fn run_phase(
     // watch the run's.
     let steady = Plan::steady_of(phase);
     let phase_stop = AtomicBool::new(false);
-    let exits = phase.jobs.iter().any(|j| j.exit_all).then_some(&phase_stop);
+    let exits = phase.jobs.iter().any(|j| j.exit_all || j.exit_run).then_some(&phase_stop);
     let worker_stop: &AtomicBool = if exits.is_some() || steady.is_some() { &phase_stop } else { &ctl.stop };
     // What each job's threads share: their barrier, and a personality's pool.
     let per_job: Vec<(Rendezvous, Result<JobShared, SourceError>)> =
@@ -811,7 +824,7 @@ fn coordinate(
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(m) => {
                 if let (Some(stop), Msg::Done { job, .. }) = (exits, &m) {
-                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all) {
+                    if phase.jobs.get(*job).is_some_and(|j| j.exit_all || j.exit_run) {
                         stop.store(true, Ordering::Relaxed);
                     }
                 }
@@ -1048,7 +1061,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
-    let (sec, acc, end, error) = match (setup, source.as_mut()) {
+    let (sec, acc, end, error, depth) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             // A delayed thread starts within the phase; its runtime counts from its own start
             // or the end of the phase's ramp, whichever is later (the ramp is the phase's).
@@ -1073,7 +1086,8 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
                 l.begin(w.t0);
             }
             let log = io_log.as_mut();
-            let end = engine.run(Loop {
+            let latency = job.latency_target;
+            let (end, depth) = engine.run(Loop {
                 source,
                 names: &mut names,
                 clk: &clk,
@@ -1083,11 +1097,12 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
                 barrier,
                 report: &mut report,
                 log,
+                latency,
             });
-            (end.sec, end.acc, clk.instant(end.end), end.error)
+            (end.sec, end.acc, clk.instant(end.end), end.error, depth)
         }
-        (Err(e), _) => (0, Acc::default(), start, Some(e)),
-        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into()))),
+        (Err(e), _) => (0, Acc::default(), start, Some(e), None),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into())), None),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
@@ -1102,7 +1117,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, depth });
 }
 
 /// The calling thread's I/O priority and nice value.
@@ -1149,16 +1164,22 @@ struct Loop<'a, S: ?Sized> {
     /// The per-I/O logger when the job asks for one: the loop is then compiled with it as its
     /// observer; otherwise with none, so that loop has nothing added per operation.
     log: Option<&'a mut crate::io_log::IoLogger>,
+    /// The job's latency target, searched for the depth that meets it.
+    latency: Option<iolab_spec::LatencyTarget>,
 }
 
 impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
-    type Out = worker::WorkerEnd;
-    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> worker::WorkerEnd {
-        let Loop { source, names, clk, w, stop, lease, barrier, report, log } = self;
-        match log {
-            Some(l) => worker::run_leased(source, e, names, clk, w, stop, lease, barrier, report, l),
-            None => worker::run_leased(source, e, names, clk, w, stop, lease, barrier, report, &mut worker::Unobserved),
-        }
+    /// How the loop ended, and where a latency target's search got to (its depth, found).
+    type Out = (worker::WorkerEnd, Option<(u32, bool)>);
+    fn visit<E: iolab_engine::Engine>(self, e: &mut E) -> Self::Out {
+        let Loop { source, names, clk, w, stop, lease, barrier, report, log, latency } = self;
+        let mut search = latency.map(|cfg| crate::depth_search::DepthSearch::new(cfg, e.depth(), w.start, w.t0));
+        let gates = (lease, search.as_mut());
+        let end = match log {
+            Some(l) => worker::run_leased(source, e, names, clk, w, stop, gates, barrier, report, l),
+            None => worker::run_leased(source, e, names, clk, w, stop, gates, barrier, report, &mut worker::Unobserved),
+        };
+        (end, search.map(|s| (s.depth(), s.found())))
     }
 }
 

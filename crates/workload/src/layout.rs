@@ -555,6 +555,14 @@ fn check_target(
     let held = match looked {
         Ok(fd) => fd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // `--no-create` (fio's allow_file_create=0); a file an earlier phase names is
+            // checked again when its phase starts.
+            if job.no_create && !pending {
+                return Err(refuse(
+                    path,
+                    "it does not exist, and --no-create (fio's allow_file_create=0) forbids creating it; check the name, create the file first, or drop --no-create".into(),
+                ));
+            }
             return missing_target(path, at, want, fills, off, pending, needs_data);
         }
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(refuse(path, e.to_string())),

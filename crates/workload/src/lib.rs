@@ -13,6 +13,7 @@ pub mod error;
 mod aggregate;
 pub mod clock;
 pub mod cpu;
+pub mod depth_search;
 pub mod device;
 pub mod executor;
 pub mod io_log;

@@ -6,6 +6,7 @@
 //! below check pacing, barriers, second boundaries and errors exactly, on no real time.
 
 use crate::clock::{Clock, Stamp};
+use crate::depth_search::{DepthSearch, Verdict};
 use crate::lease::Lease;
 use crate::ns;
 use crate::rendezvous::Rendezvous;
@@ -56,7 +57,7 @@ where
     S: Source + ?Sized,
     E: Engine + ?Sized,
 {
-    run_leased(source, engine, names, clk, w, stop, None, barrier, report, &mut Unobserved)
+    run_leased(source, engine, names, clk, w, stop, (None, None), barrier, report, &mut Unobserved)
 }
 
 /// What the loop tells of each data call beside its counts (fio's per-I/O logs:
@@ -79,8 +80,9 @@ impl Observe for Unobserved {
     fn completed(&mut self, _: u32, _: Stamp, _: u64, _: &Call, _: u64) {}
 }
 
-/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out; `obs` sees
-/// each data call ([`Observe`]).
+/// [`run`] under a lease ([`crate::lease`]): nothing is issued once it has run out; with a
+/// latency target's search ([`crate::depth_search`]), its limit on the I/Os in flight; `obs`
+/// sees each data call ([`Observe`]).
 #[allow(clippy::too_many_arguments)]
 pub fn run_leased<C, S, E, O>(
     source: &mut S,
@@ -89,7 +91,7 @@ pub fn run_leased<C, S, E, O>(
     clk: &C,
     w: Window,
     stop: &AtomicBool,
-    lease: Option<&Lease>,
+    (lease, search): (Option<&Lease>, Option<&mut DepthSearch>),
     barrier: &Rendezvous,
     report: &mut dyn FnMut(i64, Acc),
     obs: &mut O,
@@ -103,6 +105,10 @@ where
     let mut l = Loop::new(source, engine, names, clk, w, stop, barrier, report, obs);
     l.lease = lease;
     l.lease_until = if lease.is_some() { w.start } else { Stamp(u64::MAX) };
+    if let Some(s) = search {
+        l.limit = s.limit();
+        l.search = Some(s);
+    }
     l.source.start(w.start);
     loop {
         let wait_until = l.issue();
@@ -181,6 +187,9 @@ struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized, O> {
     /// one): the shared lease is read again only once time passes it.
     lease: Option<&'a Lease>,
     lease_until: Stamp,
+    /// The most I/Os in flight: the engine's depth, or a latency target's search's limit.
+    limit: usize,
+    search: Option<&'a mut DepthSearch>,
 }
 
 impl<'a, C, S, E, O> Loop<'a, C, S, E, O>
@@ -235,6 +244,8 @@ where
             times_itself,
             lease: None,
             lease_until: Stamp(u64::MAX),
+            limit: depth,
+            search: None,
         };
         l.sec = l.sec_of(w.start);
         l.boundary = l.end_of(l.sec);
@@ -309,7 +320,7 @@ where
     /// Issue while there is room. `Some(due)`: nothing is due before then, with calls in flight.
     #[inline(always)]
     fn issue(&mut self) -> Option<Stamp> {
-        while !self.done && !self.free.is_empty() {
+        while !self.done && !self.free.is_empty() && self.inflight < self.limit {
             match self.issue_one() {
                 Flow::Next => {}
                 Flow::Stop => return None,
@@ -571,7 +582,10 @@ where
         match self.source.completed(&call, buf, &r) {
             Ok(()) if r.is_ok() => {
                 self.obs.completed(c.slot, self.now, lat, &call, bytes);
-                self.acc.record(class, bytes, lat)
+                self.acc.record(class, bytes, lat);
+                if self.search.is_some() && matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()) {
+                    self.steer(lat);
+                }
             }
             Ok(()) => {}
             Err(m) => {
@@ -579,6 +593,26 @@ where
             }
         }
         self.own_timings();
+    }
+
+    /// A latency target's search takes a data I/O's latency; the loop follows its verdict.
+    #[inline(never)]
+    fn steer(&mut self, lat: u64) {
+        let Some(s) = self.search.as_deref_mut() else { return };
+        match s.completed(lat, self.now) {
+            Verdict::Go => {}
+            // The limit came down (or the found depth's last window starts): what is in
+            // flight completes first, as fio's quiesce.
+            Verdict::Drain => self.draining = true,
+            Verdict::Done => self.done = true,
+            Verdict::Exceeded(took) => {
+                self.error.get_or_insert(SourceError::Said(format!(
+                    "latency target exceeded at queue depth 1: an I/O took {:.3} ms (a latency percentile of 100 allows none over the target; fio's \"max latency exceeded\")",
+                    took.as_secs_f64() * 1e3
+                )));
+            }
+        }
+        self.limit = s.limit();
     }
 }
 
@@ -739,7 +773,7 @@ mod tests {
                 &clk,
                 w,
                 &stop,
-                Some(lease),
+                (Some(lease), None),
                 &barrier,
                 &mut |_, a| ops += a.get(OpClass::Write).ops,
                 &mut Unobserved,
@@ -820,6 +854,45 @@ mod tests {
         assert!(err.contains("Input/output error"), "{err}");
         assert_eq!(end.acc.get(OpClass::Read).ops, 5);
         assert_eq!(e.log.len(), 6, "nothing issued after the failure");
+    }
+
+    /// A latency target's search holds the I/Os in flight below the engine's depth: on the fake
+    /// clock (1 us a stamp) an I/O issued with d others before it in the batch waits about d us,
+    /// so a 6 us target for every I/O settles on a depth well below 16, and the job ends once
+    /// the depth is found, long before its runtime.
+    #[test]
+    fn a_latency_target_limits_what_is_in_flight_below_the_engines_depth() {
+        let j = job(Rw::RandRead, |p| p.runtime = Some(Duration::from_secs(1)));
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let mut e = LogEngine::new(16);
+        let mut src = BlockSource::new(&j, j.workload.block().unwrap(), 0, &[]);
+        let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
+        let w = window(&clk, j.runtime);
+        let cfg = iolab_spec::LatencyTarget {
+            target: Duration::from_micros(6),
+            window: Duration::from_micros(200),
+            percentile: 100.0,
+            run: false,
+        };
+        let mut s = DepthSearch::new(cfg, 16, w.start, w.t0);
+        let end = run_leased(
+            &mut src,
+            &mut e,
+            &mut Names::default(),
+            &clk,
+            w,
+            &stop,
+            (None, Some(&mut s)),
+            &barrier,
+            &mut |_, _| {},
+            &mut Unobserved,
+        );
+        assert!(end.error.is_none(), "{:?}", end.error);
+        assert!(s.found(), "the search settled");
+        let most = e.log.iter().map(|(_, before)| before + 1).max().unwrap_or(0);
+        assert!(most < 16 && most >= s.depth() as usize, "at most {most} in flight, depth found {}", s.depth());
+        assert!((2..=8).contains(&s.depth()), "depth {}", s.depth());
+        assert!(end.end - w.start < Duration::from_millis(100), "ended at {:?}", end.end - w.start);
     }
 
     #[test]

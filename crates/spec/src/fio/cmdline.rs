@@ -48,6 +48,8 @@ pub struct CmdLine {
     pub output: Option<PathBuf>,
     /// fio switches accepted and without effect here (`--eta=never`...), as given.
     pub ignored: Vec<String>,
+    /// `--section=NAME`: of the job files, only these job sections (and their `[global]`).
+    pub only: Vec<String>,
 }
 
 /// fio's switches that change nothing iolab does (progress, ETA, its own debug output...).
@@ -94,8 +96,14 @@ fn at(i: usize) -> Loc {
 
 /// Read fio's arguments (without the program name).
 pub fn read_args(args: &[String]) -> Result<CmdLine, Problem> {
-    let mut cmd =
-        CmdLine { sections: Vec::new(), files: Vec::new(), formats: Vec::new(), output: None, ignored: Vec::new() };
+    let mut cmd = CmdLine {
+        sections: Vec::new(),
+        files: Vec::new(),
+        formats: Vec::new(),
+        output: None,
+        ignored: Vec::new(),
+        only: Vec::new(),
+    };
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -143,12 +151,15 @@ pub fn read_args(args: &[String]) -> Result<CmdLine, Problem> {
                 let v = value(true, &mut i).ok_or_else(|| Problem::new(here.clone(), needs("--output")))?;
                 cmd.output = Some(PathBuf::from(v));
             }
+            "section" => {
+                let v = value(true, &mut i).ok_or_else(|| Problem::new(here.clone(), needs("--section")))?;
+                cmd.only.push(v);
+            }
             k if HARMLESS.contains(&k) => {
                 let v = value(!matches!(k, "readonly" | "warnings-fatal"), &mut i);
                 cmd.ignored.push(v.map_or_else(|| format!("--{k}"), |v| format!("--{k}={v}")));
             }
             "parse-only"
-            | "section"
             | "client"
             | "server"
             | "daemonize"
@@ -206,8 +217,15 @@ impl CmdLine {
     /// `[global]` options apply to every job after them, as fio's command-line globals do.
     pub fn map(&self, env: &dyn Env, lenient: bool) -> Result<FioFile, FioError> {
         let mut sections = self.sections.clone();
+        if !self.only.is_empty() && self.files.is_empty() {
+            return Err(FioError::At(Problem::new(
+                at(0),
+                "--section picks job sections of a job file; give one".into(),
+            )));
+        }
         for f in &self.files {
-            sections.extend(ini::read(f, env).map_err(FioError::At)?);
+            let read = ini::read(f, env).map_err(FioError::At)?;
+            sections.extend(super::only_sections(read, &self.only, f).map_err(FioError::At)?);
         }
         if !sections.iter().any(|s| !s.is_global()) {
             let at = self.sections.first().map_or_else(|| at(0), |s| s.at.clone());
@@ -270,8 +288,13 @@ mod tests {
         assert_eq!(read_args(&args("--minimal --name=a")).unwrap().formats, [Format::Terse]);
         let e = read_args(&args("--name=a --output-format=xml")).unwrap_err().to_string();
         assert!(e.contains("`xml` is not a format") && e.contains("json+"), "{e}");
-        let e = read_args(&args("--name=a --section=x")).unwrap_err().to_string();
-        assert!(e.contains("--section") && e.contains("<command line>:2"), "{e}");
+        let e = read_args(&args("--name=a --client=x")).unwrap_err().to_string();
+        assert!(e.contains("--client") && e.contains("<command line>:2"), "{e}");
+        // --section picks sections of job files: without one it has nothing to pick.
+        let c = read_args(&args("--name=a --filename=/f --size=1m --section=x")).unwrap();
+        assert_eq!(c.only, ["x"]);
+        let e = c.map(&crate::fio::System, false).unwrap_err().to_string();
+        assert!(e.contains("--section") && e.contains("job file"), "{e}");
         let e = read_args(&args("--name")).unwrap_err().to_string();
         assert!(e.contains("--name needs a value"), "{e}");
     }

@@ -90,6 +90,7 @@ struct Raw {
     dedupe: Option<(u8, Loc)>,
     dedupe_working_set: Option<(bool, Loc)>,
     dedupe_set_pct: Option<(u8, Loc)>,
+    dedupe_global: Option<(bool, Loc)>,
     // Priorities (crate::prio): prio, prioclass, nice, cmdprio_*, log_prio.
     prio: Option<(u8, Loc)>,
     prioclass: Option<(u8, Loc)>,
@@ -132,6 +133,15 @@ struct Raw {
     loops: Option<(u64, Loc)>,
     number_ios: Option<(u64, Loc)>,
     exitall: Option<Loc>,
+    /// exit_what=all (with exitall anywhere: the run ends with this job).
+    exit_what_all: Option<Loc>,
+    /// allow_file_create=0: no file is created.
+    no_create: Option<Loc>,
+    /// latency_target's search (crate::latency_target): target, window, percentile, run.
+    lat_target: Option<(Duration, Loc)>,
+    lat_window: Option<(Duration, Loc)>,
+    lat_pct: Option<(f64, Loc)>,
+    lat_run: Option<(bool, Loc)>,
     cpus: Option<(crate::cpus::Cpus, Loc)>,
     numa_nodes: Option<(crate::cpus::Cpus, Loc)>,
     mem_policy: Option<(crate::numa::MemPolicy, Loc)>,
@@ -281,9 +291,16 @@ fn file_logs(phases: &[FioPhase], said: &mut Said) -> Option<FioLogs> {
     any.then_some(out)
 }
 
-/// fio's exitall, global once any job sets it: every job's end ends the others of its phase.
+/// fio's exitall, global once any job sets it: every job's end ends the others of its phase
+/// (and, for a job with exit_what=all, the run). Without it exit_what does nothing.
 fn exit_all(phases: &mut [FioPhase]) {
-    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else { return };
+    let Some(at) = phases.iter().flat_map(|p| &p.jobs).find_map(|j| j.from.get("exit_all").cloned()) else {
+        for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+            j.patch.exit_run = None;
+            j.from.remove("exit_run");
+        }
+        return;
+    };
     for j in phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
         j.patch.exit_all = Some(true);
         j.from.entry("exit_all").or_insert_with(|| at.clone());
@@ -508,7 +525,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
 
 /// What fio puts in its buffers and tells the kernel: dedupe and the fadvise hint (`Ok(false)`:
 /// not one of them).
-fn read_data(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
+fn read_data(r: &mut Raw, o: &Opt, _said: &mut Said) -> Result<bool, Problem> {
     let at = o.at.clone();
     let pct = |o: &Opt| -> Result<u8, Problem> {
         let v = value::int(need(o)?).map_err(|e| bad(o, e))?;
@@ -541,11 +558,7 @@ fn read_data(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Problem> {
             r.dedupe_working_set = Some((ws, at));
         }
         "dedupe_working_set_percentage" => r.dedupe_set_pct = Some((pct(o)?, at)),
-        "dedupe_global" => {
-            if flag(o)? {
-                said.unmapped(&at, "dedupe_global=1: fio shares one working set among the jobs that set it; iolab's is each thread's own".into());
-            }
-        }
+        "dedupe_global" => r.dedupe_global = Some((flag(o)?, at)),
         _ => return Ok(false),
     }
     Ok(true)
@@ -673,15 +686,15 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         "cmdprio_bssplit" => r.cmdprio_bssplit = Some((need(o)?.to_string(), at)),
         // fio's per-I/O logs then hold each I/O's priority value (file_logs).
         "log_prio" => r.log_prio = Some((flag(o)?, at)),
-        // Not built: the reason, once per job.
-        "latency_target" => {
-            need(o)?;
-            said.unmapped(&at, "latency_target: fio searches for the highest queue depth whose latency_percentile of I/Os stays within the target over each latency_window; iolab runs a job at its one iodepth (run it at several --iodepth values to find that depth)".into());
+        // The queue-depth search (crate::latency_target); times in microseconds without a unit.
+        "latency_target" => r.lat_target = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "latency_window" => r.lat_window = Some((micros(need(o)?).map_err(|e| bad(o, e))?, at)),
+        "latency_percentile" => {
+            let v = need(o)?;
+            let p = v.parse::<f64>().ok().filter(|p| (0.0..=100.0).contains(p));
+            r.lat_pct = Some((p.ok_or_else(|| bad(o, format!("`{v}` is not a percentile from 0 to 100 (99.9)")))?, at));
         }
-        "latency_window" | "latency_percentile" | "latency_run" => {
-            need(o)?;
-            said.unmapped(&at, format!("{}: a setting of latency_target's search, which iolab does not make", o.key));
-        }
+        "latency_run" => r.lat_run = Some((flag(o)?, at)),
         "cpus_allowed" => r.cpus = Some((need(o)?.parse().map_err(|e| bad(o, e))?, at)),
         // fio parses both against the machine (libnuma) as it reads the file; iolab reads the
         // nodes' CPUs when the job starts, so a file converts anywhere and runs where its
@@ -707,9 +720,13 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
             "offload" => said.note(&at, "io_submit_mode=offload: iolab's job threads submit and reap their own I/O; a paced job's latency runs from each I/O's due instant, the coordinated omission offload is there to avoid".into()),
             other => return Err(bad(o, format!("`{other}`: fio's are inline (the default) and offload"))),
         },
+        // group and stonewall: the phase's jobs (the same in iolab, where one phase runs at a
+        // time); all: the run's, later phases included.
+        "allow_file_create" => r.no_create = if flag(o)? { None } else { Some(at) },
         "exit_what" => match need(o)? {
-            "group" | "stonewall" => {}
-            other => said.unmapped(&at, format!("exit_what={other}: iolab ends the phase's jobs (fio's group and stonewall, the same in iolab, where one phase runs at a time)")),
+            "group" | "stonewall" => r.exit_what_all = None,
+            "all" => r.exit_what_all = Some(at),
+            other => return Err(bad(o, format!("`{other}`: fio's are group (the default), stonewall and all"))),
         },
         _ => return Ok(false),
     }
@@ -1090,6 +1107,11 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
         if let Some((true, at)) = &r.dedupe_working_set {
             o.set("dedupe_set", at);
             o.p.dedupe_set = Some(r.dedupe_set_pct.as_ref().map_or(5, |s| s.0).max(1));
+            // Shared by the jobs that set it; fio ignores it outside working_set mode.
+            if let Some((true, at)) = &r.dedupe_global {
+                o.set("dedupe_global", at);
+                o.p.dedupe_global = Some(true);
+            }
         }
     }
     if let Some((v, at)) = &r.seed {
@@ -1125,6 +1147,32 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     if let Some(at) = &r.exitall {
         o.set("exit_all", at);
         o.p.exit_all = Some(true);
+    }
+    if let Some(at) = &r.no_create {
+        o.set("no_create", at);
+        o.p.no_create = Some(true);
+    }
+    // Kept only where exitall is set somewhere (fio ignores exit_what without it): exit_all().
+    if let Some(at) = &r.exit_what_all {
+        o.set("exit_run", at);
+        o.p.exit_run = Some(true);
+    }
+    // latency_target's search; its settings alone do nothing in fio, and nothing here.
+    if let Some((t, at)) = &r.lat_target {
+        o.set("latency_target", at);
+        o.p.latency_target = Some(*t);
+        if let Some((w, at)) = &r.lat_window {
+            o.set("latency_window", at);
+            o.p.latency_window = Some(*w);
+        }
+        if let Some((p, at)) = &r.lat_pct {
+            o.set("latency_percentile", at);
+            o.p.latency_percentile = Some(*p);
+        }
+        if let Some((v, at)) = &r.lat_run {
+            o.set("latency_run", at);
+            o.p.latency_run = Some(*v);
+        }
     }
     if let Some((v, at)) = &r.compress {
         o.set("compressibility", at);
@@ -2001,8 +2049,15 @@ mod tests {
         let f = super::super::parse(Path::new("/j/job.fio"), &env, false).unwrap();
         let plan = f.plan(&JobPatch::default()).unwrap();
         assert!(plan.phases.iter().flat_map(|p| &p.jobs).all(|j| j.exit_all), "fio's exitall is global");
-        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap_err();
-        assert!(e.contains("exit_what=all"), "{e}");
+        // exit_what=all with exitall: the run ends with the job; without exitall, nothing.
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=all\n").unwrap();
+        assert!(j.exit_all && j.exit_run);
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexit_what=all\n").unwrap();
+        assert!(!j.exit_all && !j.exit_run, "fio's exit_what needs exitall");
+        let j = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=stonewall\n").unwrap();
+        assert!(j.exit_all && !j.exit_run);
+        let e = job_of("[a]\nfilename=/d/f\nsize=1m\nexitall\nexit_what=some\n").unwrap_err();
+        assert!(e.contains("exit_what") && e.contains("stonewall and all"), "{e}");
         assert!(!job_of("[a]\nfilename=/d/f\nsize=1m\n").unwrap().exit_all);
     }
 
@@ -2100,13 +2155,42 @@ mod tests {
         assert_eq!(a, job_of("[a]\nfilename=/d/f\nsize=1m\nrw=randread\nrandrepeat=1\n").unwrap().seed);
     }
 
+    /// allow_file_create=0: the job creates no file (`--no-create`); 1 (fio's default): as ever.
+    #[test]
+    fn allow_file_create_0_is_no_create() {
+        let base = "[a]\nfilename=/d/f\nsize=1m\n";
+        assert!(job_of(&format!("{base}allow_file_create=0\n")).unwrap().no_create);
+        assert!(!job_of(&format!("{base}allow_file_create=1\n")).unwrap().no_create);
+        assert!(!job_of(base).unwrap().no_create);
+    }
+
+    /// latency_target and its settings map onto the job's search, times in microseconds without
+    /// a unit as fio reads them; the settings alone do nothing (fio's too); a bad percentile
+    /// names the key.
+    #[test]
+    fn latency_target_maps_to_the_depth_search() {
+        let base = "[a]\nfilename=/d/f\nsize=1m\nioengine=libaio\niodepth=128\n";
+        let t = job_of(&format!("{base}latency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n"))
+            .unwrap()
+            .latency_target
+            .unwrap();
+        assert_eq!(t.target, Duration::from_millis(500));
+        assert_eq!(t.window, Duration::from_secs(5));
+        assert_eq!((t.percentile, t.run), (99.9, false));
+        let t = job_of(&format!("{base}latency_target=10ms\nlatency_run=1\n")).unwrap().latency_target.unwrap();
+        assert_eq!((t.target, t.window, t.percentile, t.run), (Duration::from_millis(10), Duration::ZERO, 100.0, true));
+        assert_eq!(job_of(&format!("{base}latency_window=5s\nlatency_percentile=50\n")).unwrap().latency_target, None);
+        let e = job_of(&format!("{base}latency_target=1ms\nlatency_percentile=101\n")).unwrap_err();
+        assert!(e.contains("latency_percentile") && e.contains("0 to 100"), "{e}");
+    }
+
     #[test]
     fn dedupe_percentages_and_modes_map() {
         let d = |text: &str| job_of(text).map(|j| j.workload.block().unwrap().dedupe);
         let base = "[a]\nfilename=/d/f\nsize=1m\nrw=write\n";
         assert_eq!(
             d(&format!("{base}dedupe_percentage=50\n")).unwrap(),
-            Some(crate::block::Dedupe { pct: 50, working_set: None })
+            Some(crate::block::Dedupe { pct: 50, working_set: None, global: false })
         );
         // fio's working set is 5% unless given.
         let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n")).unwrap();
@@ -2114,7 +2198,11 @@ mod tests {
         let ws = d(&format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n"))
             .unwrap();
         assert_eq!(ws.unwrap().working_set, Some(50));
-        assert!(d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap_err().contains("dedupe_global=1"));
+        // dedupe_global shares the working set; in repeat mode fio ignores it.
+        let ws = format!("{base}dedupe_percentage=50\ndedupe_mode=working_set\n");
+        assert!(d(&format!("{ws}dedupe_global=1\n")).unwrap().unwrap().global);
+        assert!(!d(&format!("{ws}dedupe_global=0\n")).unwrap().unwrap().global);
+        assert!(!d(&format!("{base}dedupe_percentage=50\ndedupe_global=1\n")).unwrap().unwrap().global);
         assert!(d(&format!("{base}dedupe_mode=spread\n")).unwrap_err().contains("working_set"));
     }
 

@@ -204,8 +204,31 @@ pub struct FioLogs {
 /// Read and map a fio job file. `lenient`: options iolab does not map become `skipped`
 /// instead of the error.
 pub fn parse(path: &Path, env: &dyn Env, lenient: bool) -> Result<FioFile, FioError> {
-    let sections = ini::read(path, env).map_err(FioError::At)?;
+    parse_sections(path, env, lenient, &[])
+}
+
+/// [`parse`] with fio's `--section`: only the job sections named in `only` (and every
+/// `[global]`), when it names any. The others are never mapped, so a variable they use and
+/// the environment does not set troubles nothing, as in fio.
+pub fn parse_sections(path: &Path, env: &dyn Env, lenient: bool, only: &[String]) -> Result<FioFile, FioError> {
+    let sections = only_sections(ini::read(path, env).map_err(FioError::At)?, only, path).map_err(FioError::At)?;
     map::map(path, &sections, env, lenient)
+}
+
+/// fio's `--section=NAME` (several allowed): the `[global]` sections and the job sections
+/// named; a name that no job section of the file has is an error naming those it has.
+pub fn only_sections(sections: Vec<ini::Section>, only: &[String], path: &Path) -> Result<Vec<ini::Section>, Problem> {
+    if only.is_empty() {
+        return Ok(sections);
+    }
+    let jobs: Vec<&str> = sections.iter().filter(|s| !s.is_global()).map(|s| s.name.as_str()).collect();
+    if let Some(missing) = only.iter().find(|n| !jobs.contains(&n.as_str())) {
+        return Err(Problem::new(
+            Loc { file: path.to_path_buf(), line: 0 },
+            format!("--section {missing}: the file has no such job section; its sections are {}", jobs.join(", ")),
+        ));
+    }
+    Ok(sections.into_iter().filter(|s| s.is_global() || only.contains(&s.name)).collect())
 }
 
 impl FioFile {

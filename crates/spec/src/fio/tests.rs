@@ -704,6 +704,41 @@ fn dist_flag_forms_round_trip_and_bad_ones_say_what_is_accepted() {
     }
 }
 
+/// fio 3.33's zoned regions left blank (options.c's zone_split_ddir; offsets counted from
+/// fio's --write_iolog on a 100 MiB file, 25600 reads of 4 KiB): `20/`, `20/0` and `20` each get
+/// what the others leave (80%: 20.1% of reads in the last 80%), several blanks share it equally
+/// (`50/10:25/:25/`: 24.7% in 10-55%, 25.0% in 55-100%), a blank left nothing is an empty zone
+/// fio barely reads (refused).
+#[test]
+fn zoned_regions_left_blank_share_the_rest_as_fios_do() {
+    let rest = Dist::Zoned(vec![(50, 5), (30, 15), (20, 80)]);
+    for s in ["zoned:50/5:30/15:20/", "zoned:50/5:30/15:20/0", "zoned:50/5:30/15:20", "zoned:50/5:30/15:20/80"] {
+        assert_eq!(s.parse::<Dist>().unwrap(), rest, "{s}");
+    }
+    assert_eq!("zoned:50/10:25/:25/".parse::<Dist>().unwrap(), Dist::Zoned(vec![(50, 10), (25, 45), (25, 45)]));
+    // fio's integer division: 100 - 10 = 90 over 4 blanks, 22 each (88 of 100).
+    assert_eq!(
+        "zoned:40/10:15/:15/:15/:15/".parse::<Dist>().unwrap(),
+        Dist::Zoned(vec![(40, 10), (15, 22), (15, 22), (15, 22), (15, 22)])
+    );
+    for bad in ["zoned:100/", "zoned:50/100:50/"] {
+        let e = bad.parse::<Dist>().unwrap_err();
+        assert!(e.contains("left blank") && e.contains("0%"), "{bad}: {e}");
+    }
+    // zoned_abs keeps its sizes: a zone without one is refused.
+    assert!("zoned_abs:50/1m:50".parse::<Dist>().unwrap_err().contains("ACCESS%/SIZE"));
+    // rand-zones.fio's distribution, read from its job file.
+    let d = plan_of("[j]\nfilename=/f\nsize=2g\nrw=randread\nnorandommap\nrandom_distribution=zoned:50/5:30/15:20/\n")
+        .phases[0]
+        .jobs[0]
+        .workload
+        .block()
+        .unwrap()
+        .dist
+        .clone();
+    assert_eq!(d, rest);
+}
+
 #[test]
 fn huge_zone_sizes_do_not_overflow() {
     let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();

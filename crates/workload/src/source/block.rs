@@ -159,7 +159,7 @@ impl<'a> BlockSource<'a> {
             flush_kind: if b.sync == SyncMode::Fdatasync { OpKind::Fdatasync } else { OpKind::Fsync },
             pace: Pacer::new(b, job.threads, job.seed, thread),
             cmdprio: b.cmdprio.as_deref().map(|c| Chooser::new(c, job.seed, thread)),
-            dedupe: b.dedupe.map(|d| Dedup::new(d, job.seed, thread, (size as f64 / b.mean_bs()) as u64)),
+            dedupe: b.dedupe.map(|d| Dedup::new(d, job.seed, &job.name, thread, (size as f64 / b.mean_bs()) as u64)),
             writes_since_flush: 0,
             flushing: false,
             exhausted: false,
@@ -722,6 +722,42 @@ mod tests {
             let n = distinct(Some(50), set);
             assert!((460..=570).contains(&n), "{set:?}: {n} distinct blocks of 1024");
         }
+    }
+
+    #[test]
+    fn a_global_working_set_puts_one_jobs_blocks_in_the_others_file() {
+        // fio 3.33's dedupe-global.fio at 4 MiB a file (50% dedupe, working set 50%,
+        // compressible 50%): 431 of b's 1024 4 KiB blocks are also in a with dedupe_global=1,
+        // none without.
+        let dir = tempfile::tempdir().unwrap();
+        let across = |global: bool| {
+            let job = |name: &str| {
+                JobPatch {
+                    name: Some(name.into()),
+                    target: Some(dir.path().join(format!("{name}{global}"))),
+                    rw: Some(Rw::Write),
+                    bs: Some(iolab_spec::BlockSizes::single(Bytes::kib(4))),
+                    size: Some(Bytes::mib(4)),
+                    dedupe: Some(50),
+                    dedupe_set: Some(50),
+                    dedupe_global: Some(global),
+                    compressibility: Some(50),
+                    ..Default::default()
+                }
+                .resolve(name)
+                .unwrap()
+            };
+            let plan = Plan { phases: vec![Phase { name: "d".into(), jobs: vec![job("a"), job("b")] }] };
+            plan.validate().unwrap();
+            run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+            let a = std::fs::read(dir.path().join(format!("a{global}"))).unwrap();
+            let b = std::fs::read(dir.path().join(format!("b{global}"))).unwrap();
+            let in_a: std::collections::HashSet<&[u8]> = a.chunks(4096).collect();
+            b.chunks(4096).filter(|blk| in_a.contains(blk)).count()
+        };
+        assert_eq!(across(false), 0, "each job's blocks are its own");
+        let n = across(true);
+        assert!((250..=520).contains(&n), "{n} of b's 1024 blocks are in a");
     }
 
     /// A skip with its reason, kept beside the other tests' in target/test-skips.txt.
