@@ -314,3 +314,59 @@ fn libaio_says_what_o_direct_needs() {
     assert!(all.contains("multiple of 512 bytes") && all.contains("bs"), "{all}");
     assert!(!f.exists(), "nothing laid out");
 }
+
+/// fio's metadata engines (`filecreate`, `filestat`, `filedelete`, `dircreate`, `dirstat`,
+/// `dirdelete`): iolab's JSON counts what fio's does (each call one read of bs bytes, a clat
+/// sample, no lat), checked against fio where it is installed and has the engine; iolab works in
+/// a directory of its own and leaves the job's directory as it found it.
+#[test]
+fn metadata_engines_count_as_fio_counts() {
+    let (scratch, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let theirs = scratch.path().join("t.0.0");
+    std::fs::write(&theirs, "theirs").unwrap();
+    let counts = |json: &[u8]| -> Vec<u64> {
+        let v: Value =
+            serde_json::from_slice(json).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(json)));
+        let j = &v["jobs"][0];
+        let (r, w) = (&j["read"], &j["write"]);
+        vec![u(&r["io_bytes"]), u(&r["total_ios"]), u(&r["clat_ns"]["N"]), u(&r["lat_ns"]["N"]), u(&w["total_ios"])]
+    };
+    let fio_ok = have("fio");
+    for engine in ["filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"] {
+        let args = |dir: &Path| {
+            vec![
+                "--name=t".to_string(),
+                format!("--ioengine={engine}"),
+                "--nrfiles=10".into(),
+                "--filesize=4k".into(),
+                format!("--directory={}", dir.display()),
+                "--output-format=json".into(),
+            ]
+        };
+        // A store of its own: the acceptance test beside it reads its own run as `show last`.
+        let out = iolab()
+            .env("IOLAB_DB", store.path().join("runs.db"))
+            .arg("fio")
+            .args(args(scratch.path()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{engine}: {}", String::from_utf8_lossy(&out.stderr));
+        let mine = counts(&out.stdout);
+        assert_eq!(mine, vec![40960, 10, 10, 0, 0], "{engine}: io_bytes, total_ios, clat N, lat N, writes");
+        let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("t.0.0")], "{engine}: only the file iolab did not make is left");
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs", "{engine}");
+        if !fio_ok {
+            skip(&format!("fio is not installed: {engine}'s counts checked against fio 3.33's recorded ones only"));
+            continue;
+        }
+        let theirs_dir = tempfile::tempdir().unwrap();
+        let fio = Command::new("fio").args(args(theirs_dir.path())).output().unwrap();
+        if !fio.status.success() {
+            let why = String::from_utf8_lossy(&fio.stderr).lines().next().unwrap_or("").to_string();
+            skip(&format!("fio has no {engine} engine here ({why}): iolab's counts checked against fio's rule only"));
+            continue;
+        }
+        assert_eq!(mine, counts(&fio.stdout), "{engine}: iolab's counts against fio's");
+    }
+}

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod files;
+mod meta;
 
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
@@ -1036,6 +1037,10 @@ impl Out {
 }
 
 fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<FioJob, Problem> {
+    if let Some(op) = meta::engine(&r) {
+        let (name, _) = r.name.clone().unwrap_or((s.name.clone(), s.at.clone()));
+        return meta::finish(&r, op, &s.at, name, said);
+    }
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);

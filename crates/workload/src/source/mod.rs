@@ -61,6 +61,7 @@ personality_sources! {
     varmail => Varmail,
     bonnie => Bonnie,
     append_log => AppendLog,
+    metadata => Metadata,
 }
 
 use crate::clock::Stamp;
