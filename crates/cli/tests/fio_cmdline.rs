@@ -370,3 +370,49 @@ fn metadata_engines_count_as_fio_counts() {
         assert_eq!(mine, counts(&fio.stdout), "{engine}: iolab's counts against fio's");
     }
 }
+
+/// fio's ftruncate engine: each write sizes the file to its offset (fio 3.33, `--size=1m
+/// --bs=4k --rw=write`: 256 writes, 1 MiB counted, the file left at 1044480 bytes), checked
+/// against fio where it is installed; a job that reads is named as not mapped (fio fails each
+/// read with EINVAL).
+#[test]
+fn ftruncate_sizes_the_file_as_fio_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |file: &Path| {
+        vec![
+            "--name=t".to_string(),
+            "--ioengine=ftruncate".into(),
+            format!("--filename={}", file.display()),
+            "--size=1m".into(),
+            "--bs=4k".into(),
+            "--rw=write".into(),
+            "--output-format=json".into(),
+        ]
+    };
+    let read = |out: std::process::Output, file: &Path| -> (Vec<u64>, u64) {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..]).unwrap();
+        let w = &v["jobs"][0]["write"];
+        let got =
+            vec![u(&w["io_bytes"]), u(&w["total_ios"]), u(&w["clat_ns"]["N"]), u(&v["jobs"][0]["read"]["total_ios"])];
+        (got, std::fs::metadata(file).unwrap().len())
+    };
+    let (i, f) = (dir.path().join("i"), dir.path().join("f"));
+    // A store of its own: the acceptance test beside it reads its own run as `show last`.
+    let db = dir.path().join("runs.db");
+    let mine = read(iolab().env("IOLAB_DB", &db).arg("fio").args(args(&i)).output().unwrap(), &i);
+    assert_eq!(mine, (vec![1 << 20, 256, 256, 0], 1_044_480), "io_bytes, total_ios, clat N, reads; the file's size");
+    let out = iolab()
+        .env("IOLAB_DB", &db)
+        .args(["fio", "--name=t", "--ioengine=ftruncate", "--size=1m", "--rw=read"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("ioengine=ftruncate with rw=read: fio fails each read with EINVAL"));
+    if !have("fio") {
+        return skip("fio is not installed: ftruncate checked against fio 3.33's recorded counts only");
+    }
+    assert_eq!(mine, read(Command::new("fio").args(args(&f)).output().unwrap(), &f), "iolab against fio");
+}

@@ -18,6 +18,7 @@ pub mod beneath;
 pub mod buffer;
 mod calls;
 pub mod extents;
+pub mod ftruncate;
 pub mod libaio;
 pub mod mmap;
 pub mod null;
@@ -393,6 +394,7 @@ engines! {
     IoUring => uring::Uring,
     Mmap => mmap::Mmap,
     Null => null::Null,
+    Ftruncate => ftruncate::Ftruncate,
 }
 
 /// [`build_any`], behind the trait.

@@ -102,6 +102,11 @@ engines! {
         synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false, batches: false,
         about: "completes every operation at once, touching nothing: iolab's own cost",
     };
+    /// fio's ftruncate engine: each write is ftruncate(2) of the file to its offset.
+    Ftruncate => "ftruncate", Caps {
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false,
+        about: "fio's ftruncate: each write sizes the file to its offset with ftruncate(2), reads fail with EINVAL",
+    };
 }
 
 /// fio's queue-depth knobs, honoured by an engine whose row `batches` (libaio), each as fio's

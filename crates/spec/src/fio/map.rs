@@ -1045,7 +1045,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
     files::finish(&r, rw, &mut o, said);
-    let threads = finish_engine(&r, &mut o, said);
+    let threads = finish_engine(&r, rw, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
     files::finish_place(&r, rw, &mut o, said);
@@ -1564,7 +1564,7 @@ fn finish_random_map(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
 }
 
 /// Threads, the engine, its depth and O_DIRECT; the job's threads.
-fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
+fn finish_engine(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) -> u64 {
     let threads = r.numjobs.as_ref().map(|n| n.0).unwrap_or(1);
     if let Some((n, at)) = &r.numjobs {
         o.set("threads", at);
@@ -1590,10 +1590,19 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
                 }
                 "mmap" => EngineKind::Mmap,
                 "null" => EngineKind::Null,
+                "ftruncate" => {
+                    if rw.reads() {
+                        let text = r.rw.as_ref().map_or("read", |x| x.2.as_str());
+                        said.unmapped(at, format!("ioengine=ftruncate with rw={text}: fio fails each read with EINVAL; its writes are ftruncate(2) to their offsets"));
+                    }
+                    EngineKind::Ftruncate
+                }
                 other => {
                     said.unmapped(
                         at,
-                        format!("ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap and null"),
+                        format!(
+                            "ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap, null and ftruncate"
+                        ),
                     );
                     EngineKind::Psync
                 }
