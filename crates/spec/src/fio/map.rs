@@ -140,6 +140,9 @@ struct Said {
     notes: Vec<Problem>,
     unmapped: Vec<Problem>,
     seen: HashSet<(Loc, String)>,
+    /// The first of `notes` said while reading the job at hand (the ones before are earlier
+    /// jobs').
+    job_from: usize,
 }
 
 impl Said {
@@ -168,6 +171,7 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
             continue;
         }
         let mut raw = Raw::default();
+        said.job_from = said.notes.len();
         for g in globals.iter().copied().chain([s]) {
             read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }

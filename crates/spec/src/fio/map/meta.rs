@@ -51,8 +51,18 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
     }
     if op == MetaOp::FileCreate {
         said.note(&at, format!("{eng}: the timed call is open(O_CREAT|O_EXCL|O_RDWR), in iolab's own fresh directory; the close after it is not timed; the files are removed at the end"));
-        // fio needs create_on_open for its create to be timed; iolab's always is.
-        said.notes.retain(|p| !p.message.starts_with("create_on_open:"));
+        // fio needs create_on_open for its create to be timed; iolab's always is, so the note
+        // that iolab creates files before the phase, said while reading this job, is not this
+        // job's (an earlier job's stays; a later job it is true of says it again).
+        let Said { notes, seen, job_from, .. } = said;
+        let mine = notes.split_off((*job_from).min(notes.len()));
+        for p in mine {
+            if p.message.starts_with("create_on_open:") {
+                seen.remove(&(p.at.clone(), p.message.clone()));
+            } else {
+                notes.push(p);
+            }
+        }
     }
 
     if let Some((n, at)) = &r.numjobs {
@@ -169,6 +179,21 @@ mod tests {
         let (m, threads, _) =
             meta("[global]\nioengine=filestat\nfilesize=4k\nnrfiles=200\nthread\nnumjobs=2\n[t0]\nbs=8k\nrw=write\n");
         assert_eq!((m.files, m.io_size, m.writes, threads), (200, Bytes::kib(8), true, 2));
+    }
+
+    #[test]
+    fn create_on_open_is_said_only_of_the_jobs_it_is_true_of() {
+        for (text, n) in [
+            ("[global]\ncreate_on_open=1\n[c]\nioengine=filecreate\n[b]\nrw=write\nsize=1m\n", 1),
+            ("[global]\ncreate_on_open=1\n[b]\nrw=write\nsize=1m\n[c]\nioengine=filecreate\n", 1),
+            ("[global]\ncreate_on_open=1\n[c]\nioengine=filecreate\n", 0),
+        ] {
+            let mut m = crate::fio::tests::Mem::default();
+            m.files.insert(std::path::PathBuf::from("/j/job.fio"), text.to_string());
+            let f = crate::fio::parse(Path::new("/j/job.fio"), &m, false).unwrap_or_else(|e| panic!("{e}"));
+            let notes: Vec<&str> = f.notes.iter().map(|n| n.message.as_str()).collect();
+            assert_eq!(notes.iter().filter(|n| n.starts_with("create_on_open:")).count(), n, "{text}: {notes:?}");
+        }
     }
 
     #[test]
