@@ -1,7 +1,8 @@
 //! fio's metadata engines as a personality (`--workload metadata`): each thread creates, stats
 //! or deletes its own files (`filecreate`, `filestat`, `filedelete`) or directories
-//! (`dircreate`, `dirstat`, `dirdelete`) once each, every call timed, in a directory of its
-//! own. Its options and rules are here; its source is crates/workload/src/source/metadata.rs;
+//! (`dircreate`, `dirstat`, `dirdelete`) once each, every call timed, in the job's directory
+//! `iolab.<job>` (one for its threads, as fio's threads share the job's directory); the job's
+//! time runs from its start barrier to its last timed call. Its options and rules are here; its source is crates/workload/src/source/metadata.rs;
 //! fio's job files and command lines reach it through crates/spec/src/fio/map/meta.rs.
 
 use crate::job::Job;
@@ -108,7 +109,7 @@ impl Personality for MetadataJob {
     const ABOUT: &'static str = "fio's metadata engines: each thread creates, stats or deletes --nrfiles files or directories, each call timed";
     type Options = MetadataOptions;
     const SHARED_KEYS: &'static [&'static str] = &["nrfiles", "bs", "rw"];
-    const DIRS: OwnDirs = OwnDirs::PerThread;
+    const DIRS: OwnDirs = OwnDirs::PerJob;
 
     fn resolve(o: &MetadataOptions, p: &JobPatch, name: &str) -> Result<MetadataJob, SpecError> {
         let Some(op) = o.meta_op else {
@@ -148,7 +149,7 @@ impl Personality for MetadataJob {
 
     fn notes(&self, _job: &Job) -> Vec<String> {
         let mut n = vec![
-            "each thread works in its own directory iolab.<job>.<thread>, on names it made; what is left is removed at the end, untimed".to_string(),
+            "the job's threads work in one directory iolab.<job> that iolab makes, each on names it made; what is left is removed at the end, untimed; the job's time runs from its start barrier to its last timed call".to_string(),
         ];
         if self.op.needs_existing() {
             let what = if self.op.on_dirs() { "directories are made" } else { "files are created empty" };
@@ -180,7 +181,7 @@ mod tests {
         let j = job(|p| p.apps.metadata.meta_op = Some(MetaOp::FileStat)).unwrap();
         let Workload::Metadata(m) = &j.workload else { panic!("{:?}", j.workload) };
         assert_eq!(m, &MetadataJob { op: MetaOp::FileStat, files: 1, io_size: Bytes::kib(4), writes: false });
-        assert_eq!(j.own_dirs(), vec!["iolab.m.0"]);
+        assert_eq!(j.own_dirs(), vec!["iolab.m"]);
         assert_eq!(j.describe(), "metadata filestat of 1 files");
         let j = job(|p| {
             p.apps.metadata.meta_op = Some(MetaOp::DirCreate);

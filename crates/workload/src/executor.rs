@@ -1035,7 +1035,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
-    let (sec, acc, end, error) = match (setup, source.as_mut()) {
+    let (sec, acc, end, error, span) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             // A delayed thread starts within the phase; its runtime counts from its own start
             // or the end of the phase's ramp, whichever is later (the ramp is the phase's).
@@ -1058,10 +1058,13 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
             };
             let end =
                 engine.run(Loop { source, names: &mut names, clk: &clk, w, stop, lease, barrier, report: &mut report });
-            (end.sec, end.acc, clk.instant(end.end), end.error)
+            // A source timed only between its start barrier and its last timed call.
+            let span = source.timed_span().then(|| end.timed_span()).flatten();
+            let span = span.map(|(a, b)| (clk.instant(a), clk.instant(b)));
+            (end.sec, end.acc, clk.instant(end.end), end.error, span)
         }
-        (Err(e), _) => (0, Acc::default(), start, Some(e)),
-        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into()))),
+        (Err(e), _) => (0, Acc::default(), start, Some(e), None),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into())), None),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
@@ -1071,7 +1074,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, span });
 }
 
 /// The calling thread's I/O priority and nice value.

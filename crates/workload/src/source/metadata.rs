@@ -1,20 +1,29 @@
 //! The metadata workload's source (`--workload metadata`, fio's `filecreate`, `filestat`,
 //! `filedelete`, `dircreate`, `dirstat` and `dirdelete`; its options and rules are
-//! crates/spec/src/metadata.rs). Each thread makes its own directory `iolab.<job>.<thread>`
-//! (refusing one already there, so it never touches what it did not make), names its files as
-//! fio does (`<job>.<thread>.<n>`), makes them untimed first where the call needs them to exist
-//! (stat, delete), waits for the job's other threads, then makes one timed call per name, and
-//! at the end removes what is left and its directory, untimed.
+//! crates/spec/src/metadata.rs). The job's threads share one directory, `iolab.<job>`, as
+//! fio's threads share the job's directory: the first thread makes it before the start
+//! (refusing one already there, so it never touches what it did not make). Each thread names
+//! its files as fio does (`<job>.<thread>.<n>`), makes them untimed first where the call needs
+//! them to exist (stat, delete), waits for the job's other threads (the start barrier), then
+//! makes one timed call per name, and at the end removes what is left, untimed; once every
+//! thread is done the first removes the directory. The job's time is the timed calls' alone,
+//! from the start barrier to the last of them ([`Source::timed_span`]), as fio's is.
 
-use super::{describe_failure, Call, Ctx, Issue, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError, Worker};
+use super::{
+    describe_failure, Call, Ctx, Issue, JobDir, NameId, Next, OpenFlags, PersonalitySource, Run, SetupFile, Source,
+    SourceError, Worker,
+};
 use iolab_spec::metadata::MetaOp;
 use iolab_spec::{Job, MetadataJob};
 use std::io;
 
 pub struct Metadata {
     job: MetadataJob,
-    /// The thread's directory, `iolab.<job>.<thread>`.
+    /// The job's directory, `iolab.<job>`, shared by its threads.
     dir: String,
+    /// Where it is made (by thread 0, before the start).
+    root: JobDir,
+    thread: u32,
     /// fio's name of the thread's files, before their number: `<job>.<thread>.`.
     prefix: String,
     dir_id: Option<NameId>,
@@ -28,7 +37,6 @@ pub struct Metadata {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    MakeDir,
     /// Make the names the timed call needs to exist (untimed).
     Prepare,
     /// Wait for the job's other threads to be ready.
@@ -36,6 +44,8 @@ enum Stage {
     Timed,
     /// Remove what is left (untimed).
     Clean,
+    /// Wait for the job's other threads to be done with the directory.
+    EndBarrier,
     RemoveDir,
     Done,
 }
@@ -43,14 +53,16 @@ enum Stage {
 const FILE: u32 = 0; // a created file's index in the worker's file table
 
 impl Metadata {
-    pub fn new(job: &MetadataJob, name: &str, thread: u32) -> Self {
+    pub fn new(job: &MetadataJob, name: &str, thread: u32, root: JobDir) -> Self {
         Metadata {
             job: job.clone(),
-            dir: format!("iolab.{name}.{thread}"),
+            dir: format!("iolab.{name}"),
+            root,
+            thread,
             prefix: format!("{name}.{thread}."),
             dir_id: None,
             names: Vec::new(),
-            stage: Stage::MakeDir,
+            stage: Stage::Prepare,
             at: 0,
             open: false,
         }
@@ -84,13 +96,36 @@ impl PersonalitySource for MetadataJob {
         Ok(())
     }
     fn source<R: Run>(&self, w: &Worker<'_, ()>, run: R) -> R::Out {
-        run.run(Ok(Metadata::new(self, &w.job.name, w.thread)))
+        run.run(Ok(Metadata::new(self, &w.job.name, w.thread, w.job_dir())))
     }
 }
 
 impl Source for Metadata {
     fn buffer_len(&self) -> usize {
         iolab_spec::Personality::buffer_len(&self.job) as usize
+    }
+
+    /// The first thread makes the job's directory before the start, refusing one already
+    /// there (the layout refused it too, before the run; this is the moment it is made).
+    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
+        if self.thread == 0 {
+            let b = self.root.beneath()?;
+            b.mkdir(std::path::Path::new(&self.dir)).map_err(|e| {
+                let path = self.root.path.join(&self.dir);
+                match e.kind() {
+                    io::ErrorKind::AlreadyExists => SourceError::Said(format!(
+                        "{} exists (left by an interrupted run?); remove it or choose another job name",
+                        path.display()
+                    )),
+                    _ => super::io_error("creating", path, "")(e),
+                }
+            })?;
+        }
+        Ok(Vec::new())
+    }
+
+    fn timed_span(&self) -> bool {
+        true
     }
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
@@ -111,11 +146,7 @@ impl Source for Metadata {
             return self.next(ctx);
         };
         let issue = match self.stage {
-            Stage::MakeDir => {
-                self.stage = if self.job.op.needs_existing() { Stage::Prepare } else { Stage::Ready };
-                Issue::untimed(Call::Mkdir { name: dir })
-            }
-            Stage::Prepare => match self.names.get(self.at).copied() {
+            Stage::Prepare => match self.names.get(self.at).copied().filter(|_| self.job.op.needs_existing()) {
                 Some(n) => {
                     self.at += 1;
                     self.make(n)
@@ -164,10 +195,14 @@ impl Source for Metadata {
                     self.remove(n)
                 }
                 None => {
-                    self.stage = Stage::RemoveDir;
+                    self.stage = Stage::EndBarrier;
                     return self.next(ctx);
                 }
             },
+            Stage::EndBarrier => {
+                self.stage = if self.thread == 0 { Stage::RemoveDir } else { Stage::Done };
+                return Next::Barrier;
+            }
             Stage::RemoveDir => {
                 self.stage = Stage::Done;
                 Issue::untimed(Call::Rmdir { name: dir })
@@ -180,8 +215,8 @@ impl Source for Metadata {
     fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
         match (call, r) {
             (_, Ok(_)) => Ok(()),
-            (Call::Mkdir { name }, Err(e)) if Some(*name) == self.dir_id && e.kind() == io::ErrorKind::AlreadyExists => {
-                Err(format!("{} exists (left by an interrupted run?); remove it or choose another job name", self.dir)
+            (Call::Rmdir { name }, Err(e)) if Some(*name) == self.dir_id && e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+                Err(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir)
                     .into())
             }
             (_, Err(_)) => {
@@ -209,17 +244,35 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     fn run_op(op: MetaOp, root: &std::path::Path) -> (iolab_model::Acc, Option<String>) {
-        let job = MetadataJob { op, files: 10, io_size: Bytes::kib(4), writes: false };
-        let mut src = Metadata::new(&job, "t", 0);
-        let setup = iolab_engine::Setup::new(1, 512);
-        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, setup).unwrap();
+        let (end, _) = run_n(op, root, 10);
+        (end.acc, end.error.map(|e| e.to_string()))
+    }
+
+    /// One thread over `files` names, set up as the executor sets it up; its end and the
+    /// loop's start.
+    fn run_n(op: MetaOp, root: &std::path::Path, files: u64) -> (crate::worker::WorkerEnd, crate::clock::Stamp) {
+        let job = MetadataJob { op, files, io_size: Bytes::kib(4), writes: false };
+        let mut src = Metadata::new(&job, "t", 0, JobDir { path: root.to_path_buf(), dir: None });
         let clk = TscClock::new();
         let now = Clock::now(&clk);
+        if let Err(e) = src.setup() {
+            let end = crate::worker::WorkerEnd {
+                sec: 0,
+                acc: Default::default(),
+                end: now,
+                error: Some(e),
+                began: None,
+                last_timed: None,
+            };
+            return (end, now);
+        }
+        let setup = iolab_engine::Setup::new(1, 512);
+        let mut e = iolab_engine::build(iolab_spec::EngineKind::Psync, setup).unwrap();
         let w = Window { start: now, t0: now, deadline: None };
         let mut names = Names::new(root);
         let barrier = crate::rendezvous::Rendezvous::new(1);
         let end = run(&mut src, &mut *e, &mut names, &clk, w, &AtomicBool::new(false), &barrier, &mut |_, _| {});
-        (end.acc, end.error.map(|e| e.to_string()))
+        (end, now)
     }
 
     #[test]
@@ -238,20 +291,37 @@ mod tests {
             let timed: Vec<(OpClass, u64)> = acc.iter().map(|(c, a)| (c, a.ops)).filter(|x| x.1 > 0).collect();
             assert_eq!(timed, vec![(class, 10)], "{op}: only its ten calls are counted");
             assert!(acc.get(class).hist.as_ref().is_some_and(|h| h.len() == 10), "{op}: ten latencies");
-            assert!(!d.path().join("iolab.t.0").exists(), "{op}: its directory is gone");
+            assert!(!d.path().join("iolab.t").exists(), "{op}: its directory is gone");
         }
     }
 
     #[test]
     fn a_directory_of_its_name_already_there_is_refused_and_left_alone() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("iolab.t.0")).unwrap();
-        std::fs::write(d.path().join("iolab.t.0/t.0.0"), b"theirs").unwrap();
+        std::fs::create_dir(d.path().join("iolab.t")).unwrap();
+        std::fs::write(d.path().join("iolab.t/t.0.0"), b"theirs").unwrap();
         for op in [MetaOp::FileDelete, MetaOp::FileCreate] {
             let (acc, err) = run_op(op, d.path());
             assert!(err.is_some_and(|e| e.contains("exists (left by an interrupted run?)")), "{op}");
             assert_eq!(acc.iter().map(|(_, a)| a.ops).sum::<u64>(), 0);
-            assert_eq!(std::fs::read(d.path().join("iolab.t.0/t.0.0")).unwrap(), b"theirs");
+            assert_eq!(std::fs::read(d.path().join("iolab.t/t.0.0")).unwrap(), b"theirs");
+        }
+    }
+
+    #[test]
+    fn the_job_time_is_from_the_start_barrier_to_the_last_timed_call() {
+        let d = tempfile::tempdir().unwrap();
+        for op in [MetaOp::FileStat, MetaOp::FileDelete, MetaOp::FileCreate] {
+            let (end, start) = run_n(op, d.path(), 500);
+            assert!(end.error.is_none(), "{op}: {:?}", end.error);
+            let (from, last) = end.timed_span().expect("it met its start barrier");
+            assert!(start <= from && from <= last && last < end.end, "{op}: {start:?} {from:?} {last:?} {:?}", end.end);
+            // The removal after the last timed call (500 unlinks or rmdirs) is outside the span,
+            // and for stat and delete so is the making before the barrier (500 creates).
+            assert!(last - from < end.end - start, "{op}: the span is less than the loop");
+            if op != MetaOp::FileCreate {
+                assert!(from > start, "{op}: the making before the barrier is not in the span");
+            }
         }
     }
 }

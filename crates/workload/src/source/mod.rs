@@ -378,6 +378,13 @@ pub trait Source: Send {
     fn figures(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
+    /// Whether the job's time is only its timed calls' stretch: from the thread's start barrier
+    /// to its last timed namespace call (fio's metadata engines, whose job time is the calls';
+    /// the names made untimed before and removed after are not in it). Otherwise a thread's
+    /// time runs from its start to the loop's end.
+    fn timed_span(&self) -> bool {
+        false
+    }
     /// Reads of files whose holes were kept, and how many of them fell in a hole: `(reads,
     /// in_holes)`, when the source counts them (the block workload on a sparse file).
     fn hole_reads(&self) -> Option<(u64, u64)> {

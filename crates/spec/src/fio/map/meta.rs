@@ -33,7 +33,7 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
     let what = if op.on_dirs() { "directories" } else { "files" };
     let eng = format!("ioengine={op}");
 
-    // Where: the directory; iolab's names, as fio's default ones, in a directory of its own.
+    // Where: the directory; iolab's names, as fio's default ones, in the job's directory of its own.
     let (dir, at) = match &r.directory {
         Some((d, at)) => (PathBuf::from(d), at.clone()),
         None => (PathBuf::from("."), section_at.clone()),
@@ -41,9 +41,9 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
     o.set("target", &at);
     o.p.target = Some(dir.clone());
     if let Some((f, at)) = r.filename.as_ref().or(r.filename_format.as_ref()) {
-        said.unmapped(at, format!("`{f}` with {eng}: iolab names the {what} as fio's default ({name}.N.M), in a directory of its own under the job's directory"));
+        said.unmapped(at, format!("`{f}` with {eng}: iolab names the {what} as fio's default ({name}.N.M), in a directory of its own under the job's directory, iolab.{name}"));
     }
-    said.note(&at, format!("{eng}: each thread works on its own {what} {name}.N.0, {name}.N.1, ... in {}/iolab.{name}.N, a directory iolab makes and removes (fio works in the directory itself)", dir.display()));
+    said.note(&at, format!("{eng}: each thread works on its own {what} {name}.N.0, {name}.N.1, ... in {}/iolab.{name}, one directory for the job's threads that iolab makes and removes (fio works in the directory itself)", dir.display()));
     match op {
         MetaOp::FileStat | MetaOp::FileDelete => said.note(&at, format!("{eng}: iolab creates the files before the timed calls, untimed, and removes what is left after (fio lays out its files with filesize bytes each; iolab's are empty, as stat and unlink do not read them)")),
         MetaOp::DirStat | MetaOp::DirDelete => said.note(&at, format!("{eng}: iolab makes the directories before the timed calls, untimed, and removes what is left after")),
