@@ -154,6 +154,13 @@ pub struct Dedupe {
 impl BlockJob {
     /// The block options of a patch, with iolab's defaults where it says nothing.
     pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BlockJob, SpecError> {
+        if p.nrfiles == Some(0) {
+            return Err(SpecError::field(
+                name,
+                "nrfiles",
+                "0: a job works on at least one file (fio refuses nrfiles=0 too); give 1 or more",
+            ));
+        }
         if p.nrfiles.unwrap_or(1) < 2 && (p.file_sizes.is_some() || p.file_service.is_some() || p.file_names.is_some())
         {
             return Err(SpecError::field(
@@ -454,4 +461,22 @@ fn think_of(p: &JobPatch, name: &str) -> Result<Option<crate::think::Think>, Spe
         on_issue: p.think_on_issue.unwrap_or(false),
         iotime: p.think_iotime,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Bytes, JobPatch};
+
+    #[test]
+    fn nrfiles_0_is_refused_as_fio_refuses_it() {
+        let p = |n| JobPatch {
+            target: Some("/data".into()),
+            size: Some(Bytes::mib(1)),
+            nrfiles: Some(n),
+            ..Default::default()
+        };
+        let e = p(0).resolve("t").unwrap_err().to_string();
+        assert!(e.contains("nrfiles") && e.contains("0: a job works on at least one file"), "{e}");
+        assert!(p(1).resolve("t").is_ok());
+    }
 }
