@@ -466,3 +466,74 @@ fn filestat_iops_are_near_fios() {
     assert!((0.2..=5.0).contains(&ratio), "iolab {i:.0} IOPS against fio's {f:.0}: {ratio:.3} of fio's");
     assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 0, "iolab's shared directory is gone");
 }
+
+/// fio's falloc engine (engines/falloc.c): each write is fallocate(2) of its range with mode 0,
+/// each read one with FALLOC_FL_KEEP_SIZE, each counted as an I/O of its length. fio 3.33 with
+/// `--size=1m --bs=4k --rw=randwrite`: 256 writes, 1 MiB counted, one fallocate per write (257
+/// with its layout's), the file 1 MiB; with `--bs=64k --rw=read`: 16 reads, 1 MiB. Checked
+/// against fio where it is installed, the calls with strace where it is.
+#[test]
+fn falloc_allocates_as_fio_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |file: &Path, bs: &str, rw: &str| {
+        vec![
+            "--name=t".to_string(),
+            "--ioengine=falloc".into(),
+            format!("--filename={}", file.display()),
+            "--size=1m".into(),
+            format!("--bs={bs}"),
+            format!("--rw={rw}"),
+            "--output-format=json".into(),
+        ]
+    };
+    let read = |out: std::process::Output, file: &Path| -> (Vec<u64>, u64) {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v: Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..]).unwrap();
+        let (r, w) = (&v["jobs"][0]["read"], &v["jobs"][0]["write"]);
+        let got =
+            vec![u(&r["io_bytes"]), u(&r["total_ios"]), u(&w["io_bytes"]), u(&w["total_ios"]), u(&w["clat_ns"]["N"])];
+        let len = std::fs::metadata(file).unwrap().len();
+        std::fs::remove_file(file).unwrap();
+        (got, len)
+    };
+    let db = dir.path().join("runs.db");
+    let (i, f) = (dir.path().join("i"), dir.path().join("f"));
+    let cases = [("4k", "randwrite", vec![0, 0, 1 << 20, 256, 256]), ("64k", "read", vec![1 << 20, 16, 0, 0, 0])];
+    for (bs, rw, want) in &cases {
+        let mine = read(iolab().env("IOLAB_DB", &db).arg("fio").args(args(&i, bs, rw)).output().unwrap(), &i);
+        assert_eq!(mine, (want.clone(), 1 << 20), "{rw}: read bytes and ios, write bytes, ios, clat N; the size");
+        if have("fio") {
+            let theirs = read(Command::new("fio").args(args(&f, bs, rw)).output().unwrap(), &f);
+            assert_eq!(mine, theirs, "{rw}: iolab against fio");
+        }
+    }
+    if !have("fio") {
+        skip("fio is not installed: falloc checked against fio 3.33's recorded counts only");
+    }
+    if !have("strace") {
+        return skip("strace is not installed: falloc's calls not counted");
+    }
+    // The calls: one fallocate(fd, 0, offset, 4096) per write.
+    let trace = dir.path().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=fallocate", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_DB", &db)
+        .arg("fio")
+        .args(args(&i, "4k", "randwrite"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let writes = text
+        .lines()
+        .filter(|l| {
+            let Some(args) = l.split_once("fallocate(").and_then(|(_, r)| r.split_once(')')) else { return false };
+            let a: Vec<&str> = args.0.split(", ").collect();
+            a.len() == 4 && a[1] == "0" && a[3] == "4096" && args.1.trim() == "= 0"
+        })
+        .count();
+    assert_eq!(writes, 256, "one fallocate of mode 0 and 4096 bytes per write:\n{text}");
+}

@@ -18,6 +18,7 @@ pub mod beneath;
 pub mod buffer;
 mod calls;
 pub mod extents;
+pub mod falloc;
 pub mod ftruncate;
 pub mod libaio;
 pub mod mmap;
@@ -395,6 +396,7 @@ engines! {
     Mmap => mmap::Mmap,
     Null => null::Null,
     Ftruncate => ftruncate::Ftruncate,
+    Falloc => falloc::Falloc,
 }
 
 /// [`build_any`], behind the trait.

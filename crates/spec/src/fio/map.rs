@@ -1601,11 +1601,14 @@ fn finish_engine(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) -> u64 {
                     }
                     EngineKind::Ftruncate
                 }
+                // fio's engines/falloc.c: a write is fallocate(2) of its range, a read one with
+                // FALLOC_FL_KEEP_SIZE (a trim's hole punch comes with rw=trim, not mapped here).
+                "falloc" => EngineKind::Falloc,
                 other => {
                     said.unmapped(
                         at,
                         format!(
-                            "ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap, null and ftruncate"
+                            "ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap, null, ftruncate and falloc"
                         ),
                     );
                     EngineKind::Psync

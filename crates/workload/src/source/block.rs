@@ -292,7 +292,10 @@ impl Source for BlockSource<'_> {
         let (job, b) = (self.job, self.b);
         let opts = OpenOptions {
             read: true,
-            write: b.rw.writes() || b.end_fsync || job.engine.caps().maps_files() && t.kind == TargetKind::File,
+            write: b.rw.writes()
+                || b.end_fsync
+                || job.engine.caps().maps_files() && t.kind == TargetKind::File
+                || job.engine.reads_allocate(),
             direct: job.direct,
             dsync: b.sync == SyncMode::Dsync,
             sync: b.sync == SyncMode::Sync,
