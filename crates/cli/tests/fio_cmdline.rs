@@ -537,3 +537,36 @@ fn falloc_allocates_as_fio_does() {
         .count();
     assert_eq!(writes, 256, "one fallocate of mode 0 and 4096 bytes per write:\n{text}");
 }
+
+/// fio's invalidate (its default) on a time-based buffered job drops the file's cached pages
+/// each time a pass over the file starts (fio 3.33 under strace: one fadvise64 DONTNEED per
+/// pass, and one after its layout): iolab drops them before the phase and at each pass start
+/// after, so a 1 MiB file read at random for 1 s is read from the storage again at each pass.
+#[test]
+fn invalidate_drops_the_cache_at_each_pass() {
+    if !have("strace") {
+        return skip("strace is not installed: the drops at each pass not counted");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (file, trace) = (dir.path().join("f"), dir.path().join("strace.txt"));
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=fadvise64", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_iolab"))
+        .env("IOLAB_DB", dir.path().join("runs.db"))
+        .args(["fio", "--name=t", "--size=1m", "--rw=randread", "--bs=4k", "--time_based", "--runtime=1"])
+        .arg(format!("--filename={}", file.display()))
+        .arg("--output-format=json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..]).unwrap();
+    let ios = u(&v["jobs"][0]["read"]["total_ios"]);
+    let drops = std::fs::read_to_string(&trace).unwrap().lines().filter(|l| l.contains("POSIX_FADV_DONTNEED")).count();
+    // 256 reads a pass: the drop before the phase (the first pass's), one at each pass after.
+    let passes = ios.div_ceil(256) as usize;
+    eprintln!("{ios} reads of 4 KiB over a 1 MiB file: {passes} passes, {drops} drops of its cached pages");
+    assert!(passes >= 2, "{ios} reads: the test needs more than one pass");
+    assert_eq!(drops, passes, "{ios} reads: one drop per pass");
+}

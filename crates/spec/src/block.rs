@@ -55,8 +55,9 @@ pub struct BlockJob {
     /// New data in the buffer before every write (jobs stored before this option read as off).
     #[serde(default)]
     pub refill_buffers: bool,
-    /// Drop the target's cached pages before each phase (fio's invalidate; jobs stored before
-    /// this option read as off).
+    /// Drop the target's cached pages before each phase and, on a time-based or looping
+    /// buffered job on one file, as each new pass over it starts (fio's invalidate; jobs stored
+    /// before this option read as off).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub invalidate: bool,
     /// Leave the target's holes and unwritten extents as they are and count the reads that
