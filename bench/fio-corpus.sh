@@ -43,16 +43,22 @@ import re, sys
 src, out, target, size, secs = sys.argv[1:6]
 drop = {"filename", "directory", "size", "filesize", "io_size", "runtime", "time_based", "nrfiles",
         "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec"}
+# fio's metadata engines make one call per file: each job gets 2000 names in a directory of
+# its own (TARGET-meta) instead of a file, size and time.
+meta = re.search(r"^ioengine=(file|dir)(create|stat|delete)\s*$", open(src).read(), re.M)
 lines = []
 for raw in open(src):
     line = raw.strip()
     key = re.split(r"[=\s;#]", line, maxsplit=1)[0] if line else ""
-    if key in drop:
+    if key in drop and not (meta and key in ("filesize", "size")):  # fio lays out what stat/delete need
         continue
     lines.append(raw.rstrip("\n"))
     m = re.match(r"^\[(.+)\]$", line)
     if m and m.group(1) != "global":
-        lines += [f"filename={target}", f"size={size}", f"runtime={secs}", "time_based"]
+        if meta:
+            lines += [f"directory={target}-meta", "nrfiles=2000"]
+        else:
+            lines += [f"filename={target}", f"size={size}", f"runtime={secs}", "time_based"]
 open(out, "w").write("\n".join(lines) + "\n")
 PY
 }
@@ -108,10 +114,15 @@ for name in "${names[@]}"; do
     # fio 3.33 never ends fixed-rate-submission.fio made time-based (io_submit_mode=offload):
     # each tool gets ten times the runtime and a minute.
     limit=$((SECS * 10 + 60))
+    rm -rf "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
+    mkdir -p "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
+    # A metadata job makes and removes its own names: --overwrite is not its option.
+    ow=--overwrite
+    if grep -qE '^ioengine=(file|dir)(create|stat|delete)\s*$' "$src"; then ow=; fi
     (cd "$DIR" && timeout "$limit" fio --output-format=json "fio-$name" >"$DIR/fio.json" 2>/dev/null) \
         || echo '{"jobs": []}' >"$DIR/fio.json"
     (cd "$DIR" && timeout "$limit" "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress \
-        --sample-interval 0 --overwrite >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
+        --sample-interval 0 $ow >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
     read -r fi_iops fi_bw < <(figures <"$DIR/fio.json")
     read -r io_iops io_bw < <(figures <"$DIR/iolab.json")
     note=$(grep -o 'note: .*' <<<"$why" | sed -E 's/^note: [^:]+:[0-9]+: //' | head -1 | cut -c1-70 || true)
@@ -126,4 +137,5 @@ for name in "${names[@]}"; do
         done
     fi
     rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.* "$DIR"/fio.json "$DIR"/iolab.json
+    rm -rf "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
 done

@@ -18,6 +18,8 @@ pub mod beneath;
 pub mod buffer;
 mod calls;
 pub mod extents;
+pub mod falloc;
+pub mod ftruncate;
 pub mod libaio;
 pub mod mmap;
 pub mod null;
@@ -393,6 +395,8 @@ engines! {
     IoUring => uring::Uring,
     Mmap => mmap::Mmap,
     Null => null::Null,
+    Ftruncate => ftruncate::Ftruncate,
+    Falloc => falloc::Falloc,
 }
 
 /// [`build_any`], behind the trait.

@@ -58,8 +58,9 @@ pub struct BlockJob {
     /// New data in the buffer before every write (jobs stored before this option read as off).
     #[serde(default)]
     pub refill_buffers: bool,
-    /// Drop the target's cached pages before each phase (fio's invalidate; jobs stored before
-    /// this option read as off).
+    /// Drop the target's cached pages before each phase and, on a time-based or looping
+    /// buffered job on one file, as each new pass over it starts (fio's invalidate; jobs stored
+    /// before this option read as off).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub invalidate: bool,
     /// Leave the target's holes and unwritten extents as they are and count the reads that
@@ -207,6 +208,13 @@ impl Zones {
 impl BlockJob {
     /// The block options of a patch, with iolab's defaults where it says nothing.
     pub(crate) fn from_patch(p: &JobPatch, name: &str) -> Result<BlockJob, SpecError> {
+        if p.nrfiles == Some(0) {
+            return Err(SpecError::field(
+                name,
+                "nrfiles",
+                "0: a job works on at least one file (fio refuses nrfiles=0 too); give 1 or more",
+            ));
+        }
         if p.nrfiles.unwrap_or(1) < 2 && (p.file_sizes.is_some() || p.file_service.is_some() || p.file_names.is_some())
         {
             return Err(SpecError::field(
@@ -541,7 +549,7 @@ fn think_of(p: &JobPatch, name: &str) -> Result<Option<crate::think::Think>, Spe
 
 #[cfg(test)]
 mod tests {
-    use crate::JobPatch;
+    use crate::{Bytes, JobPatch};
 
     #[test]
     fn a_shared_working_set_needs_a_working_set() {
@@ -553,5 +561,18 @@ mod tests {
         assert!(e.contains("--dedupe-set PCT"), "{e}");
         let j = JobPatch { dedupe_set: Some(10), ..p }.resolve("j").unwrap();
         assert!(j.workload.block().unwrap().dedupe.unwrap().global);
+    }
+
+    #[test]
+    fn nrfiles_0_is_refused_as_fio_refuses_it() {
+        let p = |n| JobPatch {
+            target: Some("/data".into()),
+            size: Some(Bytes::mib(1)),
+            nrfiles: Some(n),
+            ..Default::default()
+        };
+        let e = p(0).resolve("t").unwrap_err().to_string();
+        assert!(e.contains("nrfiles") && e.contains("0: a job works on at least one file"), "{e}");
+        assert!(p(1).resolve("t").is_ok());
     }
 }

@@ -102,6 +102,26 @@ engines! {
         synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false, batches: false,
         about: "completes every operation at once, touching nothing: iolab's own cost",
     };
+    /// fio's ftruncate engine: each write is ftruncate(2) of the file to its offset.
+    Ftruncate => "ftruncate", Caps {
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false,
+        about: "fio's ftruncate: each write sizes the file to its offset with ftruncate(2), reads fail with EINVAL",
+    };
+    /// fio's falloc engine: each write is fallocate(2) of its range, each read one that keeps
+    /// the file's size.
+    Falloc => "falloc", Caps {
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false,
+        about: "fio's falloc: each write allocates its range with fallocate(2) (growing the file), each read allocates keeping the size",
+    };
+}
+
+impl EngineKind {
+    /// Whether its reads change the file too, so it is opened for writing whatever the job's
+    /// direction: falloc's read is fallocate(2) with FALLOC_FL_KEEP_SIZE (it allocates, the
+    /// data stay as they were), which a descriptor opened for reading alone cannot make.
+    pub fn reads_allocate(self) -> bool {
+        matches!(self, EngineKind::Falloc)
+    }
 }
 
 /// fio's queue-depth knobs, honoured by an engine whose row `batches` (libaio), each as fio's

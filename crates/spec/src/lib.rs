@@ -41,6 +41,7 @@ personalities! {
     varmail::VarmailJob as Varmail,
     bonnie::BonnieJob as Bonnie,
     append_log::AppendLogJob as AppendLog,
+    metadata::MetadataJob as Metadata,
 }
 
 pub use block::BlockJob;

@@ -340,8 +340,10 @@ pub struct JobPatch {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refill_buffers: Option<bool>,
     /// Drop the target's cached pages before each phase (written back first, then
-    /// posix_fadvise DONTNEED), so reads come from the storage and not from memory: fio's
-    /// invalidate=1, which a fio job file gets by default. Off by default for iolab's own jobs.
+    /// posix_fadvise DONTNEED), and again as each new pass over the file starts on a
+    /// time-based or looping buffered job, so reads come from the storage and not from memory:
+    /// fio's invalidate=1, which a fio job file gets by default. Off by default for iolab's own
+    /// jobs.
     #[cfg_attr(feature = "clap", arg(help_heading = DATA, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidate: Option<bool>,

@@ -40,6 +40,9 @@ pub(crate) enum Msg {
         sched: (u64, u64),
         /// Where its latency target's search got to: the depth, and whether it was found.
         depth: Option<(u32, bool)>,
+        /// For a source timed only between its start barrier and its last timed call
+        /// ([`crate::source::Source::timed_span`]): those two instants, its measured time.
+        span: Option<(Instant, Instant)>,
     },
 }
 
@@ -60,8 +63,11 @@ struct WorkerTally {
     bytes: u64,
     end: Option<Instant>,
     error: Option<String>,
-    /// When its measured time starts, for a worker started after the phase (a start delay).
+    /// When its measured time starts, for a worker started after the phase (a start delay),
+    /// or at its start barrier (a source timed only over its timed calls).
     from: Option<Instant>,
+    /// Its time is its timed calls' stretch (`Msg::Done`'s `span`), the job's time too.
+    spanned: bool,
 }
 
 pub(crate) struct Aggregator {
@@ -282,11 +288,22 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched, depth } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched, depth, span } => {
                 if let Some((d, found)) = depth {
                     let j = self.job_depth[job].get_or_insert((d, found));
                     *j = (j.0.min(d), j.1 && found);
                 }
+                // A source timed only over its timed calls: its time runs from its start
+                // barrier to its last timed call, not over the untimed work around them.
+                let end = match span {
+                    Some((from, last)) => {
+                        if let Some(w) = self.workers.get_mut(worker) {
+                            (w.from, w.spanned) = (Some(from), true);
+                        }
+                        last
+                    }
+                    None => end,
+                };
                 self.merge(job, worker, sec, &acc);
                 self.sched.0 += sched.0;
                 self.sched.1 += sched.1;
@@ -394,6 +411,11 @@ impl Aggregator {
             // A delayed job's time counts from its first thread's start.
             let from = self.workers.iter().filter(|w| w.job == i).map(|w| w.from.unwrap_or(t0)).min().unwrap_or(t0);
             let mut e = if running || end.is_some() { since(from, end) } else { 0.0 };
+            // A job timed over its timed calls only: the phase's time holds that stretch, not
+            // the untimed making before it.
+            if !running && self.workers.iter().any(|w| w.job == i && w.spanned) {
+                phase_e = e;
+            }
             // SNIA steady state: the window's counts over the window's length.
             let whole;
             let acc = match (&window, &self.auto) {
@@ -559,6 +581,37 @@ mod tests {
     }
 
     #[test]
+    fn a_job_timed_over_its_calls_counts_from_its_start_barrier_to_its_last_timed_call() {
+        let t0 = Instant::now();
+        let ph = phase(2);
+        let targets = vec![Vec::new()];
+        let mut a = Aggregator::new(&[2], t0);
+        // Thread 0 made its names untimed for 3 s, met the barrier at 3 s, made its timed calls
+        // until 3.5 s and removed the names until 6 s; thread 1 the same, its last call at 3.25 s.
+        for (worker, last_ms) in [(0, 3500), (1, 3250)] {
+            a.take(Msg::Done {
+                job: 0,
+                worker,
+                sec: 5,
+                acc: acc(100),
+                end: t0 + Duration::from_secs(6),
+                error: None,
+                figures: Vec::new(),
+                holes: None,
+                sched: (0, 0),
+                depth: None,
+                span: Some((t0 + Duration::from_secs(3), t0 + Duration::from_millis(last_ms))),
+            });
+        }
+        let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
+        assert!((r.jobs[0].elapsed_s - 0.5).abs() < 1e-9, "{}", r.jobs[0].elapsed_s);
+        assert!((r.elapsed_s - 0.5).abs() < 1e-9, "the phase's time is the job's: {}", r.elapsed_s);
+        assert!((r.jobs[0].total.read().iops - 400.0).abs() < 1e-6, "{}", r.jobs[0].total.read().iops);
+        let th = &r.jobs[0].per_thread;
+        assert_eq!((th[0].elapsed_s, th[1].elapsed_s), (0.5, 0.25));
+    }
+
+    #[test]
     fn each_thread_keeps_its_end_and_volume_and_the_phase_stands_while_running() {
         let t0 = Instant::now();
         let ph = phase(2);
@@ -577,6 +630,7 @@ mod tests {
             holes: None,
             sched: (0, 0),
             depth: None,
+            span: None,
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
         let now = t0 + Duration::from_secs(3);
@@ -595,6 +649,7 @@ mod tests {
             holes: None,
             sched: (0, 0),
             depth: None,
+            span: None,
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);
         let th = &r.jobs[0].per_thread;

@@ -25,7 +25,7 @@ use iolab_engine::beneath::Beneath;
 use iolab_model::*;
 use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -371,6 +371,18 @@ fn prepare_phase(
     let mut created = HashSet::new();
     let mut laid_out: Option<LayoutDone> = None;
     let began = Instant::now();
+    // A file the phase's jobs share is laid out once, before the phase, if any of them reads
+    // it (fio lays out a job's file before the phase: flow.fio's reader would otherwise read
+    // past the end its writer has reached): the largest target that needs its data wins.
+    let mut lays: HashMap<&std::path::Path, (&Job, &Target)> = HashMap::new();
+    for (job, ts) in phase.jobs.iter().zip(&targets).filter(|(j, _)| !j.workload.makes_own_files()) {
+        for t in ts.iter().filter(|t| t.layout) {
+            let e = lays.entry(t.path.as_path()).or_insert((job, t));
+            if t.size > e.1.size {
+                *e = (job, t);
+            }
+        }
+    }
     for (job, ts) in phase.jobs.iter().zip(&targets) {
         if job.workload.makes_own_files() {
             continue;
@@ -379,6 +391,7 @@ fn prepare_phase(
             if !seen.insert(t.path.clone()) {
                 continue;
             }
+            let (job, t) = lays.get(t.path.as_path()).copied().unwrap_or((job, t));
             let created_now = !t.exists;
             if created_now {
                 created.insert(t.path.clone());
@@ -1061,7 +1074,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched0 = crate::cpu::thread_sched();
     let start = *shared.start.get().expect("start set before the go barrier");
     shared.first_run.fetch_min(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
-    let (sec, acc, end, error, depth) = match (setup, source.as_mut()) {
+    let (sec, acc, end, error, depth, span) = match (setup, source.as_mut()) {
         (Ok(mut engine), Some(source)) => {
             // A delayed thread starts within the phase; its runtime counts from its own start
             // or the end of the phase's ramp, whichever is later (the ramp is the phase's).
@@ -1099,10 +1112,13 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
                 log,
                 latency,
             });
-            (end.sec, end.acc, clk.instant(end.end), end.error, depth)
+            // A source timed only between its start barrier and its last timed call.
+            let span = source.timed_span().then(|| end.timed_span()).flatten();
+            let span = span.map(|(a, b)| (clk.instant(a), clk.instant(b)));
+            (end.sec, end.acc, clk.instant(end.end), end.error, depth, span)
         }
-        (Err(e), _) => (0, Acc::default(), start, Some(e), None),
-        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into())), None),
+        (Err(e), _) => (0, Acc::default(), start, Some(e), None, None),
+        (Ok(_), None) => (0, Acc::default(), start, Some(SourceError::Said("no source".into())), None, None),
     };
     // Done: the job's other threads wait for this one at no later barrier.
     barrier.leave();
@@ -1117,7 +1133,7 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, depth });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, depth, span });
 }
 
 /// The calling thread's I/O priority and nice value.
@@ -1329,5 +1345,35 @@ mod tests {
         assert!(seen.progress.len() >= 3 && seen.progress.windows(2).all(|w| w[0] <= w[1]), "{:?}", seen.progress);
         assert!(seen.progress[0] < 0.1, "the phase is there from its start: {:?}", seen.progress);
         assert_eq!(p.jobs[0].per_thread.len(), 2);
+    }
+
+    #[test]
+    fn a_file_a_phase_writes_and_reads_is_laid_out_before_it() {
+        // fio's flow.fio: one job writes the file from its start while another reads it at
+        // random: the file is laid out to its size before the phase, as fio lays it out.
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("shared");
+        let job = |name: &str, rw| {
+            JobPatch {
+                name: Some(name.into()),
+                target: Some(file.clone()),
+                size: Some(Bytes::mib(4)),
+                rw: Some(rw),
+                engine: Some(EngineKind::Psync),
+                runtime: Some(Duration::from_millis(300)),
+                ..Default::default()
+            }
+            .resolve(name)
+            .unwrap()
+        };
+        let plan = Plan {
+            phases: vec![Phase { name: "p".into(), jobs: vec![job("writer", Rw::Write), job("reader", Rw::RandRead)] }],
+        };
+        let r = run_plan(&plan, &Control::default(), &mut NoSink).unwrap();
+        let p = &r.phases[0];
+        assert!(p.jobs.iter().all(|j| j.error.is_none()), "{:?}", p.jobs.iter().map(|j| &j.error).collect::<Vec<_>>());
+        assert!(p.jobs[1].total.read().ops > 0, "the reader read");
+        let laid = p.layout.as_ref().expect("the file was laid out before the phase");
+        assert_eq!((laid.files.len(), laid.bytes), (1, 4 << 20), "{laid:?}");
     }
 }

@@ -81,6 +81,14 @@ pub struct Pattern {
     ops_left: u64,
     place: Where,
     held: Option<Access>,
+    /// Bytes left in the current pass over the file, when passes are told apart
+    /// ([`Pattern::track_passes`]); else so large it never runs out.
+    pass_left: u64,
+    /// The bytes of a pass (the file's length), 0 when passes are not told apart.
+    pass_len: u64,
+    /// The first access of a pass that has not started yet, and the accesses left to take
+    /// (`ops_left`, set to 0 meanwhile so the pattern gives nothing until [`Pattern::start_pass`]).
+    next_pass: Option<(Access, u64)>,
 }
 
 impl Pattern {
@@ -158,7 +166,47 @@ impl Pattern {
             ops_left: u64::MAX,
             place,
             held: None,
+            pass_left: u64::MAX,
+            pass_len: 0,
+            next_pass: None,
         }
+    }
+
+    /// Tell the passes over the file apart (fio's passes of a time-based or looping job: each
+    /// `file_len` bytes issued): at each pass's end the pattern gives `None` once, with
+    /// [`Pattern::pass_ended`] true, until [`Pattern::start_pass`]; the caller drops the file's
+    /// cached pages there, as fio's invalidate does at each pass.
+    pub fn track_passes(&mut self) {
+        if self.file_len > 0 {
+            (self.pass_len, self.pass_left) = (self.file_len, self.file_len);
+        }
+    }
+
+    /// The bytes of a pass (0 when passes are not told apart).
+    pub fn pass_len(&self) -> u64 {
+        self.pass_len
+    }
+
+    /// Whether the pattern waits at a pass's end for [`Pattern::start_pass`].
+    pub fn pass_ended(&self) -> bool {
+        self.next_pass.is_some()
+    }
+
+    /// Start the next pass: its first access comes next.
+    pub fn start_pass(&mut self) {
+        if let Some((a, ops)) = self.next_pass.take() {
+            (self.held, self.ops_left) = (Some(a), ops);
+        }
+    }
+
+    /// An access past the current pass's end: it opens the next pass, held until it starts.
+    #[cold]
+    #[inline(never)]
+    fn pass_over(&mut self, a: Access) -> Option<Access> {
+        self.pass_left = self.pass_len.saturating_sub(a.len as u64);
+        self.next_pass = Some((a, self.ops_left));
+        self.ops_left = 0;
+        None
     }
 
     /// End the pattern after `n` accesses, if nothing ends it first (fio's number_ios).
@@ -281,6 +329,11 @@ impl Pattern {
             }
             *r = r.saturating_sub(len as u64);
         }
+        // Passes told apart: one compare per access (never true when they are not).
+        if self.pass_left < len as u64 {
+            return self.pass_over(Access { dir, offset, len });
+        }
+        self.pass_left -= len as u64;
         Some(Access { dir, offset, len })
     }
 }
@@ -492,6 +545,33 @@ mod tests {
     impl Pattern {
         fn of(j: &J, thread: u32, file_len: u64, wrap: bool, budget: Option<u64>) -> Pattern {
             Pattern::new(&j.b, j.seed, thread, file_len, wrap, budget)
+        }
+    }
+
+    #[test]
+    fn passes_told_apart_pause_at_each_pass_end_and_go_on_with_the_access_they_held() {
+        for rw in [Rw::Read, Rw::RandRead] {
+            let j = job(rw, "4k");
+            let mut p = Pattern::of(&j, 0, 16 << 10, true, Some(u64::MAX));
+            p.track_passes();
+            let mut seen = Vec::new();
+            for pass in 0..3 {
+                let offs: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.offset).collect();
+                assert_eq!(offs.len(), if pass == 0 { 4 } else { 3 }, "{rw}: a pass of 16 KiB in 4 KiB accesses");
+                assert!(p.pass_ended(), "{rw}");
+                assert!(p.next_access().is_none(), "{rw}: nothing until the next pass starts");
+                p.start_pass();
+                assert!(!p.pass_ended());
+                seen.extend(offs);
+                seen.push(p.next_access().unwrap().offset);
+            }
+            if rw == Rw::Read {
+                assert_eq!(seen, [0, 4096, 8192, 12288, 0, 4096, 8192, 12288, 0, 4096, 8192, 12288, 0]);
+            }
+            // Not told apart: the same accesses, no pause.
+            let mut q = Pattern::of(&j, 0, 16 << 10, true, Some(u64::MAX));
+            let all: Vec<u64> = (0..13).map(|_| q.next_access().unwrap().offset).collect();
+            assert_eq!(all, seen, "{rw}: the passes' accesses are the pattern's own");
         }
     }
 

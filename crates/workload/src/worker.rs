@@ -27,13 +27,28 @@ pub struct Window {
     pub deadline: Option<Stamp>,
 }
 
-/// How the loop ended: the last second's index and its unsent counts, when, and why if early.
+/// How the loop ended: the last second's index and its unsent counts, when, and why if early;
+/// and when the source's timed calls ran, for a source whose time is only theirs
+/// ([`Source::timed_span`]).
 #[derive(Debug)]
 pub struct WorkerEnd {
     pub sec: i64,
     pub acc: Acc,
     pub end: Stamp,
     pub error: Option<SourceError>,
+    /// When the thread left the job's first barrier (its start barrier), if it met one.
+    pub began: Option<Stamp>,
+    /// When its last timed namespace call completed, if it made one.
+    pub last_timed: Option<Stamp>,
+}
+
+impl WorkerEnd {
+    /// The thread's measured time for a source whose time runs from its start barrier to its
+    /// last timed call ([`Source::timed_span`]): that stretch (empty without a timed call);
+    /// `None` for a source that met no barrier, whose time is the whole loop's.
+    pub fn timed_span(&self) -> Option<(Stamp, Stamp)> {
+        self.began.map(|b| (b, self.last_timed.map_or(b, |t| t.max(b))))
+    }
 }
 
 /// Run `source` on `engine` until it is done. `report(sec, acc)` receives each finished second;
@@ -122,7 +137,7 @@ where
             break;
         }
     }
-    WorkerEnd { sec: l.sec, acc: l.acc.take(), end: l.now, error: l.error }
+    WorkerEnd { sec: l.sec, acc: l.acc.take(), end: l.now, error: l.error, began: l.began, last_timed: l.last_timed }
 }
 
 /// Time `t` passed the lease's deadline as last seen: the lease read again. `None`: it has run
@@ -190,6 +205,10 @@ struct Loop<'a, C: ?Sized, S: ?Sized, E: ?Sized, O> {
     /// The most I/Os in flight: the engine's depth, or a latency target's search's limit.
     limit: usize,
     search: Option<&'a mut DepthSearch>,
+    /// When the first barrier was met, and when the last timed namespace call completed
+    /// (both off the data calls' path).
+    began: Option<Stamp>,
+    last_timed: Option<Stamp>,
 }
 
 impl<'a, C, S, E, O> Loop<'a, C, S, E, O>
@@ -246,6 +265,8 @@ where
             lease_until: Stamp(u64::MAX),
             limit: depth,
             search: None,
+            began: None,
+            last_timed: None,
         };
         l.sec = l.sec_of(w.start);
         l.boundary = l.end_of(l.sec);
@@ -383,6 +404,7 @@ where
         }
         self.chained = None;
         self.now = self.clk.now();
+        self.began.get_or_insert(self.now);
         self.at_boundary();
         true
     }
@@ -522,6 +544,7 @@ where
         let listed: &[u8] = if matches!(call, Call::Readdir { .. }) { &self.listing } else { &[] };
         match self.source.completed(&call, listed, &r) {
             Ok(()) if r.is_ok() && issue.timed => {
+                self.last_timed = Some(self.now);
                 self.acc.record(call.class(), 0, (self.now - begin).as_nanos() as u64)
             }
             Ok(()) => {}

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod files;
+mod meta;
 
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
@@ -156,6 +157,9 @@ struct Said {
     notes: Vec<Problem>,
     unmapped: Vec<Problem>,
     seen: HashSet<(Loc, String)>,
+    /// The first of `notes` said while reading the job at hand (the ones before are earlier
+    /// jobs').
+    job_from: usize,
 }
 
 impl Said {
@@ -184,6 +188,7 @@ pub fn map(path: &Path, sections: &[Section], env: &dyn Env, lenient: bool) -> R
             continue;
         }
         let mut raw = Raw::default();
+        said.job_from = said.notes.len();
         for g in globals.iter().copied().chain([s]) {
             read_section(&mut raw, &g.opts, &mut said).map_err(FioError::At)?;
         }
@@ -1074,12 +1079,16 @@ impl Out {
 }
 
 fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<FioJob, Problem> {
+    if let Some(op) = meta::engine(&r) {
+        let (name, _) = r.name.clone().unwrap_or((s.name.clone(), s.at.clone()));
+        return meta::finish(&r, op, &s.at, name, said);
+    }
     let mut o = Out { p: JobPatch::default(), from: BTreeMap::new() };
     finish_where(&mut r, s, env, &mut o, said)?;
     let rw = finish_pattern(&r, &mut o, said);
     finish_zones(&r, &mut o, said)?;
     files::finish(&r, rw, &mut o, said);
-    let threads = finish_engine(&r, &mut o, said);
+    let threads = finish_engine(&r, rw, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
     files::finish_place(&r, rw, &mut o, said);
@@ -1679,7 +1688,7 @@ fn finish_random_map(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
 }
 
 /// Threads, the engine, its depth and O_DIRECT; the job's threads.
-fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
+fn finish_engine(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) -> u64 {
     let threads = r.numjobs.as_ref().map(|n| n.0).unwrap_or(1);
     if let Some((n, at)) = &r.numjobs {
         o.set("threads", at);
@@ -1705,10 +1714,22 @@ fn finish_engine(r: &Raw, o: &mut Out, said: &mut Said) -> u64 {
                 }
                 "mmap" => EngineKind::Mmap,
                 "null" => EngineKind::Null,
+                "ftruncate" => {
+                    if rw.reads() {
+                        let text = r.rw.as_ref().map_or("read", |x| x.2.as_str());
+                        said.unmapped(at, format!("ioengine=ftruncate with rw={text}: fio fails each read with EINVAL; its writes are ftruncate(2) to their offsets"));
+                    }
+                    EngineKind::Ftruncate
+                }
+                // fio's engines/falloc.c: a write is fallocate(2) of its range, a read one with
+                // FALLOC_FL_KEEP_SIZE (a trim's hole punch comes with rw=trim, not mapped here).
+                "falloc" => EngineKind::Falloc,
                 other => {
                     said.unmapped(
                         at,
-                        format!("ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap and null"),
+                        format!(
+                            "ioengine={other}: iolab's engines are psync, libaio, io_uring, mmap, null, ftruncate and falloc"
+                        ),
                     );
                     EngineKind::Psync
                 }

@@ -54,6 +54,10 @@ pub struct BlockSource<'a> {
     cur: u32,
     /// Several files per thread (`--nrfiles`): the others and the turns among them.
     set: Option<Box<Set<'a>>>,
+    /// fio's invalidate at each pass: whether the job drops the file's cached pages as each
+    /// pass over it starts, and the file (a second descriptor) it drops them from.
+    drops_per_pass: bool,
+    pass_file: Option<std::fs::File>,
 }
 
 /// A thread's files beyond the one it works on now (`--nrfiles`): each file's pattern waits
@@ -148,6 +152,19 @@ impl<'a> BlockSource<'a> {
             // File 0's pattern runs over its own size, not the job's.
             pattern = Pattern::new(b, job.seed, thread, per_file(t), wrap, budget_of(per_file(t)));
         }
+        // fio's invalidate (on by default) drops the file's cached pages each time a time-based
+        // or looping job starts a new pass over it, not only before the job: buffered I/O on
+        // one file (O_DIRECT keeps nothing in the cache; several files are not told apart).
+        let drops_per_pass = b.invalidate
+            && wrap
+            && !job.direct
+            && set.is_none()
+            && target.is_some()
+            && job.engine.caps().opens_files()
+            && !job.engine.caps().maps_files();
+        if drops_per_pass {
+            pattern.track_passes();
+        }
         BlockSource {
             job,
             b,
@@ -172,7 +189,27 @@ impl<'a> BlockSource<'a> {
             schedule_done: false,
             cur: 0,
             set,
+            drops_per_pass,
+            pass_file: None,
         }
+    }
+
+    /// A pass over the file has ended: once nothing is in flight, drop the file's cached pages
+    /// over the thread's region (fio's file_invalidate_cache, fadvise DONTNEED), then start the
+    /// next pass. Outside any timed call; a refusal is not the job's error (the drop before
+    /// the phase checked the call on this file).
+    #[cold]
+    #[inline(never)]
+    fn next_pass(&mut self, ctx: &Ctx) -> Option<Next> {
+        if ctx.inflight > 0 {
+            return Some(Next::Drain);
+        }
+        if let Some(f) = &self.pass_file {
+            let len = std::num::NonZeroU64::new(self.pattern.pass_len());
+            let _ = rustix::fs::fadvise(f, self.base, len, rustix::fs::Advice::DontNeed);
+        }
+        self.pattern.start_pass();
+        None
     }
 
     /// Move to the next file of the set, as its service says (`ended`: the current file's
@@ -292,7 +329,10 @@ impl Source for BlockSource<'_> {
         let (job, b) = (self.job, self.b);
         let opts = OpenOptions {
             read: true,
-            write: b.rw.writes() || b.end_fsync || job.engine.caps().maps_files() && t.kind == TargetKind::File,
+            write: b.rw.writes()
+                || b.end_fsync
+                || job.engine.caps().maps_files() && t.kind == TargetKind::File
+                || job.engine.reads_allocate(),
             direct: job.direct,
             dsync: b.sync == SyncMode::Dsync,
             sync: b.sync == SyncMode::Sync,
@@ -318,7 +358,11 @@ impl Source for BlockSource<'_> {
             Ok::<_, SourceError>(file)
         };
         let Some(set) = self.set.as_deref() else {
-            return Ok(vec![SetupFile { index: 0, file: open(t)?, len: t.size, path: self.path.clone() }]);
+            let file = open(t)?;
+            if self.drops_per_pass {
+                self.pass_file = Some(file.try_clone().map_err(io_error("opening", &t.path, ""))?);
+            }
+            return Ok(vec![SetupFile { index: 0, file, len: t.size, path: self.path.clone() }]);
         };
         // Every file of the thread's set, at its index, for the whole phase.
         let mut out = Vec::with_capacity(set.files.len());
@@ -361,6 +405,11 @@ impl Source for BlockSource<'_> {
         let mut a = loop {
             match self.pattern.next_access() {
                 Some(a) => break a,
+                None if self.pattern.pass_ended() => {
+                    if let Some(wait) = self.next_pass(ctx) {
+                        return wait;
+                    }
+                }
                 None if self.set.is_some() && self.rotate(true) => {}
                 None => {
                     self.exhausted = true;

@@ -61,6 +61,7 @@ personality_sources! {
     varmail => Varmail,
     bonnie => Bonnie,
     append_log => AppendLog,
+    metadata => Metadata,
 }
 
 use crate::clock::Stamp;
@@ -376,6 +377,13 @@ pub trait Source: Send {
     /// longest thread's; they go to `phases[].workload` in the results.
     fn figures(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
+    }
+    /// Whether the job's time is only its timed calls' stretch: from the thread's start barrier
+    /// to its last timed namespace call (fio's metadata engines, whose job time is the calls';
+    /// the names made untimed before and removed after are not in it). Otherwise a thread's
+    /// time runs from its start to the loop's end.
+    fn timed_span(&self) -> bool {
+        false
     }
     /// Reads of files whose holes were kept, and how many of them fell in a hole: `(reads,
     /// in_holes)`, when the source counts them (the block workload on a sparse file).
