@@ -102,6 +102,8 @@ Examples:
       iolab run --target /mnt/dir --size 1G --rw randrw --mix 70 --bs 4k:70,64k:30 --threads 4 --runtime 1m
   Open-loop 500 IOPS, latency measured from each I/O's scheduled time:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
+  io_uring with a kernel thread polling its submission queue (fio's sqthread_poll), bound to CPU 1:
+      iolab run --target /mnt/f --size 1G --rw randread --bs 4k --engine io_uring --iodepth 32 --direct --sqpoll --sqpoll-cpu 1
 Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREAD, which it creates and removes):
   PostMark with its configuration file (same seed, same operations as the real postmark):
       iolab run --workload postmark --config pm.cfg --target /mnt/dir
