@@ -104,6 +104,8 @@ Examples:
       iolab run --target /mnt/f --size 1G --rw randread --rate-iops 500 --runtime 30s
   A disk's zones profiled (fio's zonemode=strided): 256 MiB read every 2.25 GiB, round the disk:
       iolab run --target /dev/sdb --device --rw read --bs 64k --direct --zone-size 256m --zone-skip 2g
+  io_uring with a kernel thread polling its submission queue (fio's sqthread_poll), bound to CPU 1:
+      iolab run --target /mnt/f --size 1G --rw randread --bs 4k --engine io_uring --iodepth 32 --direct --sqpoll --sqpoll-cpu 1
 Application workloads in a directory (each works in iolab.JOB or iolab.JOB.THREAD, which it creates and removes):
   PostMark with its configuration file (same seed, same operations as the real postmark):
       iolab run --workload postmark --config pm.cfg --target /mnt/dir

@@ -121,6 +121,7 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
         engine,
         iodepth: p.depth.clamp(1, engine.caps().max_depth.min(4096)),
         batch: Default::default(),
+        sqpoll: Default::default(),
         // A block-level trace's requests go to the device as they did, past the page cache.
         direct: p.extent.is_some(),
         threads: p.threads,

@@ -68,6 +68,87 @@ fn io_uring_every_pattern() {
     check_engine("io_uring", &["--iodepth", "8"]);
 }
 
+/// --sqpoll: every pattern moves its bytes through a polled ring; while a job runs, a kernel
+/// thread of iolab's (`iou-sqp-PID`) polls it and the plan says `sqpoll`, where a run without
+/// the flag has neither; io_uring_setup asked for IORING_SETUP_SQPOLL (strace, when there is
+/// one); another engine, or --sqpoll-cpu alone, is one error naming the flag.
+#[test]
+fn io_uring_with_sqpoll() {
+    if !uring_ok() {
+        return skip("io_uring is not available on this kernel");
+    }
+    check_engine("io_uring", &["--iodepth", "8", "--sqpoll"]);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    let fs = f.to_str().unwrap();
+    let job = ["run", "--target", fs, "--size", "16M", "--rw", "randread", "--bs", "4k", "--engine", "io_uring"];
+    let job: Vec<&str> = job.iter().copied().chain(["--iodepth", "8", "--runtime", "2s", "--no-progress"]).collect();
+    let watched = |extra: &[&str]| -> (bool, serde_json::Value) {
+        let out = dir.path().join("out.json");
+        let mut child = iolab_process()
+            .args(&job)
+            .args(extra)
+            .args(["--output", "json"])
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let tasks = format!("/proc/{}/task", child.id());
+        let mut seen = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            for t in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+                seen |= std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("iou-sqp-"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(status.success(), "iolab {extra:?} failed");
+        (seen, serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap())
+    };
+    let (seen, v) = watched(&["--sqpoll"]);
+    if v["phases"][0]["jobs"][0]["error"].is_string() {
+        panic!("{}", v["phases"][0]["jobs"][0]["error"]);
+    }
+    assert!(seen, "a polling thread ran in iolab's process");
+    assert_eq!(v["plan"]["phases"][0]["jobs"][0]["sqpoll"], true);
+    let t = &v["phases"][0]["total"]["read"];
+    assert!(u(&t["ops"]) > 0 && u(&t["bytes"]) == u(&t["ops"]) * 4096, "{t}");
+    let (seen, v) = watched(&[]);
+    assert!(!seen, "no polling thread without --sqpoll");
+    assert!(v["plan"]["phases"][0]["jobs"][0].get("sqpoll").is_none());
+    if std::process::Command::new("strace").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        let trace = dir.path().join("setup.strace");
+        let out = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=io_uring_setup", "-o"])
+            .arg(&trace)
+            .arg(assert_cmd::cargo::cargo_bin("iolab"))
+            .args(&job)
+            .args(["--sqpoll", "--no-store", "--output", "json"])
+            .env("IOLAB_DB", db_path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let calls = std::fs::read_to_string(&trace).unwrap();
+        assert!(
+            calls.lines().any(|l| l.contains("IORING_SETUP_SQPOLL") && !l.contains("= -1")),
+            "a ring set up with SQPOLL: {calls}"
+        );
+    } else {
+        skip("strace is not installed: io_uring_setup's flags not checked");
+    }
+    for (extra, says) in [
+        (&["--engine", "libaio", "--sqpoll"][..], "use --engine io_uring or drop --sqpoll"),
+        (&["--sqpoll-cpu", "0"][..], "give --sqpoll too"),
+    ] {
+        let out = iolab().args(["run", "--target", fs, "--size", "1M"]).args(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}
+
 #[test]
 fn libaio_every_pattern() {
     if let Err(why) = iolab_engine::libaio::available() {

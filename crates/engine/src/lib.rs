@@ -32,7 +32,7 @@ pub mod realtime;
 pub mod uring;
 
 pub use buffer::{fill_pattern, refill, BufferPool};
-pub use iolab_spec::engine::{Caps, EngineKind, QueueBatch};
+pub use iolab_spec::engine::{Caps, EngineKind, QueueBatch, SqPoll};
 pub use open::{open_target, OpenOptions};
 
 use std::fs::File;
@@ -199,12 +199,14 @@ pub struct Setup {
     pub buf_len: usize,
     /// fio's batching of submissions and completions, for an engine whose row `batches`.
     pub batch: QueueBatch,
+    /// A kernel thread polling the submission queue, for an engine whose row has `sqpoll`.
+    pub sqpoll: SqPoll,
 }
 
 impl Setup {
     /// `depth` buffers of `buf_len` bytes, batched iolab's own way.
     pub fn new(depth: usize, buf_len: usize) -> Setup {
-        Setup { depth, buf_len, batch: QueueBatch::default() }
+        Setup { depth, buf_len, batch: QueueBatch::default(), sqpoll: SqPoll::default() }
     }
 }
 

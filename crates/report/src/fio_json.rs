@@ -286,6 +286,12 @@ fn job_options(j: &Job) -> Map<String, Value> {
     }
     put("ioengine", j.engine.to_string());
     put("iodepth", j.iodepth.to_string());
+    if j.sqpoll.on {
+        put("sqthread_poll", "1".into());
+        if let Some(c) = j.sqpoll.cpu {
+            put("sqthread_poll_cpu", c.to_string());
+        }
+    }
     put("numjobs", j.threads.to_string());
     put("direct", if j.direct { "1" } else { "0" }.into());
     if let Some(r) = j.runtime {

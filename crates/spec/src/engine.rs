@@ -36,6 +36,8 @@ pub struct Caps {
     pub rw_flags: bool,
     /// Honours fio's batching of submissions and completions ([`QueueBatch`]: libaio).
     pub batches: bool,
+    /// Can have a kernel thread poll its submission queue ([`SqPoll`]: io_uring's SQPOLL).
+    pub sqpoll: bool,
     /// The engine in a few words, for `--engine`'s help.
     pub about: &'static str,
 }
@@ -77,29 +79,29 @@ macro_rules! engines {
 engines! {
     /// pread/pwrite, one call at a time (fio's psync).
     Psync => "psync", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false, sqpoll: false,
         about: "pread/pwrite, one call at a time",
     };
     /// Linux native AIO (io_setup/io_submit/io_getevents, fio's libaio), with fio's batching.
     Libaio => "libaio", Caps {
-        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: true,
+        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: true, sqpoll: false,
         about: "Linux native AIO (io_submit/io_getevents), --iodepth operations in flight",
     };
     /// io_uring: a submission and a completion ring, up to 4096 operations in flight.
     IoUring => "io_uring", Caps {
-        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false,
+        synchronous: false, max_depth: 4096, direct: Ok(()), files: Files::Opens, rw_flags: true, batches: false, sqpoll: true,
         about: "io_uring, --iodepth operations in flight",
     };
     /// Loads and stores to a shared mapping of each file, msync for flushes.
     Mmap => "mmap", Caps {
         synchronous: true, max_depth: 1,
         direct: Err("memory-mapped I/O goes through the page cache and cannot be direct"),
-        files: Files::Maps, rw_flags: false, batches: false,
+        files: Files::Maps, rw_flags: false, batches: false, sqpoll: false,
         about: "loads and stores to a mapping of the file",
     };
     /// Completes every operation at once without the kernel: iolab's own cost.
     Null => "null", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false, batches: false,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Ignores, rw_flags: false, batches: false, sqpoll: false,
         about: "completes every operation at once, touching nothing: iolab's own cost",
     };
     /// fio's ftruncate engine: each write is ftruncate(2) of the file to its offset.
@@ -163,6 +165,20 @@ impl QueueBatch {
     }
 }
 
+/// A kernel thread polling the submission queue (io_uring's IORING_SETUP_SQPOLL, fio's
+/// `sqthread_poll`), for an engine whose row has `sqpoll`: the worker writes its I/Os into the
+/// ring and makes a system call only to wait for completions or to wake the thread once it has
+/// slept (after a second without work, the kernel's default idle, which fio keeps too).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SqPoll {
+    /// Whether the ring has the polling thread (`--sqpoll`, fio's sqthread_poll).
+    #[serde(default, rename = "sqpoll", skip_serializing_if = "std::ops::Not::not")]
+    pub on: bool,
+    /// The CPU the thread is bound to (`--sqpoll-cpu`, fio's sqthread_poll_cpu; IORING_SETUP_SQ_AFF).
+    #[serde(default, rename = "sqpoll_cpu", skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
 impl EngineKind {
     /// The engine a job uses when it names none.
     pub const DEFAULT: EngineKind = EngineKind::Psync;
@@ -211,6 +227,7 @@ mod tests {
         }
         assert!("aio".parse::<EngineKind>().unwrap_err().contains("accepted: psync, libaio, io_uring, mmap, null"));
         assert!(EngineKind::Libaio.caps().batches && !EngineKind::IoUring.caps().batches);
+        assert_eq!(EngineKind::KINDS.iter().filter(|k| k.caps().sqpoll).collect::<Vec<_>>(), [&EngineKind::IoUring]);
         assert_eq!(EngineKind::deepest(), EngineKind::IoUring);
         assert!(EngineKind::Mmap.caps().maps_files() && !EngineKind::Null.caps().opens_files());
     }

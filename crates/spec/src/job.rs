@@ -410,6 +410,10 @@ pub struct Job {
     /// an engine whose row `batches`.
     #[serde(flatten)]
     pub batch: crate::engine::QueueBatch,
+    /// A kernel thread polling the submission queue (`sqpoll`, `sqpoll_cpu`), for an engine
+    /// whose row has `sqpoll` (io_uring).
+    #[serde(flatten)]
+    pub sqpoll: crate::engine::SqPoll,
     pub direct: bool,
     pub threads: u32,
     #[serde(with = "duration_serde::option")]
@@ -511,6 +515,11 @@ impl Job {
         }
         if self.iodepth > 1 {
             words.push(format!("QD{}", self.iodepth));
+        }
+        match self.sqpoll {
+            crate::engine::SqPoll { on: false, .. } => {}
+            crate::engine::SqPoll { cpu: None, .. } => words.push("sqpoll".into()),
+            crate::engine::SqPoll { cpu: Some(c), .. } => words.push(format!("sqpoll on CPU {c}")),
         }
         if self.threads > 1 && self.workload.app().is_none_or(|a| a.threads_in_words()) {
             words.push(format!("{} threads", self.threads));
@@ -641,6 +650,17 @@ impl Job {
                     format!("{n} is above the queue depth ({}); accepted: 0 to {}", self.iodepth, self.iodepth),
                 );
             }
+        }
+        if self.sqpoll.on && !caps.sqpoll {
+            let polled: Vec<&str> = EngineKind::KINDS.iter().filter(|k| k.caps().sqpoll).map(|k| k.as_str()).collect();
+            return err(
+                "sqpoll",
+                format!(
+                    "engine `{}` has no submission queue for a kernel thread to poll; use --engine {} or drop --sqpoll",
+                    self.engine,
+                    polled.join(", ")
+                ),
+            );
         }
         if let (true, Err(why)) = (self.direct, caps.direct) {
             return err("direct", format!("{why}; drop --direct or pick another engine"));

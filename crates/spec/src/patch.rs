@@ -151,6 +151,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iodepth_low: Option<u32>,
+    /// io_uring: a kernel thread polls the submission queue, so queuing an I/O makes no system call, and the job's thread polls the completion queue instead of waiting in the kernel, as fio's sqthread_poll does (each thread keeps a CPU busy while the job runs; the kernel's sleeps after 1 s idle).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqpoll: Option<bool>,
+    /// io_uring with --sqpoll: bind the polling thread to this CPU (fio's sqthread_poll_cpu).
+    #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, value_name = "CPU"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqpoll_cpu: Option<u32>,
     /// O_DIRECT: bypass the page cache (dd oflag=direct / iflag=direct).
     #[cfg_attr(feature = "clap", arg(help_heading = ENGINE, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -578,6 +586,8 @@ const COMMON: &[&str] = &[
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
     "iodepth_low",
+    "sqpoll",
+    "sqpoll_cpu",
     "direct",
     "threads",
     "runtime",
@@ -742,6 +752,19 @@ impl JobPatch {
         }
     }
 
+    /// The submission-queue polling asked for: `--sqpoll-cpu` is a setting of `--sqpoll`.
+    fn sqpoll(&self, name: &str) -> Result<crate::engine::SqPoll, SpecError> {
+        let on = self.sqpoll.unwrap_or(false);
+        if let (false, Some(cpu)) = (on, self.sqpoll_cpu) {
+            return Err(SpecError::field(
+                name,
+                "sqpoll_cpu",
+                format!("--sqpoll-cpu {cpu} binds the polling thread of --sqpoll; give --sqpoll too"),
+            ));
+        }
+        Ok(crate::engine::SqPoll { on, cpu: self.sqpoll_cpu })
+    }
+
     /// The queue-depth search asked for (`--latency-target` and its settings), checked.
     fn latency_target(&self, name: &str) -> Result<Option<crate::LatencyTarget>, SpecError> {
         let Some(target) = self.latency_target else {
@@ -837,6 +860,7 @@ impl JobPatch {
                 complete_max: self.iodepth_batch_complete_max,
                 low: self.iodepth_low,
             },
+            sqpoll: self.sqpoll(&name)?,
             direct: self.direct.unwrap_or(false),
             threads: workload.app().map_or(self.threads.unwrap_or(1), |a| a.threads(self.threads)),
             runtime,
@@ -891,6 +915,33 @@ mod tests {
         assert!(e.contains("iodepth_low") && e.contains("only libaio takes it"), "{e}");
         let e = job(EngineKind::Libaio, 17).validate().unwrap_err().to_string();
         assert!(e.contains("iodepth_low") && e.contains("above the queue depth (16)"), "{e}");
+    }
+
+    /// --sqpoll is io_uring's: another engine is refused naming it and the engine to use;
+    /// --sqpoll-cpu needs --sqpoll; the job says it in its few words.
+    #[test]
+    fn sqpoll_belongs_to_io_uring_and_its_cpu_to_sqpoll() {
+        let patch = |engine, sqpoll, cpu| JobPatch {
+            target: Some("/t".into()),
+            engine: Some(engine),
+            iodepth: Some(8),
+            sqpoll,
+            sqpoll_cpu: cpu,
+            ..Default::default()
+        };
+        let j = patch(EngineKind::IoUring, Some(true), Some(1)).resolve("j").unwrap();
+        j.validate().unwrap();
+        assert_eq!(j.sqpoll, crate::engine::SqPoll { on: true, cpu: Some(1) });
+        assert!(j.describe().contains("QD8 sqpoll on CPU 1"), "{}", j.describe());
+        let j = patch(EngineKind::IoUring, Some(true), None).resolve("j").unwrap();
+        assert!(j.describe().ends_with("io_uring QD8 sqpoll"), "{}", j.describe());
+        let e = patch(EngineKind::Libaio, Some(true), None).resolve("j").unwrap().validate().unwrap_err().to_string();
+        assert!(e.contains("sqpoll") && e.contains("engine `libaio`") && e.contains("--engine io_uring"), "{e}");
+        let e = patch(EngineKind::IoUring, None, Some(1)).resolve("j").unwrap_err().to_string();
+        assert!(e.contains("sqpoll_cpu") && e.contains("give --sqpoll too"), "{e}");
+        let j = patch(EngineKind::Libaio, Some(false), None).resolve("j").unwrap();
+        j.validate().unwrap();
+        assert!(!j.sqpoll.on);
     }
 
     #[test]

@@ -1201,8 +1201,11 @@ impl<S: Source + ?Sized> iolab_engine::Visit for Loop<'_, S> {
 
 /// Build the worker's engine and open the source's files, before the start barrier.
 fn set_up(job: &Job, source: &mut dyn Source) -> Result<iolab_engine::AnyEngine, SourceError> {
-    let setup =
-        iolab_engine::Setup { batch: job.batch, ..iolab_engine::Setup::new(job.iodepth as usize, source.buffer_len()) };
+    let setup = iolab_engine::Setup {
+        batch: job.batch,
+        sqpoll: job.sqpoll,
+        ..iolab_engine::Setup::new(job.iodepth as usize, source.buffer_len())
+    };
     let mut any = iolab_engine::build_any(job.engine, setup)?;
     let engine = any.as_dyn();
     for f in source.setup()? {

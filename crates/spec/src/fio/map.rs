@@ -63,6 +63,9 @@ struct Raw {
     iodepth: Option<(u64, Loc)>,
     /// iodepth_batch_submit, iodepth_batch_complete_min, iodepth_batch_complete_max, iodepth_low.
     batch: [Option<(u64, Loc)>; 4],
+    /// io_uring's sqthread_poll and sqthread_poll_cpu.
+    sqpoll: Option<(bool, Loc)>,
+    sqpoll_cpu: Option<(u32, Loc)>,
     direct: Option<(bool, Loc)>,
     sync: Option<(SyncMode, Loc)>,
     fsync: Option<(SyncMode, u64, Loc)>,
@@ -653,6 +656,12 @@ fn read_capability(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Proble
         "thinktime_iotime" => r.thinktime_iotime = Some((time(o)?, at)),
         "loops" => r.loops = Some((int(o)?, at)),
         "number_ios" => r.number_ios = Some((int(o)?, at)),
+        // io_uring's submission-queue polling thread and its CPU.
+        "sqthread_poll" => r.sqpoll = Some((flag(o)?, at)),
+        "sqthread_poll_cpu" => {
+            let cpu = int(o)?;
+            r.sqpoll_cpu = Some((u32::try_from(cpu).map_err(|_| bad(o, format!("{cpu} is not a CPU number")))?, at));
+        }
         // fio's exitall is global: once any job sets it, every job's end ends its group.
         "exitall" => {
             if flag(o)? {
@@ -1746,6 +1755,7 @@ fn finish_engine(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) -> u64 {
         }
     }
     finish_batch(r, engine, o, said);
+    finish_sqpoll(r, o, said);
     if let Some((d, at)) = &r.direct {
         o.set("direct", at);
         o.p.direct = Some(*d);
@@ -1784,6 +1794,45 @@ fn finish_batch(r: &Raw, engine: EngineKind, o: &mut Out, said: &mut Said) {
     o.p.iodepth_batch_complete_min = complete_min;
     o.p.iodepth_batch_complete_max = complete_max;
     o.p.iodepth_low = low;
+}
+
+/// io_uring's sqthread_poll (and its CPU, sqthread_poll_cpu) onto `sqpoll`. They are options of
+/// fio's io_uring engine alone: fio refuses them with another engine (posixaio included, which
+/// iolab runs on io_uring); sqthread_poll_cpu without sqthread_poll has no effect in fio.
+fn finish_sqpoll(r: &Raw, o: &mut Out, said: &mut Said) {
+    let io_uring = r.engine.as_ref().is_some_and(|(e, _)| e == "io_uring");
+    if !io_uring {
+        let engine = r.engine.as_ref().map_or("psync", |(e, _)| e.as_str());
+        if let Some((_, at)) = &r.sqpoll {
+            said.unmapped(
+                at,
+                format!("sqthread_poll is an option of fio's io_uring engine; fio refuses it with ioengine={engine}"),
+            );
+        }
+        if let Some((_, at)) = &r.sqpoll_cpu {
+            said.unmapped(
+                at,
+                format!(
+                    "sqthread_poll_cpu is an option of fio's io_uring engine; fio refuses it with ioengine={engine}"
+                ),
+            );
+        }
+        return;
+    }
+    match (&r.sqpoll, &r.sqpoll_cpu) {
+        (Some((true, at)), cpu) => {
+            o.set("sqpoll", at);
+            o.p.sqpoll = Some(true);
+            if let Some((c, at)) = cpu {
+                o.set("sqpoll_cpu", at);
+                o.p.sqpoll_cpu = Some(*c);
+            }
+        }
+        (_, Some((c, at))) => {
+            said.note(at, format!("sqthread_poll_cpu={c} has no effect without sqthread_poll, as in fio"));
+        }
+        _ => {}
+    }
 }
 
 /// fio's verify onto iolab's validation: `verify=TYPE` stamps what the job writes and checks

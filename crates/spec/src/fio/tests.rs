@@ -777,3 +777,30 @@ fn strided_zones_map_and_zonesize_without_a_zone_mode_is_refused_as_fio_refuses_
         .to_string();
     assert!(e.contains("zone_range") && e.contains("larger than the region"), "{e}");
 }
+
+/// io_uring's sqthread_poll (bare or =1) and sqthread_poll_cpu map onto `sqpoll`; =0 is off;
+/// the CPU alone does nothing (a note, as in fio); with another engine both are refused, as fio
+/// refuses them (posixaio too, though iolab runs it on io_uring).
+#[test]
+fn sqthread_poll_maps_on_io_uring_alone() {
+    use crate::engine::SqPoll;
+    let base = "[a]\nfilename=/d/f\nsize=1m\nrw=randread\nioengine=io_uring\n";
+    let job = |extra: &str| plan_of(&format!("{base}{extra}")).phases[0].jobs[0].clone();
+    assert_eq!(job("sqthread_poll\n").sqpoll, SqPoll { on: true, cpu: None });
+    assert_eq!(job("sqthread_poll=1\nsqthread_poll_cpu=1\n").sqpoll, SqPoll { on: true, cpu: Some(1) });
+    assert_eq!(job("sqthread_poll=0\n").sqpoll, SqPoll::default());
+    assert_eq!(job("").sqpoll, SqPoll::default());
+    assert_eq!(job("sqthread_poll_cpu=1\n").sqpoll, SqPoll::default());
+    let notes = notes_of(&format!("{base}sqthread_poll_cpu=1\n"));
+    assert!(notes.iter().any(|n| n.contains("sqthread_poll_cpu=1 has no effect without sqthread_poll")), "{notes:?}");
+    for engine in ["libaio", "psync", "posixaio"] {
+        let u = unmapped_of(&format!("[a]\nfilename=/d/f\nsize=1m\nioengine={engine}\nsqthread_poll=1\n"));
+        assert!(
+            u.iter().any(|m| m.contains("sqthread_poll is an option of fio's io_uring engine")
+                && m.contains(&format!("ioengine={engine}"))),
+            "{engine}: {u:?}"
+        );
+    }
+    let u = unmapped_of("[a]\nfilename=/d/f\nsize=1m\nsqthread_poll=1\n");
+    assert!(u.iter().any(|m| m.contains("ioengine=psync")), "fio's default engine: {u:?}");
+}

@@ -43,6 +43,7 @@ fn replay_job(trace: &Path, target: &Path, timing: Timing, prepare: bool) -> Job
         engine: EngineKind::Psync,
         iodepth: 1,
         batch: Default::default(),
+        sqpoll: Default::default(),
         direct: false,
         threads,
         runtime: None,
