@@ -405,6 +405,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = clap::value_parser!(u32).range(1..=crate::verify::MAX_ROUNDS as i64)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_rounds: Option<u32>,
+    /// Validation during a write job (fio's verify_backlog): after every N writes, read back and check the blocks they wrote, timed as reads (implies --verify).
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_backlog: Option<u64>,
+    /// Validation: how many of the waiting writes one --verify-backlog check reads back (fio's verify_backlog_batch; default N, all of them).
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_backlog_batch: Option<u64>,
 
     /// Each personality's own options (flags and job-file keys), defined in its module.
     #[cfg_attr(feature = "clap", command(flatten))]
@@ -555,6 +563,8 @@ const COMMON: &[&str] = &[
     "max_errors",
     "verify_on",
     "verify_rounds",
+    "verify_backlog",
+    "verify_backlog_batch",
     "steady_state",
     "round",
     "ss_window",

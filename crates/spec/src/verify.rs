@@ -52,6 +52,14 @@ pub struct VerifyJob {
     /// so every node names a shared file alike however it mounts the share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_root: Option<PathBuf>,
+    /// Read back and check the blocks of every `backlog` writes during the run (fio's
+    /// verify_backlog; 0: never).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub backlog: u64,
+    /// How many of the waiting writes one such check reads back (0: all of them; fio's
+    /// verify_backlog_batch).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub backlog_batch: u64,
 }
 
 /// Write-then-read rounds of `--verify-on other` when `--verify-rounds` is not given.
@@ -65,6 +73,9 @@ fn is_false(b: &bool) -> bool {
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
+}
 
 impl VerifyJob {
     /// The validation a patch asks for: `None` unless one of its options turns it on.
@@ -73,8 +84,16 @@ impl VerifyJob {
             || p.verify_before_rewrite.unwrap_or(false)
             || p.verify_after.unwrap_or(false)
             || p.journal.is_some()
-            || p.verify_on.is_some();
+            || p.verify_on.is_some()
+            || p.verify_backlog.is_some();
         if !on {
+            if p.verify_backlog_batch.is_some() {
+                return Err(SpecError::field(
+                    name,
+                    "verify_backlog_batch",
+                    "sizes the checks of --verify-backlog N: add it",
+                ));
+            }
             if p.verify_rounds.is_some() {
                 return Err(SpecError::field(name, "verify_rounds", "counts rounds of --verify-on other: add it"));
             }
@@ -110,6 +129,17 @@ impl VerifyJob {
             rounds: if on_other { p.verify_rounds.unwrap_or(DEFAULT_ROUNDS) } else { 0 },
             peer: None,
             id_root: None,
+            backlog: p.verify_backlog.unwrap_or(0),
+            backlog_batch: match (p.verify_backlog, p.verify_backlog_batch) {
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "verify_backlog_batch",
+                        "sizes the checks of --verify-backlog N: add it",
+                    ))
+                }
+                (_, b) => b.unwrap_or(0),
+            },
         }))
     }
 
@@ -143,6 +173,9 @@ impl VerifyJob {
             }
             if self.before_rewrite {
                 return err("verify_before_rewrite", only("--verify-before-rewrite"));
+            }
+            if self.backlog > 0 {
+                return err("verify_backlog", only("--verify-backlog"));
             }
             return Ok(());
         };
@@ -196,6 +229,9 @@ impl VerifyJob {
         }
         if self.after {
             w.push("after");
+        }
+        if self.backlog > 0 {
+            w.push("backlog");
         }
         if self.on_other {
             w.push("on other");

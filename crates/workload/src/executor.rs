@@ -903,7 +903,8 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                let s = Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite);
+                let s = Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite)
+                    .with_backlog(v.backlog, v.backlog_batch);
                 flowing(b, flow, s, w)
             }
             _ => flowing(b, flow, BlockSource::new(job, b, thread, targets), w),

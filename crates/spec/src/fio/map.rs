@@ -112,6 +112,8 @@ struct Raw {
     verify: Option<(bool, String, Loc)>,
     do_verify: Option<(bool, Loc)>,
     verify_fatal: Option<(bool, Loc)>,
+    // verify_backlog, verify_backlog_batch (fio-errors).
+    verify_backlog: [Option<(u64, Loc)>; 2],
     logs: [Option<(String, Loc)>; 3],
     log_avg_msec: Option<(u64, Loc)>,
     blockalign: Option<(PerDir<u64>, String, Loc)>,
@@ -546,17 +548,17 @@ fn read_verify_or_log(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Pro
             need(o)?;
             said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
         }
-        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
-            &at,
-            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
-        ),
+        "verify_backlog" => r.verify_backlog[0] = Some((int(o)?, at)),
+        "verify_backlog_batch" => r.verify_backlog[1] = Some((int(o)?, at)),
         "verify_only" => said.unmapped(
             &at,
-            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
+            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)"
+                .into(),
         ),
         "verify_state_load" => said.unmapped(
             &at,
-            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
+            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)"
+                .into(),
         ),
         "write_bw_log" | "write_iops_log" | "write_lat_log" => {
             let i = match o.key.as_str() {
@@ -570,7 +572,10 @@ fn read_verify_or_log(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Pro
         "log_avg_msec" => r.log_avg_msec = Some((int(o)?, at)),
         "log_offset" => {
             if flag(o)? {
-                said.unmapped(&at, "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into());
+                said.unmapped(
+                    &at,
+                    "log_offset=1: iolab keeps no record per I/O, so its logs' offset column is 0".into(),
+                );
             }
         }
         "blockalign" | "ba" => {
@@ -1659,6 +1664,16 @@ fn finish_verify(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
         o.set("verify_after", r.do_verify.as_ref().map_or(at, |d| &d.1));
         o.p.verify_after = Some(true);
         said.note(at, "do_verify: after the writes every written block is read back and checked (fio counts those reads in its read figures, iolab apart from the run's)".into());
+    }
+    // verify_backlog=N: every N writes read back and checked during the run (0: off, fio's
+    // default); verify_backlog_batch, how many of them (0: N).
+    if let Some((n, bat)) = r.verify_backlog[0].as_ref().filter(|b| b.0 > 0 && rw.writes()) {
+        o.set("verify_backlog", bat);
+        o.p.verify_backlog = Some(*n);
+        if let Some((b, bat)) = r.verify_backlog[1].as_ref().filter(|b| b.0 > 0) {
+            o.set("verify_backlog_batch", bat);
+            o.p.verify_backlog_batch = Some(*b);
+        }
     }
     let fatal = r.verify_fatal.as_ref().is_some_and(|f| f.0);
     o.set("max_errors", r.verify_fatal.as_ref().map_or(at, |f| &f.1));

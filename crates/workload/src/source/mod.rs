@@ -41,6 +41,7 @@ macro_rules! personality_sources {
     };
 }
 
+mod backlog;
 pub mod block;
 mod cmdprio;
 mod dedupe;
