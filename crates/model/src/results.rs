@@ -336,6 +336,9 @@ pub struct JobResult {
     /// read: [`HoleReads`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holes: Option<HoleReads>,
+    /// Failed I/Os the job went on after (`--continue-on-error`): how many, and the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_errors: Option<crate::IoErrors>,
 }
 
 /// Reads that fell where a file holds no data: a hole, or an extent allocated but never

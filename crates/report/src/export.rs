@@ -294,6 +294,7 @@ mod tests {
             workload: Default::default(),
             replay: None,
             holes: None,
+            io_errors: None,
         };
         let phase = PhaseResult { elapsed_s: 1.0, total, jobs: vec![job], ..PhaseResult::new("write") };
         RunResult {

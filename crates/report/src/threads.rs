@@ -123,6 +123,7 @@ mod tests {
             workload: Default::default(),
             replay: None,
             holes: None,
+            io_errors: None,
         }
     }
 

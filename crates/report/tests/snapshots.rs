@@ -156,6 +156,7 @@ fn every_operation_class_shows_in_every_output() {
             workload: Default::default(),
             replay: None,
             holes: None,
+            io_errors: None,
         });
         r
     };

@@ -77,6 +77,10 @@ pub struct BlockJob {
     /// Think time between I/Os (fio's thinktime and its family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<Box<crate::think::Think>>,
+    /// Errors the job goes on after, counted (fio's continue_on_error and ignore_error;
+    /// `None`: the first error ends the job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<Box<crate::on_error::OnError>>,
     /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<BlockSizes>,
@@ -210,6 +214,16 @@ impl BlockJob {
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?.map(Box::new),
+            on_error: match (p.continue_on_error, &p.ignore_error) {
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "ignore_error",
+                        "lists the errnos --continue-on-error goes on after; give --continue-on-error too",
+                    ))
+                }
+                (on, ignore) => crate::on_error::OnError::of(on, ignore.as_ref()).map(Box::new),
+            },
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
             pace: crate::pace::of(p, name)?.map(Box::new),
             flow: crate::flow::of(p, name)?.map(Box::new),

@@ -16,6 +16,7 @@ pub mod flow;
 pub mod input;
 pub mod job;
 pub mod numa;
+pub mod on_error;
 pub mod pace;
 pub mod patch;
 #[macro_use]

@@ -36,6 +36,8 @@ pub(crate) enum Msg {
         figures: Vec<(&'static str, f64)>,
         /// Its reads of kept holes (see [`crate::source::Source::hole_reads`]).
         holes: Option<(u64, u64)>,
+        /// The failed I/Os it went on after (see [`crate::source::Source::io_errors`]).
+        io_errors: Option<Box<iolab_model::IoErrors>>,
         /// Its time on a CPU and waiting for one over its run, ns ([`crate::cpu::thread_sched`]).
         sched: (u64, u64),
     },
@@ -71,6 +73,8 @@ pub(crate) struct Aggregator {
     job_figures: Vec<Vec<Figures>>,
     /// Each job's reads of kept holes, from its threads.
     job_holes: Vec<Option<HoleReads>>,
+    /// Each job's failed I/Os gone on after, from its threads.
+    job_io_errors: Vec<Option<iolab_model::IoErrors>>,
     /// The workers' time on a CPU and waiting for one, ns, over those done.
     sched: (u64, u64),
     workers: Vec<WorkerTally>,
@@ -128,6 +132,7 @@ impl Aggregator {
             job_err: vec![None; threads.len()],
             job_figures: vec![Vec::new(); threads.len()],
             job_holes: vec![None; threads.len()],
+            job_io_errors: vec![None; threads.len()],
             sched: (0, 0),
             workers,
             worker_sec: vec![i64::MIN; n],
@@ -276,7 +281,10 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, io_errors, sched } => {
+                if let Some(e) = io_errors {
+                    self.job_io_errors[job].get_or_insert_with(Default::default).add(&e);
+                }
                 self.merge(job, worker, sec, &acc);
                 self.sched.0 += sched.0;
                 self.sched.1 += sched.1;
@@ -451,6 +459,7 @@ impl Aggregator {
                     h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
                     h
                 }),
+                io_errors: self.job_io_errors[i].clone(),
             });
         }
         let mut r = PhaseResult {
@@ -556,6 +565,7 @@ mod tests {
             error: None,
             figures: Vec::new(),
             holes: None,
+            io_errors: None,
             sched: (0, 0),
         });
         // Worker 0 still runs: the job and the phase count up to `now`.
@@ -573,6 +583,7 @@ mod tests {
             error: Some("EIO".into()),
             figures: Vec::new(),
             holes: None,
+            io_errors: None,
             sched: (0, 0),
         });
         let r = a.result(&ph, &targets, t0 + Duration::from_secs(9), CpuTime::default(), false);

@@ -85,6 +85,7 @@ mod tests {
             workload: Default::default(),
             replay: None,
             holes: None,
+            io_errors: None,
         };
         let p = PhaseResult { name: "p".into(), elapsed_s: 2.0, total, jobs: vec![job], ..Default::default() };
         let back = unpack(&pack(&p)).unwrap();

@@ -86,6 +86,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 workload: Default::default(),
                 replay: None,
                 holes: None,
+                io_errors: None,
             });
         }
         let net = s.mb_s * 1.04;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod files;
+mod on_error;
 
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
@@ -133,6 +134,8 @@ struct Raw {
     ss: SsRaw,
     /// Several files per job and job order by name (fio-files).
     files: files::FilesRaw,
+    /// continue_on_error and ignore_error (fio-errors).
+    on_error: on_error::OnErrorRaw,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -471,6 +474,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 && !read_capability(r, o, said)?
                 && !read_data(r, o, said)?
                 && !files::read(&mut r.files, o, kb, said)?
+                && !on_error::read(&mut r.on_error, o)?
             {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
@@ -1048,6 +1052,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let threads = finish_engine(&r, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
+    on_error::finish(&r.on_error, &mut o, said);
     files::finish_place(&r, rw, &mut o, said);
     finish_time(&r, rw, threads, &mut o, said);
     finish_ss(&r.ss, &mut o, said);

@@ -697,3 +697,25 @@ fn huge_zone_sizes_do_not_overflow() {
     let d: Dist = "zoned_abs:50/16383P:50/16383P".parse().unwrap();
     assert!(matches!(d, Dist::ZonedAbs(z) if z.len() == 2));
 }
+
+#[test]
+fn continue_on_error_and_ignore_error_map_as_fio_decides_which_errors_it_goes_on_after() {
+    use crate::on_error::OnError;
+    let on = |text: &str| plan_of(text).phases[0].jobs[0].workload.block().and_then(|b| b.on_error.clone());
+    // Off, or a list alone: the first error ends the job, as in fio (nothing unmapped).
+    let off = "[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=none\nerror_dump=1\nignore_error=,\n";
+    assert!(unmapped_of(off).is_empty() && on(off).is_none());
+    let alone = "[t]\nfilename=/data/f\nsize=1m\nignore_error=,ENOSPC\n";
+    assert!(on(alone).is_none() && notes_of(alone).iter().any(|n| n.contains("without continue_on_error")));
+    // enospc-pressure.fio's: write errors with ENOSPC (28) only.
+    let e = on("[t]\nfilename=/data/f\nsize=1m\nrw=randwrite\ncontinue_on_error=write\nignore_error=,ENOSPC\n");
+    assert_eq!(e.as_deref(), Some(&OnError { read: None, write: Some(vec![28]) }));
+    // all without a list: fio's non-fatal EIO and EILSEQ both ways, and a note on verify.
+    let all = "[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=all\n";
+    assert_eq!(on(all).as_deref(), Some(&OnError { read: Some(vec![5, 84]), write: Some(vec![5, 84]) }));
+    assert!(notes_of(all).iter().any(|n| n.contains("max_errors")));
+    let e = err_of("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=sometimes\n");
+    assert!(e.contains("continue_on_error") && e.contains("none, read"), "{e}");
+    let e = err_of("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=io\nignore_error=ENOSPACE\n");
+    assert!(e.contains("ignore_error") && e.contains("`ENOSPACE` is not an error"), "{e}");
+}
