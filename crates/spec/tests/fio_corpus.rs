@@ -50,8 +50,6 @@ fn owner(key: &str) -> &'static str {
         "create_on_open",
         "fallocate",
         "unlink",
-        "continue_on_error",
-        "ignore_error",
         "error_dump",
         "log_offset",
         "bssplit",
@@ -77,6 +75,9 @@ fn owner(key: &str) -> &'static str {
         "fio-map"
     } else if key.starts_with("${") {
         "environment: fio 3.33 refuses the file alike"
+    } else if key == "rw" {
+        // rw=trim, randtrim, trimwrite (fio-errors: trims not built yet).
+        "fio-errors (trim)"
     } else if matches!(key, "ss" | "ss_dur" | "ss_ramp") {
         "steady"
     } else if matches!(key, "zonemode" | "zonesize" | "zonerange" | "zoneskip" | "ioengine" | "cpuload" | "cpuchunks") {
