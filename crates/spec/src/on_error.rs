@@ -82,15 +82,25 @@ pub fn errno_name(e: i32) -> String {
 }
 
 /// fio's `ignore_error`: a list per direction (read, write, verify), each of errno names or
-/// numbers separated by `:`; an empty list leaves that direction's default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// numbers separated by `:`; an empty list leaves that direction's default. Kept in job files
+/// and plans as fio writes it (`",ENOSPC"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IgnoreError {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<Vec<i32>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<Vec<i32>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<i32>>,
+}
+
+impl Serialize for IgnoreError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for IgnoreError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl FromStr for IgnoreError {
@@ -137,8 +147,13 @@ impl FromStr for IgnoreError {
 
 impl fmt::Display for IgnoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // fio's names where it has one, else the number: what FromStr reads back.
+        let name = |e: i32| match e {
+            1..=34 => NAMES[e as usize - 1].to_string(),
+            _ => e.to_string(),
+        };
         let l = |v: &Option<Vec<i32>>| {
-            v.as_ref().map(|v| v.iter().map(|e| errno_name(*e)).collect::<Vec<_>>().join(":")).unwrap_or_default()
+            v.as_ref().map(|v| v.iter().map(|e| name(*e)).collect::<Vec<_>>().join(":")).unwrap_or_default()
         };
         write!(f, "{},{}", l(&self.read), l(&self.write))?;
         if self.verify.is_some() {
@@ -203,7 +218,9 @@ mod tests {
         // The HOWTO's example: EAGAIN on reads; ENOSPC and 122 (EDQUOT) on writes.
         let i: IgnoreError = "EAGAIN,ENOSPC:122".parse().unwrap();
         assert_eq!((i.read.clone(), i.write.clone()), (Some(vec![11]), Some(vec![28, 122])));
-        assert_eq!(i.to_string(), "EAGAIN,ENOSPC:EDQUOT");
+        assert_eq!(i.to_string(), "EAGAIN,ENOSPC:122");
+        assert_eq!(i.to_string().parse::<IgnoreError>(), Ok(i.clone()), "read back as written");
+        assert_eq!(serde_json::to_value(&i).unwrap(), serde_json::json!("EAGAIN,ENOSPC:122"));
         // A list alone does not go on: continue_on_error must name the direction (fio alike).
         assert_eq!(OnError::of(None, Some(&i)), None);
         assert_eq!(OnError::of(Some(ContinueOn::None), Some(&i)), None);
@@ -214,5 +231,15 @@ mod tests {
         let e = "ENOTANERROR".parse::<IgnoreError>().unwrap_err();
         assert!(e.contains("ENOTANERROR") && e.contains("ENOSPC"), "{e}");
         assert!("a,b,c,d".parse::<IgnoreError>().is_err());
+    }
+
+    #[test]
+    fn a_job_file_takes_fios_words() {
+        let text = "[[phase]]\n[[phase.job]]\ntarget='/x'\nsize='1M'\nrw='randwrite'\ncontinue_on_error='write'\nignore_error=',ENOSPC:122'\n";
+        let plan = crate::file::parse_job_file(text, &crate::JobPatch::default()).unwrap();
+        let b = plan.phases[0].jobs[0].workload.block().unwrap();
+        assert_eq!(b.on_error.as_deref(), Some(&OnError { read: None, write: Some(vec![28, 122]) }));
+        let e = crate::file::parse_job_file(&text.replace("'write'", "'often'"), &crate::JobPatch::default());
+        assert!(e.unwrap_err().to_string().contains("continue_on_error"));
     }
 }

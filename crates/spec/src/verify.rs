@@ -105,6 +105,10 @@ impl VerifyJob {
             }
             return Ok(None);
         }
+        if p.verify_backlog == Some(0) || p.verify_backlog_batch == Some(0) {
+            let f = if p.verify_backlog == Some(0) { "verify_backlog" } else { "verify_backlog_batch" };
+            return Err(SpecError::field(name, f, "0 writes check nothing; give 1 or more"));
+        }
         if p.journal_sync.is_some() && p.journal.is_none() {
             return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
         }
