@@ -418,6 +418,26 @@ impl BlockJob {
         self.offset.map_or(0, |o| o.0)
     }
 
+    /// Validation's key block (`--verify`): the smallest block size, or a smaller multiple of
+    /// 512 that the job's offset and offset_increment are multiples of too (fio's
+    /// cross-stripe-verify writes 16k blocks from offset 120k: 8 KiB key blocks), so every I/O
+    /// is whole key blocks.
+    pub fn key_block(&self) -> u64 {
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let min = self.bs.min().0;
+        let key = [self.offset(), self.offset_increment.map_or(0, |i| i.get())].into_iter().fold(min, gcd);
+        if key.is_multiple_of(512) {
+            key
+        } else {
+            min
+        }
+    }
+
     /// Where thread `thread`'s region starts in its file (`offset` + thread × `offset_increment`).
     pub fn offset_of(&self, thread: u32) -> u64 {
         self.offset().saturating_add(self.offset_increment.map_or(0, |i| i.get().saturating_mul(thread as u64)))

@@ -183,7 +183,7 @@ impl VerifyJob {
             }
             return Ok(());
         };
-        let key = b.bs.min().0;
+        let key = b.key_block();
         if !key.is_multiple_of(512) || b.bs.0.iter().any(|(s, _)| !s.0.is_multiple_of(key)) {
             return err(
                 "bs",
@@ -194,6 +194,12 @@ impl VerifyJob {
             return err(
                 "stride",
                 format!("with --verify the stride {s} must be a multiple of the key block ({key} bytes)"),
+            );
+        }
+        if !b.offset_of(1).is_multiple_of(key) || !b.offset().is_multiple_of(key) {
+            return err(
+                "offset",
+                format!("with --verify the offset {} (and --offset-increment) must be a multiple of 512 bytes, the sector a stamp is made of", b.offset()),
             );
         }
         if let Some(s) = job.size.filter(|s| !s.0.is_multiple_of(key)) {
@@ -331,6 +337,26 @@ mod tests {
             p.engine = Some(EngineKind::Null);
         })
         .contains("null"));
+    }
+
+    #[test]
+    fn the_key_block_divides_the_offset_too() {
+        // fio's cross-stripe-verify: 16k writes from 120k, every 128k: 8 KiB key blocks.
+        let j = job(|p| {
+            p.verify = Some(true);
+            p.rw = Some(Rw::Write);
+            p.bs = Some("16k".parse().unwrap());
+            p.offset = Some(Bytes::kib(120));
+            p.stride = Some(Bytes::kib(128));
+        })
+        .unwrap();
+        assert_eq!(j.workload.block().unwrap().key_block(), 8192);
+        assert_eq!(job(|p| p.bs = Some("16k".parse().unwrap())).unwrap().workload.block().unwrap().key_block(), 16384);
+        let e = msg_with(|p| {
+            p.verify = Some(true);
+            p.offset = Some(Bytes(1000));
+        });
+        assert!(e.contains("offset") && e.contains("512"), "{e}");
     }
 
     fn msg_with(f: impl FnOnce(&mut JobPatch)) -> String {
