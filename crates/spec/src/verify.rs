@@ -1,6 +1,6 @@
 //! Data validation's options (`--verify`, `--verify-before-rewrite`, `--verify-after`,
 //! `--journal`, `--journal-sync`, `--max-errors`) with their rules and defaults. On the block
-//! workload reads and writes are whole key blocks (the job's smallest block size), each a
+//! workload reads and writes are whole key blocks (the job's smallest block size, or the divisor of it the offset needs), each a
 //! multiple of the 512-byte sector a stamp is made of, with a key map and a journal; on an
 //! application workload or a replay the files are followed by name and checked byte for byte
 //! (`--verify`, `--verify-after`, `--max-errors`).
