@@ -147,6 +147,8 @@ fn job_of(a: &ReplayArgs, target: PathBuf, p: &Planned) -> Result<Job> {
             on_other: false,
             rounds: 0,
             peer: None,
+            backlog: 0,
+            backlog_batch: 0,
             id_root: None,
         }),
         steady: None,

@@ -569,6 +569,8 @@ fn invalidate_drops_the_cache_at_each_pass() {
     eprintln!("{ios} reads of 4 KiB over a 1 MiB file: {passes} passes, {drops} drops of its cached pages");
     assert!(passes >= 2, "{ios} reads: the test needs more than one pass");
     assert_eq!(drops, passes, "{ios} reads: one drop per pass");
+}
+
 /// fio's sqthread_poll on its command line: the job runs on a polled ring and every read of a
 /// size-bounded job is counted, as fio counts it; fio's JSON echoes the option in `job options`
 /// as fio's own does; with libaio both refuse it (fio: "unrecognized option").

@@ -307,6 +307,35 @@ fn clean_runs_report_nothing_on_every_engine_and_on_shared_files() {
 }
 
 #[test]
+fn verify_backlog_reads_back_the_writes_during_the_run() {
+    let dir = disk_tempdir();
+    let f = dir.path().join("f");
+    // 256 writes of 4 KiB, each read back and checked 8 writes later, as reads of the job.
+    let (code, v) = json_of(&[
+        "run",
+        "--target",
+        f.to_str().unwrap(),
+        "--size",
+        "1M",
+        "--rw",
+        "randwrite",
+        "--verify-backlog",
+        "8",
+        "--no-progress",
+    ]);
+    let ver = verify_of(&v);
+    assert_eq!((code, total_errors(&v)), (0, 0), "{ver}");
+    assert_eq!((u(&ver["blocks_written"]), u(&ver["checked_during"])), (256, 256), "{ver}");
+    assert_eq!(
+        u(&v["phases"][0]["total"]["read"]["ops"]),
+        256,
+        "the checks are the job's reads: {}",
+        v["phases"][0]["total"]
+    );
+    assert_eq!(u(&ver["checked_after"]), 0, "{ver}");
+}
+
+#[test]
 fn validation_refuses_what_it_cannot_check() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("f");

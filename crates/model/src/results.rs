@@ -336,6 +336,9 @@ pub struct JobResult {
     /// read: [`HoleReads`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holes: Option<HoleReads>,
+    /// Failed I/Os the job went on after (`--continue-on-error`): how many, and the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_errors: Option<crate::IoErrors>,
     /// Where the job's latency target's search got to (`--latency-target`; absent without one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_target: Option<LatencyDepth>,

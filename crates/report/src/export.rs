@@ -295,6 +295,7 @@ mod tests {
             replay: None,
             holes: None,
             latency_target: None,
+            io_errors: None,
         };
         let phase = PhaseResult { elapsed_s: 1.0, total, jobs: vec![job], ..PhaseResult::new("write") };
         RunResult {

@@ -87,6 +87,17 @@ fn job_value(
     v.insert("jobname".into(), json!(j.name));
     v.insert("groupid".into(), json!(group));
     v.insert("error".into(), json!(if j.error.is_some() { 1 } else { 0 }));
+    // fio's continue_on_error figures, given whenever the job goes on after errors: how many
+    // and the first one's errno, which fio 3.33 also gives as the job's `error`.
+    let goes_on = job.and_then(|j| j.workload.block()).is_some_and(|b| b.on_error.is_some());
+    if goes_on || j.io_errors.is_some() {
+        let (count, first) = j.io_errors.as_ref().map_or((0, 0), |e| (e.count, e.first.errno));
+        v.insert("total_err".into(), json!(count));
+        v.insert("first_error".into(), json!(first));
+        if j.error.is_none() {
+            v.insert("error".into(), json!(first));
+        }
+    }
     v.insert("eta".into(), json!(0));
     v.insert("elapsed".into(), json!(phase.elapsed_s.round() as u64));
     v.insert("job options".into(), Value::Object(job.map(job_options).unwrap_or_default()));

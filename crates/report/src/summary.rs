@@ -182,6 +182,10 @@ pub fn phase(p: &PhaseResult) -> String {
     for j in p.jobs.iter().filter(|j| j.error.is_some()) {
         let _ = writeln!(s, "  job {} stopped: {}", j.name, j.error.as_deref().unwrap_or(""));
     }
+    // --continue-on-error: the failed I/Os each job went on after.
+    for (j, e) in p.jobs.iter().filter_map(|j| j.io_errors.as_ref().map(|e| (j, e))) {
+        let _ = writeln!(s, "  job {} went on after {} failed I/O; the first: {}", j.name, e.count, e.first.text);
+    }
     s
 }
 

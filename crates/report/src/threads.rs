@@ -124,6 +124,7 @@ mod tests {
             replay: None,
             holes: None,
             latency_target: None,
+            io_errors: None,
         }
     }
 

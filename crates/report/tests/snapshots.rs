@@ -157,6 +157,7 @@ fn every_operation_class_shows_in_every_output() {
             replay: None,
             holes: None,
             latency_target: None,
+            io_errors: None,
         });
         r
     };

@@ -81,6 +81,10 @@ pub struct BlockJob {
     /// Think time between I/Os (fio's thinktime and its family).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think: Option<Box<crate::think::Think>>,
+    /// Errors the job goes on after, counted (fio's continue_on_error and ignore_error;
+    /// `None`: the first error ends the job).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_error: Option<Box<crate::on_error::OnError>>,
     /// The writes' block sizes when they differ from `bs` (the reads'): fio's `bs=4k,64k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bs: Option<BlockSizes>,
@@ -284,6 +288,16 @@ impl BlockJob {
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?.map(Box::new),
+            on_error: match (p.continue_on_error, &p.ignore_error) {
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "ignore_error",
+                        "lists the errnos --continue-on-error goes on after; give --continue-on-error too",
+                    ))
+                }
+                (on, ignore) => crate::on_error::OnError::of(on, ignore.as_ref()).map(Box::new),
+            },
             write_bs: p.write_bs.clone().filter(|w| Some(w) != p.bs.as_ref()),
             pace: crate::pace::of(p, name)?.map(Box::new),
             flow: crate::flow::of(p, name)?.map(Box::new),
@@ -493,6 +507,26 @@ impl BlockJob {
     /// Where the job's region starts in its file, in bytes.
     pub fn offset(&self) -> u64 {
         self.offset.map_or(0, |o| o.0)
+    }
+
+    /// Validation's key block (`--verify`): the smallest block size, or a smaller multiple of
+    /// 512 that the job's offset and offset_increment are multiples of too (fio's
+    /// cross-stripe-verify writes 16k blocks from offset 120k: 8 KiB key blocks), so every I/O
+    /// is whole key blocks.
+    pub fn key_block(&self) -> u64 {
+        let gcd = |mut a: u64, mut b: u64| {
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            a
+        };
+        let min = self.bs.min().0;
+        let key = [self.offset(), self.offset_increment.map_or(0, |i| i.get())].into_iter().fold(min, gcd);
+        if key.is_multiple_of(512) {
+            key
+        } else {
+            min
+        }
     }
 
     /// Where thread `thread`'s region starts in its file (`offset` + thread × `offset_increment`).

@@ -106,13 +106,13 @@ engines! {
     };
     /// fio's ftruncate engine: each write is ftruncate(2) of the file to its offset.
     Ftruncate => "ftruncate", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false, sqpoll: false,
         about: "fio's ftruncate: each write sizes the file to its offset with ftruncate(2), reads fail with EINVAL",
     };
     /// fio's falloc engine: each write is fallocate(2) of its range, each read one that keeps
     /// the file's size.
     Falloc => "falloc", Caps {
-        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false,
+        synchronous: true, max_depth: 1, direct: Ok(()), files: Files::Opens, rw_flags: false, batches: false, sqpoll: false,
         about: "fio's falloc: each write allocates its range with fallocate(2) (growing the file), each read allocates keeping the size",
     };
 }

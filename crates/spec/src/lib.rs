@@ -18,6 +18,7 @@ pub mod io_log;
 pub mod job;
 pub mod latency_target;
 pub mod numa;
+pub mod on_error;
 pub mod pace;
 pub mod patch;
 #[macro_use]

@@ -305,6 +305,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_name = "N"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_ios: Option<u64>,
+    /// Go on after failed I/O of these kinds instead of ending the job at the first (fio's continue_on_error): none (the default), read, write, io (both), verify, all; the errors gone on after are counted and the first named. Which errnos: --ignore-error, else EIO and EILSEQ (fio's).
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_name = "KINDS", value_parser = parse_word::<crate::on_error::ContinueOn>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continue_on_error: Option<crate::on_error::ContinueOn>,
+    /// The errnos --continue-on-error goes on after, per direction (fio's ignore_error): READ,WRITE lists of names or numbers joined by `:`, for example `,ENOSPC` or `EAGAIN,ENOSPC:122`.
+    #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_name = "READ,WRITE", value_parser = parse_word::<crate::on_error::IgnoreError>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_error: Option<crate::on_error::IgnoreError>,
     /// Think time: after each I/O (or each --think-every), let what is in flight complete and stall this long (100us, 2ms), not counted in any latency (fio's thinktime).
     #[cfg_attr(feature = "clap", arg(help_heading = TIMING, long, value_parser = parse_duration, value_name = "TIME"))]
     #[serde(default, with = "duration_serde::option", skip_serializing_if = "Option::is_none")]
@@ -455,6 +463,14 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_parser = clap::value_parser!(u32).range(1..=crate::verify::MAX_ROUNDS as i64)))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify_rounds: Option<u32>,
+    /// Validation during a write job (fio's verify_backlog): after every N writes, read back and check the blocks they wrote, timed as reads (implies --verify).
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_backlog: Option<u64>,
+    /// Validation: how many of the waiting writes one --verify-backlog check reads back (fio's verify_backlog_batch; default N, all of them).
+    #[cfg_attr(feature = "clap", arg(help_heading = VALIDATION, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify_backlog_batch: Option<u64>,
 
     /// Each personality's own options (flags and job-file keys), defined in its module.
     #[cfg_attr(feature = "clap", command(flatten))]
@@ -613,6 +629,8 @@ const COMMON: &[&str] = &[
     "max_errors",
     "verify_on",
     "verify_rounds",
+    "verify_backlog",
+    "verify_backlog_batch",
     "steady_state",
     "round",
     "ss_window",
@@ -682,6 +700,8 @@ const BLOCK: &[&str] = &[
     "think_on_issue",
     "think_iotime",
     "write_bs",
+    "continue_on_error",
+    "ignore_error",
 ];
 
 /// Each workload's own options, by job-file key: the block workload's, or a personality's own

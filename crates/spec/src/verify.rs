@@ -1,6 +1,6 @@
 //! Data validation's options (`--verify`, `--verify-before-rewrite`, `--verify-after`,
 //! `--journal`, `--journal-sync`, `--max-errors`) with their rules and defaults. On the block
-//! workload reads and writes are whole key blocks (the job's smallest block size), each a
+//! workload reads and writes are whole key blocks (the job's smallest block size, or the divisor of it the offset needs), each a
 //! multiple of the 512-byte sector a stamp is made of, with a key map and a journal; on an
 //! application workload or a replay the files are followed by name and checked byte for byte
 //! (`--verify`, `--verify-after`, `--max-errors`).
@@ -52,6 +52,14 @@ pub struct VerifyJob {
     /// so every node names a shared file alike however it mounts the share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_root: Option<PathBuf>,
+    /// Read back and check the blocks of every `backlog` writes during the run (fio's
+    /// verify_backlog; 0: never).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub backlog: u64,
+    /// How many of the waiting writes one such check reads back (0: all of them; fio's
+    /// verify_backlog_batch).
+    #[serde(default, skip_serializing_if = "is_zero64")]
+    pub backlog_batch: u64,
 }
 
 /// Write-then-read rounds of `--verify-on other` when `--verify-rounds` is not given.
@@ -65,6 +73,9 @@ fn is_false(b: &bool) -> bool {
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
+fn is_zero64(n: &u64) -> bool {
+    *n == 0
+}
 
 impl VerifyJob {
     /// The validation a patch asks for: `None` unless one of its options turns it on.
@@ -73,8 +84,16 @@ impl VerifyJob {
             || p.verify_before_rewrite.unwrap_or(false)
             || p.verify_after.unwrap_or(false)
             || p.journal.is_some()
-            || p.verify_on.is_some();
+            || p.verify_on.is_some()
+            || p.verify_backlog.is_some();
         if !on {
+            if p.verify_backlog_batch.is_some() {
+                return Err(SpecError::field(
+                    name,
+                    "verify_backlog_batch",
+                    "sizes the checks of --verify-backlog N: add it",
+                ));
+            }
             if p.verify_rounds.is_some() {
                 return Err(SpecError::field(name, "verify_rounds", "counts rounds of --verify-on other: add it"));
             }
@@ -85,6 +104,10 @@ impl VerifyJob {
                 return Err(SpecError::field(name, "max_errors", "counts validation errors: add --verify"));
             }
             return Ok(None);
+        }
+        if p.verify_backlog == Some(0) || p.verify_backlog_batch == Some(0) {
+            let f = if p.verify_backlog == Some(0) { "verify_backlog" } else { "verify_backlog_batch" };
+            return Err(SpecError::field(name, f, "0 writes check nothing; give 1 or more"));
         }
         if p.journal_sync.is_some() && p.journal.is_none() {
             return Err(SpecError::field(name, "journal_sync", "goes with a journal: add --journal DIR"));
@@ -110,6 +133,17 @@ impl VerifyJob {
             rounds: if on_other { p.verify_rounds.unwrap_or(DEFAULT_ROUNDS) } else { 0 },
             peer: None,
             id_root: None,
+            backlog: p.verify_backlog.unwrap_or(0),
+            backlog_batch: match (p.verify_backlog, p.verify_backlog_batch) {
+                (None, Some(_)) => {
+                    return Err(SpecError::field(
+                        name,
+                        "verify_backlog_batch",
+                        "sizes the checks of --verify-backlog N: add it",
+                    ))
+                }
+                (_, b) => b.unwrap_or(0),
+            },
         }))
     }
 
@@ -144,9 +178,12 @@ impl VerifyJob {
             if self.before_rewrite {
                 return err("verify_before_rewrite", only("--verify-before-rewrite"));
             }
+            if self.backlog > 0 {
+                return err("verify_backlog", only("--verify-backlog"));
+            }
             return Ok(());
         };
-        let key = b.bs.min().0;
+        let key = b.key_block();
         if !key.is_multiple_of(512) || b.bs.0.iter().any(|(s, _)| !s.0.is_multiple_of(key)) {
             return err(
                 "bs",
@@ -157,6 +194,12 @@ impl VerifyJob {
             return err(
                 "stride",
                 format!("with --verify the stride {s} must be a multiple of the key block ({key} bytes)"),
+            );
+        }
+        if !b.offset_of(1).is_multiple_of(key) || !b.offset().is_multiple_of(key) {
+            return err(
+                "offset",
+                format!("with --verify the offset {} (and --offset-increment) must be a multiple of 512 bytes, the sector a stamp is made of", b.offset()),
             );
         }
         if let Some(s) = job.size.filter(|s| !s.0.is_multiple_of(key)) {
@@ -196,6 +239,9 @@ impl VerifyJob {
         }
         if self.after {
             w.push("after");
+        }
+        if self.backlog > 0 {
+            w.push("backlog");
         }
         if self.on_other {
             w.push("on other");
@@ -291,6 +337,26 @@ mod tests {
             p.engine = Some(EngineKind::Null);
         })
         .contains("null"));
+    }
+
+    #[test]
+    fn the_key_block_divides_the_offset_too() {
+        // fio's cross-stripe-verify: 16k writes from 120k, every 128k: 8 KiB key blocks.
+        let j = job(|p| {
+            p.verify = Some(true);
+            p.rw = Some(Rw::Write);
+            p.bs = Some("16k".parse().unwrap());
+            p.offset = Some(Bytes::kib(120));
+            p.stride = Some(Bytes::kib(128));
+        })
+        .unwrap();
+        assert_eq!(j.workload.block().unwrap().key_block(), 8192);
+        assert_eq!(job(|p| p.bs = Some("16k".parse().unwrap())).unwrap().workload.block().unwrap().key_block(), 16384);
+        let e = msg_with(|p| {
+            p.verify = Some(true);
+            p.offset = Some(Bytes(1000));
+        });
+        assert!(e.contains("offset") && e.contains("512"), "{e}");
     }
 
     fn msg_with(f: impl FnOnce(&mut JobPatch)) -> String {

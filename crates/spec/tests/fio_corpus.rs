@@ -80,8 +80,6 @@ fn owner(key: &str) -> &'static str {
         "create_on_open",
         "fallocate",
         "unlink",
-        "continue_on_error",
-        "ignore_error",
         "error_dump",
         "bssplit",
         "bs",
@@ -106,6 +104,9 @@ fn owner(key: &str) -> &'static str {
         "fio-map"
     } else if key.starts_with("${") {
         "environment: fio 3.33 drops the section, exit 1"
+    } else if key == "rw" {
+        // rw=trim, randtrim, trimwrite (fio-errors: trims not built yet).
+        "fio-errors (trim)"
     } else if matches!(key, "ss" | "ss_dur" | "ss_ramp") {
         "steady"
     } else if matches!(key, "zonemode" | "ioengine" | "cpuload" | "cpuchunks") {

@@ -36,6 +36,8 @@ pub(crate) enum Msg {
         figures: Vec<(&'static str, f64)>,
         /// Its reads of kept holes (see [`crate::source::Source::hole_reads`]).
         holes: Option<(u64, u64)>,
+        /// The failed I/Os it went on after (see [`crate::source::Source::io_errors`]).
+        io_errors: Option<Box<iolab_model::IoErrors>>,
         /// Its time on a CPU and waiting for one over its run, ns ([`crate::cpu::thread_sched`]).
         sched: (u64, u64),
         /// Where its latency target's search got to: the depth, and whether it was found.
@@ -82,6 +84,8 @@ pub(crate) struct Aggregator {
     /// Each job's latency target's search, its threads' depths combined (the lowest; found
     /// when every thread's was).
     job_depth: Vec<Option<(u32, bool)>>,
+    /// Each job's failed I/Os gone on after, from its threads.
+    job_io_errors: Vec<Option<iolab_model::IoErrors>>,
     /// The workers' time on a CPU and waiting for one, ns, over those done.
     sched: (u64, u64),
     workers: Vec<WorkerTally>,
@@ -140,6 +144,7 @@ impl Aggregator {
             job_figures: vec![Vec::new(); threads.len()],
             job_holes: vec![None; threads.len()],
             job_depth: vec![None; threads.len()],
+            job_io_errors: vec![None; threads.len()],
             sched: (0, 0),
             workers,
             worker_sec: vec![i64::MIN; n],
@@ -288,7 +293,7 @@ impl Aggregator {
                 self.merge(job, worker, sec, &acc);
                 self.worker_sec[worker] = self.worker_sec[worker].max(sec);
             }
-            Msg::Done { job, worker, sec, acc, end, error, figures, holes, sched, depth, span } => {
+            Msg::Done { job, worker, sec, acc, end, error, figures, holes, io_errors, sched, depth, span } => {
                 if let Some((d, found)) = depth {
                     let j = self.job_depth[job].get_or_insert((d, found));
                     *j = (j.0.min(d), j.1 && found);
@@ -304,6 +309,9 @@ impl Aggregator {
                     }
                     None => end,
                 };
+                if let Some(e) = io_errors {
+                    self.job_io_errors[job].get_or_insert_with(Default::default).add(&e);
+                }
                 self.merge(job, worker, sec, &acc);
                 self.sched.0 += sched.0;
                 self.sched.1 += sched.1;
@@ -492,6 +500,7 @@ impl Aggregator {
                         percentile: t.percentile,
                     }
                 }),
+                io_errors: self.job_io_errors[i].clone(),
             });
         }
         let mut r = PhaseResult {
@@ -598,6 +607,7 @@ mod tests {
                 error: None,
                 figures: Vec::new(),
                 holes: None,
+                io_errors: None,
                 sched: (0, 0),
                 depth: None,
                 span: Some((t0 + Duration::from_secs(3), t0 + Duration::from_millis(last_ms))),
@@ -628,6 +638,7 @@ mod tests {
             error: None,
             figures: Vec::new(),
             holes: None,
+            io_errors: None,
             sched: (0, 0),
             depth: None,
             span: None,
@@ -647,6 +658,7 @@ mod tests {
             error: Some("EIO".into()),
             figures: Vec::new(),
             holes: None,
+            io_errors: None,
             sched: (0, 0),
             depth: None,
             span: None,

@@ -929,7 +929,8 @@ fn worker_main(
     match &job.workload {
         Workload::Block(b) => match (tracked, &job.verify) {
             (Some(t), Some(v)) => {
-                let s = Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite);
+                let s = Validating::new(BlockSource::new(job, b, thread, targets), t, thread, v.before_rewrite)
+                    .with_backlog(v.backlog, v.backlog_batch);
                 flowing(b, flow, s, w)
             }
             _ => flowing(b, flow, BlockSource::new(job, b, thread, targets), w),
@@ -978,7 +979,16 @@ fn flows_of(phase: &Phase) -> Vec<Option<Arc<source::flow::Flow>>> {
 
 fn thinking<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
     match b.think.as_deref().copied() {
-        Some(t) => drive(Ok(source::think::Thinking::new(source, t)), w),
+        Some(t) => going_on(b, source::think::Thinking::new(source, t), w),
+        None => going_on(b, source, w),
+    }
+}
+
+/// Drive a block source inside the errors its job goes on after, when it has any
+/// (`--continue-on-error`): only such a job runs the wrapper.
+fn going_on<S: Source>(b: &iolab_spec::BlockJob, source: S, w: Work) {
+    match b.on_error.as_deref() {
+        Some(e) => drive(Ok(source::on_error::GoingOn::new(source, e.clone())), w),
         None => drive(Ok(source), w),
     }
 }
@@ -1129,11 +1139,12 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     };
     let figures = source.as_ref().map(|s| s.figures()).unwrap_or_default();
     let holes = source.as_ref().and_then(|s| s.hole_reads());
+    let io_errors = source.as_ref().and_then(|s| s.io_errors()).map(Box::new);
     let sched1 = crate::cpu::thread_sched();
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, sched, depth, span });
+    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, io_errors, sched, depth, span });
 }
 
 /// The calling thread's I/O priority and nice value.

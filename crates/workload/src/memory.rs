@@ -91,7 +91,7 @@ pub fn need(job: &Job, targets: &[Target], replay: Option<u64>) -> JobNeed {
     let buffers = if replay.is_some() { 0 } else { threads.saturating_mul(job.iodepth as u64).saturating_mul(slot) };
     let maps = match (&job.verify, &job.workload) {
         (Some(_), Workload::Block(b)) => {
-            let key_block = b.bs.min().0.max(512);
+            let key_block = b.key_block().max(512);
             targets.iter().map(|t| t.size / key_block + 1).sum()
         }
         _ => 0,

@@ -41,7 +41,7 @@ pub fn open(
     let node = node.map_or_else(iolab_sysstat::hostname, str::to_string);
     for (job, ts) in phase.jobs.iter().zip(targets) {
         let (Some(v), Some(b)) = (&job.verify, job.workload.block()) else { continue };
-        let key_block = b.bs.min().0 as u32;
+        let key_block = b.key_block() as u32;
         for t in ts {
             if let Some(have) = out.get(&t.path) {
                 if have.key_block != key_block {

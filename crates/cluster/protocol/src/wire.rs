@@ -86,6 +86,7 @@ mod tests {
             replay: None,
             holes: None,
             latency_target: None,
+            io_errors: None,
         };
         let p = PhaseResult { name: "p".into(), elapsed_s: 2.0, total, jobs: vec![job], ..Default::default() };
         let back = unpack(&pack(&p)).unwrap();

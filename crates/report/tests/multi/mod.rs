@@ -87,6 +87,7 @@ pub fn phase(name: &str, shares: &[Share]) -> PhaseResult {
                 replay: None,
                 holes: None,
                 latency_target: None,
+                io_errors: None,
             });
         }
         let net = s.mb_s * 1.04;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 mod files;
 mod meta;
+mod on_error;
 
 /// The options this module reads, after fio's aliases.
 fn canonical(key: &str) -> &str {
@@ -121,6 +122,8 @@ struct Raw {
     verify: Option<(bool, String, Loc)>,
     do_verify: Option<(bool, Loc)>,
     verify_fatal: Option<(bool, Loc)>,
+    // verify_backlog, verify_backlog_batch (fio-errors).
+    verify_backlog: [Option<(u64, Loc)>; 2],
     logs: [Option<(String, Loc)>; 3],
     log_avg_msec: Option<(u64, Loc)>,
     // fio's per-I/O logs' columns (crate::io_log).
@@ -152,6 +155,8 @@ struct Raw {
     ss: SsRaw,
     /// Several files per job and job order by name (fio-files).
     files: files::FilesRaw,
+    /// continue_on_error and ignore_error (fio-errors).
+    on_error: on_error::OnErrorRaw,
 }
 
 /// What mapping gathers across the file: notes and unmapped options, each said once.
@@ -523,6 +528,7 @@ fn read_option(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
                 && !read_capability(r, o, said)?
                 && !read_data(r, o, said)?
                 && !files::read(&mut r.files, o, kb, said)?
+                && !on_error::read(&mut r.on_error, o)?
             {
                 said.unmapped(&at, format!("`{}` is not an option iolab maps", o.key));
             }
@@ -596,17 +602,17 @@ fn read_verify_or_log(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<bool, Pro
             need(o)?;
             said.note(&at, format!("{}: {}", o.key, verify_detail(&o.key)));
         }
-        "verify_backlog" | "verify_backlog_batch" => said.unmapped(
-            &at,
-            format!("{}: fio reads back written blocks every N writes during the run; iolab checks what the job reads and, after the writes, every block (do_verify)", o.key),
-        ),
+        "verify_backlog" => r.verify_backlog[0] = Some((int(o)?, at)),
+        "verify_backlog_batch" => r.verify_backlog[1] = Some((int(o)?, at)),
         "verify_only" => said.unmapped(
             &at,
-            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)".into(),
+            "verify_only: iolab checks an earlier run's files with `iolab verify --journal DIR` (that run's --journal)"
+                .into(),
         ),
         "verify_state_load" => said.unmapped(
             &at,
-            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)".into(),
+            "verify_state_load: iolab's equivalent is the journal (`--journal DIR`, then `iolab verify --journal DIR`)"
+                .into(),
         ),
         "write_bw_log" | "write_iops_log" | "write_lat_log" => {
             let i = match o.key.as_str() {
@@ -1100,6 +1106,7 @@ fn finish(mut r: Raw, s: &Section, env: &dyn Env, said: &mut Said) -> Result<Fio
     let threads = finish_engine(&r, rw, &mut o, said);
     finish_durability(&r, &mut o, said);
     finish_verify(&r, rw, &mut o, said);
+    on_error::finish(&r.on_error, &mut o, said);
     files::finish_place(&r, rw, &mut o, said);
     finish_time(&r, rw, threads, &mut o, said);
     finish_ss(&r.ss, &mut o, said);
@@ -1849,6 +1856,16 @@ fn finish_verify(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
         o.set("verify_after", r.do_verify.as_ref().map_or(at, |d| &d.1));
         o.p.verify_after = Some(true);
         said.note(at, "do_verify: after the writes every written block is read back and checked (fio counts those reads in its read figures, iolab apart from the run's)".into());
+    }
+    // verify_backlog=N: every N writes read back and checked during the run (0: off, fio's
+    // default); verify_backlog_batch, how many of them (0: N).
+    if let Some((n, bat)) = r.verify_backlog[0].as_ref().filter(|b| b.0 > 0 && rw.writes()) {
+        o.set("verify_backlog", bat);
+        o.p.verify_backlog = Some(*n);
+        if let Some((b, bat)) = r.verify_backlog[1].as_ref().filter(|b| b.0 > 0) {
+            o.set("verify_backlog_batch", bat);
+            o.p.verify_backlog_batch = Some(*b);
+        }
     }
     let fatal = r.verify_fatal.as_ref().is_some_and(|f| f.0);
     o.set("max_errors", r.verify_fatal.as_ref().map_or(at, |f| &f.1));

@@ -541,10 +541,15 @@ fn the_verify_family_maps_onto_validation() {
     // verify=0 and verify=null are off.
     assert!(plan_of("[j]\nfilename=/f\nsize=1m\nverify=0\n").phases[0].jobs[0].verify.is_none());
     let u = unmapped_of("[j]\nfilename=/f\nsize=1m\nrw=write\nverify=md5\nverify_backlog=1\nverify_only=1\n");
-    assert!(
-        u.len() == 2 && u[0].contains("verify_backlog: fio reads back") && u[1].contains("iolab verify --journal"),
-        "{u:?}"
-    );
+    assert!(u.len() == 1 && u[0].contains("iolab verify --journal"), "{u:?}");
+    // verify_backlog: the writes read back and checked during the run, in batches.
+    let v = |text: &str| plan_of(text).phases[0].jobs[0].verify.clone();
+    let b = v("[j]\nfilename=/f\nsize=1m\nrw=randwrite\nverify=crc32c\nverify_backlog=1024\nverify_backlog_batch=16\n");
+    assert_eq!(b.map(|b| (b.backlog, b.backlog_batch)), Some((1024, 16)));
+    let b = v("[j]\nfilename=/f\nsize=1m\nrw=write\nverify=crc32c\nverify_backlog=1\n");
+    assert_eq!(b.map(|b| (b.backlog, b.backlog_batch)), Some((1, 0)));
+    // Without verify, fio checks nothing: no validation.
+    assert!(v("[j]\nfilename=/f\nsize=1m\nrw=write\nverify_backlog=8\n").is_none());
     assert!(err_of("[j]\nfilename=/f\nsize=1m\nverify=sha7\n").contains("job.fio:4: verify: `sha7`"));
 }
 
@@ -803,4 +808,26 @@ fn sqthread_poll_maps_on_io_uring_alone() {
     }
     let u = unmapped_of("[a]\nfilename=/d/f\nsize=1m\nsqthread_poll=1\n");
     assert!(u.iter().any(|m| m.contains("ioengine=psync")), "fio's default engine: {u:?}");
+}
+
+#[test]
+fn continue_on_error_and_ignore_error_map_as_fio_decides_which_errors_it_goes_on_after() {
+    use crate::on_error::OnError;
+    let on = |text: &str| plan_of(text).phases[0].jobs[0].workload.block().and_then(|b| b.on_error.clone());
+    // Off, or a list alone: the first error ends the job, as in fio (nothing unmapped).
+    let off = "[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=none\nerror_dump=1\nignore_error=,\n";
+    assert!(unmapped_of(off).is_empty() && on(off).is_none());
+    let alone = "[t]\nfilename=/data/f\nsize=1m\nignore_error=,ENOSPC\n";
+    assert!(on(alone).is_none() && notes_of(alone).iter().any(|n| n.contains("without continue_on_error")));
+    // enospc-pressure.fio's: write errors with ENOSPC (28) only.
+    let e = on("[t]\nfilename=/data/f\nsize=1m\nrw=randwrite\ncontinue_on_error=write\nignore_error=,ENOSPC\n");
+    assert_eq!(e.as_deref(), Some(&OnError { read: None, write: Some(vec![28]) }));
+    // all without a list: fio's non-fatal EIO and EILSEQ both ways, and a note on verify.
+    let all = "[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=all\n";
+    assert_eq!(on(all).as_deref(), Some(&OnError { read: Some(vec![5, 84]), write: Some(vec![5, 84]) }));
+    assert!(notes_of(all).iter().any(|n| n.contains("max_errors")));
+    let e = err_of("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=sometimes\n");
+    assert!(e.contains("continue_on_error") && e.contains("none, read"), "{e}");
+    let e = err_of("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=io\nignore_error=ENOSPACE\n");
+    assert!(e.contains("ignore_error") && e.contains("`ENOSPACE` is not an error"), "{e}");
 }

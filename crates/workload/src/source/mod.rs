@@ -41,11 +41,13 @@ macro_rules! personality_sources {
     };
 }
 
+mod backlog;
 pub mod block;
 mod cmdprio;
 mod dedupe;
 pub mod flow;
 mod mix;
+pub mod on_error;
 mod pace;
 pub mod replay;
 pub mod think;
@@ -388,6 +390,11 @@ pub trait Source: Send {
     /// Reads of files whose holes were kept, and how many of them fell in a hole: `(reads,
     /// in_holes)`, when the source counts them (the block workload on a sparse file).
     fn hole_reads(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// The failed I/Os the source went on after (`--continue-on-error`: the outermost
+    /// wrapper, [`on_error::GoingOn`], counts them).
+    fn io_errors(&self) -> Option<iolab_model::IoErrors> {
         None
     }
 }

@@ -5,8 +5,10 @@
 //! thread or another) never overlap on a block: a colliding one waits (a drain, or 20 µs
 //! polls for another thread's). With `--verify-before-rewrite` a write to a block written
 //! before is preceded by a read of the same range, checked first. The journal's writes are
-//! timed in their own class (`journal`), not in the data write's latency.
+//! timed in their own class (`journal`), not in the data write's latency. With
+//! `--verify-backlog N` the writes are read back and checked during the run ([`Backlog`]).
 
+use super::backlog::Backlog;
 use super::{Call, Ctx, Issue, Next, SetupFile, Source, SourceError};
 use crate::clock::Stamp;
 use iolab_engine::OpKind;
@@ -64,6 +66,11 @@ pub struct Validating<S> {
     held: Option<Issue>,
     /// A write waiting for its pre-read (issued, not yet completed: `true` once done).
     after_preread: Option<(Issue, bool)>,
+    /// `--verify-backlog`: written ranges read back during the run; whether `held` is one.
+    backlog: Option<Backlog>,
+    held_backlog: bool,
+    /// The inner source is done; the backlog's last check may still be under way.
+    inner_done: bool,
     /// Journal writes timed since the last `take_timings`: (bytes, ns).
     timed: Vec<(u64, u64)>,
     /// A journal write failed: the job ends with this.
@@ -95,11 +102,42 @@ impl<S: Source> Validating<S> {
             journal,
             held: None,
             after_preread: None,
+            backlog: None,
+            held_backlog: false,
+            inner_done: false,
             timed: Vec::new(),
             failure: None,
             written: 0,
             time: StampTime::new(),
         }
+    }
+
+    /// Read back and check the blocks of every `every` writes during the run, `batch` of them
+    /// at a time (0: `every`).
+    pub fn with_backlog(mut self, every: u64, batch: u64) -> Self {
+        if every > 0 {
+            self.backlog = Some(Backlog::new(every, batch));
+        }
+        self
+    }
+
+    /// Issue a backlog read (`issue`), or hold it until its blocks are free.
+    fn backlog_read(&mut self, issue: Issue, ctx: &Ctx) -> Next {
+        let next = self.prepare(issue, ctx);
+        match (&next, self.backlog.as_mut()) {
+            (Next::Issue(Issue { call: Call::Data { offset, len, .. }, .. }), Some(b)) => b.issued(*offset, *len),
+            _ => self.held_backlog = self.held.is_some(),
+        }
+        next
+    }
+
+    /// The next backlog read due, if any (none once the job's time is up).
+    fn backlog_due(&mut self, ctx: &Ctx) -> Option<Issue> {
+        if ctx.ending {
+            return None;
+        }
+        let (offset, len) = self.backlog.as_mut()?.take()?;
+        Some(Issue::now(Call::Data { kind: OpKind::Read, file: FILE, offset, len }))
     }
 
     /// The key block an offset falls in.
@@ -198,6 +236,39 @@ impl<S: Source> Validating<S> {
         self.t.checked(when, checked);
     }
 
+    /// What the inner source asked for, checked: a validated call must be whole key blocks.
+    fn validate_issue(&mut self, next: Next, ctx: &Ctx) -> Next {
+        match next {
+            Next::Issue(i) => {
+                let Some((_, offset, len)) = validated(&i.call) else { return Next::Issue(i) };
+                if !self.whole(offset) || !self.whole(len as u64) {
+                    self.failure = Some(format!(
+                        "validation needs whole key blocks of {} bytes; an I/O of {len} bytes at offset {offset} is not",
+                        self.kb
+                    ));
+                    return Next::Done;
+                }
+                self.prepare(i, ctx)
+            }
+            Next::Done => {
+                self.journal_flush(|tj, j| tj.flush(j));
+                // A backlog check under way (or due once the writes in flight complete)
+                // finishes first.
+                if self.backlog.is_some() {
+                    self.inner_done = true;
+                    if let Some(i) = self.backlog_due(ctx) {
+                        return self.backlog_read(i, ctx);
+                    }
+                    if ctx.inflight > 0 {
+                        return Next::Drain;
+                    }
+                }
+                Next::Done
+            }
+            other => other,
+        }
+    }
+
     /// What a data call on the validated file needs before it is issued.
     fn prepare(&mut self, issue: Issue, ctx: &Ctx) -> Next {
         let Call::Data { kind, offset, len, .. } = issue.call else { return Next::Issue(issue) };
@@ -259,28 +330,20 @@ impl<S: Source> Source for Validating<S> {
             }
             return Next::Issue(issue);
         }
-        let next = match self.held.take() {
-            Some(i) => Next::Issue(i),
-            None => self.inner.next(ctx),
-        };
-        match next {
-            Next::Issue(i) => {
-                let Some((_, offset, len)) = validated(&i.call) else { return Next::Issue(i) };
-                if !self.whole(offset) || !self.whole(len as u64) {
-                    self.failure = Some(format!(
-                        "validation needs whole key blocks of {} bytes; an I/O of {len} bytes at offset {offset} is not",
-                        self.kb
-                    ));
-                    return Next::Done;
-                }
-                self.prepare(i, ctx)
+        if let Some(i) = self.held.take() {
+            if std::mem::take(&mut self.held_backlog) {
+                return self.backlog_read(i, ctx);
             }
-            Next::Done => {
-                self.journal_flush(|tj, j| tj.flush(j));
-                Next::Done
-            }
-            other => other,
+            return self.validate_issue(Next::Issue(i), ctx);
         }
+        if let Some(i) = self.backlog_due(ctx) {
+            return self.backlog_read(i, ctx);
+        }
+        if self.inner_done {
+            return if ctx.inflight > 0 { Next::Drain } else { Next::Done };
+        }
+        let next = self.inner.next(ctx);
+        self.validate_issue(next, ctx)
     }
 
     #[inline]
@@ -308,9 +371,14 @@ impl<S: Source> Source for Validating<S> {
             // The pre-read is the read of its write's range (no other I/O can hold those blocks).
             let preread = kind.reads()
                 && matches!(self.after_preread, Some((Issue { call: Call::Data { offset: o, len: l, .. }, .. }, false)) if o == offset && l == len);
+            // A backlog read is the validating source's own: the inner source never asked for it.
+            let backlog = kind.reads() && self.backlog.as_mut().is_some_and(|b| b.completed(offset, len));
             if kind.writes() {
                 if whole {
                     self.written += r.end - r.start;
+                    if let Some(b) = self.backlog.as_mut() {
+                        b.wrote(offset, len);
+                    }
                     if self.journal.is_some() {
                         for b in r.clone() {
                             let key = self.t.map.key(b);
@@ -351,14 +419,17 @@ impl<S: Source> Source for Validating<S> {
                     return Ok(());
                 }
                 self.release(r);
+                if backlog {
+                    return self.failure.take().map_or(Ok(()), |f| Err(f.into()));
+                }
             } else {
                 if preread {
                     self.after_preread = None;
                 }
                 self.release(r);
             }
-            if preread {
-                // A failed pre-read: its write is dropped, the failure ends the job.
+            if preread || backlog {
+                // A failed pre-read (its write is dropped) or backlog read: the failure ends the job.
                 return self.inner.completed(&Call::Data { kind, file: FILE, offset, len }, buf, result);
             }
         } else if let Call::Data { kind, file: FILE, .. } = *call {
@@ -389,5 +460,102 @@ impl<S: Source> Source for Validating<S> {
         for (bytes, ns) in self.timed.drain(..) {
             out(OpClass::Journal, bytes, ns);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, FakeClock};
+    use crate::rendezvous::Rendezvous;
+    use crate::source::Names;
+    use crate::worker::{run, Window};
+    use iolab_engine::Engine;
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::AtomicBool;
+
+    const KB: u64 = 4096;
+
+    /// Writes the file's blocks in order, and, once block `hit`'s write has completed, a second
+    /// writer (another descriptor of the same file) overwrites that block with other data,
+    /// before anything reads it.
+    struct Writer {
+        next: u64,
+        blocks: u64,
+        hit: u64,
+        other: std::fs::File,
+    }
+
+    impl Source for Writer {
+        fn buffer_len(&self) -> usize {
+            KB as usize
+        }
+        fn next(&mut self, _ctx: &mut Ctx) -> Next {
+            if self.next == self.blocks {
+                return Next::Done;
+            }
+            self.next += 1;
+            Next::Issue(Issue::now(Call::Data {
+                kind: OpKind::Write,
+                file: FILE,
+                offset: (self.next - 1) * KB,
+                len: KB as u32,
+            }))
+        }
+        fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
+            assert!(matches!(r, Ok(n) if *n == KB as usize), "{call:?}: {r:?}");
+            if matches!(*call, Call::Data { kind: OpKind::Write, offset, .. } if offset == self.hit * KB) {
+                self.other.write_all_at(&[0x5a; KB as usize], self.hit * KB).unwrap();
+            }
+            Ok(())
+        }
+    }
+
+    /// Write 16 blocks through validation with `backlog` (0: none), block 5 overwritten by a
+    /// second writer just after its write: what validation found, and the reads made.
+    fn run_with(backlog: u64) -> (iolab_model::VerifyResult, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        file.set_len(16 * KB).unwrap();
+        let opts = iolab_verify::Options {
+            journal: None,
+            sync: false,
+            max_errors: 0,
+            node: "n".into(),
+            id_root: None,
+            peer: None,
+        };
+        let t = Arc::new(Tracked::open(&path, 16 * KB, KB as u32, &opts, true, None).unwrap());
+        let other = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let inner = Writer { next: 0, blocks: 16, hit: 5, other };
+        let mut src = Validating::new(inner, t.clone(), 0, false).with_backlog(backlog, 0);
+        let mut e = iolab_engine::psync::Psync::new(iolab_engine::Setup::new(1, KB as usize)).unwrap();
+        e.set_file(FILE, file, 16 * KB).unwrap();
+        let clk = FakeClock::new(Duration::from_micros(1));
+        let start = Clock::now(&clk);
+        let w = Window { start, t0: start, deadline: None };
+        let (stop, barrier) = (AtomicBool::new(false), Rendezvous::new(1));
+        let mut reads = 0;
+        let end = run(&mut src, &mut e, &mut Names::default(), &clk, w, &stop, &barrier, &mut |_, a| {
+            reads += a.get(OpClass::Read).ops
+        });
+        assert!(end.error.is_none(), "{:?}", end.error);
+        reads += end.acc.get(OpClass::Read).ops;
+        drop(src);
+        (t.result(), reads)
+    }
+
+    #[test]
+    fn a_backlog_check_finds_a_block_corrupted_after_its_write_during_the_run() {
+        // Without the backlog a write-only job reads nothing back: the damage goes unseen.
+        let (v, reads) = run_with(0);
+        assert_eq!((v.checked_during, v.errors.total(), reads), (0, 0, 0), "{v:?}");
+        // Every 4 writes, those 4 blocks are read back: block 5 is found bad, during the run.
+        let (v, reads) = run_with(4);
+        assert_eq!((v.checked_during, reads), (16, 16), "every written block was read back once: {v:?}");
+        assert_eq!(v.errors.total(), 1, "{v:?}");
+        let e = &v.first_errors[0];
+        assert_eq!((e.offset, e.when.as_str()), (5 * KB, "during"), "{e:?}");
     }
 }

@@ -80,23 +80,6 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase, said: &mut Said) -> Re
             ),
             other => return Err(bad(o, format!("`{other}`: fio's are none, native, posix, keep and truncate"))),
         },
-        // fio ends a job at its first error unless continue_on_error or ignore_error say
-        // otherwise (HOWTO); so does iolab, naming the call, errno, file, offset and length.
-        // It keeps no count of errors to go on with, so going on is not mapped.
-        "continue_on_error" => match need(o)? {
-            "none" | "0" => {}
-            v @ ("read" | "write" | "io" | "verify" | "all" | "1") => said.unmapped(
-                &at,
-                format!("continue_on_error={v}: iolab ends a job at its first failed I/O and names it (call, errno, file, offset, length); it keeps no error count to go on with"),
-            ),
-            other => return Err(bad(o, format!("`{other}`: fio's are none, read, write, io, verify, all (0 and 1 for none and all)"))),
-        },
-        "ignore_error" => {
-            let v = need(o)?;
-            if v.split([',', ':']).any(|e| !e.trim().is_empty()) {
-                said.unmapped(&at, format!("ignore_error={v}: iolab ends a job at its first failed I/O (with --fill-fs, ENOSPC and EDQUOT end a sequential write job without an error); it ignores no error list"));
-            }
-        }
         // fio dumps every error (1, its default) or only the fatal ones; without
         // continue_on_error every error is fatal, and iolab reports the one that ended the job.
         "error_dump" => {
@@ -516,17 +499,6 @@ mod tests {
         assert!(s.iter().any(|m| m.contains("--cleanup")), "{s:?}");
         let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\nfallocate=sometimes\n");
         assert!(e.contains("fallocate") && e.contains("none, native"), "{e}");
-    }
-
-    #[test]
-    fn error_options_map_where_iolab_stops_as_fio_does() {
-        assert!(skipped("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=none\nerror_dump=1\nignore_error=,\n")
-            .is_empty());
-        let s = skipped("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=all\nignore_error=,ENOSPC\n");
-        assert!(s.iter().any(|m| m.contains("continue_on_error=all") && m.contains("first failed I/O")), "{s:?}");
-        assert!(s.iter().any(|m| m.contains("ignore_error=,ENOSPC")), "{s:?}");
-        let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=sometimes\n");
-        assert!(e.contains("continue_on_error") && e.contains("none, read"), "{e}");
     }
 
     #[test]
