@@ -345,8 +345,8 @@ fn print_fidelity(f: &ReplayFidelity) -> std::io::Result<()> {
         )?;
     } else {
         outln!(
-        "Elapsed {:.3} s replayed against {:.3} s recorded under strace ({:+.1}%). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and strace's stops; think timing takes {:.3} ms, the least strace cost there, off each gap).",
-        f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
+        "Elapsed {:.3} s replayed against {:.3} s recorded ({:+.1}%: the program's first traced call to its last, {:.3} s of it before the first replayed call and {:.3} s after the last, which think, scaled and recorded timing wait too). The busiest traced thread spent {:.3} s in its calls and {:.3} s between them (think time and a tracer's stops; think timing takes {:.3} ms, the least the tracer cost there, off each gap).",
+        f.replayed_s, f.recorded_s, f.elapsed_error_pct, f.lead_s, f.tail_s, f.recorded_calls_s, f.recorded_gaps_s, f.tracer_gap_ms
     )?;
     }
     for (why, calls) in &f.left_out {

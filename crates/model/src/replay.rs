@@ -55,8 +55,17 @@ pub struct ReplayFidelity {
     pub mismatches: Vec<Mismatch>,
     /// Traced threads replayed (one replay thread each).
     pub threads: u32,
-    /// The recorded span of the replayed calls (first start to last end), under strace, seconds.
+    /// The program's recorded time, seconds: the trace's first call to its last (the time think
+    /// timing replays), `lead_s` + the replayed calls' span + `tail_s`.
     pub recorded_s: f64,
+    /// The recorded time before the first replayed call (the program's start-up: its loader,
+    /// its calls on other files), seconds; think, scaled and recorded timing wait it first.
+    #[serde(default)]
+    pub lead_s: f64,
+    /// The recorded time after the last replayed call's end (its wind-up), seconds; waited after
+    /// the last call by the same timings.
+    #[serde(default)]
+    pub tail_s: f64,
     /// The thread with the most replayed calls: its time inside them (strace's `-T`, which
     /// counts strace's own stops), seconds.
     pub recorded_calls_s: f64,

@@ -63,6 +63,10 @@ pub struct ThreadPlan {
     /// costs between calls (its stops at a call's exit and the next call's entry), which the
     /// program cannot have been faster than. Think time is each gap less this.
     pub tracer_gap_ns: u64,
+    /// The recorded time after this thread's last step to the trace's last call (the
+    /// program's wind-up: its other calls, its exit), less the thread's CPU waits in it: think
+    /// time the thread waits after its last step. Only the thread whose step ends last has it.
+    pub tail_ns: u64,
 }
 
 /// A file (an opening) the replay touches, under the target.
@@ -109,6 +113,14 @@ pub struct ReplayPlan {
     pub origin_ns: u64,
     /// From the first replayed call's start to the last one's end, ns.
     pub recorded_span_ns: u64,
+    /// The recorded time before the first replayed call, from the trace's first call (the
+    /// program's start-up: its loader, its other calls), ns. Think, scaled and recorded timing
+    /// wait it before the first step, so that the replay takes the program's time.
+    pub lead_ns: u64,
+    /// The recorded time after the last replayed call's end to the trace's last call (its
+    /// wind-up), ns: waited by the thread that has it ([`ThreadPlan::tail_ns`]), before the CPU
+    /// waits in it are taken off.
+    pub tail_ns: u64,
     /// What the plan holds in memory with every thread's buffer, bytes (an estimate).
     pub memory: u64,
     /// Asynchronous operations per ring (as [`RingStep::ring`] numbers the rings).
@@ -470,6 +482,8 @@ impl ReplayPlan {
         let mut devices = Devices::default();
         // Per thread, which calls of its last chunk became steps (for the CPU waits after it).
         let mut last_chunk: HashMap<u32, Vec<bool>> = HashMap::new();
+        // The trace's first call's start and last call's end (its end record).
+        let mut span: Option<(u64, u64)> = None;
         for r in records {
             match r.map_err(|e| format!("{}: {e}", job.trace.display()))? {
                 Record::File { id, path, flags, before, regular } => match under(&strip, &path).filter(|_| regular) {
@@ -519,6 +533,7 @@ impl ReplayPlan {
                 Record::BlockIos { dev, ios } => devices.ios(dev, ios),
                 Record::Recorder { via, .. } if via == "ebpf" => tracer_free = true,
                 Record::Overhead(_) => tracer_free = true,
+                Record::End { first_ns, last_ns, .. } => span = Some((first_ns, last_ns)),
                 _ => {}
             }
         }
@@ -560,7 +575,18 @@ impl ReplayPlan {
             .map(|s| s.op.start_ns.saturating_add(s.op.dur_ns))
             .max()
             .unwrap_or(origin_ns);
-        check_waits(&threads, origin_ns, job.timing, limits)?;
+        // What the program did before the first replayed call and after the last one: its
+        // start-up and wind-up, think time like any gap. The tail is the last-ending thread's.
+        let (first_ns, last_ns) = span.unwrap_or((origin_ns, end));
+        let (lead_ns, tail_ns) = (origin_ns.saturating_sub(first_ns), last_ns.saturating_sub(end));
+        if let Some(th) = threads
+            .iter_mut()
+            .filter(|t| !t.steps.is_empty())
+            .max_by_key(|t| t.steps.iter().map(|s| s.op.start_ns.saturating_add(s.op.dur_ns)).max())
+        {
+            th.tail_ns = tail_ns.saturating_sub(b.carried_wait.get(&th.tid).copied().unwrap_or(0));
+        }
+        check_waits(&threads, origin_ns, lead_ns, job.timing, limits)?;
         let takers = share_openings(&mut threads, &b.files);
         let mut plan = ReplayPlan {
             threads,
@@ -574,6 +600,8 @@ impl ReplayPlan {
             adjusted,
             origin_ns,
             recorded_span_ns: end.saturating_sub(origin_ns),
+            lead_ns,
+            tail_ns,
             memory,
             ring_ops,
             max_depth,
@@ -751,6 +779,13 @@ fn block_plan(devices: Devices, job: &ReplayJob) -> Result<ReplayPlan, SourceErr
 }
 
 impl ThreadPlan {
+    /// When the thread's first step `s` is due after the replay's start (think and scaled
+    /// timing, before scaling): the trace's lead, then its recorded offset from the first
+    /// replayed call, less the CPU waits the thread had before it.
+    pub fn lead_ns(&self, s: &Step, origin: u64, lead: u64) -> u64 {
+        lead.saturating_add(s.op.start_ns.saturating_sub(origin)).saturating_sub(s.cpu_wait_ns)
+    }
+
     /// The think time before step `i` (not the first) as recorded, less the tracer's gap and the
     /// time the thread waited for a CPU in it: from
     /// the end of the step before (its submission, if asynchronous: the thread did not wait
@@ -796,7 +831,13 @@ fn merge_async(threads: &mut BTreeMap<u32, ThreadPlan>, g: Gathered) {
 }
 
 /// Refuse a wait longer than the limit (a trace can claim any gap).
-fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: ReplayLimits) -> Result<(), SourceError> {
+fn check_waits(
+    threads: &[ThreadPlan],
+    origin: u64,
+    lead: u64,
+    timing: Timing,
+    limits: ReplayLimits,
+) -> Result<(), SourceError> {
     let scale = match timing {
         Timing::Afap => return Ok(()),
         Timing::Scale(x) => x,
@@ -812,7 +853,7 @@ fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: Repl
                 r += 1;
             }
             let wait = match (timing, i) {
-                (_, 0) => s.op.start_ns.saturating_sub(origin),
+                (_, 0) => th.lead_ns(s, origin, lead),
                 (Timing::Recorded, _) => s.op.start_ns.saturating_sub(th.steps[i - 1].op.start_ns),
                 _ => th.think_ns(i, ring),
             };
@@ -827,6 +868,16 @@ fn check_waits(threads: &[ThreadPlan], origin: u64, timing: Timing, limits: Repl
                     dur_arg(wait)
                 ));
             }
+        }
+        let tail = (th.tail_ns as f64 / scale) as u64;
+        if tail > max {
+            return Err(said!(
+                "traced thread {} waits {} after its last call, the program's time to its end (--timing {timing}); the longest wait allowed is {} (--max-wait): pass --max-wait {}, or --timing afap",
+                th.tid,
+                secs(tail),
+                secs(max),
+                dur_arg(tail)
+            ));
         }
     }
     Ok(())

@@ -189,7 +189,8 @@ impl ReplayRun {
                 replayed_p99_ms: got.lat_ns.p99 as f64 / 1e6,
             });
         }
-        let recorded_s = plan.recorded_span_ns as f64 / 1e9;
+        // The program's recorded time: its start-up, the replayed calls' span, its wind-up.
+        let recorded_s = plan.lead_ns.saturating_add(plan.recorded_span_ns).saturating_add(plan.tail_ns) as f64 / 1e9;
         // Where the recorded time went, on the thread with the most calls: inside them, and
         // between them (think time, and strace's stops, which it cannot tell apart).
         let busiest = plan.threads.iter().max_by_key(|t| t.steps.len());
@@ -212,6 +213,8 @@ impl ReplayRun {
             mismatches: kept,
             threads: plan.threads.len() as u32,
             recorded_s,
+            lead_s: plan.lead_ns as f64 / 1e9,
+            tail_s: plan.tail_ns as f64 / 1e9,
             recorded_calls_s: calls_ns as f64 / 1e9,
             recorded_gaps_s: gaps_ns as f64 / 1e9,
             tracer_gap_ms: gap_ns as f64 / 1e6,
@@ -326,9 +329,11 @@ impl ReplaySource {
         let op = &th.steps[i].op;
         match self.run.timing {
             Timing::Afap => None,
-            Timing::Recorded => Some(start + Duration::from_nanos(op.start_ns.saturating_sub(plan.origin_ns))),
+            Timing::Recorded => Some(
+                start + Duration::from_nanos(plan.lead_ns.saturating_add(op.start_ns.saturating_sub(plan.origin_ns))),
+            ),
             Timing::Think | Timing::Scale(_) => Some(if i == 0 {
-                start + self.scaled(op.start_ns.saturating_sub(plan.origin_ns))
+                start + self.scaled(th.lead_ns(&th.steps[0], plan.origin_ns, plan.lead_ns))
             } else {
                 now + self.scaled(th.think_ns(i, ring))
             }),
@@ -536,7 +541,19 @@ impl Source for ReplaySource {
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if self.i >= self.steps().len() || ctx.ending || self.run.abort.load(Ordering::Relaxed) {
-            return if ctx.inflight > 0 && self.issued.is_some() { Next::Drain } else { Next::Done };
+            if ctx.inflight > 0 && self.issued.is_some() {
+                return Next::Drain;
+            }
+            // The program's wind-up after its last replayed call, think time like any gap.
+            let tail = self.run.plan().threads[self.thread].tail_ns;
+            let over = self.i >= self.steps().len() && !ctx.ending && !self.run.aborted() && ctx.inflight == 0;
+            if over && self.run.timing != Timing::Afap && tail > 0 {
+                let due = *self.due.get_or_insert(ctx.now + self.scaled(tail));
+                if ctx.now < due {
+                    return Next::WaitUntil(due);
+                }
+            }
+            return Next::Done;
         }
         let i = self.i;
         let step = self.steps()[i];

@@ -501,3 +501,31 @@ fn a_block_level_trace_replays_onto_a_file() {
     let e = load(r).unwrap_err().to_string();
     assert!(e.contains("no requests of device `nvme0n1`") && e.contains("loop9") && e.contains("sda"), "{e}");
 }
+
+/// A program that starts up for 300 ms (its loader, its other files) before its first call on
+/// the data directory and winds up for 200 ms after its last (fio: its job process forked, its
+/// report written): the default timing replays both as think time, so the replay takes the
+/// program's time (about 0.5 s); afap replays the calls alone.
+const STARTS_UP: &str = "\
+7  1.000000 openat(AT_FDCWD</etc>, \"/etc/x\", O_RDONLY) = 3</etc/x> <0.000010>
+7  1.300000 openat(AT_FDCWD</d>, \"/d/f\", O_WRONLY|O_CREAT, 0644) = 4</d/f> <0.000010>
+7  1.300100 pwrite64(4</d/f>, \"a\"..., 4096, 0) = 4096 <0.000010>
+7  1.300200 close(4</d/f>) = 0 <0.000010>
+7  1.500200 close(3</etc/x>) = 0 <0.000010>
+";
+
+#[test]
+fn think_timing_replays_the_programs_start_up_and_wind_up() {
+    let d = tempfile::tempdir().unwrap();
+    let target = d.path().join("tgt");
+    std::fs::create_dir(&target).unwrap();
+    let t = trace_file(d.path(), STARTS_UP);
+    let think = run(replay_job(&t, &target, Timing::Think, false)).unwrap();
+    let f = fidelity(&think);
+    assert!(f.counts_equal, "{f:?}");
+    assert!((f.lead_s - 0.3).abs() < 1e-6 && (f.tail_s - 0.19999).abs() < 1e-4, "{f:?}");
+    assert!((f.recorded_s - 0.50021).abs() < 1e-4, "the trace's whole span: {f:?}");
+    assert!(f.replayed_s >= 0.49 && f.replayed_s < 1.5, "{f:?}");
+    let afap = run(replay_job(&t, &target, Timing::Afap, false)).unwrap();
+    assert!(fidelity(&afap).replayed_s < 0.2, "{:?}", fidelity(&afap));
+}
