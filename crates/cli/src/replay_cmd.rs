@@ -45,7 +45,15 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         }
         None => a.target.canonicalize().with_context(|| format!("{}", a.target.display()))?,
     };
-    let job = job_of(&a, target, &planned)?;
+    let mut job = job_of(&a, target, &planned)?;
+    if a.engine.is_none() && job.engine == EngineKind::IoUring {
+        if let Some(why) = no_uring() {
+            errln!(
+                "io_uring cannot be used here ({why}): the trace's asynchronous operations are replayed on psync, one at a time in their recorded order (--engine chooses another engine)."
+            );
+            (job.engine, job.iodepth) = (EngineKind::Psync, 1);
+        }
+    }
     let name = format!("replay {}", trace_file.display());
     let plan = Plan { phases: vec![Phase { name: "replay".into(), jobs: vec![job] }] };
     let live = Live::start(&a.out.metrics, a.out.machine())?;
@@ -75,6 +83,15 @@ pub fn run(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(code)
+}
+
+/// Why io_uring cannot replay a trace's asynchronous operations on this machine, if it cannot:
+/// the kernel refuses it (a sysctl, seccomp), or `IOLAB_NO_URING` is set (to try the fallback).
+fn no_uring() -> Option<String> {
+    if std::env::var_os("IOLAB_NO_URING").is_some_and(|v| !v.is_empty()) {
+        return Some("IOLAB_NO_URING is set".into());
+    }
+    iolab_engine::io_uring_available().err().map(|e| e.to_string())
 }
 
 /// A trace planned for its replay job: the job's options, its threads, and the engine and depth
@@ -176,6 +193,11 @@ fn replay_job(a: &ReplayArgs, trace: &Path) -> Result<Planned> {
 /// its own state directory and replays from there; its executor checks, prepares (`--prepare`)
 /// and judges the fidelity there, which comes back in its job's result.
 fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
+    if a.device {
+        bail!(
+            "--device cannot be given with --node: a block-level trace is replayed onto one machine's device; run `iolab replay TRACE --target DEVICE --device` on each node"
+        );
+    }
     let names = crate::cluster_cmd::node_names(&a.nodes)?;
     // Which trace each node replays.
     let mut chosen: BTreeMap<String, PathBuf> = BTreeMap::new();
@@ -202,6 +224,12 @@ fn on_nodes(a: ReplayArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         if !planned.contains_key(path) {
             planned.insert(path.clone(), replay_job(&a, path)?);
         }
+    }
+    if let Some(path) = planned.iter().find(|(_, p)| p.extent.is_some()).map(|(path, _)| path) {
+        bail!(
+            "{} is a block-level trace (trace record --level block): it replays onto one machine's file or device, not on several nodes (--node); run `iolab replay` on each node",
+            path.display()
+        );
     }
     let job_for = |node: &str| -> Result<Job> { job_of(&a, a.target.clone(), &planned[&chosen[node]]) };
     // The run as a whole: one phase, every node's job named by its node.

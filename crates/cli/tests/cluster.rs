@@ -1133,3 +1133,22 @@ fn a_silent_agent_is_declared_lost_within_5_s() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md")).unwrap();
     assert!(doc.contains("| `phases[].nodes[].error` |"));
 }
+
+/// A block-level replay onto a device is one machine's: `--device` with `--node` is refused
+/// with what to do instead, before any node is reached.
+#[test]
+fn a_device_replay_on_several_nodes_is_refused_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let text = d.path().join("one.strace");
+    std::fs::write(&text, strace_text("one")).unwrap();
+    let trace = d.path().join("one.trace");
+    iolab().args(["trace", "import", "-o"]).arg(&trace).arg(&text).assert().success();
+    let out = iolab()
+        .args(["replay", "--no-store", "--target", "/dev/null", "--device", "--node", &node("a", d.path())])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--device cannot be given with --node") && err.contains("on each node"), "{err}");
+}

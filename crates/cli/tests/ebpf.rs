@@ -606,6 +606,17 @@ fn a_block_level_trace_replays_onto_a_device_and_a_file() {
     // Onto the other device: refused without --device, then the same requests reach it.
     let refused = iolab().args(["replay", trace.to_str().unwrap(), "--target", &b.0, "--no-store"]).output().unwrap();
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--device"));
+    // On several nodes: refused, with what to do instead, before any node is reached.
+    let node = format!("a=exec://{},dir={}", assert_cmd::cargo::cargo_bin("iolab").display(), d.path().display());
+    let refused = iolab()
+        .args(["replay", trace.to_str().unwrap(), "--target", "img", "--strip", &a.0, "--no-store", "--node", &node])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("is a block-level trace") && err.contains("on each node"),
+        "{err}"
+    );
     let again = d.path().join("again.trace");
     let iolab_bin = assert_cmd::cargo::cargo_bin("iolab");
     let replay: Vec<&std::ffi::OsStr> = vec![
@@ -792,4 +803,69 @@ fn attaching_follows_the_children_the_process_already_has() {
     let s = show(&trace);
     assert!(file(&s, "/parent").is_some(), "the attached process's own write: {s}");
     assert!(file(&s, "/child").is_some(), "its child's, forked before the attach: {s}");
+}
+
+/// The synchronous reads and writes of a trace on the file named `suffix`, in each thread's
+/// order: (write?, offset, size).
+fn sync_data_ops(trace: &Path, suffix: &str) -> Vec<(bool, u64, u64)> {
+    use iolab_trace::format::{Kind, Reader, Record};
+    let mut ids = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    let mut r = Reader::new(std::io::BufReader::new(std::fs::File::open(trace).unwrap())).unwrap();
+    while let Some(rec) = r.next_record().unwrap() {
+        match rec {
+            Record::File { id, path, .. } if path.ends_with(suffix) => {
+                ids.insert(id);
+            }
+            Record::Chunk { ops, .. } => out.extend(
+                ops.into_iter()
+                    .filter(|o| ids.contains(&o.file) && matches!(o.kind, Kind::Pread | Kind::Pwrite))
+                    .map(|o| (o.kind == Kind::Pwrite, o.offset, o.size)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where io_uring cannot be used (`IOLAB_NO_URING` stands for a kernel that refuses it), an
+/// io_uring trace replays on psync with one line saying so: every recorded read and write, one
+/// at a time, in the order they were submitted (seen by re-recording the replay).
+#[test]
+fn an_io_uring_trace_replays_in_recorded_order_without_io_uring() {
+    let Some(rec) = fio_async("io_uring", "randrw", 8) else { return };
+    let d = rec.d.path();
+    let target = d.join("replay");
+    std::fs::create_dir(&target).unwrap();
+    let out = iolab()
+        .env("IOLAB_NO_URING", "1")
+        .args(["replay", rec.trace.to_str().unwrap(), "--target", target.to_str().unwrap(), "--strip"])
+        .arg(d)
+        .args(["--prepare", "--timing", "afap", "--no-store", "--output", "json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("io_uring cannot be used here (IOLAB_NO_URING is set)").count(), 1, "{err}");
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["fidelity"]["counts_equal"], true, "{}", r["fidelity"]);
+    assert_eq!(r["run"]["phases"][0]["jobs"][0]["engine"], "psync");
+    // Re-recorded: fio's ring operations, in submission order, are the replay's preads and pwrites.
+    let again = d.join("replay.trace");
+    let iolab_bin = assert_cmd::cargo::cargo_bin("iolab");
+    let quiet = "IOLAB_NO_URING=1 exec \"$0\" \"$@\" > /dev/null 2>&1";
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--".as_ref(), "sh".as_ref(), "-c".as_ref(), quiet.as_ref()];
+    args.extend([iolab_bin.as_os_str(), "replay".as_ref(), rec.trace.as_os_str(), "--target".as_ref()]);
+    args.extend([target.as_os_str(), "--strip".as_ref(), d.as_os_str(), "--timing".as_ref(), "afap".as_ref()]);
+    args.push("--no-store".as_ref());
+    let Some(_) = record(&again, &args) else { return };
+    let recorded: Vec<(bool, u64, u64)> = file_ops(&rec.trace)
+        .iter()
+        .filter(|o| o.kind.reads() || o.kind.writes())
+        .map(|o| (o.kind.writes(), o.offset, o.size))
+        .collect();
+    let replayed = sync_data_ops(&again, "/replay/f");
+    assert_eq!(recorded.len() as u64, rec.counts.0 + rec.counts.2);
+    assert!(file_ops(&again).is_empty(), "no ring in the replay");
+    assert_eq!(replayed, recorded, "the replay's preads and pwrites, in the recorded submission order");
 }
