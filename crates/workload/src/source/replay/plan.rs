@@ -286,6 +286,8 @@ struct Build<'a> {
     submits: HashMap<u32, Vec<(u64, u64)>>,
     /// Per thread, CPU waits before calls left out since its last step (version 3).
     carried_wait: HashMap<u32, u64>,
+    /// Per thread, the end of its last recorded call (replayed or not).
+    last_end: HashMap<u32, u64>,
 }
 
 impl Build<'_> {
@@ -356,6 +358,8 @@ impl Build<'_> {
 
     /// One recorded call: a step of its thread (true), or counted as left out (false).
     fn op(&mut self, tid: u32, op: Op) -> Result<bool, SourceError> {
+        let e = self.last_end.entry(tid).or_default();
+        *e = (*e).max(op.start_ns.saturating_add(op.dur_ns));
         if let Kind::Other(n) = op.kind {
             if self.names.get(&n).is_some_and(|name| rings::submits(name)) {
                 self.submits.entry(tid).or_default().push((op.start_ns, op.start_ns.saturating_add(op.dur_ns)));
@@ -476,8 +480,12 @@ impl ReplayPlan {
             name_bytes: 0,
             submits: HashMap::new(),
             carried_wait: HashMap::new(),
+            last_end: HashMap::new(),
         };
         let mut tracer_free = false;
+        // Whether the trace's threads share one clock (eBPF: the kernel's times). A strace
+        // recording's times are each thread's own, its tracer's cost taken off thread by thread.
+        let mut one_clock = false;
         let mut rings = Rings::default();
         let mut devices = Devices::default();
         // Per thread, which calls of its last chunk became steps (for the CPU waits after it).
@@ -531,7 +539,7 @@ impl ReplayPlan {
                 }
                 Record::Device { dev, name } => devices.device(dev, name),
                 Record::BlockIos { dev, ios } => devices.ios(dev, ios),
-                Record::Recorder { via, .. } if via == "ebpf" => tracer_free = true,
+                Record::Recorder { via, .. } if via == "ebpf" => (tracer_free, one_clock) = (true, true),
                 Record::Overhead(_) => tracer_free = true,
                 Record::End { first_ns, last_ns, .. } => span = Some((first_ns, last_ns)),
                 _ => {}
@@ -578,13 +586,22 @@ impl ReplayPlan {
         // What the program did before the first replayed call and after the last one: its
         // start-up and wind-up, think time like any gap. The tail is the last-ending thread's.
         let (first_ns, last_ns) = span.unwrap_or((origin_ns, end));
-        let (lead_ns, tail_ns) = (origin_ns.saturating_sub(first_ns), last_ns.saturating_sub(end));
+        let (lead_ns, mut tail_ns) = (origin_ns.saturating_sub(first_ns), last_ns.saturating_sub(end));
         if let Some(th) = threads
             .iter_mut()
             .filter(|t| !t.steps.is_empty())
             .max_by_key(|t| t.steps.iter().map(|s| s.op.start_ns.saturating_add(s.op.dur_ns)).max())
         {
-            th.tail_ns = tail_ns.saturating_sub(b.carried_wait.get(&th.tid).copied().unwrap_or(0));
+            // Without one clock (strace: each thread's gaps corrected on their own, so a thread
+            // that mostly waited, as a main thread joining its workers, keeps the tracer's cost
+            // the workers lost), the wind-up is the thread's own: to its last recorded call.
+            let tail = if one_clock {
+                tail_ns
+            } else {
+                b.last_end.get(&th.tid).copied().unwrap_or(end).saturating_sub(end).min(tail_ns)
+            };
+            tail_ns = tail;
+            th.tail_ns = tail.saturating_sub(b.carried_wait.get(&th.tid).copied().unwrap_or(0));
         }
         check_waits(&threads, origin_ns, lead_ns, job.timing, limits)?;
         let takers = share_openings(&mut threads, &b.files);
@@ -1051,6 +1068,21 @@ pub(crate) mod tests {
 12  1.000850 openat(AT_FDCWD</d>, \"/d/nope\", O_RDONLY) = -1 ENOENT (No such file or directory) <0.000010>
 12  1.000900 close(4</d/log>) = 0 <0.000010>
 ";
+
+    #[test]
+    fn the_lead_and_the_tail_are_the_programs_time_around_the_replayed_calls() {
+        // TEXT: the first call at 1.000000, the first replayed one at 1.000100, the last
+        // replayed one ends the trace.
+        let p = ReplayPlan::build(records(TEXT).into_iter(), &job("/d", Timing::Think)).unwrap();
+        assert_eq!((p.lead_ns, p.tail_ns), (100_000, 0));
+        // A strace trace's threads keep their own clocks: the main thread's exit 0.5 s after its
+        // workers' last call (its join, and strace's cost the workers' gaps lost) is not
+        // waited; the worker's own wind-up (its exit after its close) is.
+        let text = format!("{TEXT}12  1.001000 exit(0) = ?\n10  1.500000 exit_group(0) = ?\n");
+        let p = ReplayPlan::build(records(&text).into_iter(), &job("/d", Timing::Think)).unwrap();
+        assert_eq!(p.tail_ns, 90_000, "thread 12's close ends at 1.000910, its exit at 1.001000");
+        assert_eq!(p.threads.iter().map(|t| t.tail_ns).collect::<Vec<_>>(), vec![0, 90_000]);
+    }
 
     #[test]
     fn shared_paths_are_ranked_in_trace_order_and_the_rest_runs_free() {
