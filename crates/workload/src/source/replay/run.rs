@@ -546,12 +546,11 @@ impl Source for ReplaySource {
             }
             // The program's wind-up after its last replayed call, think time like any gap.
             let tail = self.run.plan().threads[self.thread].tail_ns;
-            if self.i >= self.steps().len() && !ctx.ending && !self.run.aborted() && ctx.inflight == 0 {
-                if self.run.timing != Timing::Afap && tail > 0 {
-                    let due = *self.due.get_or_insert(ctx.now + self.scaled(tail));
-                    if ctx.now < due {
-                        return Next::WaitUntil(due);
-                    }
+            let over = self.i >= self.steps().len() && !ctx.ending && !self.run.aborted() && ctx.inflight == 0;
+            if over && self.run.timing != Timing::Afap && tail > 0 {
+                let due = *self.due.get_or_insert(ctx.now + self.scaled(tail));
+                if ctx.now < due {
+                    return Next::WaitUntil(due);
                 }
             }
             return Next::Done;
