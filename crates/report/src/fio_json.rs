@@ -100,7 +100,8 @@ fn job_value(
     v.insert("eta".into(), json!(0));
     v.insert("elapsed".into(), json!(phase.elapsed_s.round() as u64));
     v.insert("job options".into(), Value::Object(job.map(job_options).unwrap_or_default()));
-    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", None)] {
+    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", Some(OpClass::Trim))]
+    {
         let t = class.map(|c| j.total.get(c));
         v.insert(name.into(), direction(t, runtime_ms, samples, class, plus));
     }
@@ -157,8 +158,9 @@ fn direction(
     v.insert("slat_ns".into(), json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}));
     v.insert("clat_ns".into(), latency(t, true, plus));
     v.insert("lat_ns".into(), latency(t, false, false));
+    // The timeline keeps reads and writes per second; trims have no samples.
     let per_s: Vec<(f64, f64)> = match (samples, class) {
-        (Some(s), Some(c)) if t.ops > 0 => s
+        (Some(s), Some(c @ (OpClass::Read | OpClass::Write))) if t.ops > 0 => s
             .iter()
             .map(|p| match c {
                 OpClass::Read => (p.read_bytes as f64 / 1024.0, p.read_ops as f64),
@@ -340,7 +342,7 @@ fn batch_levels() -> Value {
     Value::Object(keys.iter().map(|k| (k.to_string(), json!(if *k == "4" { 100.0 } else { 0.0 }))).collect())
 }
 
-/// fio's `latency_ns`/`_us`/`_ms`: the share of reads and writes (in %) whose latency falls in
+/// fio's `latency_ns`/`_us`/`_ms`: the share of reads, writes and trims (in %) whose latency falls in
 /// each of fio's buckets ("4" holds [2, 4), ">=2000" ms the rest), from the histograms.
 fn latency_buckets(j: &JobResult) -> (Value, Value, Value) {
     const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
@@ -348,7 +350,7 @@ fn latency_buckets(j: &JobResult) -> (Value, Value, Value) {
     let mut counts_us = [0u64; 10];
     let mut counts_ms = [0u64; 12];
     let mut total = 0u64;
-    for c in [OpClass::Read, OpClass::Write] {
+    for c in [OpClass::Read, OpClass::Write, OpClass::Trim] {
         let Some(h) = j.total.get(c).hist.as_ref() else { continue };
         for it in h.iter_recorded() {
             let v = h.median_equivalent(it.value_iterated_to());

@@ -244,6 +244,7 @@ impl Call {
                 OpKind::Seek(_) => OpClass::Seek,
                 OpKind::Ftruncate => OpClass::Truncate,
                 OpKind::Fallocate { .. } => OpClass::Allocate,
+                OpKind::Trim => OpClass::Trim,
             },
             Call::Open { flags, .. } if flags.create => OpClass::Create,
             Call::Open { .. } => OpClass::Open,
