@@ -130,6 +130,11 @@ impl OpKind {
     pub fn reads(self) -> bool {
         matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) | OpKind::ReadvCur(_))
     }
+    /// Does it move (or, a trim, discard) `len` bytes at `offset`: a read, a write or a trim?
+    #[inline]
+    pub fn moves_data(self) -> bool {
+        self.reads() || self.writes() || self == OpKind::Trim
+    }
     /// Does it write from its slot's buffer?
     #[inline]
     pub fn writes(self) -> bool {

@@ -54,6 +54,12 @@ pub struct BlockSource<'a> {
     cur: u32,
     /// Several files per thread (`--nrfiles`): the others and the turns among them.
     set: Option<Box<Set<'a>>>,
+    /// The job's writes are trims (`--rw trim|randtrim`), or each block is trimmed and then
+    /// written (`trimwrite`).
+    trims: bool,
+    trim_write: bool,
+    /// `trimwrite`'s write of the block just trimmed (file, offset, length), issued next.
+    write_after_trim: Option<(u32, u64, u32)>,
 }
 
 /// A thread's files beyond the one it works on now (`--nrfiles`): each file's pattern waits
@@ -172,6 +178,9 @@ impl<'a> BlockSource<'a> {
             schedule_done: false,
             cur: 0,
             set,
+            trims: b.rw.trims(),
+            trim_write: b.rw == iolab_spec::Rw::TrimWrite,
+            write_after_trim: None,
         }
     }
 
@@ -354,6 +363,16 @@ impl Source for BlockSource<'_> {
             self.flushing = true;
             return Self::flush(self.flush_kind, self.cur);
         }
+        if let Some((file, offset, len)) = self.write_after_trim.take() {
+            // trimwrite: the block just trimmed, written (the trim was synchronous, so done).
+            self.writes_since_flush += 1;
+            return Next::Issue(Issue {
+                call: Call::Data { kind: OpKind::Write, file, offset, len },
+                due: None,
+                timed: true,
+                prio: 0,
+            });
+        }
         if self.set.as_ref().is_some_and(|s| s.turn_over) && !self.rotate(false) {
             self.exhausted = true;
             return self.finish(ctx);
@@ -385,6 +404,12 @@ impl Source for BlockSource<'_> {
         };
         let kind = match a.dir {
             Dir::Read => OpKind::Read,
+            Dir::Write if self.trims => {
+                if self.trim_write {
+                    self.write_after_trim = Some((self.cur, self.base + a.offset, a.len));
+                }
+                OpKind::Trim
+            }
             Dir::Write => {
                 self.writes_since_flush += 1;
                 OpKind::Write
