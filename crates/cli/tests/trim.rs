@@ -127,6 +127,17 @@ fn a_trim_of_a_regular_file_ends_the_job_naming_enotty() {
     // fio 3.33: "ioctl(BLKDISCARD) ... Inappropriate ioctl for device", error=25.
     assert!(err.contains("trim of 4096 bytes") && err.contains("os error 25"), "{err}");
 
+    // fio's JSON gives the errno that ended the job, as fio 3.33's `"error" : 25`.
+    let g = dir.path().join("made2");
+    let out = iolab()
+        .args(["run", "--target", g.to_str().unwrap(), "--rw", "trim", "--bs", "4k", "--size", "64k"])
+        .args(["--output", "fio-json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&v["jobs"][0]["error"]), 25, "{}", v["jobs"][0]);
+
     // Told to go on after ENOTTY (a trim counts as a write, as fio's), the job counts them all.
     let v = run_json(&[
         "run",

@@ -69,6 +69,12 @@ pub fn document(run: &RunResult, plus: bool) -> Value {
     })
 }
 
+/// The errno an error message names (`... (os error 25)`), as the standard library words it.
+fn errno_in(text: &str) -> Option<i32> {
+    let (_, rest) = text.rsplit_once("(os error ")?;
+    rest.split(')').next()?.parse().ok()
+}
+
 fn job_value(
     phase: &PhaseResult,
     j: &JobResult,
@@ -85,7 +91,9 @@ fn job_value(
     let mut v = Map::new();
     v.insert("jobname".into(), json!(j.name));
     v.insert("groupid".into(), json!(group));
-    v.insert("error".into(), json!(if j.error.is_some() { 1 } else { 0 }));
+    // fio's `error` is the errno that ended the job (25 for a trim of a regular file): the one
+    // iolab's message names, else 1.
+    v.insert("error".into(), json!(j.error.as_deref().map_or(0, |e| errno_in(e).unwrap_or(1))));
     // fio's continue_on_error figures, given whenever the job goes on after errors: how many
     // and the first one's errno, which fio 3.33 also gives as the job's `error`.
     let goes_on = job.and_then(|j| j.workload.block()).is_some_and(|b| b.on_error.is_some());
