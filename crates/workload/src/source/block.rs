@@ -1,4 +1,5 @@
-//! The block workload as an operation source: reads and writes where the access pattern says
+//! The block workload as an operation source: reads, writes and trims (`--rw trim|randtrim`;
+//! `trimwrite` trims each block, then writes it) where the access pattern says
 //! (sequential, strided, uniform, zipf; weighted sizes; a read/write mix), a flush every N
 //! writes as a barrier, open-loop pacing under `--rate`/`--rate-iops`, each written block
 //! stamped with its offset (and given new data with `--refill-buffers`), and a final fsync with
