@@ -116,6 +116,7 @@ pub(crate) fn perform(file: &File, op: &Op, buf: &mut [u8]) -> std::io::Result<u
         OpKind::Fdatasync => file.sync_data().map(|_| 0),
         OpKind::SyncRange { flags, len } => sync_file_range(file, op.offset, len, flags),
         OpKind::Ftruncate => rustix::fs::ftruncate(file, op.offset).map(|_| 0).map_err(Into::into),
+        OpKind::Trim => crate::purge::discard(file, op.offset, op.len as u64, false).map(|_| op.len as usize),
         OpKind::Fallocate { mode, len } => {
             rustix::fs::fallocate(file, rustix::fs::FallocateFlags::from_bits_retain(mode), op.offset, len)
                 .map(|_| 0)

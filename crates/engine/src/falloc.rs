@@ -1,11 +1,11 @@
 //! falloc: fio's `ioengine=falloc`, which allocates a file's extents instead of moving data
 //! (fio's engines/falloc.c): each write is fallocate(2) of its range with mode 0 (allocating,
 //! and growing the file past its end), each read fallocate(2) with FALLOC_FL_KEEP_SIZE
-//! (allocating, the size kept), each counted as an I/O of its length as fio counts it. fio's
-//! trim punches a hole (PUNCH_HOLE|KEEP_SIZE); iolab's patterns have no trim here yet, so that
-//! call shape is not built. Flushes and the other call shapes are made as psync makes them.
+//! (allocating, the size kept), each trim fallocate(2) with PUNCH_HOLE|KEEP_SIZE (freeing the
+//! range), each counted as an I/O of its length as fio counts it. Flushes and the other call
+//! shapes are made as psync makes them.
 
-use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, EngineKind, FileTable, Op, Setup};
+use crate::{buffer::BufferPool, calls, Completion, Engine, EngineError, EngineKind, FileTable, Op, OpKind, Setup};
 use rustix::fs::FallocateFlags;
 use std::fs::File;
 use std::io;
@@ -57,6 +57,8 @@ impl Engine for Falloc {
             Some(_) if !op.flags.is_empty() => Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP)),
             Some(f) if op.kind.writes() => allocate(f, &op, FallocateFlags::empty()),
             Some(f) if op.kind.reads() => allocate(f, &op, FallocateFlags::KEEP_SIZE),
+            // fio's falloc trim: a hole punched, the size kept (not BLKDISCARD, as other engines).
+            Some(f) if op.kind == OpKind::Trim => allocate(f, &op, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE),
             Some(f) => calls::perform(f, &op, self.pool.slot_mut(op.slot)),
         };
         Ok(Completion::from_io(op.slot, r))
@@ -78,7 +80,6 @@ impl Engine for Falloc {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::OpKind;
     use std::os::unix::fs::MetadataExt;
 
     #[test]
@@ -107,5 +108,12 @@ mod tests {
         assert!(m.blocks() * 512 >= blocks * 512 + 65536, "and allocates beyond it: {} blocks", m.blocks());
         assert!(std::fs::read(&path).unwrap().iter().all(|b| *b == 0), "no data is written");
         assert!(e.perform_now(op(OpKind::Fsync, 0, 0)).unwrap().result().is_ok());
+        // A trim punches a hole: the range is freed, the size kept (fio's falloc trim).
+        let before = std::fs::metadata(&path).unwrap().blocks();
+        let c = e.perform_now(op(OpKind::Trim, 65536, 16384)).unwrap();
+        assert_eq!(c.result().unwrap(), 16384, "counted as a trim of its length");
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 65536 + 16384, "a trim keeps the size");
+        assert!(m.blocks() * 512 + 16384 <= before * 512, "and frees its range: {} blocks from {before}", m.blocks());
     }
 }

@@ -116,6 +116,10 @@ pub enum OpKind {
         mode: u32,
         len: u64,
     },
+    /// ioctl(BLKDISCARD) of `len` bytes at `offset`: a block device's range discarded (fio's
+    /// trim), done synchronously by every engine as fio does. On a file that is not a block
+    /// device the kernel answers ENOTTY. The result is the bytes discarded.
+    Trim,
 }
 
 impl OpKind {
@@ -127,6 +131,11 @@ impl OpKind {
     #[inline]
     pub fn reads(self) -> bool {
         matches!(self, OpKind::Read | OpKind::ReadCur | OpKind::Readv(_) | OpKind::ReadvCur(_))
+    }
+    /// Does it move (or, a trim, discard) `len` bytes at `offset`: a read, a write or a trim?
+    #[inline]
+    pub fn moves_data(self) -> bool {
+        self.reads() || self.writes() || self == OpKind::Trim
     }
     /// Does it write from its slot's buffer?
     #[inline]
@@ -573,6 +582,9 @@ mod tests {
             assert!((12288..=65536).contains(&hole), "SEEK_HOLE {hole}");
             assert_eq!(run(&mut e, OpKind::Seek(Whence::Set), -1i64 as u64, 0), -(libc::EINVAL as i64));
         }
+        // A trim is BLKDISCARD, which a regular file answers with ENOTTY (fio's error 25).
+        let trim = run(&mut e, OpKind::Trim, 0, 4096);
+        assert_eq!(trim, if kind == EngineKind::Null { 4096 } else { -(libc::ENOTTY as i64) }, "{kind:?}");
         assert_eq!(run(&mut e, OpKind::Fallocate { mode: 0, len: 65536 }, 0, 0), 0);
         assert_eq!(run(&mut e, OpKind::SyncRange { flags: 1 | 2 | 4, len: 0 }, 0, 0), 0);
         assert_eq!(run(&mut e, OpKind::Fdatasync, 0, 0), 0);

@@ -48,6 +48,7 @@ impl Engine for Null {
             _ if !op.flags.is_empty() => -(libc::EOPNOTSUPP as i64),
             k if k.reads() || k.writes() => op.len as i64,
             OpKind::Seek(_) => op.offset as i64,
+            OpKind::Trim => op.len as i64,
             _ => 0,
         };
         Ok(Completion { slot: op.slot, res: n })

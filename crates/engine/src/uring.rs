@@ -112,7 +112,9 @@ macro_rules! entry {
             OpKind::Fallocate { mode, len } => {
                 opcode::Fallocate::new(fd, len).offset(op.offset).mode(mode as i32).build()
             }
-            OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. } => unreachable!("performed synchronously"),
+            OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. } | OpKind::Trim => {
+                unreachable!("performed synchronously")
+            }
         }
     }};
 }
@@ -272,7 +274,7 @@ impl Engine for Uring {
             self.ready.push(Completion::from_io(op.slot, Err(calls::no_file())));
             return Ok(());
         };
-        if matches!(op.kind, OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. }) {
+        if matches!(op.kind, OpKind::Seek(_) | OpKind::Ftruncate | OpKind::SyncRange { .. } | OpKind::Trim) {
             let r = calls::perform(file, &op, &mut []);
             self.ready.push(Completion::from_io(op.slot, r));
             return Ok(());

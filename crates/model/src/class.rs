@@ -43,6 +43,7 @@ macro_rules! classes {
 classes! {
     Read => "read", "reads: pread, read after lseek, preadv";
     Write => "write", "writes: pwrite, write after lseek, pwritev";
+    Trim => "trim", "trims: a block device's range discarded (BLKDISCARD), as fio's rw=trim";
     Sync => "sync", "flushes of a file: fsync or fdatasync";
     Open => "open", "opens of an existing file";
     Create => "create", "opens with O_CREAT";
@@ -68,7 +69,7 @@ impl OpClass {
     }
     /// Classes whose operations move data (bytes and bandwidth mean something).
     pub fn moves_data(self) -> bool {
-        matches!(self, OpClass::Read | OpClass::Write)
+        matches!(self, OpClass::Read | OpClass::Write | OpClass::Trim)
     }
 }
 

@@ -70,6 +70,12 @@ pub fn document(run: &RunResult, plus: bool) -> Value {
     })
 }
 
+/// The errno an error message names (`... (os error 25)`), as the standard library words it.
+fn errno_in(text: &str) -> Option<i32> {
+    let (_, rest) = text.rsplit_once("(os error ")?;
+    rest.split(')').next()?.parse().ok()
+}
+
 fn job_value(
     phase: &PhaseResult,
     j: &JobResult,
@@ -86,7 +92,9 @@ fn job_value(
     let mut v = Map::new();
     v.insert("jobname".into(), json!(j.name));
     v.insert("groupid".into(), json!(group));
-    v.insert("error".into(), json!(if j.error.is_some() { 1 } else { 0 }));
+    // fio's `error` is the errno that ended the job (25 for a trim of a regular file): the one
+    // iolab's message names, else 1.
+    v.insert("error".into(), json!(j.error.as_deref().map_or(0, |e| errno_in(e).unwrap_or(1))));
     // fio's continue_on_error figures, given whenever the job goes on after errors: how many
     // and the first one's errno, which fio 3.33 also gives as the job's `error`.
     let goes_on = job.and_then(|j| j.workload.block()).is_some_and(|b| b.on_error.is_some());
@@ -106,7 +114,7 @@ fn job_value(
         Workload::Metadata(m) => Some((meta_calls(j, m), m.writes)),
         _ => None,
     });
-    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", None)] {
+    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", Some(OpClass::Trim))] {
         let dir = match (&calls, class) {
             (Some((t, writes)), Some(c)) => {
                 let mut d = direction(((c == OpClass::Write) == *writes).then_some(t), runtime_ms, None, class, plus);
@@ -198,8 +206,9 @@ fn direction(
     v.insert("slat_ns".into(), json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}));
     v.insert("clat_ns".into(), latency(t, true, plus));
     v.insert("lat_ns".into(), latency(t, false, false));
+    // The timeline keeps reads and writes per second; trims have no samples.
     let per_s: Vec<(f64, f64)> = match (samples, class) {
-        (Some(s), Some(c)) if t.ops > 0 => s
+        (Some(s), Some(c @ (OpClass::Read | OpClass::Write))) if t.ops > 0 => s
             .iter()
             .map(|p| match c {
                 OpClass::Read => (p.read_bytes as f64 / 1024.0, p.read_ops as f64),
@@ -387,7 +396,7 @@ fn batch_levels() -> Value {
     Value::Object(keys.iter().map(|k| (k.to_string(), json!(if *k == "4" { 100.0 } else { 0.0 }))).collect())
 }
 
-/// fio's `latency_ns`/`_us`/`_ms`: the share of reads and writes (in %) whose latency falls in
+/// fio's `latency_ns`/`_us`/`_ms`: the share of reads, writes and trims (in %) whose latency falls in
 /// each of fio's buckets ("4" holds [2, 4), ">=2000" ms the rest), from the histograms.
 fn latency_buckets(j: &JobResult) -> (Value, Value, Value) {
     const EDGES: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
@@ -395,7 +404,7 @@ fn latency_buckets(j: &JobResult) -> (Value, Value, Value) {
     let mut counts_us = [0u64; 10];
     let mut counts_ms = [0u64; 12];
     let mut total = 0u64;
-    for c in [OpClass::Read, OpClass::Write] {
+    for c in [OpClass::Read, OpClass::Write, OpClass::Trim] {
         let Some(h) = j.total.get(c).hist.as_ref() else { continue };
         for it in h.iter_recorded() {
             let v = h.median_equivalent(it.value_iterated_to());

@@ -374,7 +374,7 @@ impl BlockJob {
             return err("cmdprio", format!("a priority per request rides in io_uring's SQE or libaio's iocb; {} makes each call itself (give --engine io_uring or libaio, or --ioprio for the job's threads)", job.engine));
         }
         if self.random_map && (!self.rw.is_random() || self.dist != Dist::Uniform) {
-            return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw with --dist uniform), not `{}` with {}", self.rw, self.dist));
+            return err("random_map", format!("a random map keeps uniform random offsets (randread, randwrite, randrw, randtrim with --dist uniform), not `{}` with {}", self.rw, self.dist));
         }
         if let Some(z) = &self.zones {
             z.validate(self, job).map_err(|(field, m)| SpecError::field(&job.name, field, m))?;
@@ -469,6 +469,29 @@ impl BlockJob {
         }
         if let Some(t) = &self.think {
             t.check(&job.name)?;
+        }
+        if self.rw.trims() {
+            // What a trim leaves is the device's to say (zeros, old data or either), so there is
+            // nothing to check, dedupe or fill.
+            let with = if job.verify.is_some() {
+                Some("verify")
+            } else if self.dedupe.is_some() {
+                Some("dedupe")
+            } else if self.fill_fs {
+                Some("fill_fs")
+            } else {
+                None
+            };
+            if let Some(field) = with {
+                return err(
+                    field,
+                    format!(
+                        "`{}` trims, and a trimmed range holds what the device says; drop --{}",
+                        self.rw,
+                        field.replace('_', "-")
+                    ),
+                );
+            }
         }
         if self.fill_fs && (self.rw != Rw::Write || self.stride.is_some()) {
             return err(

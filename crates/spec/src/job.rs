@@ -47,21 +47,31 @@ word_enum!(
         RandWrite => "randwrite",
         ReadWrite => "readwrite",
         RandRw => "randrw",
+        Trim => "trim",
+        RandTrim => "randtrim",
+        TrimWrite => "trimwrite",
     }
 );
 
 impl Rw {
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim)
     }
     pub fn is_mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
     }
     pub fn reads(self) -> bool {
-        !matches!(self, Rw::Write | Rw::RandWrite)
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
     }
+    /// Does the job change the target's data? Writes, and trims (a discarded range's data is
+    /// gone): either needs the consent writing over data iolab did not make needs.
     pub fn writes(self) -> bool {
         !matches!(self, Rw::Read | Rw::RandRead)
+    }
+    /// Does it trim (ioctl BLKDISCARD, fio's `rw=trim|randtrim|trimwrite`)? `trimwrite` trims
+    /// each block, then writes it.
+    pub fn trims(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim | Rw::TrimWrite)
     }
 }
 

@@ -79,7 +79,7 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_size))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub io_size: Option<Bytes>,
-    /// Access pattern: read, write, randread, randwrite, readwrite, randrw.
+    /// Access pattern: read, write, randread, randwrite, readwrite, randrw; trim, randtrim, trimwrite (ioctl BLKDISCARD on a block device, fio's; trimwrite trims each block, then writes it; a trim destroys data: --device or --overwrite as for writes).
     #[cfg_attr(feature = "clap", arg(help_heading = PATTERN, long, value_parser = parse_word::<Rw>))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rw: Option<Rw>,

@@ -619,7 +619,11 @@ fn check_target(
         if !job.overwrite && !owned()? {
             return Err(refuse(path, format!(
                 "it exists and iolab did not create it, so iolab will not {} it; pass --overwrite to allow that, or choose a new path",
-                if job.workload.writes() { "write to" } else { "extend" }
+                match job.workload.block() {
+                    Some(b) if b.rw.trims() => "trim",
+                    _ if job.workload.writes() => "write to",
+                    _ => "extend",
+                }
             )));
         }
     }

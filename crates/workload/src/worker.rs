@@ -599,7 +599,7 @@ where
             (Call::Data { kind, .. }, Ok(n)) if kind.reads() && self.checks_reads => {
                 (*n as u64, &self.engine.buffer(c.slot)[..*n])
             }
-            (Call::Data { kind, .. }, Ok(n)) if kind.reads() || kind.writes() => (*n as u64, &[]),
+            (Call::Data { kind, .. }, Ok(n)) if kind.moves_data() => (*n as u64, &[]),
             _ => (0, &[]),
         };
         match self.source.completed(&call, buf, &r) {

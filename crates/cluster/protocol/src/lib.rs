@@ -23,8 +23,8 @@ pub mod proto {
 /// The protocol version this build speaks (see proto/agent.proto). 2: key maps handed over
 /// with Start and PhaseEnd (`--verify-on other`). 3: Done carries the run's status, error and
 /// start (no longer the whole result as JSON). 4: EndPhase, steady state judged across the
-/// nodes by the coordinator.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// nodes by the coordinator. 5: a trim class (histograms per class one more per job).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// How long an agent runs on without hearing from its coordinator, and how long a coordinator
 /// waits on a silent node before it takes it for lost.

@@ -798,7 +798,7 @@ fn start_delay(v: &str) -> Result<crate::Delay, String> {
     Ok(crate::Delay { low, high })
 }
 
-/// `rw=PATTERN[:MODIFIER]`: fio's patterns (trims are not mapped).
+/// `rw=PATTERN[:MODIFIER]`: fio's patterns (all but randtrimwrite).
 fn read_rw(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
     let (at, kb) = (o.at.clone(), r.kb);
     let v = need(o)?;
@@ -813,8 +813,11 @@ fn read_rw(r: &mut Raw, o: &Opt, said: &mut Said) -> Result<(), Problem> {
             "randwrite" => Rw::RandWrite,
             "rw" | "readwrite" => Rw::ReadWrite,
             "randrw" => Rw::RandRw,
-            "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                said.unmapped(&at, format!("{}={v}: iolab does not trim", o.key));
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
+            "randtrimwrite" => {
+                said.unmapped(&at, format!("{}={v}: iolab's trimwrite is sequential (use trimwrite)", o.key));
                 return Ok(());
             }
             other => return Err(bad(o, format!("unknown pattern `{other}`; fio's are read, write, randread, randwrite, rw, readwrite, randrw, trim, randtrim, trimwrite"))),
@@ -961,7 +964,15 @@ fn job_bs(r: &Raw, rw: Rw, said: &mut Said) -> Option<(BlockSizes, Option<BlockS
     let source = r.bssplit.as_ref().or(r.bs.as_ref())?;
     let (dirs, text, at) = source;
     let default = Bs::Fixed(4096);
-    let used: Vec<&Bs> = [(0, rw.reads()), (1, rw.writes())]
+    // A trim job's sizes are the third of the list (fio's trims'); trimwrite writes each block
+    // at its trim's size.
+    if rw == Rw::TrimWrite && dirs[1] != dirs[2] {
+        said.unmapped(
+            at,
+            format!("{text}: trimwrite's writes are not the trims' size; iolab writes each block at its trim's"),
+        );
+    }
+    let used: Vec<&Bs> = [(0, rw.reads()), (1, rw.writes() && !rw.trims()), (2, rw.trims())]
         .into_iter()
         .filter(|(_, u)| *u)
         .map(|(i, _)| dirs[i].as_ref().unwrap_or(&default))
@@ -982,7 +993,14 @@ fn job_rate(rates: &Option<(PerDir<u64>, Loc)>, rw: Rw) -> Option<(u64, Loc)> {
     if rw.is_mixed() {
         return None;
     }
-    let v = if rw.reads() { dirs[0] } else { dirs[1] }?;
+    // fio keeps a rate per direction: reads, writes, trims (trimwrite's writes pace it).
+    let v = if rw.reads() {
+        dirs[0]
+    } else if matches!(rw, Rw::Trim | Rw::RandTrim) {
+        dirs[2]
+    } else {
+        dirs[1]
+    }?;
     Some((v, at.clone()))
 }
 

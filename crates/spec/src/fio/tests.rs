@@ -831,3 +831,27 @@ fn continue_on_error_and_ignore_error_map_as_fio_decides_which_errors_it_goes_on
     let e = err_of("[t]\nfilename=/data/f\nsize=1m\ncontinue_on_error=io\nignore_error=ENOSPACE\n");
     assert!(e.contains("ignore_error") && e.contains("`ENOSPACE` is not an error"), "{e}");
 }
+
+#[test]
+fn trims_map_with_the_trims_block_size() {
+    // bs=R,W,T: a trim job takes the third (fio's trims'); one value applies to all three.
+    for (rw, want) in [("trim", Rw::Trim), ("randtrim", Rw::RandTrim), ("trimwrite", Rw::TrimWrite)] {
+        let plan = plan_of(&format!("[t]\nfilename=/dev/sdx\nsize=4m\nrw={rw}\nbs=4k,64k,64k\n"));
+        let b = plan.phases[0].jobs[0].workload.block().unwrap().clone();
+        assert_eq!((b.rw, b.bs.max(), b.write_bs), (want, Bytes::kib(64), None), "{rw}");
+    }
+    let b = plan_of("[t]\nfilename=/dev/sdx\nsize=4m\nrw=randtrim\nbs=64k\n").phases[0].jobs[0]
+        .workload
+        .block()
+        .unwrap()
+        .clone();
+    assert_eq!((b.rw, b.bs.max()), (Rw::RandTrim, Bytes::kib(64)));
+    // trimwrite writes each block at its trim's size: writes sized apart are not mapped.
+    let e = err_of("[t]\nfilename=/dev/sdx\nsize=4m\nrw=trimwrite\nbs=4k,8k,64k\n");
+    assert!(e.contains("trimwrite's writes are not the trims' size"), "{e}");
+    let e = err_of("[t]\nfilename=/dev/sdx\nsize=4m\nrw=randtrimwrite\n");
+    assert!(e.contains("randtrimwrite"), "{e}");
+    // What a trim leaves cannot be validated.
+    let e = err_of("[t]\nfilename=/dev/sdx\nsize=4m\nrw=trim\nverify=crc32c\n");
+    assert!(e.contains("verify") && e.contains("trim"), "{e}");
+}

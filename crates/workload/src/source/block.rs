@@ -1,4 +1,5 @@
-//! The block workload as an operation source: reads and writes where the access pattern says
+//! The block workload as an operation source: reads, writes and trims (`--rw trim|randtrim`;
+//! `trimwrite` trims each block, then writes it) where the access pattern says
 //! (sequential, strided, uniform, zipf; weighted sizes; a read/write mix), a flush every N
 //! writes as a barrier, open-loop pacing under `--rate`/`--rate-iops`, each written block
 //! stamped with its offset (and given new data with `--refill-buffers`), and a final fsync with
@@ -58,6 +59,12 @@ pub struct BlockSource<'a> {
     /// pass over it starts, and the file (a second descriptor) it drops them from.
     drops_per_pass: bool,
     pass_file: Option<std::fs::File>,
+    /// The job's writes are trims (`--rw trim|randtrim`), or each block is trimmed and then
+    /// written (`trimwrite`).
+    trims: bool,
+    trim_write: bool,
+    /// `trimwrite`'s write of the block just trimmed (file, offset, length), issued next.
+    write_after_trim: Option<(u32, u64, u32)>,
 }
 
 /// A thread's files beyond the one it works on now (`--nrfiles`): each file's pattern waits
@@ -194,6 +201,9 @@ impl<'a> BlockSource<'a> {
             set,
             drops_per_pass,
             pass_file: None,
+            trims: b.rw.trims(),
+            trim_write: b.rw == iolab_spec::Rw::TrimWrite,
+            write_after_trim: None,
         }
     }
 
@@ -401,6 +411,16 @@ impl Source for BlockSource<'_> {
             self.flushing = true;
             return Self::flush(self.flush_kind, self.cur);
         }
+        if let Some((file, offset, len)) = self.write_after_trim.take() {
+            // trimwrite: the block just trimmed, written (the trim was synchronous, so done).
+            self.writes_since_flush += 1;
+            return Next::Issue(Issue {
+                call: Call::Data { kind: OpKind::Write, file, offset, len },
+                due: None,
+                timed: true,
+                prio: 0,
+            });
+        }
         if self.set.as_ref().is_some_and(|s| s.turn_over) && !self.rotate(false) {
             self.exhausted = true;
             return self.finish(ctx);
@@ -437,6 +457,12 @@ impl Source for BlockSource<'_> {
         };
         let kind = match a.dir {
             Dir::Read => OpKind::Read,
+            Dir::Write if self.trims => {
+                if self.trim_write {
+                    self.write_after_trim = Some((self.cur, self.base + a.offset, a.len));
+                }
+                OpKind::Trim
+            }
             Dir::Write => {
                 self.writes_since_flush += 1;
                 OpKind::Write

@@ -245,6 +245,7 @@ impl Call {
                 OpKind::Seek(_) => OpClass::Seek,
                 OpKind::Ftruncate => OpClass::Truncate,
                 OpKind::Fallocate { .. } => OpClass::Allocate,
+                OpKind::Trim => OpClass::Trim,
             },
             Call::Open { flags, .. } if flags.create => OpClass::Create,
             Call::Open { .. } => OpClass::Open,
@@ -412,7 +413,7 @@ pub fn describe_failure(call: &Call, path: &str, len: u32, offset: u64, result: 
             None => io::Error::new(e.kind(), e.to_string()),
         }),
     };
-    let at = matches!(call, Call::Data { kind, .. } if kind.reads() || kind.writes()).then_some((len, offset));
+    let at = matches!(call, Call::Data { kind, .. } if kind.moves_data()).then_some((len, offset));
     SourceError::Call(CallError { op, path: path.to_string(), at, cause })
 }
 
