@@ -58,7 +58,9 @@ impl Engine for Falloc {
             Some(f) if op.kind.writes() => allocate(f, &op, FallocateFlags::empty()),
             Some(f) if op.kind.reads() => allocate(f, &op, FallocateFlags::KEEP_SIZE),
             // fio's falloc trim: a hole punched, the size kept (not BLKDISCARD, as other engines).
-            Some(f) if op.kind == OpKind::Trim => allocate(f, &op, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE),
+            Some(f) if op.kind == OpKind::Trim => {
+                allocate(f, &op, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE)
+            }
             Some(f) => calls::perform(f, &op, self.pool.slot_mut(op.slot)),
         };
         Ok(Completion::from_io(op.slot, r))

@@ -114,7 +114,8 @@ fn job_value(
         Workload::Metadata(m) => Some((meta_calls(j, m), m.writes)),
         _ => None,
     });
-    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", Some(OpClass::Trim))] {
+    for (name, class) in [("read", Some(OpClass::Read)), ("write", Some(OpClass::Write)), ("trim", Some(OpClass::Trim))]
+    {
         let dir = match (&calls, class) {
             (Some((t, writes)), Some(c)) => {
                 let mut d = direction(((c == OpClass::Write) == *writes).then_some(t), runtime_ms, None, class, plus);

@@ -44,7 +44,7 @@ pub struct BlockJob {
     pub random_map: bool,
     /// Strided zones (fio's zonemode=strided): where in the region the I/O goes, zone by zone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub zones: Option<Zones>,
+    pub zones: Option<Box<Zones>>,
     pub sync: SyncMode,
     /// With `sync = fsync|fdatasync`: flush after this many writes.
     pub fsync_every: u64,
@@ -272,7 +272,7 @@ impl BlockJob {
                     ))
                 }
                 (Some(size), range, skip) => {
-                    Some(Zones { size, range: range.unwrap_or(size), skip: skip.unwrap_or(Bytes(0)) })
+                    Some(Box::new(Zones { size, range: range.unwrap_or(size), skip: skip.unwrap_or(Bytes(0)) }))
                 }
             },
             sync: p.sync.unwrap_or(if p.fsync_every.is_some() { SyncMode::Fsync } else { SyncMode::None }),

@@ -1144,7 +1144,20 @@ fn drive<S: Source>(source: Result<S, SourceError>, w: Work) {
     let sched = (sched1.0.saturating_sub(sched0.0), sched1.1.saturating_sub(sched0.1));
     // The job's error goes into its results as text: what failed, where and why.
     let error = error.map(|e| e.to_string());
-    let _ = tx.send(Msg::Done { job: job_idx, worker, sec, acc, end, error, figures, holes, io_errors, sched, depth, span });
+    let _ = tx.send(Msg::Done {
+        job: job_idx,
+        worker,
+        sec,
+        acc,
+        end,
+        error,
+        figures,
+        holes,
+        io_errors,
+        sched,
+        depth,
+        span,
+    });
 }
 
 /// The calling thread's I/O priority and nice value.

@@ -756,10 +756,10 @@ fn strided_zones_map_and_zonesize_without_a_zone_mode_is_refused_as_fio_refuses_
     // fio's disk-zone-profile.fio: 256m of each zone, 2g skipped after it.
     let plan = plan_of("[j]\nfilename=/f\nsize=8g\nbs=64k\nrw=read\nzonemode=strided\nzonesize=256m\nzoneskip=2g\n");
     let b = plan.phases[0].jobs[0].workload.block().unwrap();
-    assert_eq!(b.zones, Some(Zones { size: Bytes::mib(256), range: Bytes::mib(256), skip: Bytes::gib(2) }));
+    assert_eq!(b.zones.as_deref(), Some(&Zones { size: Bytes::mib(256), range: Bytes::mib(256), skip: Bytes::gib(2) }));
     let plan = plan_of("[j]\nfilename=/f\nsize=8m\nrw=randread\nzonemode=strided\nzonesize=16k\nzonerange=64k\n");
     let b = plan.phases[0].jobs[0].workload.block().unwrap();
-    assert_eq!(b.zones, Some(Zones { size: Bytes::kib(16), range: Bytes::kib(64), skip: Bytes(0) }));
+    assert_eq!(b.zones.as_deref(), Some(&Zones { size: Bytes::kib(16), range: Bytes::kib(64), skip: Bytes(0) }));
     // fio 3.33: "fio: --zonemode=none and --zonesize are not compatible."
     for text in
         ["[j]\nfilename=/f\nsize=1m\nzonesize=16k\n", "[j]\nfilename=/f\nsize=1m\nzonemode=none\nzonesize=16k\n"]
