@@ -404,24 +404,7 @@ impl BlockJob {
                 return err("offset", format!("{o}: with direct I/O the offset must be a multiple of 512 bytes"));
             }
         }
-        if let Some(f) = &self.files {
-            f.check(job.threads).map_err(|m| SpecError::field(&job.name, "nrfiles", m))?;
-            if job.verify.is_some() {
-                return err("nrfiles", "validation follows one file per thread; drop --verify or --nrfiles".into());
-            }
-            if self.fill_fs {
-                return err("nrfiles", "--fill-fs fills one file; drop --nrfiles".into());
-            }
-            if self.max_ios.is_some() {
-                return err("nrfiles", "--max-ios counts one file's I/Os; drop --max-ios or --nrfiles".into());
-            }
-            if f.size.is_none() && job.size.is_none() {
-                return err(
-                    "nrfiles",
-                    "each file needs a size: give --file-sizes, or --size to share among them".into(),
-                );
-            }
-        }
+        self.check_files(job)?;
         if let Some(i) = self.offset_increment.map(|i| Bytes(i.get())) {
             if job.direct && i.0 % 512 != 0 {
                 return err(
@@ -470,6 +453,36 @@ impl BlockJob {
         if let Some(t) = &self.think {
             t.check(&job.name)?;
         }
+        self.check_trims_and_fill(job)
+    }
+
+    /// The rules of several files per thread (`--nrfiles`).
+    fn check_files(&self, job: &Job) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
+        if let Some(f) = &self.files {
+            f.check(job.threads).map_err(|m| SpecError::field(&job.name, "nrfiles", m))?;
+            if job.verify.is_some() {
+                return err("nrfiles", "validation follows one file per thread; drop --verify or --nrfiles".into());
+            }
+            if self.fill_fs {
+                return err("nrfiles", "--fill-fs fills one file; drop --nrfiles".into());
+            }
+            if self.max_ios.is_some() {
+                return err("nrfiles", "--max-ios counts one file's I/Os; drop --max-ios or --nrfiles".into());
+            }
+            if f.size.is_none() && job.size.is_none() {
+                return err(
+                    "nrfiles",
+                    "each file needs a size: give --file-sizes, or --size to share among them".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// What goes with trims (nothing to check, dedupe or fill) and with filling the filesystem.
+    fn check_trims_and_fill(&self, job: &Job) -> Result<(), SpecError> {
+        let err = |field: &str, message: String| Err(SpecError::field(&job.name, field, message));
         if self.rw.trims() {
             // What a trim leaves is the device's to say (zeros, old data or either), so there is
             // nothing to check, dedupe or fill.

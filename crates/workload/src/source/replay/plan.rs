@@ -459,6 +459,44 @@ impl Build<'_> {
     }
 }
 
+/// The replayed calls' first start and last end, and what the program did before and after
+/// them (its start-up and wind-up, think time like any gap; the tail is the last-ending
+/// thread's, set on it).
+fn lead_and_tail(
+    threads: &mut [ThreadPlan],
+    span: Option<(u64, u64)>,
+    one_clock: bool,
+    last_end: &HashMap<u32, u64>,
+    carried_wait: &HashMap<u32, u64>,
+) -> (u64, u64, u64, u64) {
+    let origin_ns = threads.iter().filter_map(|t| t.steps.first()).map(|s| s.op.start_ns).min().unwrap_or(0);
+    let end = threads
+        .iter()
+        .flat_map(|t| t.steps.iter())
+        .map(|s| s.op.start_ns.saturating_add(s.op.dur_ns))
+        .max()
+        .unwrap_or(origin_ns);
+    let (first_ns, last_ns) = span.unwrap_or((origin_ns, end));
+    let (lead_ns, mut tail_ns) = (origin_ns.saturating_sub(first_ns), last_ns.saturating_sub(end));
+    if let Some(th) = threads
+        .iter_mut()
+        .filter(|t| !t.steps.is_empty())
+        .max_by_key(|t| t.steps.iter().map(|s| s.op.start_ns.saturating_add(s.op.dur_ns)).max())
+    {
+        // Without one clock (strace: each thread's gaps corrected on their own, so a thread
+        // that mostly waited, as a main thread joining its workers, keeps the tracer's cost
+        // the workers lost), the wind-up is the thread's own: to its last recorded call.
+        let tail = if one_clock {
+            tail_ns
+        } else {
+            last_end.get(&th.tid).copied().unwrap_or(end).saturating_sub(end).min(tail_ns)
+        };
+        tail_ns = tail;
+        th.tail_ns = tail.saturating_sub(carried_wait.get(&th.tid).copied().unwrap_or(0));
+    }
+    (origin_ns, end, lead_ns, tail_ns)
+}
+
 impl ReplayPlan {
     /// Plan a replay from a trace's records (a stream: only the calls replayed are kept).
     pub fn build(
@@ -576,33 +614,8 @@ impl ReplayPlan {
             adjusted
                 .insert("asynchronous operations linked to the next (IOSQE_IO_LINK) replayed unlinked".into(), linked);
         }
-        let origin_ns = threads.iter().filter_map(|t| t.steps.first()).map(|s| s.op.start_ns).min().unwrap_or(0);
-        let end = threads
-            .iter()
-            .flat_map(|t| t.steps.iter())
-            .map(|s| s.op.start_ns.saturating_add(s.op.dur_ns))
-            .max()
-            .unwrap_or(origin_ns);
-        // What the program did before the first replayed call and after the last one: its
-        // start-up and wind-up, think time like any gap. The tail is the last-ending thread's.
-        let (first_ns, last_ns) = span.unwrap_or((origin_ns, end));
-        let (lead_ns, mut tail_ns) = (origin_ns.saturating_sub(first_ns), last_ns.saturating_sub(end));
-        if let Some(th) = threads
-            .iter_mut()
-            .filter(|t| !t.steps.is_empty())
-            .max_by_key(|t| t.steps.iter().map(|s| s.op.start_ns.saturating_add(s.op.dur_ns)).max())
-        {
-            // Without one clock (strace: each thread's gaps corrected on their own, so a thread
-            // that mostly waited, as a main thread joining its workers, keeps the tracer's cost
-            // the workers lost), the wind-up is the thread's own: to its last recorded call.
-            let tail = if one_clock {
-                tail_ns
-            } else {
-                b.last_end.get(&th.tid).copied().unwrap_or(end).saturating_sub(end).min(tail_ns)
-            };
-            tail_ns = tail;
-            th.tail_ns = tail.saturating_sub(b.carried_wait.get(&th.tid).copied().unwrap_or(0));
-        }
+        let (origin_ns, end, lead_ns, tail_ns) =
+            lead_and_tail(&mut threads, span, one_clock, &b.last_end, &b.carried_wait);
         check_waits(&threads, origin_ns, lead_ns, job.timing, limits)?;
         let takers = share_openings(&mut threads, &b.files);
         let mut plan = ReplayPlan {
