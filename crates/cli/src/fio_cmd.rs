@@ -65,6 +65,10 @@ pub fn run(a: FioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
         Some(o) => o.write(text.as_bytes())?,
         None => crate::stdout::unless_closed(crate::stdout::out().write_all(text.as_bytes()).map_err(Into::into))?,
     }
+    // As fio says a job's error on stderr beside its report (`fio: pid=N, err=17/...`).
+    if let Some(e) = &result.error {
+        errln!("iolab: {e}");
+    }
     if let Some(id) = id {
         errln!("iolab: run {id} kept: iolab show {id}");
     }

@@ -320,11 +320,12 @@ fn libaio_says_what_o_direct_needs() {
 /// fio's metadata engines (`filecreate`, `filestat`, `filedelete`, `dircreate`, `dirstat`,
 /// `dirdelete`): iolab's JSON counts what fio's does (each call one read of bs bytes, a clat
 /// sample, no lat), checked against fio where it is installed and has the engine; iolab works in
-/// a directory of its own and leaves the job's directory as it found it.
+/// the job's directory itself, as fio, and leaves it as it found it; a name of its own already
+/// there is refused and left alone.
 #[test]
 fn metadata_engines_count_as_fio_counts() {
     let (scratch, store) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let theirs = scratch.path().join("t.0.0");
+    let theirs = scratch.path().join("t.0.10");
     std::fs::write(&theirs, "theirs").unwrap();
     let counts = |json: &[u8]| -> Vec<u64> {
         let v: Value =
@@ -356,7 +357,11 @@ fn metadata_engines_count_as_fio_counts() {
         let mine = counts(&out.stdout);
         assert_eq!(mine, vec![40960, 10, 10, 0, 0], "{engine}: io_bytes, total_ios, clat N, lat N, writes");
         let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().flatten().map(|e| e.file_name()).collect();
-        assert_eq!(left, vec![std::ffi::OsString::from("t.0.0")], "{engine}: only the file iolab did not make is left");
+        assert_eq!(
+            left,
+            vec![std::ffi::OsString::from("t.0.10")],
+            "{engine}: only the file iolab did not make is left"
+        );
         assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs", "{engine}");
         if !fio_ok {
             skip(&format!("fio is not installed: {engine}'s counts checked against fio 3.33's recorded ones only"));
@@ -370,6 +375,22 @@ fn metadata_engines_count_as_fio_counts() {
             continue;
         }
         assert_eq!(mine, counts(&fio.stdout), "{engine}: iolab's counts against fio's");
+    }
+    // One of its names already there: refused, that file left as it was, nothing else left.
+    let mine = scratch.path().join("t.0.3");
+    std::fs::rename(&theirs, &mine).unwrap();
+    for engine in ["filedelete", "filecreate", "dircreate"] {
+        let out = iolab()
+            .env("IOLAB_DB", store.path().join("runs.db"))
+            .args(["fio", "--name=t", &format!("--ioengine={engine}"), "--nrfiles=10", "--filesize=4k"])
+            .arg(format!("--directory={}", scratch.path().display()))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("t.0.3"), "{engine}: {err}");
+        let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("t.0.3")], "{engine}: only theirs is left");
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "theirs", "{engine}");
     }
 }
 

@@ -549,12 +549,13 @@ impl Job {
     /// removes at its end: one per thread, `iolab.<job>.<thread>`, where each thread works
     /// alone (PostMark's pools, the redo log's creators), or one for the job, `iolab.<job>`,
     /// where its threads share what is in it (maildir's mailboxes, varmail's file set,
-    /// bonnie++'s file and its seekers). Empty for the block workload and replays.
+    /// bonnie++'s file and its seekers). Empty for the block workload, replays and a personality
+    /// that works in the target itself.
     pub fn own_dirs(&self) -> Vec<String> {
         match self.workload.app().map(|a| a.dirs()) {
             Some(OwnDirs::PerThread) => (0..self.threads).map(|t| format!("iolab.{}.{t}", self.name)).collect(),
             Some(OwnDirs::PerJob) => vec![format!("iolab.{}", self.name)],
-            None => Vec::new(),
+            Some(OwnDirs::Target) | None => Vec::new(),
         }
     }
 

@@ -1,8 +1,8 @@
 //! fio's metadata engines as a personality (`--workload metadata`): each thread creates, stats
 //! or deletes its own files (`filecreate`, `filestat`, `filedelete`) or directories
-//! (`dircreate`, `dirstat`, `dirdelete`) once each, every call timed, in the job's directory
-//! `iolab.<job>` (one for its threads, as fio's threads share the job's directory); the job's
-//! time runs from its start barrier to its last timed call. Its options and rules are here; its source is crates/workload/src/source/metadata.rs;
+//! (`dircreate`, `dirstat`, `dirdelete`) once each, every call timed, in the target directory
+//! itself (as fio's jobs work in their shared directory), on names it makes exclusively; the
+//! job's time runs from its start barrier to its last timed call. Its options and rules are here; its source is crates/workload/src/source/metadata.rs;
 //! fio's job files and command lines reach it through crates/spec/src/fio/map/meta.rs.
 
 use crate::job::Job;
@@ -99,6 +99,10 @@ pub struct MetadataJob {
     pub io_size: Bytes,
     /// Whether fio counts the calls as writes (its `rw` writes) rather than reads.
     pub writes: bool,
+    /// Bytes written into each file made before `filestat` or `filedelete` (fio's `filesize`,
+    /// which fio lays out): a file with data costs more to delete than an empty one.
+    #[serde(default, skip_serializing_if = "Bytes::is_zero")]
+    pub file_size: Bytes,
 }
 
 /// Files or directories a thread may work on.
@@ -108,8 +112,8 @@ impl Personality for MetadataJob {
     const NAME: &'static str = "metadata";
     const ABOUT: &'static str = "fio's metadata engines: each thread creates, stats or deletes --nrfiles files or directories, each call timed";
     type Options = MetadataOptions;
-    const SHARED_KEYS: &'static [&'static str] = &["nrfiles", "bs", "rw"];
-    const DIRS: OwnDirs = OwnDirs::PerJob;
+    const SHARED_KEYS: &'static [&'static str] = &["nrfiles", "bs", "rw", "file_sizes"];
+    const DIRS: OwnDirs = OwnDirs::Target;
 
     fn resolve(o: &MetadataOptions, p: &JobPatch, name: &str) -> Result<MetadataJob, SpecError> {
         let Some(op) = o.meta_op else {
@@ -119,11 +123,26 @@ impl Personality for MetadataJob {
                 "say the call: filecreate, filestat, filedelete, dircreate, dirstat or dirdelete (--meta-op filecreate, say)",
             ));
         };
+        let file_size = match &p.file_sizes {
+            None => Bytes(0),
+            Some(r) if r.low != r.high => {
+                return Err(SpecError::field(name, "file_sizes", format!("{r}: the metadata workload's files have one size")))
+            }
+            Some(_) if !matches!(op, MetaOp::FileStat | MetaOp::FileDelete) => {
+                return Err(SpecError::field(
+                    name,
+                    "file_sizes",
+                    format!("only filestat and filedelete find files with data; {op} makes its own, empty"),
+                ))
+            }
+            Some(r) => r.low,
+        };
         Ok(MetadataJob {
             op,
             files: p.nrfiles.map_or(1, u64::from),
             io_size: p.bs.as_ref().map_or(Bytes::kib(4), |b| b.max()),
             writes: p.rw.is_some_and(|r| r.writes()),
+            file_size,
         })
     }
 
@@ -141,6 +160,9 @@ impl Personality for MetadataJob {
     fn describe(&self, _job: &Job, words: &mut Vec<String>) {
         let what = if self.op.on_dirs() { "directories" } else { "files" };
         words.push(format!("{} of {} {what}", self.op, self.files));
+        if !self.file_size.is_zero() {
+            words.push(format!("of {} each", self.file_size));
+        }
     }
 
     fn buffer_len(&self) -> u64 {
@@ -149,10 +171,14 @@ impl Personality for MetadataJob {
 
     fn notes(&self, _job: &Job) -> Vec<String> {
         let mut n = vec![
-            "the job's threads work in one directory iolab.<job> that iolab makes, each on names it made; what is left is removed at the end, untimed; the job's time runs from its start barrier to its last timed call".to_string(),
+            "each thread works in the target directory itself, on names <job>.<thread>.<n> it makes exclusively (a name already there is refused); what is left is removed at the end, untimed; the job's time runs from its start barrier to its last timed call".to_string(),
         ];
         if self.op.needs_existing() {
-            let what = if self.op.on_dirs() { "directories are made" } else { "files are created empty" };
+            let what = match (self.op.on_dirs(), self.file_size.is_zero()) {
+                (true, _) => "directories are made".to_string(),
+                (false, true) => "files are created empty".to_string(),
+                (false, false) => format!("files are created with {} each, written and flushed", self.file_size),
+            };
             n.push(format!("{}: the {what} before the timed calls, untimed", self.op));
         }
         n
@@ -180,8 +206,8 @@ mod tests {
     fn its_options_defaults_and_rules() {
         let j = job(|p| p.apps.metadata.meta_op = Some(MetaOp::FileStat)).unwrap();
         let Workload::Metadata(m) = &j.workload else { panic!("{:?}", j.workload) };
-        assert_eq!(m, &MetadataJob { op: MetaOp::FileStat, files: 1, io_size: Bytes::kib(4), writes: false });
-        assert_eq!(j.own_dirs(), vec!["iolab.m"]);
+        assert_eq!(m, &MetadataJob { op: MetaOp::FileStat, files: 1, io_size: Bytes::kib(4), writes: false, file_size: Bytes(0) });
+        assert!(j.own_dirs().is_empty(), "it works in the target itself");
         assert_eq!(j.describe(), "metadata filestat of 1 files");
         let j = job(|p| {
             p.apps.metadata.meta_op = Some(MetaOp::DirCreate);
@@ -193,6 +219,16 @@ mod tests {
         let Workload::Metadata(m) = &j.workload else { panic!("{:?}", j.workload) };
         assert_eq!((m.files, m.io_size, m.writes), (10, Bytes::kib(8), true));
         assert!(job(|_| {}).unwrap_err().to_string().contains("meta_op"));
+        let size = |op, lo, hi| {
+            job(|p| {
+                p.apps.metadata.meta_op = Some(op);
+                p.file_sizes = Some(crate::fileset::SizeRange { low: Bytes::kib(lo), high: Bytes::kib(hi) });
+            })
+        };
+        let j = size(MetaOp::FileDelete, 4, 4).unwrap();
+        assert!(matches!(&j.workload, Workload::Metadata(m) if m.file_size == Bytes::kib(4)));
+        assert!(size(MetaOp::FileDelete, 4, 8).unwrap_err().to_string().contains("one size"));
+        assert!(size(MetaOp::FileCreate, 4, 4).unwrap_err().to_string().contains("only filestat and filedelete"));
         assert_eq!("dirstat".parse::<MetaOp>(), Ok(MetaOp::DirStat));
         assert!("mknod".parse::<MetaOp>().unwrap_err().contains("filecreate, filestat"));
     }
@@ -207,7 +243,13 @@ mod tests {
         let j = &plan.phases[0].jobs[0];
         assert_eq!(
             j.workload,
-            Workload::Metadata(MetadataJob { op: MetaOp::FileDelete, files: 200, io_size: Bytes::kib(4), writes: false })
+            Workload::Metadata(MetadataJob {
+                op: MetaOp::FileDelete,
+                files: 200,
+                io_size: Bytes::kib(4),
+                writes: false,
+                file_size: Bytes(0)
+            })
         );
         let back: Plan = serde_json::from_str(&serde_json::to_string(&plan).unwrap()).unwrap();
         assert_eq!(back, plan);

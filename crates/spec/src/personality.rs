@@ -25,6 +25,9 @@ pub enum OwnDirs {
     /// `iolab.<job>`: the job's threads share what is in it (maildir's mailboxes, varmail's file
     /// set, bonnie++'s file and its seekers).
     PerJob,
+    /// The target directory itself, on names the job makes exclusively (fio's metadata
+    /// engines, whose jobs share their directory and contend for its lock).
+    Target,
 }
 
 /// What the command line needs of a personality's options: clap's `Args` with the `clap`

@@ -17,6 +17,9 @@ impl Bytes {
     pub fn get(self) -> u64 {
         self.0
     }
+    pub fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
     pub fn kib(n: u64) -> Self {
         Bytes(n * Self::KIB)
     }

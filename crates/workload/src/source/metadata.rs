@@ -1,52 +1,46 @@
 //! The metadata workload's source (`--workload metadata`, fio's `filecreate`, `filestat`,
 //! `filedelete`, `dircreate`, `dirstat` and `dirdelete`; its options and rules are
-//! crates/spec/src/metadata.rs). The job's threads share one directory, `iolab.<job>`, as
-//! fio's threads share the job's directory: the first thread makes it before the start
-//! (refusing one already there, so it never touches what it did not make). Each thread names
-//! its files as fio does (`<job>.<thread>.<n>`), makes them untimed first where the call needs
-//! them to exist (stat, delete), waits for the job's other threads (the start barrier), then
-//! makes one timed call per name, and at the end removes what is left, untimed; once every
-//! thread is done the first removes the directory. The job's time is the timed calls' alone,
-//! from the start barrier to the last of them ([`Source::timed_span`]), as fio's is.
+//! crates/spec/src/metadata.rs). As fio's, every thread of every job works in the target
+//! directory itself, so the jobs that share a directory contend for its lock as fio's do; each
+//! names its files as fio does (`<job>.<thread>.<n>`) and touches no name it did not make in
+//! this run: where the call needs its names to exist (stat, delete) it makes them before the
+//! start, untimed, with O_EXCL (a file of `--file-sizes` bytes written and flushed, as fio lays
+//! out its files), then waits for the job's other threads (the start barrier), makes one timed
+//! call per name, and at the end removes what is left, untimed, after a failed call too. The
+//! job's time is the timed calls' alone, from the start barrier to the last of them
+//! ([`Source::timed_span`]), as fio's is.
 
-use super::{
-    describe_failure, Call, Ctx, Issue, JobDir, NameId, Next, OpenFlags, PersonalitySource, Run, SetupFile, Source,
-    SourceError, Worker,
-};
+use super::{describe_failure, Call, Ctx, Issue, JobDir, NameId, Next, OpenFlags, PersonalitySource, Run, Source, SourceError, Worker};
 use iolab_spec::metadata::MetaOp;
 use iolab_spec::{Job, MetadataJob};
-use std::io;
+use std::io::{self, Write};
+use std::path::Path;
 
 pub struct Metadata {
     job: MetadataJob,
-    /// The job's directory, `iolab.<job>`, shared by its threads.
-    dir: String,
-    /// Where it is made (by thread 0, before the start).
+    /// The target directory the names are in.
     root: JobDir,
-    thread: u32,
     /// fio's name of the thread's files, before their number: `<job>.<thread>.`.
     prefix: String,
-    dir_id: Option<NameId>,
     names: Vec<NameId>,
+    /// How many names `setup` made (those the timed calls find).
+    made: usize,
     stage: Stage,
     /// The name the stage is at.
     at: usize,
     /// A file created and not yet closed (its close comes next).
     open: bool,
+    /// A timed call's failure, said once what is left is removed.
+    failed: Option<SourceError>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    /// Make the names the timed call needs to exist (untimed).
-    Prepare,
     /// Wait for the job's other threads to be ready.
     Ready,
     Timed,
     /// Remove what is left (untimed).
     Clean,
-    /// Wait for the job's other threads to be done with the directory.
-    EndBarrier,
-    RemoveDir,
     Done,
 }
 
@@ -56,25 +50,19 @@ impl Metadata {
     pub fn new(job: &MetadataJob, name: &str, thread: u32, root: JobDir) -> Self {
         Metadata {
             job: job.clone(),
-            dir: format!("iolab.{name}"),
             root,
-            thread,
             prefix: format!("{name}.{thread}."),
-            dir_id: None,
             names: Vec::new(),
-            stage: Stage::Prepare,
+            made: 0,
+            stage: Stage::Ready,
             at: 0,
             open: false,
+            failed: None,
         }
     }
 
-    /// The untimed call that makes name `n` (a file created and then closed, or a directory).
-    fn make(&mut self, n: NameId) -> Issue {
-        if self.job.op.on_dirs() {
-            return Issue::untimed(Call::Mkdir { name: n });
-        }
-        self.open = true;
-        Issue::untimed(Call::Open { name: n, file: FILE, flags: create() })
+    fn name(&self, n: usize) -> String {
+        format!("{}{n}", self.prefix)
     }
 
     /// The untimed call that removes name `n`.
@@ -82,10 +70,45 @@ impl Metadata {
         Issue::untimed(if self.job.op.on_dirs() { Call::Rmdir { name: n } } else { Call::Unlink { name: n } })
     }
 
+    /// Make name `n` as the timed calls need it: a directory, or a file created exclusively
+    /// with `file_size` bytes written, allocated first and flushed after, as fio lays out a
+    /// file (fallocate, write, fsync).
+    fn make(&self, b: &iolab_engine::beneath::Beneath, n: usize, data: &[u8]) -> io::Result<()> {
+        let rel = self.name(n);
+        if self.job.op.on_dirs() {
+            return b.mkdir(Path::new(&rel));
+        }
+        let mut f = b.open_file(Path::new(&rel), create())?;
+        let size = self.job.file_size.0;
+        if size > 0 {
+            // fio's default fallocate=native; a filesystem without it is laid out by the writes.
+            let _ = rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, size);
+            let mut left = size;
+            while left > 0 {
+                let n = left.min(data.len() as u64) as usize;
+                f.write_all(&data[..n])?;
+                left -= n as u64;
+            }
+            f.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// What is left of the names once the timed calls stopped at `reached`: those the timed
+    /// calls made, or all that setup made less those the timed calls removed.
+    fn left_after(&mut self, reached: usize) {
+        let (from, to) = match self.job.op {
+            MetaOp::FileCreate | MetaOp::DirCreate => (0, reached),
+            MetaOp::FileStat | MetaOp::DirStat => (0, self.made),
+            MetaOp::FileDelete | MetaOp::DirDelete => (reached, self.made),
+        };
+        self.names.truncate(to.min(self.names.len()));
+        (self.stage, self.at) = (Stage::Clean, from);
+    }
 }
 
-/// fio's filecreate: open(O_CREAT|O_RDWR); O_EXCL as well, as the directory is iolab's own and
-/// fresh (a name already there is an error, never a file opened that iolab did not make).
+/// fio's filecreate: open(O_CREAT|O_RDWR); O_EXCL as well, so a name already there is an
+/// error, never a file opened that iolab did not make.
 fn create() -> OpenFlags {
     OpenFlags { read: true, write: true, create: true, exclusive: true, ..Default::default() }
 }
@@ -105,21 +128,30 @@ impl Source for Metadata {
         iolab_spec::Personality::buffer_len(&self.job) as usize
     }
 
-    /// The first thread makes the job's directory before the start, refusing one already
-    /// there (the layout refused it too, before the run; this is the moment it is made).
-    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
-        if self.thread == 0 {
-            let b = self.root.beneath()?;
-            b.mkdir(std::path::Path::new(&self.dir)).map_err(|e| {
-                let path = self.root.path.join(&self.dir);
-                match e.kind() {
+    /// Make the names the timed calls need to exist (stat, delete), untimed, before the start;
+    /// a name already there is refused and what this thread made is removed again.
+    fn setup(&mut self) -> Result<Vec<super::SetupFile>, SourceError> {
+        if !self.job.op.needs_existing() {
+            return Ok(Vec::new());
+        }
+        let b = self.root.beneath()?;
+        let data = vec![0x5au8; self.job.file_size.0.clamp(1, 1 << 20) as usize];
+        for n in 0..self.job.files as usize {
+            if let Err(e) = self.make(&b, n, &data) {
+                let path = self.root.path.join(self.name(n));
+                for k in (0..n).rev() {
+                    let rel = self.name(k);
+                    let _ = if self.job.op.on_dirs() { b.rmdir(Path::new(&rel)) } else { b.unlink(Path::new(&rel)) };
+                }
+                return Err(match e.kind() {
                     io::ErrorKind::AlreadyExists => SourceError::Said(format!(
-                        "{} exists (left by an interrupted run?); remove it or choose another job name",
+                        "{} exists (left by an interrupted run?): iolab works only on names it makes; remove it or choose another job name",
                         path.display()
                     )),
-                    _ => super::io_error("creating", path, "")(e),
-                }
-            })?;
+                    _ => super::io_error("making", path, "")(e),
+                });
+            }
+            self.made = n + 1;
         }
         Ok(Vec::new())
     }
@@ -136,26 +168,13 @@ impl Source for Metadata {
             self.open = false;
             return Next::Issue(Issue::untimed(Call::Close { file: FILE }));
         }
-        let Some(dir) = self.dir_id else {
-            let Ok(dir) = ctx.names.add(&self.dir) else { return Next::Done };
-            self.dir_id = Some(dir);
-            for n in 0..self.job.files {
-                let Ok(id) = ctx.names.add(format!("{}/{}{n}", self.dir, self.prefix)) else { return Next::Done };
+        if self.names.is_empty() && self.job.files > 0 {
+            for n in 0..self.job.files as usize {
+                let Ok(id) = ctx.names.add(self.name(n)) else { return Next::Done };
                 self.names.push(id);
             }
-            return self.next(ctx);
-        };
+        }
         let issue = match self.stage {
-            Stage::Prepare => match self.names.get(self.at).copied().filter(|_| self.job.op.needs_existing()) {
-                Some(n) => {
-                    self.at += 1;
-                    self.make(n)
-                }
-                None => {
-                    self.stage = Stage::Ready;
-                    return self.next(ctx);
-                }
-            },
             Stage::Ready => {
                 (self.stage, self.at) = (Stage::Timed, 0);
                 return Next::Barrier;
@@ -176,16 +195,7 @@ impl Source for Metadata {
                     Issue::now(call)
                 }
                 _ => {
-                    // What is left: the names the timed calls made, or all that Prepare made
-                    // less those the timed calls removed.
-                    let reached = self.at;
-                    let (from, to) = match self.job.op {
-                        MetaOp::FileCreate | MetaOp::DirCreate => (0, reached),
-                        MetaOp::FileStat | MetaOp::DirStat => (0, self.names.len()),
-                        MetaOp::FileDelete | MetaOp::DirDelete => (reached, self.names.len()),
-                    };
-                    self.names.truncate(to);
-                    (self.stage, self.at) = (Stage::Clean, from);
+                    self.left_after(self.at);
                     return self.next(ctx);
                 }
             },
@@ -195,40 +205,43 @@ impl Source for Metadata {
                     self.remove(n)
                 }
                 None => {
-                    self.stage = Stage::EndBarrier;
+                    self.stage = Stage::Done;
                     return self.next(ctx);
                 }
             },
-            Stage::EndBarrier => {
-                self.stage = if self.thread == 0 { Stage::RemoveDir } else { Stage::Done };
-                return Next::Barrier;
-            }
-            Stage::RemoveDir => {
-                self.stage = Stage::Done;
-                Issue::untimed(Call::Rmdir { name: dir })
-            }
             Stage::Done => return Next::Done,
         };
         Next::Issue(issue)
     }
 
     fn completed(&mut self, call: &Call, _buf: &[u8], r: &io::Result<usize>) -> Result<(), SourceError> {
-        match (call, r) {
-            (_, Ok(_)) => Ok(()),
-            (Call::Rmdir { name }, Err(e)) if Some(*name) == self.dir_id && e.raw_os_error() == Some(libc::ENOTEMPTY) => {
-                Err(format!("{} is not empty at the end: a file iolab did not create is in it, and is left as it was", self.dir)
-                    .into())
+        let failed = match r {
+            Ok(_) => None,
+            Err(_) => {
+                // The name the call was about: the stage's previous one.
+                let path = self.root.path.join(self.name(self.at.saturating_sub(1)));
+                Some(describe_failure(call, &path.display().to_string(), 0, 0, r))
             }
-            (_, Err(_)) => {
-                // The name the call was about: the stage's previous one, else the directory.
-                let path = match self.at.checked_sub(1) {
-                    Some(i) if matches!(self.stage, Stage::Prepare | Stage::Timed | Stage::Clean) => {
-                        format!("{}/{}{i}", self.dir, self.prefix)
-                    }
-                    _ => self.dir.clone(),
+        };
+        match (self.stage, failed) {
+            // A timed call failed: what is left is removed first (a create that failed made
+            // nothing; its name is not removed), then the failure is said.
+            (Stage::Timed, Some(e)) => {
+                self.open = false;
+                let reached = match self.job.op {
+                    MetaOp::FileCreate | MetaOp::DirCreate => self.at - 1,
+                    _ => self.at,
                 };
-                Err(describe_failure(call, &path, 0, 0, r))
+                self.left_after(reached);
+                if self.at >= self.names.len() {
+                    return Err(e);
+                }
+                self.failed = Some(e);
+                Ok(())
             }
+            (_, Some(e)) => Err(self.failed.take().unwrap_or(e)),
+            (Stage::Clean, None) if self.at >= self.names.len() => self.failed.take().map_or(Ok(()), Err),
+            (_, None) => Ok(()),
         }
     }
 }
@@ -251,7 +264,7 @@ mod tests {
     /// One thread over `files` names, set up as the executor sets it up; its end and the
     /// loop's start.
     fn run_n(op: MetaOp, root: &std::path::Path, files: u64) -> (crate::worker::WorkerEnd, crate::clock::Stamp) {
-        let job = MetadataJob { op, files, io_size: Bytes::kib(4), writes: false };
+        let job = MetadataJob { op, files, io_size: Bytes::kib(4), writes: false, file_size: Bytes(0) };
         let mut src = Metadata::new(&job, "t", 0, JobDir { path: root.to_path_buf(), dir: None });
         let clk = TscClock::new();
         let now = Clock::now(&clk);
@@ -291,20 +304,38 @@ mod tests {
             let timed: Vec<(OpClass, u64)> = acc.iter().map(|(c, a)| (c, a.ops)).filter(|x| x.1 > 0).collect();
             assert_eq!(timed, vec![(class, 10)], "{op}: only its ten calls are counted");
             assert!(acc.get(class).hist.as_ref().is_some_and(|h| h.len() == 10), "{op}: ten latencies");
-            assert!(!d.path().join("iolab.t").exists(), "{op}: its directory is gone");
+            assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "{op}: what it made is gone");
         }
     }
 
     #[test]
-    fn a_directory_of_its_name_already_there_is_refused_and_left_alone() {
+    fn a_name_already_there_is_refused_left_alone_and_what_it_made_removed() {
         let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("iolab.t")).unwrap();
-        std::fs::write(d.path().join("iolab.t/t.0.0"), b"theirs").unwrap();
-        for op in [MetaOp::FileDelete, MetaOp::FileCreate] {
+        std::fs::write(d.path().join("t.0.3"), b"theirs").unwrap();
+        for op in [MetaOp::FileDelete, MetaOp::FileStat, MetaOp::FileCreate] {
             let (acc, err) = run_op(op, d.path());
-            assert!(err.is_some_and(|e| e.contains("exists (left by an interrupted run?)")), "{op}");
-            assert_eq!(acc.iter().map(|(_, a)| a.ops).sum::<u64>(), 0);
-            assert_eq!(std::fs::read(d.path().join("iolab.t/t.0.0")).unwrap(), b"theirs");
+            assert!(err.as_ref().is_some_and(|e| e.contains("t.0.3")), "{op}: {err:?}");
+            if op == MetaOp::FileCreate {
+                // Its three creates before the name already there are counted.
+                assert_eq!(acc.iter().map(|(_, a)| a.ops).sum::<u64>(), 3, "{op}");
+            } else {
+                assert!(err.is_some_and(|e| e.contains("exists (left by an interrupted run?)")), "{op}");
+                assert_eq!(acc.iter().map(|(_, a)| a.ops).sum::<u64>(), 0, "{op}");
+            }
+            assert_eq!(std::fs::read(d.path().join("t.0.3")).unwrap(), b"theirs", "{op}");
+            let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(left, vec![std::ffi::OsString::from("t.0.3")], "{op}: only theirs is left");
+        }
+    }
+
+    #[test]
+    fn stat_and_delete_find_files_of_the_size_fio_lays_out() {
+        let d = tempfile::tempdir().unwrap();
+        let job = MetadataJob { op: MetaOp::FileStat, files: 3, io_size: Bytes::kib(4), writes: false, file_size: Bytes::kib(12) };
+        let mut src = Metadata::new(&job, "t", 0, JobDir { path: d.path().to_path_buf(), dir: None });
+        src.setup().unwrap();
+        for n in 0..3 {
+            assert_eq!(std::fs::metadata(d.path().join(format!("t.0.{n}"))).unwrap().len(), 12 << 10);
         }
     }
 
@@ -315,9 +346,12 @@ mod tests {
             let (end, start) = run_n(op, d.path(), 500);
             assert!(end.error.is_none(), "{op}: {:?}", end.error);
             let (from, last) = end.timed_span().expect("it met its start barrier");
-            assert!(start <= from && from <= last && last < end.end, "{op}: {start:?} {from:?} {last:?} {:?}", end.end);
-            // The removal after the last timed call (500 unlinks or rmdirs) is outside the span,
-            // and for stat and delete so is the making before the barrier (500 creates).
+            assert!(start <= from && from <= last && last <= end.end, "{op}: {start:?} {from:?} {last:?} {:?}", end.end);
+            // The removal after the last timed call (500 unlinks, for create and stat) is outside
+            // the span, and for stat and delete so is the making before the barrier (500 creates).
+            if op != MetaOp::FileDelete {
+                assert!(last < end.end, "{op}: the removal after is not in the span");
+            }
             assert!(last - from < end.end - start, "{op}: the span is less than the loop");
             if op != MetaOp::FileCreate {
                 assert!(from > start, "{op}: the making before the barrier is not in the span");

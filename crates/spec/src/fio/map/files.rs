@@ -14,7 +14,7 @@ use crate::units::Bytes;
 #[derive(Default)]
 pub(super) struct FilesRaw {
     /// `filesize`: one size, or a range `lo-hi` fio draws each file's size from.
-    filesize: Option<(u64, u64, String, Loc)>,
+    pub(super) filesize: Option<(u64, u64, String, Loc)>,
     pub(super) nrfiles: Option<(u64, Loc)>,
     /// `wait_for`: the job (by name) this one starts after.
     pub(super) wait_for: Option<(String, Loc)>,

@@ -33,7 +33,7 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
     let what = if op.on_dirs() { "directories" } else { "files" };
     let eng = format!("ioengine={op}");
 
-    // Where: the directory; iolab's names, as fio's default ones, in the job's directory of its own.
+    // Where: the directory itself, as fio's jobs share it, on iolab's names (fio's default ones).
     let (dir, at) = match &r.directory {
         Some((d, at)) => (PathBuf::from(d), at.clone()),
         None => (PathBuf::from("."), section_at.clone()),
@@ -41,16 +41,38 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
     o.set("target", &at);
     o.p.target = Some(dir.clone());
     if let Some((f, at)) = r.filename.as_ref().or(r.filename_format.as_ref()) {
-        said.unmapped(at, format!("`{f}` with {eng}: iolab names the {what} as fio's default ({name}.N.M), in a directory of its own under the job's directory, iolab.{name}"));
+        said.unmapped(
+            at,
+            format!("`{f}` with {eng}: iolab names the {what} as fio's default ({name}.N.M), in the job's directory"),
+        );
     }
-    said.note(&at, format!("{eng}: each thread works on its own {what} {name}.N.0, {name}.N.1, ... in {}/iolab.{name}, one directory for the job's threads that iolab makes and removes (fio works in the directory itself)", dir.display()));
+    said.note(&at, format!("{eng}: each thread works on its own {what} {name}.N.0, {name}.N.1, ... in {} itself, as fio's; iolab makes them exclusively (a name already there is refused, never reused) and removes what is left at the end", dir.display()));
     match op {
-        MetaOp::FileStat | MetaOp::FileDelete => said.note(&at, format!("{eng}: iolab creates the files before the timed calls, untimed, and removes what is left after (fio lays out its files with filesize bytes each; iolab's are empty, as stat and unlink do not read them)")),
-        MetaOp::DirStat | MetaOp::DirDelete => said.note(&at, format!("{eng}: iolab makes the directories before the timed calls, untimed, and removes what is left after")),
+        MetaOp::FileStat | MetaOp::FileDelete => {
+            let size = match r.files.filesize.clone() {
+                Some((lo, hi, text, fat)) if lo != hi => {
+                    said.unmapped(&fat, format!("filesize={text} with {eng}: fio draws each file's size from the range; iolab's files have one size, write it"));
+                    "empty".to_string()
+                }
+                Some((lo, _, _, fat)) if lo > 0 => {
+                    o.set("file_sizes", &fat);
+                    o.p.file_sizes = Some(crate::fileset::SizeRange { low: crate::Bytes(lo), high: crate::Bytes(lo) });
+                    format!("with {} each, written and flushed, as fio lays them out", crate::Bytes(lo))
+                }
+                _ => "empty".to_string(),
+            };
+            said.note(&at, format!("{eng}: iolab creates the files ({size}) before the timed calls, untimed, and removes what is left after"));
+        }
+        MetaOp::DirStat | MetaOp::DirDelete => said.note(
+            &at,
+            format!(
+                "{eng}: iolab makes the directories before the timed calls, untimed, and removes what is left after"
+            ),
+        ),
         _ => {}
     }
     if op == MetaOp::FileCreate {
-        said.note(&at, format!("{eng}: the timed call is open(O_CREAT|O_EXCL|O_RDWR), in iolab's own fresh directory; the close after it is not timed; the files are removed at the end"));
+        said.note(&at, format!("{eng}: the timed call is open(O_CREAT|O_EXCL|O_RDWR), so a name already there is refused; the close after it is not timed; the files are removed at the end"));
         // fio needs create_on_open for its create to be timed; iolab's always is, so the note
         // that iolab creates files before the phase, said while reading this job, is not this
         // job's (an earlier job's stays; a later job it is true of says it again).
@@ -173,12 +195,16 @@ mod tests {
     fn each_engine_is_a_metadata_job_over_nrfiles() {
         for op in MetaOp::ALL {
             let (m, threads, target) = meta(&format!("[t]\nioengine={op}\nnrfiles=10\ndirectory=/data\n"));
-            assert_eq!(m, MetadataJob { op, files: 10, io_size: Bytes::kib(4), writes: false });
+            assert_eq!(m, MetadataJob { op, files: 10, io_size: Bytes::kib(4), writes: false, file_size: Bytes(0) });
             assert_eq!((threads, target.as_path()), (1, Path::new("/data")));
         }
         let (m, threads, _) =
             meta("[global]\nioengine=filestat\nfilesize=4k\nnrfiles=200\nthread\nnumjobs=2\n[t0]\nbs=8k\nrw=write\n");
         assert_eq!((m.files, m.io_size, m.writes, threads), (200, Bytes::kib(8), true, 2));
+        // fio lays out filestat's and filedelete's files with filesize bytes; filecreate's are empty.
+        assert_eq!(m.file_size, Bytes::kib(4));
+        let (m, _, _) = meta("[t]\nioengine=filecreate\nfilesize=4k\nnrfiles=2\n");
+        assert_eq!(m.file_size, Bytes(0));
     }
 
     #[test]
