@@ -4,7 +4,8 @@
 # short time on scratch files (each job's filename, size, runtime and time_based replaced; the
 # rest of the file as fio ships it), fio with --output-format=json and iolab with --output
 # fio-json, both read the same way: IOPS and bandwidth summed over the file's jobs and
-# directions, and iolab's as a ratio of fio's (a file of several jobs, each job's row under it).
+# directions, and iolab's as a ratio of fio's (a file of several phases, each phase's row under
+# it, named by its first job).
 # One round each, fio first.
 #
 #   bash bench/fio-corpus.sh                              # every converting example, 3 s each
@@ -68,33 +69,36 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
 }
 
-# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin; with JOB, over that
-# job's entries only (fio lists a job's clones apart without group_reporting).
+# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin; with GROUP, over
+# that reporting group's entries only (a phase: fio's groupid; fio lists a job's clones apart
+# without group_reporting and merges a group's jobs into one entry with it, iolab lists each
+# job with its threads merged, so a group is what both show the same way).
 figures() {
     python3 -c '
 import json, sys
 t = sys.stdin.read()
 d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
-jobs = [j for j in d["jobs"] if len(sys.argv) < 2 or j["jobname"] == sys.argv[1]]
-iops = sum(j[dd]["iops"] for j in jobs for dd in ("read", "write"))
-bw = sum(j[dd]["bw_bytes"] for j in jobs for dd in ("read", "write"))
+jobs = [j for j in d["jobs"] if len(sys.argv) < 2 or str(j["groupid"]) == sys.argv[1]]
+dirs = ("read", "write", "trim")
+iops = sum(j[dd]["iops"] for j in jobs for dd in dirs if dd in j)
+bw = sum(j[dd]["bw_bytes"] for j in jobs for dd in dirs if dd in j)
 print(f"{iops:.0f} {bw / 1e6:.1f}")
 ' "$@"
 }
 
-# The job names of fio's JSON on stdin, each once, in order, when they ran in more than one
-# group (phase): a file of one phase has its total only.
-job_names() {
+# The reporting groups (phases) of fio's JSON on stdin, each as its id and its first job's
+# name, when there are more than one: a file of one group has its total only.
+groups() {
     python3 -c '
 import json, sys
 t = sys.stdin.read()
 d = json.loads(t[t.find("{"):])
-seen = []
+seen = {}
 for j in d["jobs"]:
-    if j["jobname"] not in seen:
-        seen.append(j["jobname"])
-if len({j["groupid"] for j in d["jobs"]}) > 1:
-    print("\n".join(seen))
+    seen.setdefault(j["groupid"], j["jobname"])
+if len(seen) > 1:
+    for g, name in seen.items():
+        print(g, name)
 '
 }
 
@@ -132,15 +136,13 @@ for name in "${names[@]}"; do
     read -r io_iops io_bw < <(figures <"$DIR/iolab.json")
     note=$(grep -o 'note: .*' <<<"$why" | sed -E 's/^note: [^:]+:[0-9]+: //' | head -1 | cut -c1-70 || true)
     row "$name" "$fi_iops" "$io_iops" "$fi_bw" "$io_bw" "$note"
-    # A file of several jobs (phases run one after another): each job's own row too.
-    mapfile -t jobs < <(job_names <"$DIR/fio.json")
-    if [ "${#jobs[@]}" -gt 1 ]; then
-        for j in "${jobs[@]}"; do
-            read -r a b < <(figures "$j" <"$DIR/fio.json")
-            read -r c e < <(figures "$j" <"$DIR/iolab.json")
-            row "  $j" "$a" "$c" "$b" "$e" ""
-        done
-    fi
+    # A file of several phases (reporting groups, run one after another): each one's row too,
+    # named by its first job.
+    while read -r g j; do
+        read -r a b < <(figures "$g" <"$DIR/fio.json")
+        read -r c e < <(figures "$g" <"$DIR/iolab.json")
+        row "  $j" "$a" "$c" "$b" "$e" ""
+    done < <(groups <"$DIR/fio.json")
     rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.* "$DIR"/fio.json "$DIR"/iolab.json
     rm -rf "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
 done

@@ -71,6 +71,10 @@ pub struct BlockJob {
     /// ends the job rather than failing it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fill_fs: bool,
+    /// How a new file the job only writes is made before its phase (`--preallocate`, fio's
+    /// fallocate); `None`: laid out with data for random writes, extended by sequential ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prealloc: Option<crate::prealloc::Prealloc>,
     /// Passes over the job's region in a size-bounded run (fio's loops; `None`: one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loops: Option<u64>,
@@ -285,6 +289,7 @@ impl BlockJob {
             invalidate: p.invalidate.unwrap_or(false),
             keep_holes: p.keep_holes.unwrap_or(false),
             fill_fs: p.fill_fs.unwrap_or(false),
+            prealloc: p.preallocate,
             loops: p.loops.filter(|n| *n != 1),
             max_ios: p.max_ios,
             think: think_of(p, name)?.map(Box::new),

@@ -578,7 +578,8 @@ impl Workload {
     /// Whether it reads what is in its files (so they must hold data before the window).
     pub fn needs_data(&self) -> bool {
         match self {
-            Workload::Block(b) => b.rw.reads() || b.rw.is_random(),
+            // A random writer's file is laid out unless it is preallocated instead (fio's way).
+            Workload::Block(b) => b.rw.reads() || (b.rw.is_random() && b.prealloc.is_none()),
             // A block-level trace's replay reads its target (laid out as a block job's; a
             // call trace's replay prepares its own files and is never laid out).
             Workload::Replay(_) => true,

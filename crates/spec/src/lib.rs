@@ -23,6 +23,7 @@ pub mod pace;
 pub mod patch;
 #[macro_use]
 pub mod personality;
+pub mod prealloc;
 pub mod prio;
 pub mod replay;
 pub mod scenario;

@@ -377,6 +377,13 @@ pub struct JobPatch {
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_holes: Option<bool>,
+    /// How a new file the job only writes is made before the phase: fallocate (allocated,
+    /// unwritten: fio's default fallocate=native), keep (allocated, size 0), truncate (sized,
+    /// sparse) or none (empty); no data is laid out for it. Default: a random writer's file is
+    /// laid out with data, a sequential writer's extended by its writes.
+    #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::prealloc::Prealloc>, value_name = "HOW"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preallocate: Option<crate::prealloc::Prealloc>,
     /// Write until the filesystem is full: ENOSPC or EDQUOT ends the job (its end, not an
     /// error), as fio's fill_device/fill_fs. Sequential writes to a file only; a file without
     /// --size may grow by the free space the filesystem had when the run was checked.
@@ -691,6 +698,7 @@ const BLOCK: &[&str] = &[
     "overwrite",
     "keep_holes",
     "fill_fs",
+    "preallocate",
     "device",
     "loops",
     "max_ios",

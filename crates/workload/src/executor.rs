@@ -436,6 +436,13 @@ fn prepare_phase(
                 l.holes_filled += w.holes_filled;
             } else if job.engine.caps().maps_files() && t.kind == TargetKind::File && t.existing < t.size {
                 layout::set_len(t)?;
+            } else if let Some(how) = job.workload.block().and_then(|b| b.prealloc).filter(|_| created_now) {
+                sink.message(&format!(
+                    "preallocating {} ({how}, {} bytes), before the measured window",
+                    t.path.display(),
+                    t.size
+                ));
+                layout::preallocate(t, how)?;
             }
         }
     }

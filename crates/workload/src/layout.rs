@@ -16,6 +16,7 @@ use crate::lease::Lease;
 use crate::place::{self, Place};
 use iolab_engine::beneath::{reopen, Beneath};
 use iolab_engine::{fill_pattern, OpenOptions};
+use iolab_spec::prealloc::Prealloc;
 use iolab_spec::{Bytes, Job};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
@@ -893,6 +894,29 @@ pub fn lay_out(
     }
     f.sync_all().map_err(io_err("flushing the layout of", &t.path))?;
     Ok(LaidOut { bytes: total, holes_filled: holes })
+}
+
+/// Make a file this run just created as fio makes a write-only job's new file (`--preallocate`,
+/// fio's fallocate): its blocks allocated (fallocate mode 0, or KEEP_SIZE), or only its size
+/// set, or nothing; no data written. A filesystem without fallocate leaves it as `none` does,
+/// as fio's `native` falls back.
+pub fn preallocate(t: &Target, how: Prealloc) -> Result<(), LayoutError> {
+    let f =
+        t.at.open(OpenOptions { write: true, ..Default::default() })
+            .map_err(io_err("opening to preallocate", &t.path))?;
+    let mode = match how {
+        Prealloc::None => return Ok(()),
+        Prealloc::Truncate => return f.set_len(t.size).map_err(io_err("sizing", &t.path)),
+        Prealloc::Fallocate => rustix::fs::FallocateFlags::empty(),
+        Prealloc::Keep => rustix::fs::FallocateFlags::KEEP_SIZE,
+    };
+    match rustix::fs::fallocate(&f, mode, 0, t.size) {
+        Ok(()) | Err(rustix::io::Errno::OPNOTSUPP) => Ok(()),
+        Err(e) if matches!(e, rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT) => {
+            Err(LayoutError::Full { path: t.path.clone(), done: 0, size: t.size, source: os(e) })
+        }
+        Err(e) => Err(io_err("preallocating", &t.path)(os(e))),
+    }
 }
 
 /// Size a file for mmap (it must cover the mapping), through its descriptor.

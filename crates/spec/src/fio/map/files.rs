@@ -23,6 +23,8 @@ pub(super) struct FilesRaw {
     file_service: Option<(String, Loc)>,
     openfiles: Option<(u64, Loc)>,
     offset_increment: Option<(Region, String, Loc)>,
+    /// `fallocate`: how fio makes a new file a job only writes.
+    fallocate: Option<(crate::prealloc::Prealloc, Loc)>,
 }
 
 /// One option of the family (`Ok(false)`: not one of them).
@@ -70,16 +72,14 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase, said: &mut Said) -> Re
                 said.note(&at, "create_on_open: iolab creates a phase's files before it starts (fio's default); the open that creates them is timed by neither".into());
             }
         }
-        // How fio preallocates a file it lays out (HOWTO: none, native, posix, keep, truncate;
-        // 0 and 1 the old none and posix). iolab never preallocates: it writes what it lays out.
-        "fallocate" => match need(o)? {
-            "none" | "0" => {}
-            v @ ("native" | "posix" | "keep" | "truncate" | "1") => said.note(
-                &at,
-                format!("fallocate={v}: iolab allocates a file by writing it (its layout, or the job's sequential writes), as fallocate=none"),
-            ),
-            other => return Err(bad(o, format!("`{other}`: fio's are none, native, posix, keep and truncate"))),
-        },
+        // How fio makes a new file a job only writes (HOWTO: none, native, posix, keep,
+        // truncate; 0 and 1 the old none and posix): see `finish`.
+        "fallocate" => {
+            let v = need(o)?;
+            let how = crate::prealloc::Prealloc::of_fio(v)
+                .ok_or_else(|| bad(o, format!("`{v}`: fio's are none, native, posix, keep and truncate")))?;
+            f.fallocate = Some((how, at));
+        }
         // fio dumps every error (1, its default) or only the fatal ones; without
         // continue_on_error every error is fatal, and iolab reports the one that ended the job.
         "error_dump" => {
@@ -87,7 +87,10 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase, said: &mut Said) -> Re
         }
         "unlink" => {
             if flag(o)? {
-                said.unmapped(&at, "unlink=1: iolab keeps the files it made; `iolab run --cleanup` removes them after the run".into());
+                said.unmapped(
+                    &at,
+                    "unlink=1: iolab keeps the files it made; `iolab run --cleanup` removes them after the run".into(),
+                );
             }
         }
         _ => return Ok(false),
@@ -201,6 +204,19 @@ pub(super) fn set_target(
 /// one is given (2 MiB for `size=2m`). fio fills the filesystem first for a read job; iolab
 /// fills with sequential writes only.
 pub(super) fn finish(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
+    // fio's layout of a new file for a job that does not read (filesetup.c, extend_file): the
+    // file is made as `fallocate` says (default native: fallocate(2) mode 0 over its size,
+    // fio 3.33's strace) and no data is written; a job that reads gets its data laid out.
+    if !rw.reads() && !r.files.fill.as_ref().is_some_and(|f| f.0) {
+        let (how, at) = match &r.files.fallocate {
+            Some((how, at)) => (*how, Some(at)),
+            None => (crate::prealloc::Prealloc::Fallocate, None),
+        };
+        if let Some(at) = at {
+            o.set("preallocate", at);
+        }
+        o.p.preallocate = Some(how);
+    }
     let Some((true, at)) = &r.files.fill else { return };
     if rw != Rw::Write {
         said.unmapped(at, format!("fill_device with rw={rw}: iolab fills a filesystem with sequential writes (rw=write) only; fio fills it first for reads"));
@@ -333,6 +349,7 @@ mod tests {
     use crate::fio::tests::{err_of_text, plan_of_text, Mem};
     use crate::fio::{parse, FioFile};
     use crate::units::Bytes;
+    use crate::Workload;
     use std::path::{Path, PathBuf};
 
     fn lenient(text: &str) -> FioFile {
@@ -491,10 +508,21 @@ mod tests {
         let f = lenient("[t]\nfilename=/data/f\nsize=1m\nrw=write\ncreate_on_open=1\nfallocate=posix\nunlink=0\n");
         assert!(f.skipped.is_empty(), "{:?}", f.skipped);
         let notes: Vec<&str> = f.notes.iter().map(|n| n.message.as_str()).collect();
-        assert!(
-            notes.iter().any(|n| n.contains("create_on_open")) && notes.iter().any(|n| n.contains("fallocate=posix")),
-            "{notes:?}"
-        );
+        assert!(notes.iter().any(|n| n.contains("create_on_open")), "{notes:?}");
+        // fio makes a write-only job's new file by fallocate (its default, native, as posix);
+        // a reader's is laid out with data, so it says nothing there; fill_device fills instead.
+        let prealloc = |text: &str| {
+            let p = plan_of_text(text);
+            let Workload::Block(b) = &p.phases[0].jobs[0].workload else { panic!() };
+            b.prealloc
+        };
+        use crate::prealloc::Prealloc;
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=randwrite\n"), Some(Prealloc::Fallocate));
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=posix\n"), Some(Prealloc::Fallocate));
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=none\n"), Some(Prealloc::None));
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=keep\n"), Some(Prealloc::Keep));
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\n"), None);
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nrw=write\nfill_device=1\n"), None);
         let s = skipped("[t]\nfilename=/data/f\nsize=1m\nunlink=1\n");
         assert!(s.iter().any(|m| m.contains("--cleanup")), "{s:?}");
         let e = err_of_text("[t]\nfilename=/data/f\nsize=1m\nfallocate=sometimes\n");
