@@ -71,6 +71,10 @@ pub struct Pattern {
     /// The writes' sizes and their total weight, when they differ from the reads' (`write_bs`).
     write_sizes: Option<(Vec<(u32, u32)>, u32)>,
     read_pct: u32,
+    /// The smallest size of each direction (reads', writes'): a random map cuts an I/O only to
+    /// a multiple of its direction's, as fio's mark_random_map does (`min_bs[ddir]`), so a
+    /// direction of one size is never cut.
+    min_len: [u64; 2],
     reads: bool,
     writes: bool,
     file_len: u64,
@@ -151,12 +155,18 @@ impl Pattern {
             None if job.rw.is_random() || job.backward.is_some() || job.zones.is_some() => Some(file_len),
             None => None,
         };
+        let min_len = {
+            let min = |l: &[(u32, u32)]| l.iter().map(|s| s.0 as u64).min().unwrap_or(4096);
+            let r = min(&sizes);
+            [r, write_sizes.as_ref().map_or(r, |w| min(&w.0))]
+        };
         Pattern {
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
             total_weight: sizes.iter().map(|s| s.1).sum(),
             sizes,
             write_sizes,
             read_pct: job.mix as u32,
+            min_len,
             reads: job.rw.reads(),
             writes: job.rw.writes(),
             file_len,
@@ -311,7 +321,8 @@ impl Pattern {
             }
             Where::Uniform { blocks } => self.rng.random_range(0..*blocks) * self.align,
             Where::Mapped(map) => {
-                let (at, cut) = map.take(&mut self.rng, len as u64, self.align, self.file_len, self.wrap)?;
+                let unit = self.min_len[usize::from(dir == Dir::Write)];
+                let (at, cut) = map.take(&mut self.rng, len as u64, self.align, unit, self.file_len, self.wrap)?;
                 len = cut as u32;
                 at
             }
@@ -436,12 +447,14 @@ impl BlockMap {
     }
 
     /// A block for an I/O of `len` bytes and the length it keeps, marked done; `None` when the
-    /// pass is over (not `wrap`).
+    /// pass is over (not `wrap`). A cut keeps a multiple of `unit` (the I/O's direction's
+    /// smallest size), at least one: fio cuts `buflen` to the blocks of `min_bs[ddir]` it set.
     pub(crate) fn take(
         &mut self,
         rng: &mut Xoshiro256PlusPlus,
         len: u64,
         align: u64,
+        unit: u64,
         file_len: u64,
         wrap: bool,
     ) -> Option<(u64, u64)> {
@@ -462,8 +475,16 @@ impl BlockMap {
             run += 1;
         }
         self.done += run;
-        let at = first * align;
-        Some((at, len.min(run * align).min(file_len.saturating_sub(at)).max(align.min(len))))
+        let mut at = first * align;
+        let unit = unit.max(align).min(len);
+        let kept = if run * align >= len { len } else { (run * align / unit * unit).max(unit) };
+        // An I/O whose direction's smallest size is above the map's block does not fit past the
+        // file's end: it ends there instead (fio draws such a direction's offsets only where
+        // its block fits).
+        if unit > align && at + kept > file_len && kept <= file_len {
+            at = (file_len - kept) / align * align;
+        }
+        Some((at, kept.min(file_len.saturating_sub(at)).max(align.min(len))))
     }
 }
 
@@ -602,6 +623,20 @@ mod tests {
         let lens: Vec<u64> = std::iter::from_fn(|| p.next_access()).map(|a| a.len as u64).collect();
         let mean = lens.iter().sum::<u64>() as f64 / lens.len() as f64;
         assert!(mean > 10_500.0, "without the map, the mix's mean: {mean}");
+        // A direction of one size is never cut (fio cuts to its direction's min_bs; fio 3.33's
+        // cmdprio-bssplit, reads 64k/40:1m/60 and writes 1m: writes 1024 KiB on average, reads
+        // 443 KiB).
+        let mut j = job(Rw::RandRw, "64k:40,1m:60");
+        j.b.random_map = true;
+        j.b.write_bs = Some("1m".parse().unwrap());
+        let mut p = Pattern::of(&j, 0, 128 << 20, true, Some(u64::MAX));
+        let all: Vec<Access> = (0..4000).filter_map(|_| p.next_access()).collect();
+        let (w, r): (Vec<&Access>, Vec<&Access>) = all.iter().partition(|a| a.dir == Dir::Write);
+        let cut: Vec<(u64, u32)> = w.iter().filter(|a| a.len != 1 << 20).map(|a| (a.offset, a.len)).collect();
+        assert!(w.len() > 1000 && cut.is_empty(), "every write whole: {cut:?}");
+        let rmean = r.iter().map(|a| a.len as f64).sum::<f64>() / r.len() as f64;
+        assert!(r.iter().any(|a| a.len < 1 << 20 && a.len > 64 << 10), "reads are cut at done blocks");
+        assert!(rmean < 640.0 * 1024.0, "reads' mean below the mix's 640 KiB: {rmean}");
     }
 
     #[test]

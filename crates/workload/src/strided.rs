@@ -73,7 +73,7 @@ impl Strided {
             }
             None => match &mut self.map {
                 Some(m) => {
-                    let (at, cut) = m.take(rng, l, align, span, true).unwrap_or((0, l));
+                    let (at, cut) = m.take(rng, l, align, align, span, true).unwrap_or((0, l));
                     *len = cut as u32;
                     self.base + at
                 }
