@@ -69,37 +69,48 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
 }
 
-# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin; with GROUP, over
-# that reporting group's entries only (a phase: fio's groupid; fio lists a job's clones apart
-# without group_reporting and merges a group's jobs into one entry with it, iolab lists each
-# job with its threads merged, so a group is what both show the same way).
+# IOPS and MB/s summed over the jobs and directions of fio's JSON on stdin.
 figures() {
     python3 -c '
 import json, sys
 t = sys.stdin.read()
 d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
-jobs = [j for j in d["jobs"] if len(sys.argv) < 2 or str(j["groupid"]) == sys.argv[1]]
 dirs = ("read", "write", "trim")
-iops = sum(j[dd]["iops"] for j in jobs for dd in dirs if dd in j)
-bw = sum(j[dd]["bw_bytes"] for j in jobs for dd in dirs if dd in j)
+iops = sum(j[dd]["iops"] for j in d["jobs"] for dd in dirs if dd in j)
+bw = sum(j[dd]["bw_bytes"] for j in d["jobs"] for dd in dirs if dd in j)
 print(f"{iops:.0f} {bw / 1e6:.1f}")
-' "$@"
+'
 }
 
-# The reporting groups (phases) of fio's JSON on stdin, each as its id and its first job's
-# name, when there are more than one: a file of one group has its total only.
+# Each of fio's reporting groups, when there are several: its first job's name, then fio's and
+# iolab's IOPS and MB/s (FIO_JSON IOLAB_JSON). fio lists a job's clones apart without
+# group_reporting and merges a group's jobs into one entry with it; iolab lists each job (its
+# threads merged) with its phase as groupid. So a group's figures are fio's entries of that
+# groupid against iolab's entries named in it, and those of the same iolab phase that fio
+# names nowhere (the jobs fio's group_reporting merged into the group's first).
 groups() {
-    python3 -c '
+    python3 - "$@" <<'PY2'
 import json, sys
-t = sys.stdin.read()
-d = json.loads(t[t.find("{"):])
-seen = {}
-for j in d["jobs"]:
-    seen.setdefault(j["groupid"], j["jobname"])
-if len(seen) > 1:
-    for g, name in seen.items():
-        print(g, name)
-'
+def load(p):
+    t = open(p).read()
+    return json.loads(t[t.find("{"):])["jobs"]
+fio, mine = load(sys.argv[1]), load(sys.argv[2])
+dirs = ("read", "write", "trim")
+fig = lambda js: (sum(j[d]["iops"] for j in js for d in dirs if d in j), sum(j[d]["bw_bytes"] for j in js for d in dirs if d in j) / 1e6)
+order = []
+for j in fio:
+    if j["groupid"] not in order:
+        order.append(j["groupid"])
+if len(order) > 1:
+    named = {j["jobname"] for j in fio}
+    for g in order:
+        js = [j for j in fio if j["groupid"] == g]
+        names = {j["jobname"] for j in js}
+        phases = {j["groupid"] for j in mine if j["jobname"] in names}
+        ms = [j for j in mine if j["jobname"] in names or (j["groupid"] in phases and j["jobname"] not in named)]
+        (a, b), (c, e) = fig(js), fig(ms)
+        print(js[0]["jobname"].replace(" ", "_"), f"{a:.0f}", f"{c:.0f}", f"{b:.1f}", f"{e:.1f}")
+PY2
 }
 
 # One row: NAME FIO_IOPS IOLAB_IOPS FIO_MBS IOLAB_MBS NOTE.
@@ -117,32 +128,50 @@ for name in "${names[@]}"; do
     src=$EXAMPLES/$name
     rewrite "$src" "$DIR/fio-$name" "$DIR/fio.dat"
     rewrite "$src" "$DIR/iolab-$name" "$DIR/iolab.dat"
-    if ! why=$("$iolab" convert "$DIR/iolab-$name" 2>&1 >/dev/null); then
-        continue    # not converting clean (the corpus test lists why)
+    why=
+    if [ "$name" != xnvme-compare.fio ] && ! why=$("$iolab" convert "$DIR/iolab-$name" 2>&1 >/dev/null); then
+        continue    # not converting clean (the corpus test lists why; xnvme-compare converts as run below)
     fi
     # fio 3.33 never ends fixed-rate-submission.fio made time-based (io_submit_mode=offload):
     # each tool gets ten times the runtime and a minute.
-    limit=$((SECS * 10 + 60))
+    # A job that starts late (1mbs_clients' 32 clients, 4 s apart) adds its start delay.
+    delay=$(grep -oE '^startdelay=[0-9]+' "$src" | cut -d= -f2 | sort -n | tail -1 || true)
+    limit=$((SECS * 10 + 60 + ${delay:-0}))
     rm -rf "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
     mkdir -p "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
     # A metadata job makes and removes its own names: --overwrite is not its option.
     ow=--overwrite
     if grep -qE '^ioengine=(file|dir)(create|stat|delete)\s*$' "$src"; then ow=; fi
-    (cd "$DIR" && timeout "$limit" fio --output-format=json "fio-$name" >"$DIR/fio.json" 2>/dev/null) \
+    # An example whose header says how to run it gets those arguments, in both tools (iolab
+    # through `iolab fio`, fio's command line), as the corpus test reads it (its INVOCATIONS).
+    case $name in
+        xnvme-compare.fio) args=(--section=default --ioengine=io_uring --sqthread_poll=1) ;;
+        *) args=() ;;
+    esac
+    # A job that may not create its file (allow_file_create=0) gets one written first.
+    if grep -qE '^allow_file_create=0' "$src"; then
+        for f in fio iolab; do
+            dd if=/dev/urandom of="$DIR/$f.dat" bs=1M count=$(($(numfmt --from=iec "${SIZE^^}") >> 20)) status=none
+        done
+    fi
+    (cd "$DIR" && timeout -k 10 "$limit" fio --output-format=json "${args[@]}" "fio-$name" >"$DIR/fio.json" 2>/dev/null) \
         || echo '{"jobs": []}' >"$DIR/fio.json"
-    (cd "$DIR" && timeout "$limit" "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress \
-        --sample-interval 0 $ow >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
+    if [ ${#args[@]} -gt 0 ]; then
+        (cd "$DIR" && timeout -k 10 "$limit" "$iolab" fio "${args[@]}" "iolab-$name" --output-format=json \
+            >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
+    else
+        (cd "$DIR" && timeout -k 10 "$limit" "$iolab" run "iolab-$name" --output fio-json --no-store --no-progress \
+            --sample-interval 0 $ow >"$DIR/iolab.json" 2>/dev/null) || echo '{"jobs": []}' >"$DIR/iolab.json"
+    fi
     read -r fi_iops fi_bw < <(figures <"$DIR/fio.json")
     read -r io_iops io_bw < <(figures <"$DIR/iolab.json")
     note=$(grep -o 'note: .*' <<<"$why" | sed -E 's/^note: [^:]+:[0-9]+: //' | head -1 | cut -c1-70 || true)
     row "$name" "$fi_iops" "$io_iops" "$fi_bw" "$io_bw" "$note"
-    # A file of several phases (reporting groups, run one after another): each one's row too,
+    # A file of several reporting groups (phases, or fio's new_group): each one's row too,
     # named by its first job.
-    while read -r g j; do
-        read -r a b < <(figures "$g" <"$DIR/fio.json")
-        read -r c e < <(figures "$g" <"$DIR/iolab.json")
+    while read -r j a c b e; do
         row "  $j" "$a" "$c" "$b" "$e" ""
-    done < <(groups <"$DIR/fio.json")
+    done < <(groups "$DIR/fio.json" "$DIR/iolab.json")
     rm -f "$DIR"/fio.dat "$DIR"/iolab.dat "$DIR"/iolab.dat.* "$DIR"/fio.dat.* "$DIR"/fio.json "$DIR"/iolab.json
     rm -rf "$DIR"/fio.dat-meta "$DIR"/iolab.dat-meta
 done
