@@ -42,13 +42,19 @@ rewrite() {
     python3 - "$@" "$SIZE" "$SECS" <<'PY'
 import re, sys
 src, out, target, size, secs = sys.argv[1:6]
-# offset_increment goes too: cross-stripe-verify's 124g for 30 clones has fio 3.33 lay out
+# offset_increment is scaled: cross-stripe-verify's 124g for 30 clones has fio 3.33 lay out
 # a 3.6 TB file (it wrote a 1 GiB scratch filesystem full and failed with ENOSPC; iolab
-# refuses it, "laying out needs 3861309939712 bytes"): on the scratch file every clone starts
-# at the job's offset.
+# refuses it, "laying out needs 3861309939712 bytes"): on the scratch file the clones start
+# the scratch size over their number apart (its largest numjobs), as the example's stripes do.
 drop = {"filename", "directory", "size", "filesize", "io_size", "runtime", "time_based", "nrfiles",
         "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "log_avg_msec",
         "offset_increment"}
+text = open(src).read()
+def mib(v):
+    n, u = re.match(r"(\d+)([kmgt]?)", v.lower()).groups()
+    return int(n) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[u]
+clones = max([int(n) for n in re.findall(r"^numjobs=(\d+)", text, re.M)] or [1])
+stripe = max(1 << 20, (mib(size) // clones) >> 20 << 20)
 # fio's metadata engines make one call per file: each job gets 2000 names in a directory of
 # its own (TARGET-meta) instead of a file, size and time.
 meta = re.search(r"^ioengine=(file|dir)(create|stat|delete)\s*$", open(src).read(), re.M)
@@ -56,6 +62,9 @@ lines = []
 for raw in open(src):
     line = raw.strip()
     key = re.split(r"[=\s;#]", line, maxsplit=1)[0] if line else ""
+    if key == "offset_increment":
+        lines.append(f"offset_increment={stripe >> 20}m")
+        continue
     if key in drop and not (meta and key in ("filesize", "size")):  # fio lays out what stat/delete need
         continue
     lines.append(raw.rstrip("\n"))
@@ -74,7 +83,10 @@ figures() {
     python3 -c '
 import json, sys
 t = sys.stdin.read()
-d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
+try:
+    d = json.loads(t[t.find("{"):])  # fio may print a warning before its JSON
+except ValueError:
+    d = {"jobs": []}  # a tool stopped at its time limit may leave no JSON
 dirs = ("read", "write", "trim")
 iops = sum(j[dd]["iops"] for j in d["jobs"] for dd in dirs if dd in j)
 bw = sum(j[dd]["bw_bytes"] for j in d["jobs"] for dd in dirs if dd in j)
@@ -93,7 +105,10 @@ groups() {
 import json, sys
 def load(p):
     t = open(p).read()
-    return json.loads(t[t.find("{"):])["jobs"]
+    try:
+        return json.loads(t[t.find("{"):])["jobs"]
+    except ValueError:
+        return []
 fio, mine = load(sys.argv[1]), load(sys.argv[2])
 dirs = ("read", "write", "trim")
 fig = lambda js: (sum(j[d]["iops"] for j in js for d in dirs if d in j), sum(j[d]["bw_bytes"] for j in js for d in dirs if d in j) / 1e6)
