@@ -47,30 +47,7 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
         );
     }
     said.note(&at, format!("{eng}: each thread works on its own {what} {name}.N.0, {name}.N.1, ... in {} itself, as fio's; iolab makes them exclusively (a name already there is refused, never reused) and removes what is left at the end", dir.display()));
-    match op {
-        MetaOp::FileStat | MetaOp::FileDelete => {
-            let size = match r.files.filesize.clone() {
-                Some((lo, hi, text, fat)) if lo != hi => {
-                    said.unmapped(&fat, format!("filesize={text} with {eng}: fio draws each file's size from the range; iolab's files have one size, write it"));
-                    "empty".to_string()
-                }
-                Some((lo, _, _, fat)) if lo > 0 => {
-                    o.set("file_sizes", &fat);
-                    o.p.file_sizes = Some(crate::fileset::SizeRange { low: crate::Bytes(lo), high: crate::Bytes(lo) });
-                    format!("with {} each, written and flushed, as fio lays them out", crate::Bytes(lo))
-                }
-                _ => "empty".to_string(),
-            };
-            said.note(&at, format!("{eng}: iolab creates the files ({size}) before the timed calls, untimed, and removes what is left after"));
-        }
-        MetaOp::DirStat | MetaOp::DirDelete => said.note(
-            &at,
-            format!(
-                "{eng}: iolab makes the directories before the timed calls, untimed, and removes what is left after"
-            ),
-        ),
-        _ => {}
-    }
+    made_before(r, op, &at, &eng, &mut o, said);
     if op == MetaOp::FileCreate {
         said.note(&at, format!("{eng}: the timed call is open(O_CREAT|O_EXCL|O_RDWR), so a name already there is refused; the close after it is not timed; the files are removed at the end"));
         // fio needs create_on_open for its create to be timed; iolab's always is, so the note
@@ -175,6 +152,35 @@ pub(super) fn finish(r: &Raw, op: MetaOp, section_at: &Loc, name: String, said: 
         said.note(at, format!("direct=1 with {eng}: no data moves, so O_DIRECT changes nothing"));
     }
     Ok(FioJob { patch: o.p, from: o.from, at: section_at.clone(), logs: None })
+}
+
+/// What the stat and delete engines need made before their timed calls: files of `filesize`
+/// bytes each (fio lays them out with data), or directories; said as a note.
+fn made_before(r: &Raw, op: MetaOp, at: &Loc, eng: &str, o: &mut Out, said: &mut Said) {
+    match op {
+        MetaOp::FileStat | MetaOp::FileDelete => {
+            let size = match r.files.filesize.clone() {
+                Some((lo, hi, text, fat)) if lo != hi => {
+                    said.unmapped(&fat, format!("filesize={text} with {eng}: fio draws each file's size from the range; iolab's files have one size, write it"));
+                    "empty".to_string()
+                }
+                Some((lo, _, _, fat)) if lo > 0 => {
+                    o.set("file_sizes", &fat);
+                    o.p.file_sizes = Some(crate::fileset::SizeRange { low: crate::Bytes(lo), high: crate::Bytes(lo) });
+                    format!("with {} each, written and flushed, as fio lays them out", crate::Bytes(lo))
+                }
+                _ => "empty".to_string(),
+            };
+            said.note(at, format!("{eng}: iolab creates the files ({size}) before the timed calls, untimed, and removes what is left after"));
+        }
+        MetaOp::DirStat | MetaOp::DirDelete => said.note(
+            at,
+            format!(
+                "{eng}: iolab makes the directories before the timed calls, untimed, and removes what is left after"
+            ),
+        ),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
