@@ -23,8 +23,10 @@ pub struct Access {
 }
 
 enum Where {
+    /// Sequential: the next offset of each direction (reads', writes'), each its own sequence
+    /// as fio's `last_pos[ddir]` (a mixed `rw=rw` reads 0, 4k, 8k... and writes 0, 4k, ...).
     Seq {
-        pos: u64,
+        pos: [u64; 2],
         step: Option<u64>,
     },
     /// fio's `rw=read:-N` (io_u.c, get_next_seq_offset): the first I/O at the region's start,
@@ -120,7 +122,7 @@ impl Pattern {
         } else if let Some(back) = job.backward {
             Where::Back { end: None, back: back.0 }
         } else if !job.rw.is_random() {
-            Where::Seq { pos: 0, step: job.stride.map(|s| s.0) }
+            Where::Seq { pos: [0, 0], step: job.stride.map(|s| s.0) }
         } else {
             match &job.dist {
                 Dist::Uniform if job.random_map => Where::Mapped(Box::new(BlockMap::new(file_len / align))),
@@ -152,7 +154,15 @@ impl Pattern {
             Some(b) => Some(b),
             // A backward pass moves the region's size, as fio's does (it never meets the end);
             // so does a pass through strided zones, going round the region as often as it takes.
-            None if job.rw.is_random() || job.backward.is_some() || job.zones.is_some() => Some(file_len),
+            // So does a mixed sequential pass: each direction keeps its own place, so neither
+            // meets the end in one pass (fio's io_size: the region's bytes in all).
+            None if job.rw.is_random()
+                || job.backward.is_some()
+                || job.zones.is_some()
+                || (job.rw.reads() && job.rw.writes()) =>
+            {
+                Some(file_len)
+            }
             None => None,
         };
         let min_len = {
@@ -292,6 +302,7 @@ impl Pattern {
         };
         let offset = match &mut self.place {
             Where::Seq { pos, step } => {
+                let pos = &mut pos[usize::from(dir == Dir::Write)];
                 if *pos + len as u64 > self.file_len {
                     if !self.wrap || self.file_len < len as u64 {
                         // A last partial block, as dd writes one at the end of a count.
@@ -637,6 +648,22 @@ mod tests {
         let rmean = r.iter().map(|a| a.len as f64).sum::<f64>() / r.len() as f64;
         assert!(r.iter().any(|a| a.len < 1 << 20 && a.len > 64 << 10), "reads are cut at done blocks");
         assert!(rmean < 640.0 * 1024.0, "reads' mean below the mix's 640 KiB: {rmean}");
+    }
+
+    #[test]
+    fn a_mixed_sequential_job_keeps_a_place_per_direction_as_fio_3_33_does() {
+        // fio 3.33, rw=rw bs=4k size=64k (strace): reads at 0, 4k, 8k, 12k... and writes at 0,
+        // 4k, 8k..., each its own sequence, 16 I/Os in all.
+        let j = job(Rw::ReadWrite, "4k");
+        let mut p = Pattern::of(&j, 0, 64 << 10, false, None);
+        let all: Vec<Access> = std::iter::from_fn(|| p.next_access()).collect();
+        assert_eq!(all.len(), 16, "the region's bytes in all");
+        for dir in [Dir::Read, Dir::Write] {
+            let offs: Vec<u64> = all.iter().filter(|a| a.dir == dir).map(|a| a.offset).collect();
+            let want: Vec<u64> = (0..offs.len() as u64).map(|i| i * 4096).collect();
+            assert_eq!(offs, want, "{dir:?}: from the start, in order");
+        }
+        assert!(all.iter().any(|a| a.dir == Dir::Read) && all.iter().any(|a| a.dir == Dir::Write));
     }
 
     #[test]
