@@ -37,6 +37,7 @@ macro_rules! word_enum {
         }
     };
 }
+pub(crate) use word_enum;
 
 word_enum!(
     /// The access pattern, named as fio names it.

@@ -11,33 +11,22 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The making of a new file a job only writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Prealloc {
-    /// fallocate(2) with mode 0 over the file's size: blocks allocated, unwritten, the size set
-    /// (fio's `native` and `posix`; where the filesystem refuses it, as `none`).
-    Fallocate,
-    /// fallocate(2) with FALLOC_FL_KEEP_SIZE: blocks allocated, the size left at 0 (fio's `keep`).
-    Keep,
-    /// ftruncate(2) to the file's size: sized, sparse (fio's `truncate`).
-    Truncate,
-    /// Created empty: the writes extend it (fio's `none`).
-    None,
-}
+crate::job::word_enum!(
+    /// The making of a new file a job only writes.
+    Prealloc {
+        // fallocate(2) with mode 0 over the file's size: blocks allocated, unwritten, the size
+        // set (fio's `native` and `posix`; where the filesystem refuses it, as `none`).
+        Fallocate => "fallocate",
+        // fallocate(2) with FALLOC_FL_KEEP_SIZE: blocks allocated, the size left at 0 (fio's `keep`).
+        Keep => "keep",
+        // ftruncate(2) to the file's size: sized, sparse (fio's `truncate`).
+        Truncate => "truncate",
+        // Created empty: the writes extend it (fio's `none`).
+        None => "none",
+    }
+);
 
 impl Prealloc {
-    pub const ALL: [Prealloc; 4] = [Prealloc::Fallocate, Prealloc::Keep, Prealloc::Truncate, Prealloc::None];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Prealloc::Fallocate => "fallocate",
-            Prealloc::Keep => "keep",
-            Prealloc::Truncate => "truncate",
-            Prealloc::None => "none",
-        }
-    }
-
     /// fio's `fallocate` value (HOWTO: none, native, posix, keep, truncate; 0 and 1 the old
     /// none and posix).
     pub fn of_fio(v: &str) -> Option<Prealloc> {
@@ -51,30 +40,14 @@ impl Prealloc {
     }
 }
 
-impl fmt::Display for Prealloc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Prealloc {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Prealloc::ALL.into_iter().find(|p| p.as_str() == s).ok_or_else(|| {
-            let names: Vec<&str> = Prealloc::ALL.iter().map(|p| p.as_str()).collect();
-            format!("`{s}`: accepted {}", names.join(", "))
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn its_words_and_fios() {
-        for p in Prealloc::ALL {
-            assert_eq!(p.as_str().parse::<Prealloc>(), Ok(p));
+        for w in Prealloc::ALL {
+            assert_eq!(w.parse::<Prealloc>().map(Prealloc::as_str), Ok(*w));
         }
         assert!("posix".parse::<Prealloc>().unwrap_err().contains("fallocate, keep, truncate, none"));
         assert_eq!(Prealloc::of_fio("native"), Some(Prealloc::Fallocate));

@@ -6,10 +6,8 @@
 //! taken off) when its source is dropped, so one that ended holds no one back. A wrapper,
 //! chosen only for a job with a flow.
 
-use super::{Call, Ctx, Next, SetupFile, Source, SourceError};
+use super::{Call, Ctx, Next, Source};
 use crate::clock::Stamp;
-use iolab_model::OpClass;
-use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,18 +64,23 @@ fn is_block(call: &Call) -> bool {
 }
 
 impl<S: Source> Source for Flowing<S> {
-    fn buffer_len(&self) -> usize {
-        self.inner.buffer_len()
-    }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
-        self.inner.setup()
-    }
-    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
-        self.inner.prime(slot, buf)
-    }
-    fn start(&mut self, at: Stamp) {
-        self.inner.start(at)
-    }
+    forward_to_inner!(
+        buffer_len,
+        setup,
+        prime,
+        fill,
+        checks_reads,
+        times_itself,
+        take_timings,
+        opened,
+        file_change,
+        figures,
+        hole_reads,
+        start,
+        completed,
+        timed_span,
+        io_errors
+    );
 
     fn next(&mut self, ctx: &mut Ctx) -> Next {
         if !ctx.ending {
@@ -108,35 +111,6 @@ impl<S: Source> Source for Flowing<S> {
             }
         }
         next
-    }
-
-    #[inline]
-    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
-        self.inner.fill(call, buf)
-    }
-    fn checks_reads(&self) -> bool {
-        self.inner.checks_reads()
-    }
-    fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
-        self.inner.completed(call, buf, result)
-    }
-    fn times_itself(&self) -> bool {
-        self.inner.times_itself()
-    }
-    fn take_timings(&mut self, out: &mut dyn FnMut(OpClass, u64, u64)) {
-        self.inner.take_timings(out)
-    }
-    fn opened(&mut self, file: u32, f: &std::fs::File) {
-        self.inner.opened(file, f)
-    }
-    fn file_change(&mut self) -> Option<super::FileChange> {
-        self.inner.file_change()
-    }
-    fn figures(&self) -> Vec<(&'static str, f64)> {
-        self.inner.figures()
-    }
-    fn hole_reads(&self) -> Option<(u64, u64)> {
-        self.inner.hole_reads()
     }
 }
 

@@ -168,14 +168,13 @@ impl Source for Metadata {
             self.open = false;
             return Next::Issue(Issue::untimed(Call::Close { file: FILE }));
         }
-        if self.names.is_empty() && self.job.files > 0 {
-            for n in 0..self.job.files as usize {
-                let Ok(id) = ctx.names.add(self.name(n)) else { return Next::Done };
-                self.names.push(id);
-            }
-        }
         let issue = match self.stage {
+            // The names, once, before the start barrier (what is left of them shrinks later).
             Stage::Ready => {
+                for n in 0..self.job.files as usize {
+                    let Ok(id) = ctx.names.add(self.name(n)) else { return Next::Done };
+                    self.names.push(id);
+                }
                 (self.stage, self.at) = (Stage::Timed, 0);
                 return Next::Barrier;
             }

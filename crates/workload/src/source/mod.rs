@@ -6,6 +6,52 @@
 //! executor's. Today's block workload is [`block::BlockSource`]; personalities, trace replay
 //! and validation are each a source in a file of their own.
 
+/// The [`Source`] methods a wrapper (think time, a flow, going on after errors) passes to its
+/// `inner` source unchanged, by name: a wrapper writes only the methods it changes, and a method
+/// added to the trait is forwarded by adding it here once.
+macro_rules! forward_to_inner {
+    (@ buffer_len) => { fn buffer_len(&self) -> usize { self.inner.buffer_len() } };
+    (@ setup) => {
+        fn setup(&mut self) -> Result<Vec<$crate::source::SetupFile>, $crate::source::SourceError> {
+            self.inner.setup()
+        }
+    };
+    (@ prime) => { fn prime(&mut self, slot: u32, buf: &mut [u8]) { self.inner.prime(slot, buf) } };
+    (@ start) => { fn start(&mut self, at: $crate::clock::Stamp) { self.inner.start(at) } };
+    (@ next) => {
+        fn next(&mut self, ctx: &mut $crate::source::Ctx) -> $crate::source::Next { self.inner.next(ctx) }
+    };
+    (@ fill) => {
+        #[inline]
+        fn fill(&mut self, call: &$crate::source::Call, buf: &mut [u8]) { self.inner.fill(call, buf) }
+    };
+    (@ completed) => {
+        #[inline]
+        fn completed(
+            &mut self,
+            call: &$crate::source::Call,
+            buf: &[u8],
+            result: &std::io::Result<usize>,
+        ) -> Result<(), $crate::source::SourceError> {
+            self.inner.completed(call, buf, result)
+        }
+    };
+    (@ checks_reads) => { fn checks_reads(&self) -> bool { self.inner.checks_reads() } };
+    (@ times_itself) => { fn times_itself(&self) -> bool { self.inner.times_itself() } };
+    (@ take_timings) => {
+        fn take_timings(&mut self, out: &mut dyn FnMut(iolab_model::OpClass, u64, u64)) { self.inner.take_timings(out) }
+    };
+    (@ opened) => { fn opened(&mut self, file: u32, f: &std::fs::File) { self.inner.opened(file, f) } };
+    (@ file_change) => {
+        fn file_change(&mut self) -> Option<$crate::source::FileChange> { self.inner.file_change() }
+    };
+    (@ figures) => { fn figures(&self) -> Vec<(&'static str, f64)> { self.inner.figures() } };
+    (@ timed_span) => { fn timed_span(&self) -> bool { self.inner.timed_span() } };
+    (@ hole_reads) => { fn hole_reads(&self) -> Option<(u64, u64)> { self.inner.hole_reads() } };
+    (@ io_errors) => { fn io_errors(&self) -> Option<iolab_model::IoErrors> { self.inner.io_errors() } };
+    ($($method:ident),+ $(,)?) => { $( forward_to_inner!(@ $method); )+ };
+}
+
 /// Expands the list of personality sources into their modules and the two dispatches from a
 /// job to its personality: what its threads share, and a thread's source. A personality of the
 /// spec's list missing here is a non-exhaustive match.

@@ -5,10 +5,9 @@
 //! as before. Only a job with such a list runs the wrapper, and it looks at nothing but
 //! failures, so a job's I/O that succeeds costs one branch more.
 
-use super::{Call, Ctx, Next, SetupFile, Source, SourceError};
-use crate::clock::Stamp;
+use super::{Call, Source, SourceError};
 use crate::error::{CallError, Cause};
-use iolab_model::{FirstError, IoErrors, OpClass};
+use iolab_model::{FirstError, IoErrors};
 use iolab_spec::on_error::{errno_name, OnError};
 use std::io;
 
@@ -49,52 +48,28 @@ impl<S: Source> GoingOn<S> {
 }
 
 impl<S: Source> Source for GoingOn<S> {
-    fn buffer_len(&self) -> usize {
-        self.inner.buffer_len()
-    }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
-        self.inner.setup()
-    }
-    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
-        self.inner.prime(slot, buf)
-    }
-    fn start(&mut self, at: Stamp) {
-        self.inner.start(at)
-    }
-    fn next(&mut self, ctx: &mut Ctx) -> Next {
-        self.inner.next(ctx)
-    }
-    #[inline]
-    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
-        self.inner.fill(call, buf)
-    }
-    fn checks_reads(&self) -> bool {
-        self.inner.checks_reads()
-    }
+    forward_to_inner!(
+        buffer_len,
+        setup,
+        prime,
+        fill,
+        checks_reads,
+        times_itself,
+        take_timings,
+        opened,
+        file_change,
+        figures,
+        hole_reads,
+        start,
+        next,
+        timed_span
+    );
     #[inline]
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         match self.inner.completed(call, buf, result) {
             Err(e) if self.goes_on(call, &e) => Ok(()),
             r => r,
         }
-    }
-    fn times_itself(&self) -> bool {
-        self.inner.times_itself()
-    }
-    fn take_timings(&mut self, out: &mut dyn FnMut(OpClass, u64, u64)) {
-        self.inner.take_timings(out)
-    }
-    fn opened(&mut self, file: u32, f: &std::fs::File) {
-        self.inner.opened(file, f)
-    }
-    fn file_change(&mut self) -> Option<super::FileChange> {
-        self.inner.file_change()
-    }
-    fn figures(&self) -> Vec<(&'static str, f64)> {
-        self.inner.figures()
-    }
-    fn hole_reads(&self) -> Option<(u64, u64)> {
-        self.inner.hole_reads()
     }
     fn io_errors(&self) -> Option<IoErrors> {
         (self.errors.count > 0).then(|| self.errors.clone())

@@ -5,9 +5,8 @@
 //! operation. The stall is not an operation: nothing is timed while the thread thinks, and
 //! the next I/O's latency runs from its own issue.
 
-use super::{Call, Ctx, Next, SetupFile, Source, SourceError};
+use super::{Call, Ctx, Next, Source, SourceError};
 use crate::clock::Stamp;
-use iolab_model::OpClass;
 use iolab_spec::think::Think;
 use std::io;
 use std::time::Instant;
@@ -49,15 +48,21 @@ fn is_block(call: &Call) -> bool {
 }
 
 impl<S: Source> Source for Thinking<S> {
-    fn buffer_len(&self) -> usize {
-        self.inner.buffer_len()
-    }
-    fn setup(&mut self) -> Result<Vec<SetupFile>, SourceError> {
-        self.inner.setup()
-    }
-    fn prime(&mut self, slot: u32, buf: &mut [u8]) {
-        self.inner.prime(slot, buf)
-    }
+    forward_to_inner!(
+        buffer_len,
+        setup,
+        prime,
+        fill,
+        checks_reads,
+        times_itself,
+        take_timings,
+        opened,
+        file_change,
+        figures,
+        hole_reads,
+        timed_span,
+        io_errors
+    );
     fn start(&mut self, at: Stamp) {
         self.since = at;
         self.inner.start(at)
@@ -107,36 +112,11 @@ impl<S: Source> Source for Thinking<S> {
         }
     }
 
-    #[inline]
-    fn fill(&mut self, call: &Call, buf: &mut [u8]) {
-        self.inner.fill(call, buf)
-    }
-    fn checks_reads(&self) -> bool {
-        self.inner.checks_reads()
-    }
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         if !self.think.on_issue && is_block(call) {
             self.count += 1;
         }
         self.inner.completed(call, buf, result)
-    }
-    fn times_itself(&self) -> bool {
-        self.inner.times_itself()
-    }
-    fn take_timings(&mut self, out: &mut dyn FnMut(OpClass, u64, u64)) {
-        self.inner.take_timings(out)
-    }
-    fn opened(&mut self, file: u32, f: &std::fs::File) {
-        self.inner.opened(file, f)
-    }
-    fn file_change(&mut self) -> Option<super::FileChange> {
-        self.inner.file_change()
-    }
-    fn figures(&self) -> Vec<(&'static str, f64)> {
-        self.inner.figures()
-    }
-    fn hole_reads(&self) -> Option<(u64, u64)> {
-        self.inner.hole_reads()
     }
 }
 
