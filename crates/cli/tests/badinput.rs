@@ -179,6 +179,8 @@ fn numbers_and_units_are_refused_naming_the_option() {
         (&["--ramp", "1y"], "--ramp"),
         (&["--seed", "-3"], "--seed"),
         (&["--seed", "x"], "--seed"),
+        (&["--preallocate", "sometimes"], "--preallocate"),
+        (&["--preallocate", ""], "--preallocate"),
     ];
     let mut n = 0;
     for (flags, names) in table {
@@ -191,6 +193,19 @@ fn numbers_and_units_are_refused_naming_the_option() {
             refused(&s, &args, &[names]);
             n += 1;
         }
+    }
+    // The metadata workload's file size: a range, on a call that makes its own files, zero, huge.
+    let meta = ["run", "--target", "d", "--workload", "metadata", "--nrfiles", "2"];
+    for (op, size, names) in [
+        ("filedelete", "1k-2k", "file_sizes"),
+        ("filecreate", "4k", "file_sizes"),
+        ("filestat", "0", "--file-sizes"),
+        ("filestat", "99999999999999999999T", "--file-sizes"),
+    ] {
+        let mut args = os(&meta);
+        args.extend(os(&["--meta-op", op, "--file-sizes", size]));
+        refused(&s, &args, &[names]);
+        n += 1;
     }
     // Sizes, on their own (run's --size is given above).
     for size in ["0", "-1", "zz", "1e400", "18446744073709551616"] {
