@@ -252,6 +252,21 @@ pub struct LogArgs {
     pub logged: Vec<bool>,
 }
 
+/// The logs a fio job file asks for, as the flags would give them.
+impl From<iolab_spec::fio::FioLogs> for LogArgs {
+    fn from(l: iolab_spec::fio::FioLogs) -> Self {
+        LogArgs {
+            write_bw_log: l.bw,
+            write_iops_log: l.iops,
+            write_lat_log: l.lat,
+            log_avg_msec: l.avg_msec,
+            log_offset: l.offset,
+            log_prio: l.prio,
+            logged: l.logged,
+        }
+    }
+}
+
 impl LogArgs {
     /// Whether any of fio's logs is asked for.
     pub fn wanted(&self) -> bool {

@@ -4,7 +4,7 @@
 //! it), and reported in fio's formats: normal, terse, json, json+, rendered from one fio JSON
 //! document so they agree.
 
-use crate::args::{FioArgs, MetricsArgs, OutArgs};
+use crate::args::{FioArgs, LogArgs, MetricsArgs, OutArgs};
 use crate::live_metrics::Live;
 use crate::outpath::{database_files, OutPath};
 use crate::output::exit_code;
@@ -31,7 +31,11 @@ pub fn run(a: FioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     for s in &file.skipped {
         errln!("iolab: warning: left out (--fio-lenient): {s}");
     }
-    let plan = file.plan(&JobPatch::default())?;
+    let mut plan = file.plan(&JobPatch::default())?;
+    // The logs the job file or the command line's write_*_log ask for, as `iolab run` writes them.
+    let logs = file.logs.clone().map(LogArgs::from).unwrap_or_default();
+    crate::fio_logs::check(&logs, plan.phases.len())?;
+    crate::fio_logs::per_io(&logs, &mut plan)?;
     // Refuse an --output iolab may not write before anything runs.
     let inputs = database_files(a.save.db.target().file());
     let out_path = cmd.output.as_deref().map(|p| OutPath { path: p, flag: "--output", overwrite: false, inputs });
@@ -49,6 +53,9 @@ pub fn run(a: FioArgs, stop: Arc<AtomicBool>) -> Result<ExitCode> {
     let name = std::iter::once("fio".to_string()).chain(a.args.iter().cloned()).collect::<Vec<_>>().join(" ");
     let live = Live::start(&out.metrics, true)?;
     let (result, id) = crate::run_cmd::execute(&plan, &out, &a.save, (RunKind::Run, &name), &live, stop)?;
+    for path in crate::fio_logs::write(&logs, &result)? {
+        errln!("iolab: wrote {}", path.display());
+    }
     let mut text = String::new();
     for f in &cmd.formats {
         let doc = document(&result, *f == FioFormat::JsonPlus);

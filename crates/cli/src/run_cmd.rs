@@ -38,15 +38,7 @@ pub fn plan_of(args: &mut RunArgs) -> Result<(Plan, String)> {
                 args.out.machine(),
             )?;
             if let (Some(l), false) = (logs, args.logs.wanted()) {
-                args.logs = LogArgs {
-                    write_bw_log: l.bw,
-                    write_iops_log: l.iops,
-                    write_lat_log: l.lat,
-                    log_avg_msec: l.avg_msec,
-                    log_offset: l.offset,
-                    log_prio: l.prio,
-                    logged: l.logged,
-                };
+                args.logs = LogArgs::from(l);
             }
             plan
         }

@@ -218,3 +218,47 @@ fn strided_zones_put_each_io_where_fio_puts_it() {
         assert_eq!(visit.iter().collect::<BTreeSet<_>>().len(), 4, "{visit:?}");
     }
 }
+
+/// `iolab fio` writes the logs a job file or its command line asks for, as fio does (and as
+/// `iolab run` does with the same file): one line per I/O under fio's names; a log already
+/// there stops the run before anything is written.
+#[test]
+fn iolab_fio_writes_the_logs_the_job_asks_for() {
+    let d = tempfile::tempdir().unwrap();
+    let job = d.path().join("prio.fio");
+    std::fs::write(&job, JOB).unwrap();
+    let out = iolab()
+        .args(["fio", "--output-format=json"])
+        .arg(&job)
+        .env("TESTFILE", d.path().join("f"))
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ios =
+        v["jobs"][0]["read"]["total_ios"].as_u64().unwrap() + v["jobs"][0]["write"]["total_ios"].as_u64().unwrap();
+    assert_eq!(ios, 256, "1 MiB in 4 KiB I/Os");
+    for name in ["p_lat.1.log", "p_bw.1.log"] {
+        assert_eq!(lines(&d.path().join(name)).len(), 256, "{name}: a line per I/O");
+    }
+    // On the command line: --write_lat_log=q as fio's option.
+    let cmd = |dir: &Path| {
+        iolab()
+            .args(["fio", "--name=c", "--rw=randread", "--bs=4k", "--size=256k", "--write_lat_log=q"])
+            .arg(format!("--filename={}", dir.join("g").display()))
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let out = cmd(d.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(lines(&d.path().join("q_lat.1.log")).len(), 64, "256 KiB in 4 KiB reads");
+    // Again: q_lat.1.log is there, so nothing runs and the log is kept as it was.
+    let before = std::fs::read(d.path().join("q_lat.1.log")).unwrap();
+    let out = cmd(d.path());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("q_lat.1.log exists"), "{err}");
+    assert_eq!(std::fs::read(d.path().join("q_lat.1.log")).unwrap(), before);
+}
