@@ -2,10 +2,10 @@
 //! that share a flow id keep their I/O counts in proportion to their weights. Each thread
 //! counts its own I/Os and the flow's (one atomic counter, starting at 1 as fio's does); a
 //! thread whose share of the flow's I/Os is above its share of the weights stalls (what it has
-//! in flight completed, then `sleep`) and looks again. A thread leaves the flow (its weight is
-//! taken off) when its source is dropped, so one that ended holds no one back. A wrapper,
-//! chosen only for a job with a flow.
-
+//! in flight completed, then `sleep`, as fio's io_u_quiesce then usleep: once found ahead it
+//! sleeps even if the others caught up while it drained) and looks again. A thread leaves the
+//! flow (its weight is taken off) when its source is dropped, so one that ended holds no one
+//! back. A wrapper, chosen only for a job with a flow.
 use super::{Call, Ctx, Next, Source};
 use crate::clock::Stamp;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,11 +36,14 @@ pub struct Flowing<S> {
     mine: u64,
     /// Sleeping until this instant after a stall.
     until: Option<Stamp>,
+    /// Found ahead: draining what is in flight, then sleeping whatever the flow does meanwhile
+    /// (fio's io_u_quiesce then usleep, with no second look between them).
+    stalled: bool,
 }
 
 impl<S: Source> Flowing<S> {
     pub fn new(inner: S, flow: Arc<Flow>, f: iolab_spec::flow::Flow) -> Self {
-        Flowing { inner, flow, weight: f.weight as u64, sleep: f.sleep, mine: 0, until: None }
+        Flowing { inner, flow, weight: f.weight as u64, sleep: f.sleep, mine: 0, until: None, stalled: false }
     }
 
     /// fio's flow_threshold_exceeded: this thread's share of the flow's I/Os above its share
@@ -90,14 +93,16 @@ impl<S: Source> Source for Flowing<S> {
                 }
                 self.until = None;
             }
-            if self.ahead() {
+            if self.stalled || self.ahead() {
                 if self.sleep.is_zero() {
                     // fio retries at once; iolab reaps or yields a moment meanwhile.
                     return Next::WaitUntil(ctx.now + Duration::from_micros(10));
                 }
+                self.stalled = true;
                 if ctx.inflight > 0 {
                     return Next::Drain;
                 }
+                self.stalled = false;
                 let t = ctx.now + self.sleep;
                 self.until = Some(t);
                 return Next::WaitUntil(t);
@@ -155,5 +160,59 @@ mod tests {
         assert!((2.5..=3.5).contains(&ratio), "weights 1:3 give {a} and {b} I/Os ({ratio:.2})");
         let (a, b) = run(None);
         assert!(b / a < 2.0, "without a flow: {a} and {b}");
+    }
+
+    /// An endless reader of 4 KiB blocks.
+    struct Reads;
+
+    impl super::Source for Reads {
+        fn buffer_len(&self) -> usize {
+            4096
+        }
+        fn next(&mut self, _ctx: &mut super::Ctx) -> super::Next {
+            super::Next::Issue(crate::source::Issue::now(super::Call::Data {
+                kind: crate::source::OpKind::Read,
+                file: 0,
+                offset: 0,
+                len: 4096,
+            }))
+        }
+        fn completed(
+            &mut self,
+            _: &super::Call,
+            _: &[u8],
+            _: &std::io::Result<usize>,
+        ) -> Result<(), crate::source::SourceError> {
+            Ok(())
+        }
+    }
+
+    /// Found ahead with I/Os in flight, a thread drains them and then sleeps its flow_sleep,
+    /// even when the others caught up while it drained: fio's io_u_quiesce then usleep, with no
+    /// second look between them (looking again let iolab's flowed jobs run 10-20% faster than
+    /// fio's).
+    #[test]
+    fn a_thread_found_ahead_drains_then_sleeps_whatever_happens_meanwhile() {
+        use super::{Ctx, Flowing, Next, Source};
+        use crate::clock::Stamp;
+        use crate::names::Names;
+        let flow = super::Flow::new(2);
+        let f = iolab_spec::flow::Flow { id: 0, weight: 1, sleep: Duration::from_millis(1) };
+        let mut a = Flowing::new(Reads, flow.clone(), f);
+        let mut names = Names::default();
+        let mut at = |s: &mut Flowing<Reads>, ms: u64, inflight: usize| {
+            let mut ctx = Ctx { now: Stamp(ms * 1_000_000), inflight, ending: false, names: &mut names };
+            s.next(&mut ctx)
+        };
+        // Alone in a flow of two equal weights, its first I/O puts it ahead (1 of 2 > 1/2).
+        assert!(matches!(at(&mut a, 0, 0), Next::Issue(_)));
+        assert!(matches!(at(&mut a, 0, 1), Next::Issue(_)));
+        assert!(matches!(at(&mut a, 0, 2), Next::Drain));
+        // The other thread's I/Os meanwhile: no longer ahead, yet it sleeps once drained.
+        flow.ios.fetch_add(10, std::sync::atomic::Ordering::Relaxed);
+        assert!(matches!(at(&mut a, 0, 1), Next::Drain));
+        assert!(matches!(at(&mut a, 0, 0), Next::WaitUntil(t) if t == Stamp(1_000_000)));
+        // Awake, behind: it issues again.
+        assert!(matches!(at(&mut a, 1, 0), Next::Issue(_)));
     }
 }
