@@ -764,3 +764,49 @@ fn a_write_only_jobs_new_file_is_made_as_fallocate_says() {
         }
     }
 }
+
+/// A file two jobs of a phase share is set up as fio sets it up, job by job: a writer first on
+/// it (which does not read) preallocates it, and the reader after it reads its unwritten
+/// extents, counted as such (flow.fio's shape); a reader first lays it out with data. The
+/// file's bytes past what the writer wrote tell which: zeros, or the layout's data, in fio's
+/// run as in iolab's.
+#[test]
+fn a_shared_file_is_laid_out_by_its_first_job_as_fio_does() {
+    let d = common::disk_tempdir();
+    let (w, r) = ("[w]\nrw=write\nio_size=256k\n", "[r]\nrw=read\n");
+    for (order, zeros) in [([w, r], true), ([r, w], false)] {
+        let job = d.path().join("shared.fio");
+        std::fs::write(&job, format!("[global]\nfilename=${{DIR}}/f\nsize=4m\nbs=64k\n{}{}", order[0], order[1]))
+            .unwrap();
+        let file = d.path().join("f");
+        let tail_is_zero = |who: &str| {
+            let data = std::fs::read(&file).unwrap();
+            assert_eq!(data.len(), 4 << 20, "{who}");
+            let zero = data[1 << 20..].iter().all(|&b| b == 0);
+            std::fs::remove_file(&file).unwrap();
+            zero
+        };
+        let out = iolab()
+            .args(["run", "--output", "json", "--no-progress", "--no-store"])
+            .arg(&job)
+            .env("DIR", d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let holes = &job_named(&v["phases"][0], "r")["holes"];
+        if zeros {
+            // Every read counted in the file's unwritten extents as the phase began (64 of 64 KiB).
+            assert_eq!((holes["reads"].as_u64(), holes["in_holes"].as_u64()), (Some(64), Some(64)), "{holes}");
+            assert_eq!(holes["preallocated"], true, "{holes}");
+        } else {
+            assert!(holes.is_null(), "{holes}");
+            assert_eq!(v["phases"][0]["layout"]["bytes"], 4 << 20, "laid out with data");
+        }
+        assert_eq!(tail_is_zero("iolab"), zeros, "iolab, {} first", &order[0][1..2]);
+        if fio_runs(&job, d.path()).is_some() {
+            assert_eq!(tail_is_zero("fio"), zeros, "fio, {} first", &order[0][1..2]);
+        }
+    }
+}

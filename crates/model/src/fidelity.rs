@@ -271,7 +271,9 @@ pub fn findings(o: Observed, jobs: &[Job], node: Option<&str>) -> Vec<Finding> {
                     let on = format!("the device ({})", m.high_on);
                     if holes.is_some_and(|h| h >= HOLES_CAUSE_SHARE) {
                         f.kind = Seen::ReadsInHoles;
-                        let kept = if how.keep_holes {
+                        let kept = if o.holes.is_some_and(|h| h.preallocated) {
+                            "the file was preallocated, not written, as fio lays out a file whose first job writes without reading; to read data, put a reading job first or give the writer --preallocate none"
+                        } else if how.keep_holes {
                             "kept with --keep-holes"
                         } else {
                             "a file iolab may not write: pass --overwrite to have them filled first"
@@ -394,7 +396,7 @@ mod tests {
 
     #[test]
     fn reads_in_holes_from_cache_and_unseen() {
-        let holes = HoleReads { reads: 1000, in_holes: 1000, hole_share: 1.0 };
+        let holes = HoleReads { reads: 1000, in_holes: 1000, hole_share: 1.0, preallocated: false };
         let p = phase(OpClass::Read, 5500.0, &[("vda", 0.0, 1.0)], Some(holes));
         let f = findings(p.observed(), &job(|p| p.direct = Some(true)), None);
         assert_eq!(f.len(), 1);

@@ -371,6 +371,11 @@ pub struct HoleReads {
     /// Bytes of the files' read region in holes, over the region (what a uniform read would
     /// find), 0..1.
     pub hole_share: f64,
+    /// The holes are a file's preallocation by the phase's first job on it, as fio lays out a
+    /// file whose first job writes without reading: counted as the phase began, while its
+    /// writes fill them, so a read counted in one may have found data by then.
+    #[serde(default)]
+    pub preallocated: bool,
 }
 
 impl HoleReads {
@@ -387,6 +392,7 @@ impl HoleReads {
         self.reads += o.reads;
         self.in_holes += o.in_holes;
         self.hole_share = self.hole_share.max(o.hole_share);
+        self.preallocated |= o.preallocated;
     }
 }
 

@@ -215,6 +215,14 @@ pub fn limit_lines(p: &PhaseResult) -> Vec<String> {
 /// of the region read holds no data`, when a file's holes were kept and read.
 pub fn holes_line(p: &PhaseResult) -> Option<String> {
     let h = p.holes.filter(|h| h.reads > 0)?;
+    if h.preallocated {
+        return Some(format!(
+            "holes: {}% of reads ({} of {}) fell in the unwritten extents the file began the phase with (preallocated, as fio lays out a file whose first job writes without reading): only those where nothing had been written yet never reached the device",
+            num(100.0 * h.share()),
+            count(h.in_holes as f64),
+            count(h.reads as f64),
+        ));
+    }
     Some(format!(
         "holes: {}% of reads ({} of {}) fell in holes or unwritten extents, where {}% of the region read holds no data: those reads never reached the device",
         num(100.0 * h.share()),

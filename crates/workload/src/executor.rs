@@ -23,10 +23,11 @@ use crate::validation;
 use crate::worker::{self, Window};
 use iolab_engine::beneath::Beneath;
 use iolab_model::*;
+use iolab_spec::prealloc::Prealloc;
 use iolab_spec::{Job, Phase, Plan, Workload};
 use iolab_sysstat::{ProcRoot, Sampler, SysRoots};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, Condvar, Mutex, OnceLock};
@@ -383,6 +384,7 @@ fn prepare_phase(
             }
         }
     }
+    let only_preallocated = preallocated_first(phase, &targets, &lays);
     for (job, ts) in phase.jobs.iter().zip(&targets) {
         if job.workload.makes_own_files() {
             continue;
@@ -391,7 +393,10 @@ fn prepare_phase(
             if !seen.insert(t.path.clone()) {
                 continue;
             }
-            let (job, t) = lays.get(t.path.as_path()).copied().unwrap_or((job, t));
+            let (job, t) = match only_preallocated.get(t.path.as_path()) {
+                Some(&first) => first,
+                None => lays.get(t.path.as_path()).copied().unwrap_or((job, t)),
+            };
             let created_now = !t.exists;
             if created_now {
                 created.insert(t.path.clone());
@@ -449,6 +454,15 @@ fn prepare_phase(
     if let Some(l) = &mut laid_out {
         l.elapsed_s = began.elapsed().as_secs_f64();
     }
+    // What a preallocating job left: the file at its size, all of it unwritten extents (or a
+    // hole), which the jobs after it read as such, counted (`holes:` beside their figures).
+    let only_preallocated: HashSet<PathBuf> = only_preallocated.into_keys().map(Path::to_path_buf).collect();
+    for t in targets.iter_mut().flatten().filter(|t| only_preallocated.contains(&t.path)) {
+        t.existing = t.size;
+        t.layout = false;
+        t.fill_holes = false;
+        t.empty = vec![(0, t.size)];
+    }
     // fio's invalidate: the phase's reads start from the storage, not from what layout or an
     // earlier phase left in memory.
     for (job, ts) in phase.jobs.iter().zip(&targets) {
@@ -460,6 +474,33 @@ fn prepare_phase(
         }
     }
     Ok(Prepared { runs, created, targets, dirs, laid_out })
+}
+
+/// The new files of a phase a preallocating job is first on, with that job and its target:
+/// fio sets a phase's files up job by job (create_serialize=1), and the first job that finds a
+/// file smaller than it needs lays it out its own way; a later job that finds it large enough
+/// leaves it as it is. So a file whose first job writes without reading and preallocates it
+/// (fio's fallocate, the default) is fallocated, not written, and the readers after it read
+/// its unwritten extents (flow.fio: fio's reader reads what its writer has not reached, and
+/// the device is not asked). Not when a later job needs more than it preallocates (its own
+/// layout then writes the file, as fio extends it), nor for `keep` (the file stays empty).
+fn preallocated_first<'a>(
+    phase: &'a Phase,
+    targets: &'a [Vec<Target>],
+    lays: &HashMap<&Path, (&'a Job, &'a Target)>,
+) -> HashMap<&'a Path, (&'a Job, &'a Target)> {
+    let mut first: HashMap<&Path, (&Job, &Target)> = HashMap::new();
+    for (job, ts) in phase.jobs.iter().zip(targets).filter(|(j, _)| !j.workload.makes_own_files()) {
+        for t in ts.iter().filter(|t| !t.exists && t.kind == TargetKind::File) {
+            first.entry(t.path.as_path()).or_insert((job, t));
+        }
+    }
+    first.retain(|path, (job, t)| {
+        let sizes =
+            matches!(job.workload.block().and_then(|b| b.prealloc), Some(Prealloc::Fallocate | Prealloc::Truncate));
+        sizes && !t.layout && lays.get(path).is_some_and(|(_, l)| l.size <= t.size)
+    });
+    first
 }
 
 /// A personality's directory: made (and marked) when missing, as a block job's missing file

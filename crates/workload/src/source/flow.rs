@@ -6,6 +6,7 @@
 //! sleeps even if the others caught up while it drained) and looks again. A thread leaves the
 //! flow (its weight is taken off) when its source is dropped, so one that ended holds no one
 //! back. A wrapper, chosen only for a job with a flow.
+
 use super::{Call, Ctx, Next, Source};
 use crate::clock::Stamp;
 use std::sync::atomic::{AtomicU64, Ordering};
