@@ -396,7 +396,7 @@ mod tests {
 
     #[test]
     fn reads_in_holes_from_cache_and_unseen() {
-        let holes = HoleReads { reads: 1000, in_holes: 1000, hole_share: 1.0, preallocated: false };
+        let holes = HoleReads { reads: 1000, in_holes: 1000, hole_share: 1.0, ..Default::default() };
         let p = phase(OpClass::Read, 5500.0, &[("vda", 0.0, 1.0)], Some(holes));
         let f = findings(p.observed(), &job(|p| p.direct = Some(true)), None);
         assert_eq!(f.len(), 1);

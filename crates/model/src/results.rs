@@ -376,6 +376,10 @@ pub struct HoleReads {
     /// writes fill them, so a read counted in one may have found data by then.
     #[serde(default)]
     pub preallocated: bool,
+    /// For `preallocated` holes: the share of the file still unwritten as the phase ended,
+    /// 0..1 (what its writes left of the holes its reads were counted against).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwritten_at_end: Option<f64>,
 }
 
 impl HoleReads {
@@ -393,6 +397,10 @@ impl HoleReads {
         self.in_holes += o.in_holes;
         self.hole_share = self.hole_share.max(o.hole_share);
         self.preallocated |= o.preallocated;
+        self.unwritten_at_end = match (self.unwritten_at_end, o.unwritten_at_end) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 

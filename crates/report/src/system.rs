@@ -217,10 +217,11 @@ pub fn holes_line(p: &PhaseResult) -> Option<String> {
     let h = p.holes.filter(|h| h.reads > 0)?;
     if h.preallocated {
         return Some(format!(
-            "holes: {}% of reads ({} of {}) fell in the unwritten extents the file began the phase with (preallocated, as fio lays out a file whose first job writes without reading): only those where nothing had been written yet never reached the device",
+            "holes: {}% of reads ({} of {}) fell in the unwritten extents the file began the phase with (preallocated, as fio lays out a file whose first job writes without reading): only those where nothing had been written yet never reached the device{}",
             num(100.0 * h.share()),
             count(h.in_holes as f64),
             count(h.reads as f64),
+            h.unwritten_at_end.map_or(String::new(), |u| format!("; {}% of the file was still unwritten when the phase ended", num(100.0 * u)))
         ));
     }
     Some(format!(

@@ -911,11 +911,36 @@ fn coordinate(
         }
     }
     let mut r = agg.result(phase, targets, end, cpu1.since(cpu0), ctl.stop.load(Ordering::Relaxed));
+    unwritten_at_end(&mut r, targets);
     r.system = system;
     r.steady_state = judge.map(|j| j.result());
     let (ops, bytes) = agg.dropped();
     r.warmup = warm.map(|w| w.result(ops, bytes));
     r
+}
+
+/// A preallocated shared file ([`preallocated_first`]) as the phase ended: the share its
+/// writes left unwritten, beside the reads counted in its unwritten extents as the phase
+/// began (a reader that ran after its writer finished found data everywhere).
+fn unwritten_at_end(r: &mut PhaseResult, targets: &[Vec<Target>]) {
+    let share = |t: &Target| -> Option<f64> {
+        let f = t.at.open(iolab_engine::OpenOptions { read: true, ..Default::default() }).ok()?;
+        // Buffered writes not yet written back leave their extents unwritten in the map (and
+        // pages a read cached hide them from lseek): written back first, after the window.
+        f.sync_data().ok()?;
+        let empty: u64 = iolab_engine::extents::empty_ranges(&f, 0, t.size).ok()?.iter().map(|(a, b)| b - a).sum();
+        Some(empty as f64 / t.size.max(1) as f64)
+    };
+    for (j, ts) in r.jobs.iter_mut().zip(targets) {
+        if let Some(h) = j.holes.as_mut().filter(|h| h.preallocated) {
+            h.unwritten_at_end =
+                ts.iter().filter(|t| !t.exists && !t.kept_holes().is_empty()).filter_map(share).reduce(f64::max);
+        }
+    }
+    let end = r.jobs.iter().filter_map(|j| j.holes.and_then(|h| h.unwritten_at_end)).reduce(f64::max);
+    if let Some(h) = r.holes.as_mut().filter(|h| h.preallocated) {
+        h.unwritten_at_end = end;
+    }
 }
 
 /// Bytes one thread of a size-bounded job transfers.
