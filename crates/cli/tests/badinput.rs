@@ -207,6 +207,12 @@ fn numbers_and_units_are_refused_naming_the_option() {
         refused(&s, &args, &[names]);
         n += 1;
     }
+    // Files with more data than the filesystem has room for: refused before any is made.
+    let mut args = os(&meta);
+    args.extend(os(&["--meta-op", "filestat", "--file-sizes", "100T"]));
+    refused(&s, &args, &["not enough free space", "219902325555200 bytes"]);
+    assert!(!s.p("d").exists() || std::fs::read_dir(s.p("d")).unwrap().next().is_none(), "nothing made");
+    n += 1;
     // Sizes, on their own (run's --size is given above).
     for size in ["0", "-1", "zz", "1e400", "18446744073709551616"] {
         refused(&s, &os(&["run", "--target", "t", "--engine", "null", "--size", size]), &["size"]);

@@ -165,6 +165,11 @@ impl Personality for MetadataJob {
         }
     }
 
+    /// The data of one thread's files made before `filestat` or `filedelete`.
+    fn space(&self) -> u64 {
+        self.files.saturating_mul(self.file_size.0)
+    }
+
     fn buffer_len(&self) -> u64 {
         512
     }

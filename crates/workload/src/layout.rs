@@ -377,6 +377,23 @@ fn check_own_dirs(job: &Job, place: &mut Place) -> Result<Vec<Target>, LayoutErr
     // What the big files will take, so a run that cannot fit is refused before it starts
     // (bonnie++'s file, twice the RAM by default; the redo log's files).
     let space = job.workload.space();
+    // A personality that works in the target itself (fio's metadata engines: OwnDirs::Target)
+    // has no directory of its own to ask at: its space, per thread, is asked of the target's
+    // filesystem here.
+    if job.workload.app().is_some_and(|a| a.dirs() == iolab_spec::OwnDirs::Target) && space > 0 {
+        let need = space.saturating_mul(u64::from(job.threads));
+        let s = rustix::fs::fstatvfs(dir.fd()).map_err(|e| io_err("checking free space in", &job.target)(os(e)))?;
+        let free = s.f_bavail.saturating_mul(s.f_frsize);
+        if need.saturating_add(need / 100) > free {
+            return Err(refuse(
+                &job.target,
+                format!(
+                    "not enough free space: the files made before the timed calls need {need} bytes ({} thread(s) x {space}), {free} are free; use a smaller --file-sizes or --nrfiles, or another directory",
+                    job.threads
+                ),
+            ));
+        }
+    }
     job.own_dirs()
         .into_iter()
         .enumerate()

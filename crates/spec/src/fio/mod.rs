@@ -282,7 +282,16 @@ impl FioFile {
                 .collect(),
         };
         let mut out = comment(&format!("iolab job file converted from the fio job file {}", self.path.display()));
-        out.push_str("# run it with: iolab run THIS.toml\n");
+        match &self.logs {
+            // The logs are the run's, not the TOML's: the flags that ask for them.
+            Some(l) => {
+                out.push_str(&comment(&format!("run it with: iolab run THIS.toml{} (the file's logs)", log_flags(l))));
+                if l.logged.iter().any(|x| !x) {
+                    out.push_str("# (the fio file logs only some of its jobs; with the flags every job is logged)\n");
+                }
+            }
+            None => out.push_str("# run it with: iolab run THIS.toml\n"),
+        }
         for n in &self.notes {
             out.push_str(&comment(&format!("note: {n}")));
         }
@@ -293,6 +302,31 @@ impl FioFile {
         out.push_str(&toml::to_string(&file).unwrap_or_else(|e| format!("# cannot write TOML: {e}\n")));
         out
     }
+}
+
+/// The `iolab run` flags that write the logs `l` (a prefix quoted for the shell when it needs it).
+fn log_flags(l: &FioLogs) -> String {
+    let quote = |p: &str| {
+        if !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/+,:=@%".contains(&b)) {
+            p.to_string()
+        } else {
+            format!("'{}'", p.replace('\'', "'\\''"))
+        }
+    };
+    let mut out = String::new();
+    for (flag, p) in [("--write-bw-log", &l.bw), ("--write-iops-log", &l.iops), ("--write-lat-log", &l.lat)] {
+        if let Some(p) = p {
+            out.push_str(&format!(" {flag} {}", quote(p)));
+        }
+    }
+    out.push_str(&format!(" --log-avg-msec {}", l.avg_msec));
+    if l.offset {
+        out.push_str(" --log-offset");
+    }
+    if l.prio {
+        out.push_str(" --log-prio");
+    }
+    out
 }
 
 /// A TOML comment line; control characters (which TOML forbids in comments, and which a job

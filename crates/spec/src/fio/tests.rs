@@ -562,6 +562,14 @@ fn logs_from_the_job_file_are_iolabs_per_phase_or_per_io_logs() {
     )
     .unwrap();
     let logs = f.logs.clone().unwrap();
+    // The converted file says which flags write them (the TOML has no place for a run's logs).
+    assert!(
+        f.to_toml().contains(
+            "# run it with: iolab run THIS.toml --write-bw-log cdm --write-iops-log b --write-lat-log cdm --log-avg-msec 2000 (the file's logs)"
+        ),
+        "{}",
+        f.to_toml()
+    );
     assert_eq!(
         logs,
         FioLogs {
@@ -576,7 +584,11 @@ fn logs_from_the_job_file_are_iolabs_per_phase_or_per_io_logs() {
     // Without log_avg_msec fio logs each I/O, and so does iolab (window 0), with the offset
     // and priority columns log_offset and log_prio add; only the jobs that ask are logged.
     let text = "[a]\nfilename=/f\nsize=1m\nwrite_bw_log=x\nlog_offset=1\nlog_prio=1\n[b]\nfilename=/g\nsize=1m\n";
-    let l = parse_one(text).unwrap().logs.unwrap();
+    let f = parse_one(text).unwrap();
+    let toml = f.to_toml();
+    assert!(toml.contains("THIS.toml --write-bw-log x --log-avg-msec 0 --log-offset --log-prio"), "{toml}");
+    assert!(toml.contains("logs only some of its jobs"), "{toml}");
+    let l = f.logs.unwrap();
     assert_eq!((l.avg_msec, l.offset, l.prio, l.logged), (0, true, true, vec![true, false]));
     assert!(!notes_of(text).iter().any(|n| n.contains("fio logs every I/O")));
     let u = unmapped_of(
