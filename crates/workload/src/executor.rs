@@ -368,6 +368,29 @@ fn prepare_phase(
     let sized: Vec<&Target> = targets.iter().zip(&phase.jobs).filter(|(_, j)| !fills(j)).flat_map(|(t, _)| t).collect();
     layout::check_space(&sized, seq_writes)?;
     personality_dirs(phase, place, run, sink, &mut dirs)?;
+    let (created, laid_out) = lay_out_files(phase, &mut targets, run, &halt, sink)?;
+    // fio's invalidate: the phase's reads start from the storage, not from what layout or an
+    // earlier phase left in memory.
+    for (job, ts) in phase.jobs.iter().zip(&targets) {
+        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine.caps().opens_files() {
+            for t in ts {
+                sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
+                layout::drop_cached(t)?;
+            }
+        }
+    }
+    Ok(Prepared { runs, created, targets, dirs, laid_out })
+}
+
+/// Create and lay out a phase's files before it starts (each file once, by the job that sets
+/// it up): returns the files this run created now and what the layout wrote.
+fn lay_out_files(
+    phase: &Phase,
+    targets: &mut [Vec<Target>],
+    run: Option<&layout::RunMark>,
+    halt: &layout::Halt,
+    sink: &mut dyn Sink,
+) -> Result<(HashSet<PathBuf>, Option<LayoutDone>), LayoutError> {
     let mut seen = HashSet::new();
     let mut created = HashSet::new();
     let mut laid_out: Option<LayoutDone> = None;
@@ -376,7 +399,7 @@ fn prepare_phase(
     // it (fio lays out a job's file before the phase: flow.fio's reader would otherwise read
     // past the end its writer has reached): the largest target that needs its data wins.
     let mut lays: HashMap<&std::path::Path, (&Job, &Target)> = HashMap::new();
-    for (job, ts) in phase.jobs.iter().zip(&targets).filter(|(j, _)| !j.workload.makes_own_files()) {
+    for (job, ts) in phase.jobs.iter().zip(targets.iter()).filter(|(j, _)| !j.workload.makes_own_files()) {
         for t in ts.iter().filter(|t| t.layout) {
             let e = lays.entry(t.path.as_path()).or_insert((job, t));
             if t.size > e.1.size {
@@ -384,8 +407,8 @@ fn prepare_phase(
             }
         }
     }
-    let only_preallocated = preallocated_first(phase, &targets, &lays);
-    for (job, ts) in phase.jobs.iter().zip(&targets) {
+    let only_preallocated = preallocated_first(phase, targets, &lays);
+    for (job, ts) in phase.jobs.iter().zip(targets.iter()) {
         if job.workload.makes_own_files() {
             continue;
         }
@@ -427,7 +450,7 @@ fn prepare_phase(
                         ));
                     }
                 };
-                let w = layout::lay_out(t, job.seed, compressibility, &halt, created_now, &mut progress)?;
+                let w = layout::lay_out(t, job.seed, compressibility, halt, created_now, &mut progress)?;
                 let took = t0.elapsed().as_secs_f64();
                 sink.message(&format!(
                     "laid out {}: {} bytes in {took:.2} s ({}/s), not counted in the figures",
@@ -463,17 +486,7 @@ fn prepare_phase(
         t.fill_holes = false;
         t.empty = vec![(0, t.size)];
     }
-    // fio's invalidate: the phase's reads start from the storage, not from what layout or an
-    // earlier phase left in memory.
-    for (job, ts) in phase.jobs.iter().zip(&targets) {
-        if job.workload.block().is_some_and(|b| b.invalidate) && job.engine.caps().opens_files() {
-            for t in ts {
-                sink.message(&format!("dropping the cached pages of {} (invalidate)", t.path.display()));
-                layout::drop_cached(t)?;
-            }
-        }
-    }
-    Ok(Prepared { runs, created, targets, dirs, laid_out })
+    Ok((created, laid_out))
 }
 
 /// The new files of a phase a preallocating job is first on, with that job and its target:
