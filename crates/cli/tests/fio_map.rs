@@ -800,9 +800,16 @@ fn a_shared_file_is_laid_out_by_its_first_job_as_fio_does() {
             // Every read counted in the file's unwritten extents as the phase began (64 of 64 KiB).
             assert_eq!((holes["reads"].as_u64(), holes["in_holes"].as_u64()), (Some(64), Some(64)), "{holes}");
             assert_eq!(holes["preallocated"], true, "{holes}");
-            // The writer's 256 KiB of 4 MiB written by the phase's end: 15/16 still unwritten.
-            let left = holes["unwritten_at_end"].as_f64().unwrap_or(-1.0);
-            assert!((left - 0.9375).abs() < 0.01, "{holes}");
+            // The writer's 256 KiB of 4 MiB written by the phase's end: 15/16 still unwritten
+            // (where FIEMAP tells unwritten extents: ext4, XFS).
+            let fs = Command::new("stat").args(["-f", "-c", "%T"]).arg(d.path()).output().unwrap();
+            let fs = String::from_utf8_lossy(&fs.stdout).trim().to_string();
+            if fs == "ext2/ext3" || fs == "xfs" {
+                let left = holes["unwritten_at_end"].as_f64().unwrap_or(-1.0);
+                assert!((left - 0.9375).abs() < 0.01, "{holes}");
+            } else {
+                skip(&format!("{fs}: the share left unwritten is checked on ext4 and XFS"));
+            }
         } else {
             assert!(holes.is_null(), "{holes}");
             assert_eq!(v["phases"][0]["layout"]["bytes"], 4 << 20, "laid out with data");
