@@ -820,3 +820,50 @@ fn a_shared_file_is_laid_out_by_its_first_job_as_fio_does() {
         }
     }
 }
+
+/// Where the filesystem cannot preallocate (ext2: fallocate is EOPNOTSUPP), a shared file whose
+/// writer comes first is laid out with data for its reader instead of being left empty (the
+/// reader read one short read of an empty file before).
+#[test]
+fn a_shared_file_the_filesystem_cannot_preallocate_is_laid_out_for_its_reader() {
+    let dir = common::disk_tempdir();
+    let img = dir.path().join("ext2.img");
+    std::fs::File::create(&img).unwrap().set_len(64 << 20).unwrap();
+    let Some(dev) = Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(&img)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    else {
+        return skip("losetup unavailable (needs root and loop devices)");
+    };
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mkfs.ext2").args(["-q", "-F", &dev]).status().is_ok_and(|s| s.success())
+        && Command::new("mount").arg(&dev).arg(&mnt).status().is_ok_and(|s| s.success());
+    let out = mounted.then(|| {
+        let job = dir.path().join("j.fio");
+        std::fs::write(
+            &job,
+            "[global]\nfilename=${DIR}/f\nsize=4m\nbs=64k\n[w]\nrw=write\nio_size=256k\n[r]\nrw=read\n",
+        )
+        .unwrap();
+        iolab()
+            .args(["run", "--output", "json", "--no-progress", "--no-store"])
+            .arg(&job)
+            .env("DIR", &mnt)
+            .output()
+            .unwrap()
+    });
+    let _ = Command::new("umount").arg(&mnt).status();
+    let _ = Command::new("losetup").args(["-d", &dev]).status();
+    let Some(out) = out else { return skip("mkfs.ext2 or mount failed") };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = &v["phases"][0];
+    assert_eq!(job_named(p, "r")["total"]["read"]["ops"], 64, "the reader read the whole 4 MiB");
+    assert!(job_named(p, "r")["holes"].is_null(), "{}", job_named(p, "r")["holes"]);
+    assert_eq!(p["layout"]["bytes"], 4 << 20, "laid out with data");
+}

@@ -407,7 +407,7 @@ fn lay_out_files(
             }
         }
     }
-    let only_preallocated = preallocated_first(phase, targets, &lays);
+    let mut only_preallocated = preallocated_first(phase, targets, &lays);
     for (job, ts) in phase.jobs.iter().zip(targets.iter()) {
         if job.workload.makes_own_files() {
             continue;
@@ -416,7 +416,7 @@ fn lay_out_files(
             if !seen.insert(t.path.clone()) {
                 continue;
             }
-            let (job, t) = match only_preallocated.get(t.path.as_path()) {
+            let (mut job, mut t) = match only_preallocated.get(t.path.as_path()) {
                 Some(&first) => first,
                 None => lays.get(t.path.as_path()).copied().unwrap_or((job, t)),
             };
@@ -425,6 +425,33 @@ fn lay_out_files(
                 created.insert(t.path.clone());
             }
             layout::create_target_in_run(t, run)?;
+            if let Some(how) = only_preallocated
+                .contains_key(t.path.as_path())
+                .then(|| job.workload.block().and_then(|b| b.prealloc))
+                .flatten()
+            {
+                sink.message(&format!(
+                    "preallocating {} ({how}, {} bytes) as its first job, which writes without reading, before the measured window",
+                    t.path.display(),
+                    t.size
+                ));
+                layout::preallocate(t, how)?;
+                let now =
+                    t.at.open(iolab_engine::OpenOptions { read: true, ..Default::default() })
+                        .and_then(|f| f.metadata());
+                if now.is_ok_and(|m| m.len() >= t.size) {
+                    continue;
+                }
+                // No room made (fallocate unsupported: ext2, sshfs, NFSv3): the readers get the
+                // file laid out with data instead, as if no job preallocated it.
+                sink.message(&format!(
+                    "{}: the filesystem made no room by preallocating it; its readers get it laid out with data",
+                    t.path.display()
+                ));
+                only_preallocated.remove(t.path.as_path());
+                let Some(&(j, l)) = lays.get(t.path.as_path()) else { continue };
+                (job, t) = (j, l);
+            }
             if t.layout {
                 let holes = if t.fill_holes { t.empty_bytes() } else { 0 };
                 let tail = t.size.saturating_sub(t.existing);
