@@ -867,3 +867,39 @@ fn a_shared_file_the_filesystem_cannot_preallocate_is_laid_out_for_its_reader() 
     assert!(job_named(p, "r")["holes"].is_null(), "{}", job_named(p, "r")["holes"]);
     assert_eq!(p["layout"]["bytes"], 4 << 20, "laid out with data");
 }
+
+/// `overwrite=1`: a write-only job's new file is laid out with data first, as fio lays it out
+/// (its writes then overwrite written blocks): past what the job writes, the file holds the
+/// layout's data in both tools, where without it (fio's default fallocate) it holds zeros.
+#[test]
+fn overwrite_lays_a_writers_new_file_out_with_data() {
+    let d = common::disk_tempdir();
+    for (ow, data) in [("1", true), ("0", false)] {
+        let job = d.path().join("ow.fio");
+        std::fs::write(
+            &job,
+            format!("[t]\nfilename=${{DIR}}/f\nsize=4m\nio_size=256k\nbs=64k\nrw=write\noverwrite={ow}\n"),
+        )
+        .unwrap();
+        let file = d.path().join("f");
+        let has_data = |who: &str| {
+            let bytes = std::fs::read(&file).unwrap();
+            assert_eq!(bytes.len(), 4 << 20, "{who} overwrite={ow}");
+            std::fs::remove_file(&file).unwrap();
+            bytes[1 << 20..].iter().any(|&b| b != 0)
+        };
+        let out = iolab()
+            .args(["run", "--output", "json", "--no-progress", "--no-store"])
+            .arg(&job)
+            .env("DIR", d.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["phases"][0]["total"]["write"]["ops"], 4, "256 KiB in 64 KiB writes");
+        assert_eq!(has_data("iolab"), data, "iolab, overwrite={ow}");
+        if fio_runs(&job, d.path()).is_some() {
+            assert_eq!(has_data("fio"), data, "fio, overwrite={ow}");
+        }
+    }
+}

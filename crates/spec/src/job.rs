@@ -580,7 +580,11 @@ impl Workload {
     pub fn needs_data(&self) -> bool {
         match self {
             // A random writer's file is laid out unless it is preallocated instead (fio's way).
-            Workload::Block(b) => b.rw.reads() || (b.rw.is_random() && b.prealloc.is_none()),
+            Workload::Block(b) => {
+                b.rw.reads()
+                    || (b.rw.is_random() && b.prealloc.is_none())
+                    || b.prealloc == Some(crate::prealloc::Prealloc::Data)
+            }
             // A block-level trace's replay reads its target (laid out as a block job's; a
             // call trace's replay prepares its own files and is never laid out).
             Workload::Replay(_) => true,

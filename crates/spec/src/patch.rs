@@ -379,8 +379,9 @@ pub struct JobPatch {
     pub keep_holes: Option<bool>,
     /// How a new file the job only writes is made before the phase: fallocate (allocated,
     /// unwritten: fio's default fallocate=native), keep (allocated, size 0), truncate (sized,
-    /// sparse) or none (empty); no data is laid out for it. Default: a random writer's file is
-    /// laid out with data, a sequential writer's extended by its writes.
+    /// sparse) or none (empty), no data laid out for it; or data (laid out with data, as a
+    /// reader's file: fio's overwrite=1). Default: a random writer's file is laid out with
+    /// data, a sequential writer's extended by its writes.
     #[cfg_attr(feature = "clap", arg(help_heading = TARGET, long, value_parser = parse_word::<crate::prealloc::Prealloc>, value_name = "HOW"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preallocate: Option<crate::prealloc::Prealloc>,

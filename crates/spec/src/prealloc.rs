@@ -5,7 +5,8 @@
 //! holes instead allocates as it goes (fio's tiobench f1, 4 sequential O_DIRECT writers: 0.36 of
 //! fio's IOPS on a new sparse file, 1.0 on a fallocated one, this machine's ext4). Without the
 //! option iolab lays out a random writer's file with data and lets a sequential writer extend
-//! it; with it, a job that only writes gets the file made as said and no data laid out.
+//! it; with it, a job that only writes gets the file made as said and no data laid out, or
+//! (`data`, fio's `overwrite=1`) laid out with data as a reader's file is.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -23,6 +24,9 @@ crate::job::word_enum!(
         Truncate => "truncate",
         // Created empty: the writes extend it (fio's `none`).
         None => "none",
+        // Laid out with data before the phase, as for a reader, so the writes overwrite
+        // written blocks (fio's `overwrite=1`).
+        Data => "data",
     }
 );
 
@@ -49,7 +53,7 @@ mod tests {
         for w in Prealloc::ALL {
             assert_eq!(w.parse::<Prealloc>().map(Prealloc::as_str), Ok(*w));
         }
-        assert!("posix".parse::<Prealloc>().unwrap_err().contains("fallocate, keep, truncate, none"));
+        assert!("posix".parse::<Prealloc>().unwrap_err().contains("fallocate, keep, truncate, none, data"));
         assert_eq!(Prealloc::of_fio("native"), Some(Prealloc::Fallocate));
         assert_eq!(Prealloc::of_fio("posix"), Some(Prealloc::Fallocate));
         assert_eq!(Prealloc::of_fio("1"), Some(Prealloc::Fallocate));

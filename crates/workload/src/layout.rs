@@ -922,7 +922,8 @@ pub fn preallocate(t: &Target, how: Prealloc) -> Result<(), LayoutError> {
         t.at.open(OpenOptions { write: true, ..Default::default() })
             .map_err(io_err("opening to preallocate", &t.path))?;
     let mode = match how {
-        Prealloc::None => return Ok(()),
+        // The layout wrote it (`needs_data`).
+        Prealloc::None | Prealloc::Data => return Ok(()),
         Prealloc::Truncate => return f.set_len(t.size).map_err(io_err("sizing", &t.path)),
         Prealloc::Fallocate => rustix::fs::FallocateFlags::empty(),
         Prealloc::Keep => rustix::fs::FallocateFlags::KEEP_SIZE,

@@ -25,6 +25,8 @@ pub(super) struct FilesRaw {
     offset_increment: Option<(Region, String, Loc)>,
     /// `fallocate`: how fio makes a new file a job only writes.
     fallocate: Option<(crate::prealloc::Prealloc, Loc)>,
+    /// `overwrite`: a write-only job's new file laid out with data first.
+    overwrite: Option<(bool, Loc)>,
 }
 
 /// One option of the family (`Ok(false)`: not one of them).
@@ -74,6 +76,9 @@ pub(super) fn read(f: &mut FilesRaw, o: &Opt, kb: KbBase, said: &mut Said) -> Re
         }
         // How fio makes a new file a job only writes (HOWTO: none, native, posix, keep,
         // truncate; 0 and 1 the old none and posix): see `finish`.
+        // fio's filesetup.c lays a new file out with data for a job that writes with
+        // overwrite=1, as for a reader (`new_layout`), so its writes overwrite written blocks.
+        "overwrite" => f.overwrite = Some((flag(o)?, at)),
         "fallocate" => {
             let v = need(o)?;
             let how = crate::prealloc::Prealloc::of_fio(v)
@@ -208,9 +213,10 @@ pub(super) fn finish(r: &Raw, rw: Rw, o: &mut Out, said: &mut Said) {
     // file is made as `fallocate` says (default native: fallocate(2) mode 0 over its size,
     // fio 3.33's strace) and no data is written; a job that reads gets its data laid out.
     if !rw.reads() && !r.files.fill.as_ref().is_some_and(|f| f.0) {
-        let (how, at) = match &r.files.fallocate {
-            Some((how, at)) => (*how, Some(at)),
-            None => (crate::prealloc::Prealloc::Fallocate, None),
+        let (how, at) = match (&r.files.overwrite, &r.files.fallocate) {
+            (Some((true, at)), _) => (crate::prealloc::Prealloc::Data, Some(at)),
+            (_, Some((how, at))) => (*how, Some(at)),
+            _ => (crate::prealloc::Prealloc::Fallocate, None),
         };
         if let Some(at) = at {
             o.set("preallocate", at);
@@ -521,6 +527,12 @@ mod tests {
         assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=posix\n"), Some(Prealloc::Fallocate));
         assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=none\n"), Some(Prealloc::None));
         assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\nfallocate=keep\n"), Some(Prealloc::Keep));
+        // overwrite=1: laid out with data first, whatever fallocate says.
+        assert_eq!(
+            prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\noverwrite=1\nfallocate=keep\n"),
+            Some(Prealloc::Data)
+        );
+        assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=write\noverwrite=0\n"), Some(Prealloc::Fallocate));
         assert_eq!(prealloc("[t]\nfilename=/data/f\nsize=1m\nrw=randrw\n"), None);
         assert_eq!(prealloc("[t]\nfilename=/data/f\nrw=write\nfill_device=1\n"), None);
         let s = skipped("[t]\nfilename=/data/f\nsize=1m\nunlink=1\n");
