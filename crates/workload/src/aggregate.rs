@@ -489,9 +489,7 @@ impl Aggregator {
                         })
                         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
                     h.hole_share = if region > 0 { empty as f64 / region as f64 } else { 0.0 };
-                    // A file new to the run with holes kept: its preallocation by the phase's
-                    // first job on it (new files have no holes otherwise).
-                    h.preallocated = targets[i].iter().any(|t| !t.exists && !t.kept_holes().is_empty());
+                    h.preallocated = targets[i].iter().any(Target::preallocated);
                     h
                 }),
                 latency_target: self.job_depth[i].zip(job.latency_target).map(|((depth, found), t)| {

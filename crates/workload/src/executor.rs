@@ -425,11 +425,12 @@ fn lay_out_files(
                 created.insert(t.path.clone());
             }
             layout::create_target_in_run(t, run)?;
-            if let Some(how) = only_preallocated
-                .contains_key(t.path.as_path())
-                .then(|| job.workload.block().and_then(|b| b.prealloc))
-                .flatten()
-            {
+            let first_preallocates = job
+                .workload
+                .block()
+                .and_then(|b| b.prealloc)
+                .filter(|_| only_preallocated.contains_key(t.path.as_path()));
+            if let Some(how) = first_preallocates {
                 sink.message(&format!(
                     "preallocating {} ({how}, {} bytes) as its first job, which writes without reading, before the measured window",
                     t.path.display(),
@@ -973,8 +974,7 @@ fn unwritten_at_end(r: &mut PhaseResult, targets: &[Vec<Target>]) {
     };
     for (j, ts) in r.jobs.iter_mut().zip(targets) {
         if let Some(h) = j.holes.as_mut().filter(|h| h.preallocated) {
-            h.unwritten_at_end =
-                ts.iter().filter(|t| !t.exists && !t.kept_holes().is_empty()).filter_map(share).reduce(f64::max);
+            h.unwritten_at_end = ts.iter().filter(|t| t.preallocated()).filter_map(share).reduce(f64::max);
         }
     }
     let end = r.jobs.iter().filter_map(|j| j.holes.and_then(|h| h.unwritten_at_end)).reduce(f64::max);

@@ -153,6 +153,11 @@ impl Target {
             &self.empty
         }
     }
+    /// A file new to the run whose holes are kept: one its phase's first job preallocated
+    /// (the executor's `preallocated_first`; a new file has no holes otherwise).
+    pub fn preallocated(&self) -> bool {
+        !self.exists && !self.kept_holes().is_empty()
+    }
     /// Bytes of `empty`.
     pub fn empty_bytes(&self) -> u64 {
         self.empty.iter().map(|(a, b)| b - a).sum()
@@ -382,9 +387,8 @@ fn check_own_dirs(job: &Job, place: &mut Place) -> Result<Vec<Target>, LayoutErr
     // filesystem here.
     if job.workload.app().is_some_and(|a| a.dirs() == iolab_spec::OwnDirs::Target) && space > 0 {
         let need = space.saturating_mul(u64::from(job.threads));
-        let s = rustix::fs::fstatvfs(dir.fd()).map_err(|e| io_err("checking free space in", &job.target)(os(e)))?;
-        let free = s.f_bavail.saturating_mul(s.f_frsize);
-        if need.saturating_add(need / 100) > free {
+        let free = free_at(dir.fd(), &job.target)?;
+        if !fits(need, free) {
             return Err(refuse(
                 &job.target,
                 format!(
@@ -497,7 +501,7 @@ fn missing_target(
 ) -> Result<Target, LayoutError> {
     let size = match (want, fills) {
         (Some(s), _) => s.0.saturating_add(off),
-        (None, true) => off.saturating_add(fs_free(&at, path)?),
+        (None, true) => off.saturating_add(free_at(at.dir.fd(), path)?),
         // An earlier phase makes it (fio's write phase, then a read phase without a
         // size): nothing to size or lay out before that phase has run.
         (None, false) if pending => {
@@ -609,7 +613,7 @@ fn check_target(
     let existing = meta.st_size as u64;
     let size = match (want, fills) {
         (Some(s), _) => s.0.saturating_add(off),
-        (None, true) => existing.max(off).saturating_add(fs_free(&at, path)?),
+        (None, true) => existing.max(off).saturating_add(free_at(at.dir.fd(), path)?),
         (None, false) => existing,
     };
     if size == 0 {
@@ -817,10 +821,16 @@ pub fn free_bytes(path: &Path) -> io::Result<u64> {
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
 }
 
-/// The bytes free to an unprivileged writer on the filesystem holding `at`.
-fn fs_free(at: &Spot, path: &Path) -> Result<u64, LayoutError> {
-    let s = rustix::fs::fstatvfs(at.dir.fd()).map_err(|e| io_err("checking free space for", path)(os(e)))?;
+/// The bytes free to an unprivileged writer on the filesystem of the directory `dir` (`shown`
+/// in an error).
+fn free_at(dir: BorrowedFd, shown: &Path) -> Result<u64, LayoutError> {
+    let s = rustix::fs::fstatvfs(dir).map_err(|e| io_err("checking free space in", shown)(os(e)))?;
     Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
+/// Whether `need` new bytes fit in `free`, with 1% to spare.
+fn fits(need: u64, free: u64) -> bool {
+    need.saturating_add(need / 100) <= free
 }
 
 /// Refuse before writing if the new bytes of these targets do not fit (with 1% to spare),
@@ -838,12 +848,11 @@ pub fn check_space(targets: &[&Target], writes_growth: bool) -> Result<(), Layou
         let dir = t.at.dir.fd();
         let shown = t.at.dir.root().to_path_buf();
         let dev = rustix::fs::fstat(dir).map_err(|e| io_err("reading metadata of", &shown)(os(e)))?.st_dev;
-        let s = rustix::fs::fstatvfs(dir).map_err(|e| io_err("checking free space in", &shown)(os(e)))?;
-        let free = s.f_bavail.saturating_mul(s.f_frsize);
+        let free = free_at(dir, &shown)?;
         by_dev.entry(dev).or_insert((shown, 0, free)).1 += grows;
     }
     for (_, (dir, need, free)) in by_dev {
-        if need.saturating_add(need / 100) > free {
+        if !fits(need, free) {
             return Err(LayoutError::NoSpace { dir, need, free });
         }
     }

@@ -8,8 +8,25 @@
 
 /// The [`Source`] methods a wrapper (think time, a flow, going on after errors) passes to its
 /// `inner` source unchanged, by name: a wrapper writes only the methods it changes, and a method
-/// added to the trait is forwarded by adding it here once.
+/// added to the trait is forwarded by adding it here once. `plain` names those no wrapper
+/// changes.
 macro_rules! forward_to_inner {
+    (@ plain) => {
+        forward_to_inner!(
+            buffer_len,
+            setup,
+            prime,
+            fill,
+            checks_reads,
+            times_itself,
+            take_timings,
+            opened,
+            file_change,
+            figures,
+            hole_reads,
+            timed_span
+        );
+    };
     (@ buffer_len) => { fn buffer_len(&self) -> usize { self.inner.buffer_len() } };
     (@ setup) => {
         fn setup(&mut self) -> Result<Vec<$crate::source::SetupFile>, $crate::source::SourceError> {

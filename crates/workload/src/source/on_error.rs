@@ -48,22 +48,7 @@ impl<S: Source> GoingOn<S> {
 }
 
 impl<S: Source> Source for GoingOn<S> {
-    forward_to_inner!(
-        buffer_len,
-        setup,
-        prime,
-        fill,
-        checks_reads,
-        times_itself,
-        take_timings,
-        opened,
-        file_change,
-        figures,
-        hole_reads,
-        start,
-        next,
-        timed_span
-    );
+    forward_to_inner!(plain, start, next);
     #[inline]
     fn completed(&mut self, call: &Call, buf: &[u8], result: &io::Result<usize>) -> Result<(), SourceError> {
         match self.inner.completed(call, buf, result) {

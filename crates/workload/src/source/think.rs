@@ -48,21 +48,7 @@ fn is_block(call: &Call) -> bool {
 }
 
 impl<S: Source> Source for Thinking<S> {
-    forward_to_inner!(
-        buffer_len,
-        setup,
-        prime,
-        fill,
-        checks_reads,
-        times_itself,
-        take_timings,
-        opened,
-        file_change,
-        figures,
-        hole_reads,
-        timed_span,
-        io_errors
-    );
+    forward_to_inner!(plain, io_errors);
     fn start(&mut self, at: Stamp) {
         self.since = at;
         self.inner.start(at)
